@@ -1,0 +1,433 @@
+"""The tool catalog: typed functions registered once, dispatched by table lookup.
+
+A tool is a plain function ``fn(ctx: ToolContext, arg: T, ...) -> Result[...]`` decorated
+with :func:`tool`. The decorator derives a pydantic input model (and so the JSON Schema) from
+the signature; it registers nothing globally, it only attaches a :class:`ToolSpec` to the
+function. A :class:`Catalog` is built from such functions and is what every surface — the
+MCP server, the gateway, the agent, the CLI — talks to.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from types import ModuleType, UnionType
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+
+import anyio
+import anyio.to_thread
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic.fields import FieldInfo
+
+from codeward.content import RichContent
+from codeward.context import ToolContext
+from codeward.result import ErrorInfo, ErrorKind, Result
+from codeward.workspace import Access
+
+TOOL_NAME_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
+SPEC_ATTRIBUTE = "__codeward_tool__"
+
+
+@dataclass(frozen=True, slots=True)
+class Annotations:
+    """MCP tool hints; they inform clients and approval policies, they enforce nothing."""
+
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+    open_world: bool = False
+
+    def to_mcp(self) -> dict[str, bool]:
+        return {
+            "readOnlyHint": self.read_only,
+            "destructiveHint": self.destructive,
+            "idempotentHint": self.idempotent,
+            "openWorldHint": self.open_world,
+        }
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """Everything the surfaces need to know about one tool."""
+
+    name: str
+    description: str
+    func: Callable[..., Result[Any]]
+    input_model: type[BaseModel]
+    toolset: str
+    annotations: Annotations = Annotations()
+    output_model: type[BaseModel] | None = None
+    title: str | None = None
+    write_paths: tuple[str, ...] = ()
+    """Arguments naming files this tool changes: calls touching the same file are serialized."""
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        return _clean_schema(self.input_model.model_json_schema())
+
+    @property
+    def output_schema(self) -> dict[str, Any] | None:
+        return _clean_schema(self.output_model.model_json_schema()) if self.output_model else None
+
+    def fingerprint(self) -> str:
+        """A hash of name, description and schemas (for pinning and change detection)."""
+        blob = json.dumps([self.name, self.description, self.input_schema, self.output_schema], sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def tool(
+    *,
+    toolset: str,
+    read_only: bool = False,
+    destructive: bool = False,
+    idempotent: bool = False,
+    open_world: bool = False,
+    name: str | None = None,
+    title: str | None = None,
+    output: type[BaseModel] | None = None,
+    write_paths: tuple[str, ...] | None = None,
+) -> Callable[[Callable[..., Result[Any]]], Callable[..., Result[Any]]]:
+    """Declare a function a tool. Its docstring is the description; its signature the schema.
+
+    ``write_paths`` defaults to every ``*path`` argument of a tool that is not read-only.
+    """
+
+    def decorate(func: Callable[..., Result[Any]]) -> Callable[..., Result[Any]]:
+        tool_name = name or func.__name__
+        _check_name(tool_name)
+        model = _input_model(func, tool_name)
+        writes = write_paths
+        if writes is None:
+            writes = () if read_only else tuple(f for f in model.model_fields if f.endswith("path"))
+        spec = ToolSpec(
+            name=tool_name,
+            description=inspect.cleandoc(func.__doc__ or tool_name),
+            func=func,
+            input_model=model,
+            toolset=toolset,
+            annotations=Annotations(read_only, destructive, idempotent or read_only, open_world),
+            output_model=output,
+            title=title,
+            write_paths=writes,
+        )
+        setattr(func, SPEC_ATTRIBUTE, spec)
+        return func
+
+    return decorate
+
+
+def spec_of(func: Callable[..., Any]) -> ToolSpec:
+    spec = getattr(func, SPEC_ATTRIBUTE, None)
+    if not isinstance(spec, ToolSpec):
+        raise TypeError(f"{func!r} is not decorated with @tool")
+    return spec
+
+
+def specs_in(module: ModuleType) -> list[ToolSpec]:
+    """The tools a module defines, in source order."""
+    found = [v for v in vars(module).values() if isinstance(getattr(v, SPEC_ATTRIBUTE, None), ToolSpec)]
+    specs = [spec_of(f) for f in found if getattr(f, "__module__", None) == module.__name__]
+    return sorted(specs, key=lambda s: inspect.getsourcelines(s.func)[1])
+
+
+@dataclass
+class ToolOutcome:
+    """A finished call as every surface needs it: text, error flag, structure, timing."""
+
+    name: str
+    text: str
+    is_error: bool
+    errors: list[ErrorInfo] = field(default_factory=list)
+    structured: dict[str, Any] | None = None
+    rich: RichContent | None = None
+    truncated: bool = False
+    seconds: float = 0.0
+
+
+class PathLocks:
+    """One lock per file path, so concurrent edits to a file run one after another."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+
+    @contextmanager
+    def hold(self, paths: Iterable[str]) -> Iterator[None]:
+        keys = sorted(set(paths))
+        with self._guard:
+            locks = [self._locks.setdefault(key, threading.Lock()) for key in keys]
+        with ExitStack() as stack:
+            for lock in locks:
+                stack.enter_context(lock)
+            yield
+
+
+class Catalog:
+    """An immutable table of tools plus the machinery to call them safely."""
+
+    def __init__(self, specs: Iterable[ToolSpec]) -> None:
+        table: dict[str, ToolSpec] = {}
+        for spec in specs:
+            if spec.name in table:
+                raise ValueError(f"tool {spec.name!r} is registered twice")
+            table[spec.name] = spec
+        self._table: Mapping[str, ToolSpec] = table
+        self.locks = PathLocks()
+
+    @classmethod
+    def from_functions(cls, funcs: Iterable[Callable[..., Any]]) -> Catalog:
+        return cls(spec_of(f) for f in funcs)
+
+    @classmethod
+    def from_modules(cls, modules: Iterable[ModuleType], toolsets: Iterable[str] | None = None) -> Catalog:
+        wanted = set(toolsets) if toolsets is not None else None
+        specs = [s for m in modules for s in specs_in(m) if wanted is None or s.toolset in wanted]
+        return cls(specs)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._table
+
+    def __iter__(self) -> Iterator[ToolSpec]:
+        return iter(self._table.values())
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def get(self, name: str) -> ToolSpec | None:
+        return self._table.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._table)
+
+    def toolsets(self) -> list[str]:
+        return sorted({s.toolset for s in self._table.values()})
+
+    def merged(self, other: Iterable[ToolSpec]) -> Catalog:
+        return Catalog([*self._table.values(), *other])
+
+    # -- calling ------------------------------------------------------------------------
+
+    def call(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext) -> ToolOutcome:
+        """Validate, run and bound one call, synchronously. Never raises for bad input."""
+        started = time.perf_counter()
+        spec = self._table.get(name)
+        if spec is None:
+            result: Result[Any] = Result.fail(
+                ErrorKind.NOT_FOUND, f"unknown tool {name!r}", _suggest(name, self._table)
+            )
+            return self._finish(name, None, result, ctx, started)
+        parsed = validate_arguments(spec, arguments)
+        if not parsed.ok:
+            return self._finish(name, spec, parsed, ctx, started)
+        values = parsed.data.model_dump() if parsed.data is not None else {}
+        lock_keys = self._lock_keys(spec, values, ctx)
+        try:
+            with self.locks.hold(lock_keys):
+                result = spec.func(ctx, **values)
+        except Exception as exc:  # a bug in a tool: report it, keep the server alive
+            result = Result.fail(
+                ErrorKind.INTERNAL,
+                f"tool {name!r} failed unexpectedly: {type(exc).__name__}: {exc}",
+                "This is a bug in codeward; please report it with the arguments used.",
+            )
+        return self._finish(name, spec, result, ctx, started)
+
+    async def acall(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext) -> ToolOutcome:
+        """:meth:`call` in a worker thread, so independent calls run in parallel."""
+        return await anyio.to_thread.run_sync(self.call, name, arguments, ctx, abandon_on_cancel=True)
+
+    def dispatch(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext) -> str:
+        """The seed's ``dispatch``: the result (or the error) as text."""
+        return self.call(name, arguments, ctx).text
+
+    async def async_dispatch(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext) -> str:
+        """The seed's ``async_dispatch``: :meth:`dispatch` off the event loop."""
+        return (await self.acall(name, arguments, ctx)).text
+
+    def _lock_keys(self, spec: ToolSpec, values: Mapping[str, Any], ctx: ToolContext) -> list[str]:
+        keys: list[str] = []
+        for param in spec.write_paths:
+            raw = values.get(param)
+            if isinstance(raw, str):
+                resolved = ctx.workspace.resolve(raw, Access.WRITE, param=param)
+                keys.append(str(resolved.data) if resolved.ok else raw)
+        return keys
+
+    def _finish(
+        self, name: str, spec: ToolSpec | None, result: Result[Any], ctx: ToolContext, started: float
+    ) -> ToolOutcome:
+        structured: dict[str, Any] | None = None
+        rich: RichContent | None = None
+        if not result.ok:
+            text = result.error_text()
+        else:
+            data = result.data
+            if isinstance(data, RichContent):
+                rich = data
+                text = data.render()
+            elif isinstance(data, BaseModel):
+                structured = data.model_dump(mode="json")
+                render = getattr(data, "render", None)
+                text = render() if callable(render) else json.dumps(structured, indent=2)
+            elif isinstance(data, str):
+                text = data
+            elif data is None:
+                text = "OK"
+            else:
+                text = json.dumps(data, indent=2, default=str)
+            if result.notes:
+                text = "\n".join([text, *result.notes])
+        text, truncated = bound_output(text, ctx, name)
+        return ToolOutcome(
+            name=name,
+            text=text,
+            is_error=not result.ok,
+            errors=list(result.errors),
+            structured=structured,
+            rich=rich,
+            truncated=truncated,
+            seconds=time.perf_counter() - started,
+        )
+
+    # -- schemas for the surfaces -------------------------------------------------------
+
+    def openai_tools(self) -> list[dict[str, Any]]:
+        """The ``tools`` array of an OpenAI-compatible chat request."""
+        return [
+            {"type": "function", "function": {"name": s.name, "description": s.description,
+                                              "parameters": s.input_schema}}
+            for s in self._table.values()
+        ]
+
+
+def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> Result[BaseModel | None]:
+    """Check arguments against the tool's model; errors name the field and the expected type."""
+    if arguments is not None and not isinstance(arguments, Mapping):
+        return Result.fail(ErrorKind.INVALID_INPUT,
+                           f"arguments of {spec.name} must be a JSON object, got {type(arguments).__name__}")
+    try:
+        return Result.success(spec.input_model.model_validate(dict(arguments or {})))
+    except ValidationError as exc:
+        return Result.fail(ErrorKind.INVALID_INPUT, describe_validation(spec, exc),
+                           f"Arguments of {spec.name}: {signature_text(spec)}.")
+
+
+def describe_validation(spec: ToolSpec, exc: ValidationError) -> str:
+    fields = spec.input_model.model_fields
+    lines: list[str] = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"]) or "arguments"
+        kind = error["type"]
+        top = str(error["loc"][0]) if error["loc"] else ""
+        if kind == "missing":
+            lines.append(f"missing required argument {where!r} ({_type_name(fields[top])})")
+        elif kind == "extra_forbidden":
+            lines.append(f"unknown argument {where!r}; {spec.name} takes: {', '.join(fields) or 'no arguments'}")
+        else:
+            expected = _type_name(fields[top]) if top in fields else "a valid value"
+            given = error.get("input")
+            lines.append(f"argument {where!r} must be {expected}: {error['msg']} (got {_short(given)})")
+    return f"invalid arguments for {spec.name}: " + "; ".join(lines)
+
+
+def signature_text(spec: ToolSpec) -> str:
+    parts = []
+    for fname, info in spec.input_model.model_fields.items():
+        optional = "" if info.is_required() else "?"
+        parts.append(f"{fname}{optional}: {_type_name(info)}")
+    return ", ".join(parts) or "none"
+
+
+def bound_output(text: str, ctx: ToolContext, name: str) -> tuple[str, bool]:
+    """Cut text past the configured cap, save the whole under the primary root, and say so."""
+    cap = ctx.settings.output_cap_chars
+    if len(text) <= cap:
+        return text, False
+    spill = ctx.workspace.primary / ctx.settings.spill_dir_name
+    saved = ""
+    try:
+        spill.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        target = spill / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{digest}.txt"
+        target.write_text(text, encoding="utf-8", errors="surrogateescape")
+        shown = ctx.workspace.display(target)
+        saved = f" The full output is saved as {shown}: read it with read_file and offset/limit."
+    except OSError:
+        saved = " Narrow the request (offset/limit, a smaller path or pattern) to see the rest."
+    marker = (
+        f"\n\n[... output truncated: {len(text):,} characters, showing the first {cap:,}."
+        f"{saved} ...]"
+    )
+    return text[:cap] + marker, True
+
+
+# -- internals -------------------------------------------------------------------------------
+
+
+def _check_name(name: str) -> None:
+    if not (1 <= len(name) <= 128) or any(c not in TOOL_NAME_CHARS for c in name):
+        raise ValueError(f"tool name {name!r} must match ^[a-zA-Z0-9_-]{{1,128}}$")
+
+
+def _input_model(func: Callable[..., Any], tool_name: str) -> type[BaseModel]:
+    signature = inspect.signature(func)
+    hints = get_type_hints(func, include_extras=True)
+    params = list(signature.parameters.values())
+    if not params or params[0].name != "ctx":
+        raise TypeError(f"tool {tool_name!r}: the first parameter must be 'ctx: ToolContext'")
+    fields: dict[str, Any] = {}
+    for param in params[1:]:
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(f"tool {tool_name!r}: *args/**kwargs are not allowed")
+        annotation = hints.get(param.name, Any)
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[param.name] = (annotation, default)
+    model_name = "".join(part.capitalize() for part in tool_name.replace("-", "_").split("_")) + "Arguments"
+    return create_model(model_name, __config__=ConfigDict(extra="forbid"), **fields)
+
+
+def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Drop pydantic's titles, which only cost tokens."""
+    if isinstance(schema, dict):
+        return {k: _clean_schema(v) for k, v in schema.items() if k != "title" or not isinstance(v, str)}
+    if isinstance(schema, list):
+        return [_clean_schema(v) for v in schema]  # type: ignore[return-value]
+    return schema
+
+
+def _type_name(info: FieldInfo) -> str:
+    return _annotation_name(info.annotation)
+
+
+def _annotation_name(annotation: Any) -> str:
+    names = {str: "a string", int: "an integer", float: "a number", bool: "a boolean (true/false)"}
+    if annotation in names:
+        return names[annotation]
+    args = [a for a in get_args(annotation) if a is not type(None)]
+    if get_origin(annotation) in (Union, UnionType) and len(args) == 1:
+        return _annotation_name(args[0]) + " or null"
+    if get_origin(annotation) is Literal:
+        return "one of " + ", ".join(repr(a) for a in get_args(annotation))
+    if get_origin(annotation) is list:
+        return "a list" + (f" of {_annotation_name(args[0]).removeprefix('a ').removeprefix('an ')}s" if args else "")
+    return getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _suggest(name: str, table: Mapping[str, ToolSpec]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, list(table), n=3, cutoff=0.5)
+    if close:
+        return f"Did you mean {', '.join(close)}? List all tools with tools/list (or `codeward tools`)."
+    return "List the available tools with tools/list (or `codeward tools`)."

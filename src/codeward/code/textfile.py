@@ -1,0 +1,145 @@
+"""Reading and atomically rewriting text files without changing what the edit did not touch.
+
+A file is decoded once into a :class:`TextFile` that remembers its encoding, byte-order mark
+and line-ending style. Edits work on text with ``\\n`` line endings; :meth:`TextFile.encode`
+puts the original style back, so a CRLF file with a BOM stays one after any edit.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import os
+import stat
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from codeward.result import ErrorKind, Result
+
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+BINARY_SNIFF_BYTES = 8192
+
+
+@dataclass(frozen=True, slots=True)
+class TextFile:
+    """Decoded text (``\\n`` line endings when the file is consistent) plus how to re-encode it."""
+
+    text: str
+    encoding: str = "utf-8"
+    bom: bytes = b""
+    newline: str = "\n"
+
+    def encode(self, text: str | None = None) -> bytes:
+        """Bytes for ``text`` (default: this file's text) in the original encoding and style."""
+        body = self.text if text is None else text
+        if self.newline != "\n":
+            body = body.replace("\r\n", "\n").replace("\n", self.newline)
+        return self.bom + body.encode(self.encoding, errors="surrogateescape" if self.encoding == "utf-8" else "strict")
+
+    def with_text(self, text: str) -> TextFile:
+        return replace(self, text=text)
+
+
+def decode(data: bytes) -> TextFile | None:
+    """Decode file bytes, or ``None`` when they look binary."""
+    bom, encoding = b"", "utf-8"
+    for mark, name in _BOMS:
+        if data.startswith(mark):
+            bom, encoding = mark, name
+            break
+    body = data[len(bom) :]
+    if not bom and b"\x00" in body[:BINARY_SNIFF_BYTES]:
+        return None
+    try:
+        text = body.decode(encoding)
+    except UnicodeDecodeError:
+        if bom:
+            return None
+        try:
+            text = body.decode("utf-8", errors="surrogateescape")
+        except UnicodeDecodeError:  # pragma: no cover - surrogateescape never fails
+            return None
+    crlf = text.count("\r\n")
+    lf = text.count("\n")
+    if crlf and crlf == lf:
+        return TextFile(text.replace("\r\n", "\n"), encoding, bom, "\r\n")
+    return TextFile(text, encoding, bom, "\n")
+
+
+def read_text(path: Path, display: str) -> Result[TextFile]:
+    """Read and decode a file, with clear errors for missing, directory and binary paths."""
+    empty = TextFile("")
+    if not path.exists():
+        return Result.fail(ErrorKind.NOT_FOUND, f"file not found: {display}",
+                           "Check the name with list_directory or search_files.", data=empty)
+    if path.is_dir():
+        return Result.fail(ErrorKind.INVALID_INPUT, f"{display} is a directory, not a file",
+                           "Use list_directory or get_tree for directories.", data=empty)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return Result.fail(ErrorKind.PERMISSION, f"cannot read {display}: {exc.strerror}", data=empty)
+    decoded = decode(data)
+    if decoded is None:
+        return Result.fail(ErrorKind.INVALID_INPUT, f"{display} is a binary file ({len(data)} bytes)",
+                           "Only text files can be read or edited with these tools.", data=empty)
+    return Result.success(decoded)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so that readers see the old or the new file, never half.
+
+    Writes a temporary file in the same directory, fsyncs it, gives it the original file's
+    permission bits, renames it over the target and fsyncs the directory.
+    """
+    directory = path.parent
+    try:
+        mode: int | None = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        mode = None
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".codeward-tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(tmp_name, mode)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp_name, 0o666 & ~umask)
+        os.replace(tmp_name, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)
+        raise
+    with contextlib.suppress(OSError):
+        dir_fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+def write_text(path: Path, original: TextFile, new_text: str, display: str) -> Result[None]:
+    """Atomically write ``new_text`` in ``original``'s encoding, BOM and line endings."""
+    try:
+        data = original.encode(new_text)
+    except UnicodeEncodeError as exc:
+        return Result.fail(ErrorKind.INVALID_INPUT,
+                           f"the new text cannot be encoded as {original.encoding} for {display}: {exc.reason}",
+                           "Use characters the file's encoding can represent.")
+    try:
+        atomic_write(path, data)
+    except OSError as exc:
+        return Result.fail(ErrorKind.PERMISSION, f"cannot write {display}: {exc.strerror}",
+                           "Check the file and folder permissions.")
+    return Result.success(None)

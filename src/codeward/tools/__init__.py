@@ -1,0 +1,21 @@
+"""The built-in toolsets. Each module here defines tools with ``@tool``; this list says which.
+
+Add a module to :data:`TOOL_MODULES` to make its tools part of the default catalog.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+
+from codeward.catalog import Catalog
+
+TOOL_MODULES: tuple[str, ...] = (
+    "codeward.tools.files",
+)
+
+
+def default_catalog(toolsets: Iterable[str] | None = None) -> Catalog:
+    """The catalog of every built-in tool, optionally limited to some toolsets."""
+    modules = [importlib.import_module(name) for name in TOOL_MODULES]
+    return Catalog.from_modules(modules, toolsets)

@@ -1,0 +1,302 @@
+"""File tools: read, list, search, slice, edit and tree — every path through the Workspace."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Annotated
+
+import pathspec
+from pydantic import Field
+
+from codeward.catalog import tool
+from codeward.code.textfile import TextFile, read_text, write_text
+from codeward.code.walk import walk
+from codeward.context import ToolContext
+from codeward.result import ErrorKind, Result
+from codeward.workspace import Access
+
+PathArg = Annotated[str, Field(description="File path, relative to the workspace root or absolute inside it.")]
+DirArg = Annotated[str, Field(description="Directory path, relative to the workspace root ('.' is the root).")]
+MAX_LISTED = 2000
+MAX_MATCHES = 1000
+
+
+def _resolve_file(ctx: ToolContext, path: str, access: Access = Access.READ) -> Result[tuple[Path, TextFile]]:
+    resolved = ctx.workspace.resolve(path, access)
+    if not resolved.ok:
+        return resolved.cast((resolved.data, TextFile("")))
+    loaded = read_text(resolved.data, ctx.workspace.display(resolved.data))
+    return loaded.cast((resolved.data, loaded.data)) if not loaded.ok else Result.success(
+        (resolved.data, loaded.data))
+
+
+def _resolve_dir(ctx: ToolContext, path: str) -> Result[Path]:
+    resolved = ctx.workspace.resolve(path)
+    if not resolved.ok:
+        return resolved
+    display = ctx.workspace.display(resolved.data)
+    if not resolved.data.exists():
+        return Result.fail(ErrorKind.NOT_FOUND, f"directory not found: {display}",
+                           "List the parent directory to see what exists.", data=resolved.data)
+    if not resolved.data.is_dir():
+        return Result.fail(ErrorKind.INVALID_INPUT, f"{display} is a file, not a directory",
+                           "Use read_file for files.", data=resolved.data)
+    return resolved
+
+
+def _line_range_error(start: int, end: int, total: int, display: str) -> Result[str] | None:
+    if start < 1:
+        return Result.fail(ErrorKind.INVALID_INPUT, f"start_line must be 1 or more, got {start}", data="")
+    if end < start - 1:
+        return Result.fail(ErrorKind.INVALID_INPUT, f"end_line ({end}) is before start_line ({start})",
+                           "Give end_line >= start_line (or start_line - 1 to insert without replacing).",
+                           data="")
+    if start > total + 1 or end > total:
+        return Result.fail(ErrorKind.INVALID_INPUT,
+                           f"lines {start}-{end} are past the end of {display}, which has {total} lines",
+                           f"Use line numbers between 1 and {total}.", data="")
+    return None
+
+
+@tool(toolset="files", read_only=True, title="Read a file")
+def read_file(
+    ctx: ToolContext,
+    path: PathArg,
+    offset: Annotated[int, Field(ge=1, description="First line to return (1-based).")] = 1,
+    limit: Annotated[int | None, Field(ge=1, description="Number of lines to return (default: all).")] = None,
+) -> Result[str]:
+    """Read a UTF-8 text file. For long files, page with offset (first line, 1-based) and limit."""
+    loaded = _resolve_file(ctx, path)
+    if not loaded.ok:
+        return loaded.cast("")
+    _real, text_file = loaded.data
+    if offset == 1 and limit is None:
+        return Result.success(text_file.text)
+    lines = text_file.text.splitlines(keepends=True)
+    total = len(lines)
+    if offset > max(total, 1):
+        return Result.fail(ErrorKind.INVALID_INPUT, f"offset {offset} is past the end ({total} lines)",
+                           f"Use an offset between 1 and {total}.", data="")
+    stop = total if limit is None else min(total, offset - 1 + limit)
+    body = "".join(lines[offset - 1 : stop])
+    notes = [f"[lines {offset}-{stop} of {total}; continue with offset={stop + 1}]"] if stop < total else []
+    return Result.success(body, *notes)
+
+
+@tool(toolset="files", write_paths=("path",), title="Create or overwrite a file")
+def write_file(
+    ctx: ToolContext,
+    path: PathArg,
+    content: Annotated[str, Field(description="The complete new content of the file.")],
+    overwrite: Annotated[bool, Field(description="Replace an existing file (default: refuse).")] = False,
+) -> Result[str]:
+    """Create a text file (parent folders included). Refuses to replace an existing file unless overwrite."""
+    resolved = ctx.workspace.resolve(path, Access.WRITE)
+    if not resolved.ok:
+        return resolved.cast("")
+    real = resolved.data
+    display = ctx.workspace.display(real)
+    original = TextFile("")
+    if real.exists():
+        if real.is_dir():
+            return Result.fail(ErrorKind.INVALID_INPUT, f"{display} is a directory", data="")
+        if not overwrite:
+            return Result.fail(ErrorKind.CONFLICT, f"{display} already exists",
+                               "Use edit_file or set_file_slice to change it, or pass overwrite=true.", data="")
+        loaded = read_text(real, display)
+        if loaded.ok:
+            original = loaded.data
+    try:
+        real.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return Result.fail(ErrorKind.PERMISSION, f"cannot create the folder for {display}: {exc.strerror}", data="")
+    written = write_text(real, original, content, display)
+    if not written.ok:
+        return written.cast("")
+    return Result.success(f"Wrote {display} ({len(content.splitlines())} lines).")
+
+
+@tool(toolset="files", read_only=True, title="List a directory")
+def list_directory(ctx: ToolContext, path: DirArg = ".") -> Result[str]:
+    """List a directory as a compact table: [dir]/[file] name size. Protected files are hidden."""
+    resolved = _resolve_dir(ctx, path)
+    if not resolved.ok:
+        return resolved.cast("")
+    rows: list[str] = []
+    for entry in walk(ctx.workspace, resolved.data, max_depth=1, gitignore=False):
+        if entry.is_dir:
+            rows.append(f"[dir]  {entry.rel}/")
+        else:
+            try:
+                size = entry.path.stat().st_size
+            except OSError:
+                size = 0
+            rows.append(f"[file] {entry.rel}  {size}")
+        if len(rows) >= MAX_LISTED:
+            rows.append(f"[... more than {MAX_LISTED} entries; use search_files with a pattern to narrow ...]")
+            break
+    display = ctx.workspace.display(resolved.data)
+    return Result.success(f"{display}/ ({len(rows)} entries)\n" + "\n".join(rows) if rows else f"{display}/ is empty")
+
+
+@tool(toolset="files", read_only=True, title="Find files by glob")
+def search_files(
+    ctx: ToolContext,
+    path: DirArg,
+    pattern: Annotated[str, Field(description="Glob such as '*.py', 'src/**/*.ts' or '**/test_*.py'.")],
+) -> Result[str]:
+    """Find files under a directory whose path matches a glob ('*.py' matches at any depth)."""
+    resolved = _resolve_dir(ctx, path)
+    if not resolved.ok:
+        return resolved.cast("")
+    if not pattern.strip():
+        return Result.fail(ErrorKind.INVALID_INPUT, "pattern is empty", "Give a glob such as '*.py'.", data="")
+    spec = pathspec.PathSpec.from_lines("gitwildmatch", [pattern])
+    matches: list[str] = []
+    entries = walk(ctx.workspace, resolved.data, gitignore=False, include_dirs=False)
+    for scanned, entry in enumerate(entries, 1):
+        if scanned % 5000 == 0:
+            ctx.progress(scanned, None, f"scanned {scanned} files")
+        if spec.match_file(entry.rel):
+            matches.append(ctx.workspace.display(entry.path))
+            if len(matches) >= MAX_MATCHES:
+                return Result.success("\n".join(matches),
+                                      f"[stopped at {MAX_MATCHES} matches; use a narrower pattern or path]")
+    if not matches:
+        return Result.success(f"no files match {pattern!r} under {ctx.workspace.display(resolved.data)}")
+    return Result.success("\n".join(matches))
+
+
+@tool(toolset="files", read_only=True, title="Read a line range")
+def get_file_slice(
+    ctx: ToolContext,
+    path: PathArg,
+    start_line: Annotated[int, Field(description="First line (1-based, inclusive).")],
+    end_line: Annotated[int, Field(description="Last line (inclusive).")],
+) -> Result[str]:
+    """Return lines start_line..end_line (1-based, inclusive) of a text file."""
+    loaded = _resolve_file(ctx, path)
+    if not loaded.ok:
+        return loaded.cast("")
+    real, text_file = loaded.data
+    lines = text_file.text.splitlines(keepends=True)
+    problem = _line_range_error(start_line, end_line, len(lines), ctx.workspace.display(real))
+    if problem:
+        return problem
+    return Result.success("".join(lines[start_line - 1 : end_line]))
+
+
+@tool(toolset="files", title="Replace a line range")
+def set_file_slice(
+    ctx: ToolContext,
+    path: PathArg,
+    start_line: Annotated[int, Field(description="First line to replace (1-based).")],
+    end_line: Annotated[int, Field(description="Last line to replace (inclusive); start_line-1 inserts.")],
+    new_content: Annotated[str, Field(description="Replacement text for those lines.")],
+) -> Result[str]:
+    """Replace lines start_line..end_line with new_content (end_line = start_line - 1 inserts)."""
+    loaded = _resolve_file(ctx, path, Access.WRITE)
+    if not loaded.ok:
+        return loaded.cast("")
+    real, text_file = loaded.data
+    display = ctx.workspace.display(real)
+    lines = text_file.text.splitlines(keepends=True)
+    problem = _line_range_error(start_line, end_line, len(lines), display)
+    if problem:
+        return problem
+    replacement = new_content.replace("\r\n", "\n")
+    if replacement and not replacement.endswith("\n") and end_line < len(lines):
+        replacement += "\n"
+    new_text = "".join(lines[: start_line - 1]) + replacement + "".join(lines[end_line:])
+    written = write_text(real, text_file, new_text, display)
+    if not written.ok:
+        return written.cast("")
+    added = len(replacement.splitlines())
+    return Result.success(f"Replaced lines {start_line}-{end_line} of {display} with {added} lines.")
+
+
+@tool(toolset="files", title="Replace exact text")
+def edit_file(
+    ctx: ToolContext,
+    path: PathArg,
+    old_string: Annotated[str, Field(description="Exact text to find (include enough context to be unique).")],
+    new_string: Annotated[str, Field(description="Text to put in its place.")],
+    replace_all: Annotated[bool, Field(description="Replace every occurrence, not just a unique one.")] = False,
+    dry_run: Annotated[bool, Field(description="Only show the unified diff; change nothing.")] = False,
+) -> Result[str]:
+    """Replace an exact string in a file. Fails clearly when it is absent or not unique."""
+    loaded = _resolve_file(ctx, path, Access.WRITE)
+    if not loaded.ok:
+        return loaded.cast("")
+    real, text_file = loaded.data
+    display = ctx.workspace.display(real)
+    old = old_string.replace("\r\n", "\n")
+    new = new_string.replace("\r\n", "\n")
+    if not old:
+        return Result.fail(ErrorKind.INVALID_INPUT, "old_string is empty",
+                           "Give the exact text to replace; to add text use set_file_slice.", data="")
+    if old == new:
+        return Result.fail(ErrorKind.INVALID_INPUT, "old_string and new_string are identical",
+                           "Nothing would change.", data="")
+    text = text_file.text
+    count = text.count(old)
+    if count == 0:
+        return Result.fail(ErrorKind.NOT_FOUND, f"old_string was not found in {display}",
+                           _closest_hint(text, old), data="")
+    if count > 1 and not replace_all:
+        lines = _occurrence_lines(text, old)
+        return Result.fail(ErrorKind.CONFLICT,
+                           f"old_string occurs {count} times in {display} (lines {', '.join(map(str, lines[:10]))})",
+                           "Include more surrounding text to make it unique, or pass replace_all=true.", data="")
+    new_text = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+    if dry_run:
+        diff = "".join(difflib.unified_diff(text.splitlines(keepends=True), new_text.splitlines(keepends=True),
+                                            f"a/{display}", f"b/{display}"))
+        return Result.success(diff or "(no change)", "[dry run: nothing was written]")
+    written = write_text(real, text_file, new_text, display)
+    if not written.ok:
+        return written.cast("")
+    first = _occurrence_lines(text, old)[0]
+    what = f"{count} occurrences" if replace_all and count > 1 else f"1 occurrence (line {first})"
+    return Result.success(f"Replaced {what} in {display}.")
+
+
+@tool(toolset="files", read_only=True, title="Directory tree")
+def get_tree(
+    ctx: ToolContext,
+    path: DirArg = ".",
+    max_depth: Annotated[int, Field(ge=1, le=20, description="How many levels to show.")] = 3,
+) -> Result[str]:
+    """Show the directory structure to max_depth levels; skips .git and honours .gitignore."""
+    resolved = _resolve_dir(ctx, path)
+    if not resolved.ok:
+        return resolved.cast("")
+    lines = [ctx.workspace.display(resolved.data) + "/"]
+    for count, entry in enumerate(walk(ctx.workspace, resolved.data, max_depth=max_depth), 1):
+        indent = "  " * entry.depth
+        lines.append(f"{indent}{entry.path.name}{'/' if entry.is_dir else ''}")
+        if count >= MAX_LISTED:
+            lines.append(f"[... stopped at {MAX_LISTED} entries; lower max_depth or pick a subfolder ...]")
+            break
+    return Result.success("\n".join(lines))
+
+
+def _occurrence_lines(text: str, needle: str) -> list[int]:
+    lines: list[int] = []
+    start = text.find(needle)
+    while start != -1:
+        lines.append(text.count("\n", 0, start) + 1)
+        start = text.find(needle, start + 1)
+    return lines
+
+
+def _closest_hint(text: str, needle: str) -> str:
+    first = needle.strip().splitlines()[0].strip() if needle.strip() else ""
+    candidates = [line.strip() for line in text.splitlines() if line.strip()]
+    close = difflib.get_close_matches(first, candidates, n=1, cutoff=0.6) if first else []
+    if close:
+        line_no = text.splitlines().index(next(ln for ln in text.splitlines() if ln.strip() == close[0])) + 1
+        return (f"The closest line is {line_no}: {close[0]!r}. Read the file (get_file_slice) and copy the "
+                "text exactly, including whitespace.")
+    return "Read the file first and copy the exact text, including whitespace and indentation."
