@@ -1,0 +1,224 @@
+"""The ``codeward`` command line: a thin layer over the library.
+
+Each subcommand is a small function registered in :func:`build_parser`; errors reach the
+person as one clear line (``codeward: error: ...``) and a non-zero exit code, never a
+traceback (set ``CODEWARD_DEBUG=1`` to see one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from codeward import __version__
+from codeward.config import Config, ConfigError, load_config
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+class UsageError(Exception):
+    """A command-line mistake; the message says what to type instead."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Handler | None = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return handler(args)
+    except KeyboardInterrupt:
+        return 130
+    except (UsageError, ConfigError, ValueError, OSError) as exc:
+        if os.environ.get("CODEWARD_DEBUG"):
+            raise
+        print(f"codeward: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="codeward",
+        description="A secure MCP toolkit for AI coding agents: tool server, gateway, agent shell.",
+    )
+    parser.add_argument("--version", action="version", version=f"codeward {__version__}")
+    parser.add_argument("--config", help="path to codeward.toml (default: ./codeward.toml if present)")
+    sub = parser.add_subparsers(title="commands", metavar="COMMAND")
+
+    serve = sub.add_parser("serve", help="serve the tools over MCP (stdio by default)",
+                           description="Serve codeward's tools over MCP. Roots default to the client's MCP "
+                           "roots, else the config's roots, else the current directory.")
+    serve.add_argument("roots", nargs="*", help="directories the tools may access (the first is primary)")
+    serve.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
+    serve.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+    serve.add_argument("--token-env", metavar="VAR",
+                       help="require 'Authorization: Bearer $VAR' on every HTTP request")
+    serve.add_argument("--allow-remote", action="store_true",
+                       help="allow binding --host to a non-loopback address (requires --token-env)")
+    serve.set_defaults(handler=cmd_serve)
+
+    tools = sub.add_parser("tools", help="list the tools")
+    fmt = tools.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print the MCP tool list as JSON")
+    fmt.add_argument("--markdown", action="store_true", help="print docs/tools.md")
+    tools.set_defaults(handler=cmd_tools)
+
+    call = sub.add_parser("call", help="run one tool directly (no server) and print its result",
+                          description="Run one tool directly: codeward call read_file path=README.md. "
+                          "Values are JSON when the argument is not a string (n=3, flag=true, items='[1,2]').")
+    call.add_argument("tool", help="tool name (see `codeward tools`)")
+    call.add_argument("arguments", nargs="*", metavar="key=value", help="tool arguments")
+    call.add_argument("--root", action="append", help="workspace root (repeatable; default: config or cwd)")
+    call.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    call.set_defaults(handler=cmd_call)
+    return parser
+
+
+# -- shared pieces -------------------------------------------------------------------------
+
+
+def _config(args: argparse.Namespace) -> Config:
+    return load_config(getattr(args, "config", None))
+
+
+def _workspace_for(config: Config, roots: Sequence[str] | None) -> Any:
+    from codeward.workspace import Workspace
+
+    chosen: Sequence[str | Path] = list(roots or []) or list(config.roots) or [Path.cwd()]
+    for root in chosen:
+        if not Path(root).expanduser().is_dir():
+            raise UsageError(f"root {str(root)!r} is not a directory; pass an existing directory")
+    return Workspace.create(chosen, extra_blacklist=config.blacklist)
+
+
+def _catalog_for(config: Config) -> Any:
+    from codeward.tools import default_catalog
+
+    catalog = default_catalog(config.toolsets)
+    if config.toolsets is not None:
+        unknown = set(config.toolsets) - set(catalog.toolsets())
+        if unknown:
+            raise UsageError(f"unknown toolsets in config: {', '.join(sorted(unknown))}; "
+                             f"known: {', '.join(default_catalog().toolsets())}")
+    return catalog
+
+
+# -- commands ------------------------------------------------------------------------------
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import anyio
+
+    from codeward.server import CodewardServer
+    from codeward.surface import CatalogSurface
+
+    config = _config(args)
+    explicit = bool(args.roots) or bool(config.roots)
+    workspace = _workspace_for(config, args.roots)
+    token = None
+    if args.token_env:
+        token = os.environ.get(args.token_env)
+        if not token:
+            raise UsageError(f"--token-env {args.token_env}: that environment variable is empty or unset")
+    if args.http and args.host not in ("127.0.0.1", "localhost", "::1") and (not args.allow_remote or not token):
+        raise UsageError(f"binding to {args.host} exposes the tools to the network; "
+                         "pass --allow-remote and --token-env VAR to do it")
+    catalog = _catalog_for(config)
+    server = CodewardServer(CatalogSurface(catalog), workspace, settings=config.settings,
+                            roots_from_client=not explicit)
+    roots = ", ".join(str(r) for r in workspace.roots)
+    if args.http:
+        url = f"http://{args.host}:{args.port}/mcp"
+        print(f"codeward {__version__}: serving {len(catalog)} tools over streamable HTTP at {url}\n"
+              f"  roots: {roots}{' (bearer token required)' if token else ''}\n"
+              f"  connect: claude mcp add --transport http codeward {url}", file=sys.stderr, flush=True)
+        allowed = [f"{args.host}:*"] if args.host not in ("127.0.0.1", "localhost", "::1") else []
+        anyio.run(lambda: server.run_http(host=args.host, port=args.port, token=token, allowed_hosts=allowed))
+        return 0
+    if sys.stdin.isatty():
+        print(f"codeward {__version__}: serving {len(catalog)} tools over MCP stdio; roots: {roots}\n"
+              "This is an MCP server: a client starts it and talks JSON-RPC on stdin/stdout. To connect one:\n"
+              f"  claude mcp add codeward -- codeward serve {workspace.primary}\n"
+              "  or see the README for Claude Desktop's configuration. Press Ctrl-C to stop.",
+              file=sys.stderr, flush=True)
+    anyio.run(server.run_stdio)
+    return 0
+
+
+def cmd_tools(args: argparse.Namespace) -> int:
+    config = _config(args)
+    catalog = _catalog_for(config)
+    if args.markdown:
+        from codeward.docs import tools_markdown
+
+        sys.stdout.write(tools_markdown(catalog))
+        return 0
+    if args.json:
+        from codeward.surface import CatalogSurface
+
+        infos = CatalogSurface(catalog).tool_infos()
+        print(json.dumps([{"name": i.name, "description": i.description, "inputSchema": i.input_schema,
+                           "annotations": i.annotations, "toolset": catalog.get(i.name).toolset}  # type: ignore[union-attr]
+                          for i in infos], indent=2))
+        return 0
+    width = max((len(s.name) for s in catalog), default=0)
+    for spec in catalog:
+        summary = spec.description.splitlines()[0]
+        print(f"{spec.name:<{width}}  [{spec.toolset}] {summary}")
+    return 0
+
+
+def cmd_call(args: argparse.Namespace) -> int:
+    from codeward.context import ToolContext
+
+    config = _config(args)
+    catalog = _catalog_for(config)
+    spec = catalog.get(args.tool)
+    if spec is None:
+        import difflib
+
+        close = difflib.get_close_matches(args.tool, catalog.names(), n=3)
+        hint = f" Did you mean {', '.join(close)}?" if close else " Run `codeward tools` to list them."
+        raise UsageError(f"unknown tool {args.tool!r}.{hint}")
+    arguments = parse_assignments(args.arguments, spec.input_schema)
+    ctx = ToolContext(_workspace_for(config, args.root), settings=config.settings)
+    outcome = catalog.call(args.tool, arguments, ctx)
+    if args.json:
+        print(json.dumps({"tool": args.tool, "is_error": outcome.is_error, "text": outcome.text,
+                          "structured": outcome.structured}, indent=2))
+    else:
+        stream = sys.stderr if outcome.is_error else sys.stdout
+        print(outcome.text, file=stream)
+    return 1 if outcome.is_error else 0
+
+
+def parse_assignments(items: Sequence[str], schema: dict[str, Any]) -> dict[str, Any]:
+    """``key=value`` words as tool arguments: strings stay strings, other types are parsed as JSON."""
+    properties: dict[str, Any] = schema.get("properties", {})
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"argument {item!r} is not key=value; e.g. path=README.md")
+        expected = properties.get(key, {})
+        kinds = {expected.get("type")} | {alt.get("type") for alt in expected.get("anyOf", [])}
+        if "string" in kinds and not kinds & {"integer", "number", "boolean", "array", "object"}:
+            out[key] = value
+            continue
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""Files under the workspace roots as MCP resources (``file://`` URIs, with a template).
+
+Reads go through the Workspace gate like every tool; listings use the gated walker, so
+nothing outside the roots or blacklisted ever appears.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+from collections.abc import Sequence
+from pathlib import Path
+from urllib.parse import quote, unquote, urlparse
+
+from codeward.code.textfile import decode
+from codeward.code.walk import walk
+from codeward.providers import ResourceData, ResourceInfo, ResourceTemplateInfo
+from codeward.result import ErrorKind, Result
+from codeward.workspace import Workspace
+
+FILE_TEMPLATE = "file:///{path}"
+MAX_LISTED_RESOURCES = 500
+MAX_RESOURCE_BYTES = 10 * 1024 * 1024
+MAX_COMPLETIONS = 100
+
+
+def file_uri(path: Path) -> str:
+    return "file://" + quote(path.as_posix())
+
+
+class FileResources:
+    """A :class:`~codeward.providers.ResourceProvider` for the workspace's files."""
+
+    def list_resources(self, workspace: Workspace) -> Sequence[ResourceInfo]:
+        found: list[ResourceInfo] = []
+        for root in workspace.roots:
+            for entry in walk(workspace, root, include_dirs=False):
+                try:
+                    size = entry.path.stat().st_size
+                except OSError:
+                    continue
+                mime = mimetypes.guess_type(entry.path.name)[0] or "text/plain"
+                found.append(ResourceInfo(file_uri(entry.path), workspace.display(entry.path), mime_type=mime,
+                                          size=size))
+                if len(found) >= MAX_LISTED_RESOURCES:
+                    return found
+        return found
+
+    def list_templates(self) -> Sequence[ResourceTemplateInfo]:
+        return [ResourceTemplateInfo(FILE_TEMPLATE, "workspace file",
+                                     "Any file under the workspace roots, by path relative to the primary root "
+                                     "or absolute.")]
+
+    def owns(self, uri: str) -> bool:
+        return uri.startswith("file:")
+
+    def read(self, uri: str, workspace: Workspace) -> Result[ResourceData]:
+        empty = ResourceData(uri, "text/plain", text="")
+        parsed = urlparse(uri)
+        if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
+            return Result.fail(ErrorKind.INVALID_INPUT, f"not a local file URI: {uri}",
+                               "Use file:///absolute/path or file:///relative/path.", data=empty)
+        raw = unquote(parsed.path)
+        # file:///{path} with a relative path looks absolute: it is relative unless it lies under a root.
+        under_root = any(Path(raw) == root or Path(raw).is_relative_to(root) for root in workspace.roots)
+        candidate = raw if under_root else raw.lstrip("/") or "."
+        resolved = workspace.resolve(candidate, param="uri")
+        if not resolved.ok:
+            return resolved.cast(empty)
+        path = resolved.data
+        if not path.is_file():
+            return Result.fail(ErrorKind.NOT_FOUND, f"no such file: {workspace.display(path)}",
+                               "List resources to see the available files.", data=empty)
+        size = path.stat().st_size
+        if size > MAX_RESOURCE_BYTES:
+            return Result.fail(ErrorKind.TOO_LARGE, f"{workspace.display(path)} is {size:,} bytes",
+                               "Read it in parts with the read_file tool (offset/limit).", data=empty)
+        data = path.read_bytes()
+        mime = mimetypes.guess_type(path.name)[0]
+        decoded = decode(data)
+        if decoded is None:
+            return Result.success(ResourceData(uri, mime or "application/octet-stream", blob=data))
+        return Result.success(ResourceData(uri, mime or "text/plain", text=decoded.text))
+
+    def complete(self, uri_template: str, argument: str, prefix: str, workspace: Workspace) -> list[str]:
+        if uri_template != FILE_TEMPLATE or argument != "path":
+            return []
+        folder, _, stem = prefix.rpartition("/")
+        resolved = workspace.resolve(folder or ".")
+        if not resolved.ok or not resolved.data.is_dir():
+            return []
+        out: list[str] = []
+        for entry in walk(workspace, resolved.data, max_depth=1):
+            if entry.path.name.startswith(stem):
+                name = f"{folder}/{entry.path.name}" if folder else entry.path.name
+                out.append(name + ("/" if entry.is_dir else ""))
+                if len(out) >= MAX_COMPLETIONS:
+                    break
+        return out

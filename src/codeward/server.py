@@ -1,0 +1,418 @@
+"""The MCP surface: a low-level SDK ``Server`` whose handlers are adapters over a ToolSurface.
+
+Nothing here knows what a tool does. Tool calls run through the surface (the catalog, the
+gateway...), with a :class:`ToolContext` carrying the current workspace, a progress/log
+channel bound to the request, and a peer for sampling and elicitation. Files under the roots
+are resources; providers add more resources and prompts.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import sys
+import threading
+import warnings
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import anyio
+import anyio.from_thread
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+
+from codeward import __version__
+from codeward.catalog import ToolOutcome
+from codeward.content import BinaryBlock, Block, ResourceBlock, TextBlock
+from codeward.context import Settings, ToolContext
+from codeward.file_resources import FileResources
+from codeward.providers import PromptProvider, ResourceProvider
+from codeward.surface import ToolSurface
+from codeward.workspace import Workspace
+
+logger = logging.getLogger("codeward.server")
+
+INSTRUCTIONS = (
+    "codeward gives you file, code-navigation and analysis tools over the workspace roots. "
+    "Paths are relative to the primary root. Read before you edit; edits are atomic and refused "
+    "when they would break the file."
+)
+LOG_LEVELS: tuple[str, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+@dataclass
+class WorkspaceHolder:
+    """The server's current workspace; replaced whole when the client's roots change."""
+
+    workspace: Workspace
+    roots_from_client: bool = False
+    stale: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def get(self) -> Workspace:
+        with self.lock:
+            return self.workspace
+
+    def set(self, workspace: Workspace) -> None:
+        with self.lock:
+            self.workspace = workspace
+            self.stale = False
+
+
+CallObserver = Callable[[str, dict[str, Any] | None, ToolOutcome], None]
+
+
+class _RequestReporter:
+    """Progress and log messages from a tool thread, sent on the request's own channel."""
+
+    def __init__(self, ctx: ServerRequestContext[Any, Any], min_level: Callable[[], str]) -> None:
+        self._ctx = ctx
+        self._min_level = min_level
+
+    def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
+        self._run(self._ctx.session.report_progress(done, total, message))
+
+    def log(self, level: str, message: str) -> None:
+        level = level if level in LOG_LEVELS else "info"
+        if LOG_LEVELS.index(level) < LOG_LEVELS.index(self._min_level()):
+            return
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            coro = self._ctx.session.send_log_message(level, message, logger="codeward")  # type: ignore[arg-type]
+        self._run(coro)
+
+    @staticmethod
+    def _run(coro: Awaitable[None]) -> None:
+        async def send() -> None:
+            try:
+                await coro
+            except Exception as exc:  # a closed stream must not kill the tool
+                logger.debug("dropped notification: %s", exc)
+
+        try:
+            anyio.from_thread.run(send)
+        except RuntimeError:  # called on the event loop itself (async tool): schedule nothing
+            if hasattr(coro, "close"):
+                coro.close()
+
+
+class _SessionPeer:
+    """Sampling and elicitation through the client, callable from a tool thread."""
+
+    def __init__(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        self._ctx = ctx
+
+    def sample(self, prompt: str, max_tokens: int = 256) -> str:
+        async def ask() -> str:
+            result = await self._ctx.session.create_message(
+                messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))],
+                max_tokens=max_tokens,
+            )
+            content = result.content
+            return content.text if isinstance(content, types.TextContent) else str(content)
+
+        return anyio.from_thread.run(ask)
+
+    def elicit(self, message: str, schema: dict[str, Any]) -> dict[str, Any]:
+        async def ask() -> dict[str, Any]:
+            result = await self._ctx.session.elicit_form(message=message, requested_schema=schema)
+            return {"action": result.action, "content": result.content}
+
+        return anyio.from_thread.run(ask)
+
+
+class CodewardServer:
+    """One MCP server: a surface, a workspace, resource/prompt providers, and the SDK server."""
+
+    def __init__(
+        self,
+        surface: ToolSurface,
+        workspace: Workspace,
+        *,
+        settings: Settings | None = None,
+        roots_from_client: bool = False,
+        resource_providers: Sequence[ResourceProvider] = (),
+        prompt_providers: Sequence[PromptProvider] = (),
+        extras: dict[str, Any] | None = None,
+        name: str = "codeward",
+        observers: Sequence[CallObserver] = (),
+    ) -> None:
+        self.surface = surface
+        self.holder = WorkspaceHolder(workspace, roots_from_client, stale=roots_from_client)
+        self.settings = settings or Settings()
+        self.resource_providers: list[ResourceProvider] = [FileResources(), *resource_providers]
+        self.prompt_providers = list(prompt_providers)
+        self.extras = dict(extras or {})
+        self.observers = list(observers)
+        self._log_level = "info"
+        handlers: dict[str, Any] = {
+            "on_list_tools": self._list_tools,
+            "on_call_tool": self._call_tool,
+            "on_list_resources": self._list_resources,
+            "on_list_resource_templates": self._list_templates,
+            "on_read_resource": self._read_resource,
+            "on_completion": self._complete,
+        }
+        if self.prompt_providers:
+            handlers["on_list_prompts"] = self._list_prompts
+            handlers["on_get_prompt"] = self._get_prompt
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.lowlevel: Server[Any] = Server(
+                name,
+                version=__version__,
+                instructions=INSTRUCTIONS,
+                on_set_logging_level=self._set_level,
+                on_roots_list_changed=self._roots_changed,
+                **handlers,
+            )
+
+    # -- tools ---------------------------------------------------------------------------
+
+    async def _list_tools(self, ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListToolsResult:
+        tools = [
+            types.Tool(
+                name=info.name,
+                title=info.title,
+                description=info.description,
+                input_schema=info.input_schema,
+                output_schema=info.output_schema,
+                annotations=types.ToolAnnotations(
+                    read_only_hint=info.annotations.get("readOnlyHint"),
+                    destructive_hint=info.annotations.get("destructiveHint"),
+                    idempotent_hint=info.annotations.get("idempotentHint"),
+                    open_world_hint=info.annotations.get("openWorldHint"),
+                )
+                if info.annotations
+                else None,
+            )
+            for info in self.surface.tool_infos()
+        ]
+        return types.ListToolsResult(tools=tools)
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        workspace = await self._current_workspace(ctx)
+        tool_ctx = ToolContext(
+            workspace=workspace,
+            settings=self.settings,
+            reporter=_RequestReporter(ctx, lambda: self._log_level),
+            peer=_SessionPeer(ctx),
+            extras=self.extras,
+        )
+        outcome = await self.surface.call(params.name, params.arguments, tool_ctx)
+        for observe in self.observers:
+            try:
+                observe(params.name, params.arguments, outcome)
+            except Exception:  # an observer must never break a call
+                logger.exception("call observer failed")
+        return to_call_result(outcome)
+
+    # -- workspace and roots ---------------------------------------------------------------
+
+    async def _current_workspace(self, ctx: ServerRequestContext[Any, Any]) -> Workspace:
+        holder = self.holder
+        if holder.roots_from_client and holder.stale:
+            try:
+                with anyio.fail_after(5):
+                    listed = await ctx.session.list_roots()
+                paths = [_root_path(str(root.uri)) for root in listed.roots]
+                usable = [p for p in paths if p]
+                if usable:
+                    holder.set(holder.get().with_roots(usable))
+                else:
+                    holder.stale = False
+            except Exception as exc:  # client without roots support: keep the default root
+                logger.info("client roots unavailable (%s); serving %s", exc, holder.get().primary)
+                holder.stale = False
+        return holder.get()
+
+    async def _roots_changed(self, ctx: ServerRequestContext[Any, Any], params: Any) -> None:
+        if self.holder.roots_from_client:
+            self.holder.stale = True
+
+    async def _set_level(self, ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams) -> Any:
+        self._log_level = str(params.level)
+        return types.EmptyResult()
+
+    # -- resources -----------------------------------------------------------------------
+
+    async def _list_resources(self, ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListResourcesResult:
+        workspace = await self._current_workspace(ctx)
+
+        def collect() -> list[types.Resource]:
+            out: list[types.Resource] = []
+            for provider in self.resource_providers:
+                for info in provider.list_resources(workspace):
+                    out.append(types.Resource(uri=info.uri, name=info.name, description=info.description or None,
+                                              mime_type=info.mime_type, size=info.size))
+            return out
+
+        return types.ListResourcesResult(resources=await anyio.to_thread.run_sync(collect))
+
+    async def _list_templates(
+        self, ctx: ServerRequestContext[Any, Any], params: Any
+    ) -> types.ListResourceTemplatesResult:
+        templates = [
+            types.ResourceTemplate(uri_template=t.uri_template, name=t.name, description=t.description or None,
+                                   mime_type=t.mime_type)
+            for provider in self.resource_providers
+            for t in provider.list_templates()
+        ]
+        return types.ListResourceTemplatesResult(resource_templates=templates)
+
+    async def _read_resource(
+        self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        from mcp.shared.exceptions import MCPError
+
+        uri = str(params.uri)
+        workspace = await self._current_workspace(ctx)
+        for provider in self.resource_providers:
+            if provider.owns(uri):
+                result = await anyio.to_thread.run_sync(provider.read, uri, workspace)
+                if not result.ok:
+                    raise MCPError(code=types.INVALID_PARAMS, message=result.error_text(), data={"uri": uri})
+                data = result.data
+                content: types.TextResourceContents | types.BlobResourceContents
+                if data.blob is not None:
+                    content = types.BlobResourceContents(uri=uri, mime_type=data.mime_type,
+                                                         blob=base64.b64encode(data.blob).decode("ascii"))
+                else:
+                    content = types.TextResourceContents(uri=uri, mime_type=data.mime_type, text=data.text or "")
+                return types.ReadResourceResult(contents=[content])
+        raise MCPError(code=types.INVALID_PARAMS, message=f"unknown resource {uri!r}; list resources to see them",
+                       data={"uri": uri})
+
+    # -- prompts ---------------------------------------------------------------------------
+
+    async def _list_prompts(self, ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListPromptsResult:
+        workspace = await self._current_workspace(ctx)
+        prompts = [
+            types.Prompt(
+                name=p.name,
+                description=p.description or None,
+                arguments=[types.PromptArgument(name=a.name, description=a.description or None, required=a.required)
+                           for a in p.arguments],
+            )
+            for provider in self.prompt_providers
+            for p in provider.list_prompts(workspace)
+        ]
+        return types.ListPromptsResult(prompts=prompts)
+
+    async def _get_prompt(
+        self, ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        from mcp.shared.exceptions import MCPError
+
+        workspace = await self._current_workspace(ctx)
+        for provider in self.prompt_providers:
+            if any(p.name == params.name for p in provider.list_prompts(workspace)):
+                result = provider.get_prompt(params.name, dict(params.arguments or {}), workspace)
+                if not result.ok:
+                    raise MCPError(code=types.INVALID_PARAMS, message=result.error_text())
+                messages = [types.PromptMessage(role=m.role, content=to_content(m.content))  # type: ignore[arg-type]
+                            for m in result.data]
+                return types.GetPromptResult(messages=messages)
+        raise MCPError(code=types.INVALID_PARAMS, message=f"unknown prompt {params.name!r}; list prompts to see them")
+
+    # -- completion ------------------------------------------------------------------------
+
+    async def _complete(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CompleteRequestParams
+    ) -> types.CompleteResult:
+        workspace = await self._current_workspace(ctx)
+        ref = params.ref
+        name, prefix = params.argument.name, params.argument.value
+        values: list[str] = []
+        if isinstance(ref, types.ResourceTemplateReference):
+            for provider in self.resource_providers:
+                values.extend(provider.complete(ref.uri, name, prefix, workspace))
+        elif isinstance(ref, types.PromptReference):
+            for prompt_provider in self.prompt_providers:
+                values.extend(prompt_provider.complete(ref.name, name, prefix, workspace))
+        return types.CompleteResult(
+            completion=types.Completion(values=values[:100], total=len(values), has_more=len(values) > 100)
+        )
+
+    # -- running ---------------------------------------------------------------------------
+
+    async def run_stdio(self) -> None:
+        """Serve over this process's stdin/stdout until the client closes the pipe."""
+        from mcp.server.stdio import stdio_server
+
+        async with stdio_server() as (read_stream, write_stream):
+            await self.lowlevel.run(read_stream, write_stream, self.lowlevel.create_initialization_options())
+
+    def http_app(self, *, host: str = "127.0.0.1", path: str = "/mcp", token: str | None = None,
+                 allowed_hosts: Sequence[str] = (), **options: Any) -> Any:
+        """A Starlette app serving streamable HTTP, with DNS-rebinding protection and optional bearer auth."""
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        from codeward.transport.http_auth import BearerTokenMiddleware
+
+        security = None
+        if allowed_hosts:
+            security = TransportSecuritySettings(
+                enable_dns_rebinding_protection=True,
+                allowed_hosts=list(allowed_hosts),
+                allowed_origins=[f"http://{h}" for h in allowed_hosts] + [f"https://{h}" for h in allowed_hosts],
+            )
+        app = self.lowlevel.streamable_http_app(
+            streamable_http_path=path, host=host, transport_security=security, **options
+        )
+        if token:
+            app.add_middleware(BearerTokenMiddleware, token=token)
+        return app
+
+    async def run_http(self, *, host: str, port: int, token: str | None = None, **options: Any) -> None:
+        import uvicorn
+
+        app = self.http_app(host=host, token=token, **options)
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+        await uvicorn.Server(config).serve()
+
+
+def to_call_result(outcome: ToolOutcome) -> types.CallToolResult:
+    """A catalog outcome as an MCP tool result (errors become ``isError`` results)."""
+    if outcome.rich is not None and not outcome.is_error:
+        content = [to_content(block) for block in outcome.rich.blocks]
+    else:
+        content = [types.TextContent(type="text", text=outcome.text)]
+    return types.CallToolResult(
+        content=content,  # type: ignore[arg-type]
+        structured_content=outcome.structured if not outcome.is_error else None,
+        is_error=outcome.is_error,
+    )
+
+
+def to_content(block: Block) -> types.TextContent | types.ImageContent | types.AudioContent | types.EmbeddedResource:
+    if isinstance(block, TextBlock):
+        return types.TextContent(type="text", text=block.text)
+    if isinstance(block, BinaryBlock):
+        if block.kind == "audio":
+            return types.AudioContent(type="audio", data=block.base64, mime_type=block.mime_type)
+        return types.ImageContent(type="image", data=block.base64, mime_type=block.mime_type)
+    assert isinstance(block, ResourceBlock)
+    resource: types.TextResourceContents | types.BlobResourceContents
+    if block.blob is not None:
+        resource = types.BlobResourceContents(uri=block.uri, mime_type=block.mime_type,
+                                              blob=base64.b64encode(block.blob).decode("ascii"))
+    else:
+        resource = types.TextResourceContents(uri=block.uri, mime_type=block.mime_type, text=block.text or "")
+    return types.EmbeddedResource(type="resource", resource=resource)
+
+
+def _root_path(uri: str) -> str | None:
+    parsed = urlparse(uri)
+    return unquote(parsed.path) if parsed.scheme == "file" else None
+
+
+def print_banner(lines: Sequence[str]) -> None:
+    """Tell a person who started the server by hand what it serves and how to connect."""
+    if sys.stdin.isatty():
+        print("\n".join(lines), file=sys.stderr, flush=True)

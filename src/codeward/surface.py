@@ -1,0 +1,108 @@
+"""Tool surfaces: what a server (or the agent) offers as tools, independent of where they live.
+
+The catalog's own tools, the gateway's upstream tools and the registry's meta-tools are each
+a :class:`ToolSurface`; a :class:`CompositeSurface` serves several as one. The MCP server,
+the agent and the CLI only ever talk to a surface.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from codeward.catalog import Catalog, ToolOutcome, ToolSpec
+from codeward.context import ToolContext
+from codeward.result import ErrorInfo, ErrorKind
+
+
+@dataclass(frozen=True)
+class ToolInfo:
+    """A tool as clients see it: name, description, schemas and hints."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None = None
+    annotations: dict[str, bool] | None = None
+    title: str | None = None
+    source: str = "codeward"
+
+    @property
+    def read_only(self) -> bool:
+        return bool(self.annotations and self.annotations.get("readOnlyHint"))
+
+    @classmethod
+    def from_spec(cls, spec: ToolSpec) -> ToolInfo:
+        return cls(
+            name=spec.name,
+            description=spec.description,
+            input_schema=spec.input_schema,
+            output_schema=spec.output_schema,
+            annotations=spec.annotations.to_mcp(),
+            title=spec.title,
+        )
+
+
+@runtime_checkable
+class ToolSurface(Protocol):
+    """Something that lists tools and calls them by name."""
+
+    def tool_infos(self) -> Sequence[ToolInfo]: ...
+
+    def has(self, name: str) -> bool: ...
+
+    async def call(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext) -> ToolOutcome: ...
+
+
+class CatalogSurface:
+    """The native tools of a :class:`Catalog`."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self._infos = [ToolInfo.from_spec(spec) for spec in catalog]
+
+    def tool_infos(self) -> Sequence[ToolInfo]:
+        return self._infos
+
+    def has(self, name: str) -> bool:
+        return name in self.catalog
+
+    async def call(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext) -> ToolOutcome:
+        return await self.catalog.acall(name, arguments, ctx)
+
+
+class CompositeSurface:
+    """Several surfaces served as one; the first that has a name answers for it."""
+
+    def __init__(self, surfaces: Sequence[ToolSurface]) -> None:
+        self.surfaces = list(surfaces)
+
+    def tool_infos(self) -> Sequence[ToolInfo]:
+        seen: set[str] = set()
+        infos: list[ToolInfo] = []
+        for surface in self.surfaces:
+            for info in surface.tool_infos():
+                if info.name not in seen:
+                    seen.add(info.name)
+                    infos.append(info)
+        return infos
+
+    def has(self, name: str) -> bool:
+        return any(surface.has(name) for surface in self.surfaces)
+
+    async def call(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext) -> ToolOutcome:
+        for surface in self.surfaces:
+            if surface.has(name):
+                return await surface.call(name, arguments, ctx)
+        return unknown_tool(name, [info.name for info in self.tool_infos()])
+
+
+def unknown_tool(name: str, known: Sequence[str]) -> ToolOutcome:
+    """The outcome for a name no surface serves, with the closest names as a hint."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.5)
+    hint = f"Did you mean {', '.join(close)}?" if close else "List the available tools with tools/list."
+    error = ErrorInfo(ErrorKind.NOT_FOUND, f"unknown tool {name!r}", hint)
+    return ToolOutcome(name=name, text=error.render(), is_error=True, errors=[error])
