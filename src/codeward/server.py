@@ -257,11 +257,12 @@ class CodewardServer:
     async def _list_templates(
         self, ctx: ServerRequestContext[Any, Any], params: Any
     ) -> types.ListResourceTemplatesResult:
+        workspace = await self._current_workspace(ctx)
         templates = [
             types.ResourceTemplate(uri_template=t.uri_template, name=t.name, description=t.description or None,
                                    mime_type=t.mime_type)
             for provider in self.resource_providers
-            for t in provider.list_templates()
+            for t in provider.list_templates(workspace)
         ]
         return types.ListResourceTemplatesResult(resource_templates=templates)
 

@@ -156,7 +156,7 @@ def search_files(
     matches: list[str] = []
     entries = walk(ctx.workspace, resolved.data, gitignore=False, include_dirs=False)
     for scanned, entry in enumerate(entries, 1):
-        if scanned % 5000 == 0:
+        if scanned % 1000 == 0:
             ctx.progress(scanned, None, f"scanned {scanned} files")
         if spec.match_file(entry.rel):
             matches.append(ctx.workspace.display(entry.path))

@@ -1,0 +1,188 @@
+"""The server through real MCP sessions: the official client over stdio and streamable HTTP."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2 as httpx
+import pytest
+from mcp import Client, StdioServerParameters
+
+pytestmark = pytest.mark.anyio
+
+FILE_TOOLS = {"read_file", "write_file", "list_directory", "search_files", "get_file_slice",
+              "set_file_slice", "edit_file", "get_tree"}
+
+
+def _project(root: Path) -> None:
+    (root / "src").mkdir()
+    (root / "src" / "app.py").write_text("def main():\n    return 1\n")
+    (root / "notes.md").write_text("# Notes\nalpha\nbeta\n")
+    (root / ".env").write_text("SECRET=1\n")
+
+
+def _stdio(root: Path, *extra: str) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve", str(root), *extra],
+                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def http_server(root: Path) -> Iterator[str]:
+    _project(root)
+    port = _free_port()
+    env = {**os.environ, "CW_TOKEN": "s3cret-token"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "codeward", "serve", str(root), "--http", "--port", str(port),
+         "--token-env", "CW_TOKEN"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(url, timeout=0.5)
+            break
+        except httpx.HTTPError:
+            if proc.poll() is not None:
+                raise RuntimeError(proc.stderr.read().decode() if proc.stderr else "server died") from None
+            time.sleep(0.1)
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@asynccontextmanager
+async def _http_client(url: str, token: str) -> AsyncIterator[Client]:
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http, \
+            Client(streamable_http_client(url, http_client=http)) as client:
+        yield client
+
+
+def _text(result: Any) -> str:
+    return "\n".join(getattr(block, "text", "") for block in result.content)
+
+
+async def _exercise_file_tools(client: Client, root: Path) -> None:
+    listed = await client.list_tools()
+    names = {tool.name for tool in listed.tools}
+    assert FILE_TOOLS <= names
+    read = next(t for t in listed.tools if t.name == "read_file")
+    assert read.annotations is not None and read.annotations.read_only_hint is True
+    assert read.input_schema["required"] == ["path"]
+
+    result = await client.call_tool("read_file", {"path": "src/app.py"})
+    assert not result.is_error and _text(result) == "def main():\n    return 1\n"
+    result = await client.call_tool("list_directory", {"path": "."})
+    assert "notes.md" in _text(result) and ".env" not in _text(result)
+    result = await client.call_tool("search_files", {"path": ".", "pattern": "*.py"})
+    assert _text(result).strip() == "src/app.py"
+    result = await client.call_tool("get_file_slice", {"path": "notes.md", "start_line": 2, "end_line": 3})
+    assert _text(result) == "alpha\nbeta\n"
+    result = await client.call_tool("set_file_slice", {"path": "notes.md", "start_line": 2, "end_line": 2,
+                                                       "new_content": "ALPHA"})
+    assert not result.is_error
+    result = await client.call_tool("edit_file", {"path": "notes.md", "old_string": "beta", "new_string": "gamma"})
+    assert not result.is_error
+    assert (root / "notes.md").read_text() == "# Notes\nALPHA\ngamma\n"
+    result = await client.call_tool("write_file", {"path": "new/file.txt", "content": "hi\n"})
+    assert not result.is_error and (root / "new" / "file.txt").read_text() == "hi\n"
+    result = await client.call_tool("get_tree", {"path": ".", "max_depth": 2})
+    assert "app.py" in _text(result) and "file.txt" in _text(result)
+
+    denied = await client.call_tool("read_file", {"path": "../../etc/passwd"})
+    assert denied.is_error and "outside the workspace" in _text(denied)
+    wrong_type = await client.call_tool("get_file_slice", {"path": "notes.md", "start_line": "x", "end_line": 2})
+    assert wrong_type.is_error and "start_line" in _text(wrong_type) and "integer" in _text(wrong_type)
+    unknown = await client.call_tool("read_fil", {"path": "x"})
+    assert unknown.is_error and "read_file" in _text(unknown)
+
+
+async def test_stdio_session_lists_and_calls_every_file_tool(root: Path) -> None:
+    _project(root)
+    async with Client(_stdio(root)) as client:
+        await _exercise_file_tools(client, root)
+
+
+async def test_stdio_resources_list_read_and_template(root: Path) -> None:
+    _project(root)
+    async with Client(_stdio(root)) as client:
+        resources = await client.list_resources()
+        names = {r.name for r in resources.resources}
+        assert {"src/app.py", "notes.md"} <= names and ".env" not in names
+        app = next(r for r in resources.resources if r.name == "src/app.py")
+        content = await client.read_resource(str(app.uri))
+        assert content.contents[0].text == "def main():\n    return 1\n"  # type: ignore[union-attr]
+        templates = await client.list_resource_templates()
+        template = templates.resource_templates[0].uri_template
+        assert template == f"file://{root.resolve()}/{{path}}"
+        filled = await client.read_resource(template.replace("{path}", "notes.md"))
+        assert "alpha" in filled.contents[0].text  # type: ignore[union-attr]
+        with pytest.raises(Exception, match="outside the workspace"):
+            await client.read_resource("file:///etc/passwd")
+
+
+async def test_stdio_completion_suggests_paths(root: Path) -> None:
+    from mcp_types import ResourceTemplateReference
+
+    _project(root)
+    async with Client(_stdio(root)) as client:
+        ref = ResourceTemplateReference(type="ref/resource", uri=f"file://{root.resolve()}/{{path}}")
+        done = await client.complete(ref, {"name": "path", "value": "sr"})
+        assert done.completion.values == ["src/"]
+        deeper = await client.complete(ref, {"name": "path", "value": "src/a"})
+        assert deeper.completion.values == ["src/app.py"]
+
+
+async def test_progress_notifications_on_a_long_search(root: Path) -> None:
+    for i in range(30):
+        folder = root / f"d{i:02}"
+        folder.mkdir()
+        for j in range(110):
+            (folder / f"f{j:03}.txt").write_bytes(b"")
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    async with Client(_stdio(root)) as client:
+        result = await client.call_tool("search_files", {"path": ".", "pattern": "*.py"},
+                                        progress_callback=on_progress)
+    assert not result.is_error
+    assert [p for p, _, _ in seen] == [1000.0, 2000.0, 3000.0]
+    assert all(msg and "scanned" in msg for _, _, msg in seen)
+
+
+async def test_http_session_with_bearer_token(http_server: str, root: Path) -> None:
+    async with _http_client(http_server, "s3cret-token") as client:
+        await _exercise_file_tools(client, root)
+
+
+async def test_http_refuses_missing_or_wrong_token_and_foreign_host(http_server: str) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    async with httpx.AsyncClient() as http:
+        missing = await http.post(http_server, json=body, headers=headers)
+        assert missing.status_code == 401 and "bearer token" in missing.json()["message"]
+        wrong = await http.post(http_server, json=body, headers={**headers, "Authorization": "Bearer nope"})
+        assert wrong.status_code == 401
+        foreign = await http.post(http_server, json=body, headers={**headers, "Authorization": "Bearer s3cret-token",
+                                                                    "Host": "evil.example:80"})
+        assert foreign.status_code in (400, 403, 421)
