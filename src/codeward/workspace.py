@@ -102,7 +102,7 @@ class Workspace:
 
     @cached_property
     def _blacklist_spec(self) -> pathspec.PathSpec:  # type: ignore[type-arg]
-        return pathspec.PathSpec.from_lines("gitwildmatch", self.blacklist_globs)
+        return pathspec.PathSpec.from_lines("gitignore", self.blacklist_globs)
 
     # -- layer 3: resolution -------------------------------------------------------------
 

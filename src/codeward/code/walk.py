@@ -47,7 +47,7 @@ def _load_ignore(directory: Path) -> _Ignore | None:
         lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
-    return _Ignore(directory, pathspec.PathSpec.from_lines("gitwildmatch", lines))
+    return _Ignore(directory, pathspec.PathSpec.from_lines("gitignore", lines))
 
 
 def walk(

@@ -152,7 +152,7 @@ def search_files(
         return resolved.cast("")
     if not pattern.strip():
         return Result.fail(ErrorKind.INVALID_INPUT, "pattern is empty", "Give a glob such as '*.py'.", data="")
-    spec = pathspec.PathSpec.from_lines("gitwildmatch", [pattern])
+    spec = pathspec.PathSpec.from_lines("gitignore", [pattern])
     matches: list[str] = []
     entries = walk(ctx.workspace, resolved.data, gitignore=False, include_dirs=False)
     for scanned, entry in enumerate(entries, 1):
