@@ -1,0 +1,185 @@
+"""File tools through the catalog: exact edits, preserved encodings, clear refusals, bounded output."""
+
+from __future__ import annotations
+
+import codecs
+import stat
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from codeward.catalog import Catalog, ToolOutcome
+from codeward.context import Settings, ToolContext
+from codeward.result import ErrorKind
+from codeward.workspace import Workspace
+from tests.conftest import snapshot
+
+Call = Callable[..., ToolOutcome]
+
+
+def test_read_file_pages_with_offset_and_limit(root: Path, call: Call) -> None:
+    (root / "long.txt").write_text("".join(f"line {i}\n" for i in range(1, 101)))
+    page = call("read_file", path="long.txt", offset=11, limit=5)
+    assert page.text.startswith("line 11\nline 12\n") and "line 16" not in page.text
+    assert "[lines 11-15 of 100; continue with offset=16]" in page.text
+    last = call("read_file", path="long.txt", offset=99)
+    assert last.text == "line 99\nline 100\n"
+    past = call("read_file", path="long.txt", offset=500)
+    assert past.is_error and "past the end (100 lines)" in past.text
+
+
+def test_read_file_refuses_binary_files(root: Path, call: Call) -> None:
+    (root / "blob.bin").write_bytes(b"\x00\x01\x02" * 100)
+    outcome = call("read_file", path="blob.bin")
+    assert outcome.is_error and "binary file (300 bytes)" in outcome.text
+
+
+def test_edit_file_replaces_exactly_one_occurrence(root: Path, call: Call) -> None:
+    original = "alpha\nbeta\ngamma\n"
+    (root / "a.txt").write_text(original)
+    outcome = call("edit_file", path="a.txt", old_string="beta", new_string="BETA")
+    assert not outcome.is_error and "line 2" in outcome.text
+    assert (root / "a.txt").read_text() == "alpha\nBETA\ngamma\n"
+
+
+def test_edit_file_absent_string_names_the_closest_line(root: Path, call: Call) -> None:
+    (root / "a.py").write_text("def handler(request):\n    return request\n")
+    before = snapshot(root)
+    outcome = call("edit_file", path="a.py", old_string="def handler(req):", new_string="x")
+    assert outcome.is_error and outcome.errors[0].kind is ErrorKind.NOT_FOUND
+    assert "closest line is 1" in outcome.text and "def handler(request):" in outcome.text
+    assert snapshot(root) == before
+
+
+def test_edit_file_ambiguous_string_lists_lines_and_changes_nothing(root: Path, call: Call) -> None:
+    (root / "a.txt").write_text("x = 1\ny = 2\nx = 1\n")
+    before = snapshot(root)
+    outcome = call("edit_file", path="a.txt", old_string="x = 1", new_string="x = 3")
+    assert outcome.is_error and outcome.errors[0].kind is ErrorKind.CONFLICT
+    assert "occurs 2 times" in outcome.text and "lines 1, 3" in outcome.text and "replace_all" in outcome.text
+    assert snapshot(root) == before
+    done = call("edit_file", path="a.txt", old_string="x = 1", new_string="x = 3", replace_all=True)
+    assert not done.is_error and (root / "a.txt").read_text() == "x = 3\ny = 2\nx = 3\n"
+
+
+def test_edit_file_dry_run_returns_a_diff_and_writes_nothing(root: Path, call: Call) -> None:
+    (root / "a.txt").write_text("one\ntwo\n")
+    before = snapshot(root)
+    outcome = call("edit_file", path="a.txt", old_string="two", new_string="deux", dry_run=True)
+    assert "-two\n+deux" in outcome.text and "--- a/a.txt" in outcome.text and "dry run" in outcome.text
+    assert snapshot(root) == before
+
+
+def test_edits_keep_bom_crlf_encoding_and_mode(root: Path, call: Call) -> None:
+    target = root / "win.txt"
+    target.write_bytes(codecs.BOM_UTF8 + "first\r\nsecond\r\nthird\r\n".encode())
+    target.chmod(0o751)
+    call("edit_file", path="win.txt", old_string="second", new_string="2nd")
+    call("set_file_slice", path="win.txt", start_line=3, end_line=3, new_content="3rd\n")
+    assert target.read_bytes() == codecs.BOM_UTF8 + b"first\r\n2nd\r\n3rd\r\n"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o751
+    utf16 = root / "u16.txt"
+    utf16.write_bytes(codecs.BOM_UTF16_LE + "caf\u00e9\n".encode("utf-16-le"))
+    call("edit_file", path="u16.txt", old_string="caf\u00e9", new_string="th\u00e9")
+    assert utf16.read_bytes() == codecs.BOM_UTF16_LE + "th\u00e9\n".encode("utf-16-le")
+
+
+def test_latin1_bytes_survive_an_edit_elsewhere_in_the_file(root: Path, call: Call) -> None:
+    target = root / "legacy.txt"
+    target.write_bytes(b"caf\xe9\nplain\n")
+    call("edit_file", path="legacy.txt", old_string="plain", new_string="edited")
+    assert target.read_bytes() == b"caf\xe9\nedited\n"
+
+
+def test_set_file_slice_replaces_inserts_and_checks_ranges(root: Path, call: Call) -> None:
+    (root / "a.txt").write_text("1\n2\n3\n")
+    call("set_file_slice", path="a.txt", start_line=2, end_line=2, new_content="two")
+    assert (root / "a.txt").read_text() == "1\ntwo\n3\n"
+    call("set_file_slice", path="a.txt", start_line=2, end_line=1, new_content="inserted\n")
+    assert (root / "a.txt").read_text() == "1\ninserted\ntwo\n3\n"
+    before = snapshot(root)
+    for start, end, fragment in ((0, 1, "1 or more"), (3, 1, "before start_line"), (2, 9, "past the end")):
+        outcome = call("set_file_slice", path="a.txt", start_line=start, end_line=end, new_content="x")
+        assert outcome.is_error and fragment in outcome.text
+    assert snapshot(root) == before
+
+
+def test_get_file_slice_is_one_based_and_inclusive(root: Path, call: Call) -> None:
+    (root / "a.txt").write_text("a\nb\nc\nd\n")
+    assert call("get_file_slice", path="a.txt", start_line=2, end_line=3).text == "b\nc\n"
+
+
+def test_write_file_refuses_to_clobber_without_overwrite(root: Path, call: Call) -> None:
+    (root / "a.txt").write_text("keep\n")
+    outcome = call("write_file", path="a.txt", content="lost")
+    assert outcome.is_error and outcome.errors[0].kind is ErrorKind.CONFLICT and "overwrite" in outcome.text
+    assert (root / "a.txt").read_text() == "keep\n"
+    assert not call("write_file", path="a.txt", content="new\n", overwrite=True).is_error
+    assert (root / "a.txt").read_text() == "new\n"
+
+
+def test_no_temp_files_are_left_behind(root: Path, call: Call) -> None:
+    (root / "a.txt").write_text("x\n")
+    for i in range(5):
+        call("edit_file", path="a.txt", old_string=f"{'x' if i == 0 else i - 1}", new_string=str(i))
+    assert sorted(p.name for p in root.iterdir()) == ["a.txt"]
+
+
+def test_concurrent_edits_to_one_file_are_serialized(root: Path, catalog: Catalog, ctx: ToolContext) -> None:
+    markers = [f"marker{i:03}" for i in range(40)]
+    (root / "shared.txt").write_text("".join(f"{m}\n" for m in markers))
+
+    def edit(marker: str) -> None:
+        catalog.call("edit_file", {"path": "shared.txt", "old_string": marker, "new_string": marker.upper()}, ctx)
+
+    threads = [threading.Thread(target=edit, args=(m,)) for m in markers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert (root / "shared.txt").read_text() == "".join(f"{m.upper()}\n" for m in markers)
+
+
+def test_output_past_the_cap_is_cut_with_a_marker_and_saved(root: Path, catalog: Catalog) -> None:
+    text = "".join(f"row {i:06}\n" for i in range(5000))
+    (root / "big.txt").write_text(text)
+    ctx = ToolContext(Workspace.create([root]), settings=Settings(output_cap_chars=1000))
+    outcome = catalog.call("read_file", {"path": "big.txt"}, ctx)
+    assert outcome.truncated and outcome.text.startswith(text[:1000])
+    assert "output truncated: 55,000 characters, showing the first 1,000" in outcome.text
+    saved = outcome.text.split("saved as ")[1].split(":")[0]
+    assert (root / saved).read_text() == text
+    assert "offset/limit" in outcome.text
+
+
+def test_unknown_arguments_and_missing_ones_are_named(call: Call) -> None:
+    outcome = call("get_file_slice", path="a.txt", start=1)
+    assert outcome.is_error
+    assert "missing required argument 'start_line' (an integer)" in outcome.text
+    assert "unknown argument 'start'" in outcome.text
+
+
+@pytest.mark.parametrize("tool", ["read_file", "get_tree", "list_directory", "search_files"])
+def test_every_file_tool_has_a_schema_with_described_arguments(catalog: Catalog, tool: str) -> None:
+    spec = catalog.get(tool)
+    assert spec is not None
+    schema = spec.input_schema
+    assert schema["type"] == "object" and schema["additionalProperties"] is False
+    assert all(prop.get("description") for prop in schema["properties"].values())
+
+
+def test_get_tree_honours_gitignore_and_depth(root: Path, call: Call) -> None:
+    (root / ".gitignore").write_text("build/\n*.log\n")
+    (root / "build").mkdir()
+    (root / "build" / "out.o").write_text("")
+    (root / "app.log").write_text("")
+    (root / "a" / "b" / "c").mkdir(parents=True)
+    (root / "a" / "b" / "c" / "deep.txt").write_text("")
+    (root / "a" / ".gitignore").write_text("secret_dir/\n")
+    (root / "a" / "secret_dir").mkdir()
+    tree = call("get_tree", path=".", max_depth=2).text
+    assert "build" not in tree and "app.log" not in tree and "secret_dir" not in tree
+    assert "a/" in tree and "b/" in tree and "deep.txt" not in tree
+    assert "deep.txt" in call("get_tree", path=".", max_depth=4).text
