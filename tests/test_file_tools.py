@@ -74,7 +74,7 @@ def test_edit_file_dry_run_returns_a_diff_and_writes_nothing(root: Path, call: C
 
 def test_edits_keep_bom_crlf_encoding_and_mode(root: Path, call: Call) -> None:
     target = root / "win.txt"
-    target.write_bytes(codecs.BOM_UTF8 + "first\r\nsecond\r\nthird\r\n".encode())
+    target.write_bytes(codecs.BOM_UTF8 + b"first\r\nsecond\r\nthird\r\n")
     target.chmod(0o751)
     call("edit_file", path="win.txt", old_string="second", new_string="2nd")
     call("set_file_slice", path="win.txt", start_line=3, end_line=3, new_content="3rd\n")
