@@ -1,0 +1,81 @@
+"""The ``codeward`` command as a person runs it: real subprocesses, one-line errors, fresh docs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from codeward import __version__
+from codeward.docs import tools_markdown
+from codeward.tools import default_catalog
+from tests.conftest import REPO
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "codeward", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=60)
+
+
+def test_version() -> None:
+    assert run("--version").stdout.strip() == f"codeward {__version__}"
+
+
+def test_docs_tools_md_is_generated_from_the_catalog() -> None:
+    on_disk = (REPO / "docs" / "tools.md").read_text(encoding="utf-8")
+    assert on_disk == tools_markdown(default_catalog()), (
+        "docs/tools.md is stale: regenerate it with `codeward tools --markdown > docs/tools.md`"
+    )
+
+
+def test_tools_lists_every_tool_in_each_format() -> None:
+    names = default_catalog().names()
+    plain = run("tools").stdout
+    assert all(name in plain for name in names)
+    listed = json.loads(run("tools", "--json").stdout)
+    assert [t["name"] for t in listed] == names and all("inputSchema" in t for t in listed)
+
+
+def test_call_runs_a_tool_with_typed_arguments(root: Path) -> None:
+    (root / "a.txt").write_text("one\ntwo\nthree\n")
+    done = run("call", "get_file_slice", "path=a.txt", "start_line=2", "end_line=3", cwd=root)
+    assert done.returncode == 0 and done.stdout == "two\nthree\n\n"
+    as_json = json.loads(run("call", "read_file", "path=a.txt", "--json", cwd=root).stdout)
+    assert as_json == {"tool": "read_file", "is_error": False, "text": "one\ntwo\nthree\n", "structured": None}
+    numeric_name = root / "42"
+    numeric_name.write_text("answer\n")
+    assert run("call", "read_file", "path=42", cwd=root).stdout == "answer\n\n"
+
+
+def test_call_errors_are_one_clear_line_and_exit_non_zero(root: Path) -> None:
+    refused = run("call", "read_file", "path=../../etc/passwd", cwd=root)
+    assert refused.returncode == 1 and "outside the workspace" in refused.stderr and "Traceback" not in refused.stderr
+    unknown = run("call", "read_fiel", cwd=root)
+    assert unknown.returncode == 2 and unknown.stderr.startswith("codeward: error: unknown tool 'read_fiel'")
+    assert "read_file" in unknown.stderr
+    malformed = run("call", "read_file", "path", cwd=root)
+    assert malformed.returncode == 2 and "not key=value" in malformed.stderr
+    bad_root = run("call", "read_file", "path=a", "--root", str(root / "missing"), cwd=root)
+    assert bad_root.returncode == 2 and "is not a directory" in bad_root.stderr
+
+
+def test_config_file_sets_roots_blacklist_and_toolsets(root: Path) -> None:
+    (root / "sub").mkdir()
+    (root / "sub" / "data.csv").write_text("x\n")
+    (root / "sub" / "keep.txt").write_text("kept\n")
+    (root / "codeward.toml").write_text('[server]\nroots = ["sub"]\nblacklist = ["*.csv"]\ntoolsets = ["files"]\n')
+    assert run("call", "read_file", "path=keep.txt", cwd=root).stdout == "kept\n\n"
+    refused = run("call", "read_file", "path=data.csv", cwd=root)
+    assert refused.returncode == 1 and "blacklisted" in refused.stderr
+    (root / "codeward.toml").write_text("[server\n")
+    broken = run("tools", cwd=root)
+    assert broken.returncode == 2 and "invalid TOML" in broken.stderr and "Traceback" not in broken.stderr
+    (root / "codeward.toml").write_text('[server]\ntoolsets = ["nope"]\n')
+    unknown = run("tools", cwd=root)
+    assert unknown.returncode == 2 and "unknown toolsets in config: nope" in unknown.stderr
+
+
+def test_serve_from_a_terminal_refuses_remote_bind_without_token(root: Path) -> None:
+    done = run("serve", str(root), "--http", "--host", "0.0.0.0")
+    assert done.returncode == 2 and "--allow-remote" in done.stderr
