@@ -1,0 +1,231 @@
+"""The bubblewrap backend: Linux namespaces, a read-only system, a private writable /work
+and /tmp, per-run cgroup, rlimits and seccomp.
+
+Each run gets new user, pid, ipc, uts, cgroup and mount namespaces (and a new network
+namespace unless ``network=True``: then only ``lo`` exists and the host's 127.0.0.1 is out
+of reach). Inside, the program is uid/gid 1000 with no capabilities, in a new session, with
+a cleared environment; ``/`` is an empty tmpfs remounted read-only holding ``/usr`` (and
+the ``/bin``, ``/lib`` links), a few ``/etc`` files, ``/proc``, a minimal ``/dev``, the
+requested binds, and size-limited tmpfs ``/tmp`` and ``/work``. bwrap dies with its parent.
+
+When codeward runs as root and a run has no read-write binds, bwrap itself is started
+as an unprivileged host uid (``nobody``), so even what the sandbox can see is accessed
+without root's rights. Runs with read-write binds (a workspace) keep the caller's uid so
+its files stay writable; capabilities are dropped either way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+from codeward.coding.sandbox.cgroups import CgroupEvents, CgroupLayout, RunCgroup
+from codeward.coding.sandbox.model import (
+    DEFAULT_PATH,
+    Bind,
+    SandboxRequest,
+    SandboxResult,
+    SandboxUnavailable,
+    Status,
+)
+from codeward.coding.sandbox.outcome import to_result
+from codeward.coding.sandbox.runner import Launch, collect, minimal_env, rlimits_for, spawn
+from codeward.coding.sandbox.seccomp import filter_fd
+
+SANDBOX_UID = 1000
+SANDBOX_HOSTNAME = "sandbox"
+NOBODY = (65534, 65534)
+ROOT_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime")
+NETWORK_ETC_FILES = ("resolv.conf", "hosts", "nsswitch.conf", "host.conf", "gai.conf", "ssl", "ca-certificates")
+PRIVATE_WORKDIR = "/work"
+
+
+class BwrapSandbox:
+    """Runs each request in a fresh bubblewrap sandbox (see the module docstring)."""
+
+    name = "bwrap"
+    isolated = True
+
+    def __init__(
+        self,
+        bwrap: str,
+        version: str,
+        cgroups: CgroupLayout | None,
+        seccomp: dict[bool, bytes] | None,
+        drop_to: tuple[int, int] | None = NOBODY,
+    ) -> None:
+        self.bwrap = bwrap
+        self.version = version
+        self.cgroups = cgroups
+        self.seccomp = seccomp
+        self.drop_to = drop_to if os.geteuid() == 0 else None
+
+    def describe(self) -> str:
+        parts = [f"bwrap {self.version}: user/pid/net/ipc/uts/mount namespaces, no capabilities"]
+        parts.append(self.cgroups.describe() if self.cgroups else "no cgroup limits (rlimits only)")
+        parts.append("seccomp filter" if self.seccomp else "no seccomp filter")
+        return ", ".join(parts)
+
+    # -- building the command ------------------------------------------------------------
+
+    def prepare(self, request: SandboxRequest) -> Launch:
+        """The host command for ``request``; raises ``OSError`` when a resource cannot be made."""
+        launch = Launch(argv=[], env=minimal_env({}, "/", DEFAULT_PATH))
+        try:
+            self._fill(launch, request)
+        except BaseException:
+            launch.release()
+            raise
+        return launch
+
+    def _fill(self, launch: Launch, request: SandboxRequest) -> None:
+        args = [self.bwrap, "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
+                "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+                "--hostname", SANDBOX_HOSTNAME, "--disable-userns",
+                "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv"]
+        if not request.network:
+            args.append("--unshare-net")
+        env = minimal_env(request.env, "/tmp", DEFAULT_PATH)
+        for key, value in env.items():
+            args += ["--setenv", key, value]
+        args += system_binds(request.network)
+        args += ["--proc", "/proc", "--dev", "/dev"]
+        scratch = str(request.scratch_mb * 1024 * 1024)
+        args += ["--size", scratch, "--tmpfs", "/tmp"]
+        if request.workdir is None:
+            args += ["--size", scratch, "--tmpfs", PRIVATE_WORKDIR]
+        binds = [Bind.of(b) for b in request.ro_binds]
+        rw = [Bind.of(b) for b in request.rw_binds]
+        for bind in binds:
+            args += ["--ro-bind", bind.source, bind.target]
+        for bind in rw:
+            args += ["--bind", bind.source, bind.target]
+        args += ["--remount-ro", "/", "--chdir", request.workdir or PRIVATE_WORKDIR]
+        read_status, write_status = os.pipe()
+        launch.status_fd = read_status
+        launch.parent_fds.append(write_status)
+        fds = [write_status]
+        args += ["--json-status-fd", str(write_status)]
+        if self.seccomp is not None:
+            program = filter_fd(self.seccomp[request.network])
+            launch.parent_fds.append(program)
+            fds.append(program)
+            args += ["--seccomp", str(program)]
+        args += ["--", *request.argv]
+        launch.argv = args
+        launch.pass_fds = tuple(fds)
+        cpu = request.cpu_seconds if request.cpu_seconds is not None else int(request.timeout_s) + 1
+        address_space = request.address_space_mb if self.cgroups is None else None
+        launch.rlimits = rlimits_for(cpu, request.file_size_mb, request.open_files, address_space)
+        if self.cgroups is not None:
+            launch.cgroup = RunCgroup.create(self.cgroups, request.memory_mb, request.max_processes)
+        if self.drop_to is not None and not rw and all(_world_reachable(b.source) for b in binds):
+            launch.run_as = self.drop_to
+
+    # -- running -------------------------------------------------------------------------
+
+    def start(self, request: SandboxRequest) -> tuple[subprocess.Popen[bytes], Launch]:
+        """Prepare and start ``request`` without waiting (for the warm pool and sessions)."""
+        launch = self.prepare(request)
+        try:
+            return spawn(launch), launch
+        except BaseException:
+            launch.release()
+            raise
+
+    def finish(
+        self, proc: subprocess.Popen[bytes], launch: Launch, request: SandboxRequest, stdin: bytes,
+        started: float | None = None,
+    ) -> SandboxResult:
+        """Feed, collect and interpret a started run, then release its resources."""
+        try:
+            collected = collect(proc, stdin, request.timeout_s, request.max_output_bytes, launch.cgroup, started)
+            events = launch.cgroup.events() if launch.cgroup is not None else CgroupEvents()
+            status = read_status(launch.status_fd)
+        finally:
+            launch.release()
+        if "child-pid" not in status and not collected.timed_out:
+            message = collected.stderr.decode("utf-8", "replace").strip() or f"bwrap exited {collected.returncode}"
+            return SandboxResult.setup_error(
+                f"the sandbox could not be set up: {message}. Check that bubblewrap works here "
+                f"(`bwrap --ro-bind / / true`) or choose the process backend.", self.name, True)
+        return to_result(collected, events, request, self.name, True, shell_style_exit=True)
+
+    def run(self, request: SandboxRequest) -> SandboxResult:
+        try:
+            proc, launch = self.start(request)
+        except OSError as exc:
+            return SandboxResult.setup_error(
+                f"could not start bwrap: {exc}. Check the bubblewrap install and cgroup permissions.",
+                self.name, True)
+        return self.finish(proc, launch, request, request.stdin_bytes())
+
+
+def read_status(fd: int | None) -> dict[str, int]:
+    """bwrap's ``--json-status-fd`` messages merged into one dict (``child-pid``, ``exit-code``)."""
+    merged: dict[str, int] = {}
+    if fd is None:
+        return merged
+    os.set_blocking(fd, False)
+    data = b""
+    with contextlib.suppress(BlockingIOError, OSError):
+        while chunk := os.read(fd, 4096):
+            data += chunk
+    for line in data.decode("utf-8", "replace").splitlines():
+        with contextlib.suppress(ValueError):
+            value = json.loads(line)
+            if isinstance(value, dict):
+                merged.update({k: v for k, v in value.items() if isinstance(v, int)})
+    return merged
+
+
+def system_binds(network: bool) -> list[str]:
+    """Read-only binds of the host system every program needs (``/usr``, loader config)."""
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in ROOT_LINKS:
+        path = Path("/") / name
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            args += ["--ro-bind", str(path), str(path)]
+    for name in ETC_FILES + (NETWORK_ETC_FILES if network else ()):
+        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    return args
+
+
+def _world_reachable(path: str) -> bool:
+    """Whether an unprivileged uid could open ``path``: every ancestor searchable by others."""
+    current = Path(path)
+    try:
+        if not current.stat().st_mode & stat.S_IROTH:
+            return False
+        for parent in current.parents:
+            if not parent.stat().st_mode & stat.S_IXOTH:
+                return False
+    except OSError:
+        return False
+    return True
+
+
+def probe_bwrap(cgroups: CgroupLayout | None, seccomp: dict[bool, bytes] | None) -> BwrapSandbox:
+    """A working bwrap backend, or :class:`SandboxUnavailable` saying why there is none."""
+    import shutil
+
+    binary = shutil.which("bwrap") or next((p for p in ("/usr/bin/bwrap",) if os.path.exists(p)), None)
+    if binary is None:
+        raise SandboxUnavailable("bubblewrap is not installed (install the `bubblewrap` package)")
+    try:
+        version = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=5).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise SandboxUnavailable(f"bwrap does not run: {exc}") from exc
+    sandbox = BwrapSandbox(binary, version.split()[-1] if version.split() else "?", cgroups, seccomp)
+    check = sandbox.run(SandboxRequest(argv=["true"], timeout_s=10, memory_mb=64, max_processes=8))
+    if check.status is not Status.SUCCESS:
+        reason = (check.error_message or "") + (" " + check.stderr.strip() if check.stderr.strip() else "")
+        raise SandboxUnavailable(f"bwrap cannot create its namespaces here: {reason.strip()}")
+    return sandbox

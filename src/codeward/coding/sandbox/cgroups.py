@@ -1,0 +1,299 @@
+"""Per-run control groups: a memory and process-count ceiling the whole process tree shares.
+
+rlimits are per process; a cgroup bounds everything a run starts, catches a fork bomb at
+``pids.max`` and an allocation at the memory limit (OOM kill) without the address-space
+limit that breaks JVMs, node and Go. Both layouts are handled:
+
+- **v1** (hybrid hosts): one directory per controller (``memory``, ``pids``, ``cpu``), under
+  the group this process is in, each with ``codeward/run-<id>`` children.
+- **v2** (unified): one directory with ``memory.max``, ``memory.swap.max``, ``pids.max``.
+  Because a v2 group holding processes cannot delegate controllers, when this process
+  sits in such a group it first moves itself into a ``codeward-server`` leaf beside the
+  runs.
+
+Nothing is global: :func:`detect_layout` returns a value the backend keeps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+V1_CONTROLLERS = ("memory", "pids", "cpu")
+REQUIRED = ("memory", "pids")
+GROUP_DIR = "codeward"
+CPU_PERIOD_US = 100_000
+
+
+@dataclass(frozen=True)
+class CgroupLayout:
+    """Where run groups are created: per controller (v1) or one unified parent (v2)."""
+
+    version: int
+    parents: tuple[tuple[str, Path], ...]
+    """(controller, parent directory) pairs; v2 has the single pair ("unified", dir)."""
+
+    def describe(self) -> str:
+        names = [c for c, _ in self.parents] if self.version == 1 else ["memory", "pids"]
+        return f"cgroup v{self.version} ({'+'.join(names)})"
+
+
+@dataclass(frozen=True)
+class CgroupEvents:
+    """What the kernel recorded for a run's group."""
+
+    oom_killed: bool = False
+    pids_limited: bool = False
+    peak_memory_mb: float | None = None
+
+
+def _mounts() -> list[tuple[str, str, str, str]]:
+    """(mount root, mount point, fs type, super options) of every cgroup mount."""
+    found: list[tuple[str, str, str, str]] = []
+    with contextlib.suppress(OSError), open("/proc/self/mountinfo", encoding="utf-8") as handle:
+        for line in handle:
+            left, _, right = line.partition(" - ")
+            fields, tail = left.split(), right.split()
+            if len(fields) >= 5 and len(tail) >= 3 and tail[0] in ("cgroup", "cgroup2"):
+                found.append((fields[3], fields[4], tail[0], tail[2]))
+    return found
+
+
+def _own_groups() -> dict[str, str]:
+    """controller (or "" for v2) → this process's group path, from /proc/self/cgroup."""
+    groups: dict[str, str] = {}
+    with contextlib.suppress(OSError), open("/proc/self/cgroup", encoding="utf-8") as handle:
+        for line in handle:
+            parts = line.rstrip("\n").split(":", 2)
+            if len(parts) == 3:
+                for controller in parts[1].split(","):
+                    groups[controller] = parts[2]
+    return groups
+
+
+def _join(mount_root: str, mount_point: str, group: str) -> Path:
+    relative = os.path.relpath(group, mount_root) if group.startswith(mount_root) else group
+    relative = "" if relative == "." else relative.lstrip("/")
+    return Path(mount_point) / relative
+
+
+def _writable_parent(directory: Path) -> Path | None:
+    parent = directory / GROUP_DIR
+    try:
+        parent.mkdir(exist_ok=True)
+        probe = parent / f"probe-{uuid.uuid4().hex[:8]}"
+        probe.mkdir()
+        probe.rmdir()
+    except OSError:
+        return None
+    return parent
+
+
+def detect_layout() -> CgroupLayout | None:
+    """The writable cgroup layout here, or ``None`` when no memory+pids groups can be made."""
+    mounts = _mounts()
+    own = _own_groups()
+    v1: list[tuple[str, Path]] = []
+    for controller in V1_CONTROLLERS:
+        for root, point, fstype, options in mounts:
+            if fstype == "cgroup" and controller in options.split(",") and controller in own:
+                parent = _writable_parent(_join(root, point, own[controller]))
+                if parent is not None:
+                    v1.append((controller, parent))
+                break
+    if all(any(c == need for c, _ in v1) for need in REQUIRED):
+        return CgroupLayout(1, tuple(v1))
+    for root, point, fstype, _options in mounts:
+        if fstype == "cgroup2" and "" in own:
+            parent = _prepare_v2(_join(root, point, own[""]))
+            if parent is not None:
+                return CgroupLayout(2, (("unified", parent),))
+    return None
+
+
+def _prepare_v2(own_dir: Path) -> Path | None:
+    """A v2 directory whose children get memory and pids controllers, or ``None``."""
+    try:
+        available = (own_dir / "cgroup.controllers").read_text().split()
+    except OSError:
+        return None
+    if not all(c in available for c in REQUIRED):
+        return None
+    wanted = " ".join(f"+{c}" for c in REQUIRED)
+    try:
+        (own_dir / "cgroup.subtree_control").write_text(wanted)
+    except OSError:
+        # Our group holds processes: move this process into a leaf, then delegate.
+        try:
+            leaf = own_dir / "codeward-server"
+            leaf.mkdir(exist_ok=True)
+            (leaf / "cgroup.procs").write_text(str(os.getpid()))
+            (own_dir / "cgroup.subtree_control").write_text(wanted)
+        except OSError:
+            return None
+    parent = own_dir / GROUP_DIR
+    try:
+        parent.mkdir(exist_ok=True)
+        (parent / "cgroup.subtree_control").write_text(wanted)
+    except OSError:
+        return None
+    return parent
+
+
+class RunCgroup:
+    """The group of one run: created with limits, entered by the child, read, killed, removed."""
+
+    def __init__(self, layout: CgroupLayout, dirs: dict[str, Path]) -> None:
+        self.layout = layout
+        self.dirs = dirs
+
+    @classmethod
+    def create(
+        cls, layout: CgroupLayout, memory_mb: int | None, max_processes: int | None, cpus: float | None = 1.0
+    ) -> RunCgroup:
+        """Make the group and write its limits; raises ``OSError`` when the kernel refuses."""
+        name = f"run-{uuid.uuid4().hex[:12]}"
+        dirs: dict[str, Path] = {}
+        group = cls(layout, dirs)
+        try:
+            for controller, parent in layout.parents:
+                directory = parent / name
+                directory.mkdir()
+                dirs[controller] = directory
+            group.set_limits(memory_mb, max_processes, cpus)
+        except OSError:
+            group.remove()
+            raise
+        return group
+
+    def set_limits(self, memory_mb: int | None, max_processes: int | None, cpus: float | None = 1.0) -> None:
+        if self.layout.version == 2:
+            unified = self.dirs["unified"]
+            if memory_mb is not None:
+                _write(unified / "memory.max", str(memory_mb * 1024 * 1024))
+                _write_optional(unified / "memory.swap.max", "0")
+            if max_processes is not None:
+                _write(unified / "pids.max", str(max_processes))
+            if cpus is not None:
+                _write_optional(unified / "cpu.max", f"{int(cpus * CPU_PERIOD_US)} {CPU_PERIOD_US}")
+            return
+        memory = self.dirs.get("memory")
+        if memory is not None and memory_mb is not None:
+            limit = str(memory_mb * 1024 * 1024)
+            _write(memory / "memory.limit_in_bytes", limit)
+            _write_optional(memory / "memory.memsw.limit_in_bytes", limit)
+        pids = self.dirs.get("pids")
+        if pids is not None and max_processes is not None:
+            _write(pids / "pids.max", str(max_processes))
+        cpu = self.dirs.get("cpu")
+        if cpu is not None and cpus is not None:
+            _write_optional(cpu / "cpu.cfs_period_us", str(CPU_PERIOD_US))
+            _write_optional(cpu / "cpu.cfs_quota_us", str(int(cpus * CPU_PERIOD_US)))
+
+    @property
+    def procs_files(self) -> list[str]:
+        """The ``cgroup.procs`` files a child writes its pid into (see :meth:`enter`)."""
+        return [str(d / "cgroup.procs") for d in self.dirs.values()]
+
+    @staticmethod
+    def enter(procs_files: list[str]) -> None:
+        """Move the calling process into the group; called in the child before exec."""
+        pid = str(os.getpid()).encode()
+        for path in procs_files:
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.write(fd, pid)
+            finally:
+                os.close(fd)
+
+    def pids(self) -> set[int]:
+        found: set[int] = set()
+        for directory in self.dirs.values():
+            with contextlib.suppress(OSError):
+                found.update(int(p) for p in (directory / "cgroup.procs").read_text().split())
+        return found
+
+    def kill(self) -> int:
+        """SIGKILL every process in the group until it is empty; returns how many were seen."""
+        if self.layout.version == 2:
+            _write_optional(self.dirs["unified"] / "cgroup.kill", "1")
+        seen: set[int] = set()
+        for _attempt in range(50):
+            remaining = self.pids()
+            if not remaining:
+                break
+            seen |= remaining
+            for pid in remaining:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.01)
+        return len(seen)
+
+    def events(self) -> CgroupEvents:
+        if self.layout.version == 2:
+            unified = self.dirs["unified"]
+            memory = _keyed(unified / "memory.events")
+            pids = _keyed(unified / "pids.events")
+            return CgroupEvents(memory.get("oom_kill", 0) > 0, pids.get("max", 0) > 0,
+                                _mb(_number(unified / "memory.peak")))
+        oom = False
+        peak: int | None = None
+        memory_dir = self.dirs.get("memory")
+        if memory_dir is not None:
+            control = _keyed(memory_dir / "memory.oom_control")
+            oom = control.get("oom_kill", 0) > 0
+            peak = _number(memory_dir / "memory.max_usage_in_bytes")
+        pids_dir = self.dirs.get("pids")
+        limited = pids_dir is not None and _keyed(pids_dir / "pids.events").get("max", 0) > 0
+        return CgroupEvents(oom, limited, _mb(peak))
+
+    def remove(self) -> None:
+        """Delete the group's directories (after killing what is left in them)."""
+        if self.pids():
+            self.kill()
+        for directory in list(self.dirs.values()):
+            for _attempt in range(20):
+                try:
+                    directory.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.01)
+        self.dirs.clear()
+
+
+def _write(path: Path, value: str) -> None:
+    with open(path, "w", encoding="ascii") as handle:
+        handle.write(value)
+
+
+def _write_optional(path: Path, value: str) -> None:
+    with contextlib.suppress(OSError):
+        _write(path, value)
+
+
+def _keyed(path: Path) -> dict[str, int]:
+    values: dict[str, int] = {}
+    with contextlib.suppress(OSError):
+        for line in path.read_text().splitlines():
+            key, _, number = line.partition(" ")
+            with contextlib.suppress(ValueError):
+                values[key] = int(number)
+    return values
+
+
+def _number(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _mb(value: int | None) -> float | None:
+    return None if value is None else round(value / (1024 * 1024), 1)

@@ -1,0 +1,104 @@
+"""Turn a finished process into a :class:`SandboxResult`: status, and an error message that
+names the limit that was hit and how to change it."""
+
+from __future__ import annotations
+
+import signal
+
+from codeward.coding.sandbox.cgroups import CgroupEvents
+from codeward.coding.sandbox.model import Limit, SandboxRequest, SandboxResult, Status
+from codeward.coding.sandbox.runner import Collected
+
+NO_SPACE_MARKERS = ("No space left on device", "ENOSPC")
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def normalize_exit(code: int, shell_style: bool) -> int:
+    """bwrap reports a signal death as 128+N; give it as -N like subprocess does."""
+    if shell_style and 128 < code < 128 + 65:
+        return -(code - 128)
+    return code
+
+
+def to_result(
+    collected: Collected,
+    events: CgroupEvents,
+    request: SandboxRequest,
+    backend: str,
+    isolated: bool,
+    shell_style_exit: bool = False,
+) -> SandboxResult:
+    code = normalize_exit(collected.returncode, shell_style_exit)
+    stderr = collected.stderr.decode("utf-8", "replace")
+    result = SandboxResult(
+        status=Status.SUCCESS,
+        exit_code=code,
+        stdout=collected.stdout.decode("utf-8", "replace"),
+        stderr=stderr,
+        duration_s=round(collected.duration_s, 4),
+        backend=backend,
+        isolated=isolated,
+        stdout_truncated=collected.stdout_truncated,
+        stderr_truncated=collected.stderr_truncated,
+        peak_memory_mb=events.peak_memory_mb,
+    )
+    if collected.stdout_truncated or collected.stderr_truncated:
+        result.notes.append(f"output was cut at {request.max_output_bytes} bytes per stream")
+    if collected.leftovers_killed:
+        result.notes.append(f"killed {collected.leftovers_killed} background process(es) the program left running")
+    processes = f" (the process limit of {request.max_processes} was reached, so new processes failed)" if (
+        events.pids_limited) else ""
+    if collected.timed_out:
+        result.status, result.limit_hit = Status.TIMEOUT, Limit.TIMEOUT
+        result.error_message = (f"timed out after {request.timeout_s:g} s; the program and every process it "
+                                f"started were killed{processes}. Make it finish sooner or raise the timeout.")
+        return result
+    if collected.output_flooded:
+        result.status, result.limit_hit = Status.ERROR, Limit.OUTPUT
+        result.error_message = (f"killed: it printed more than {request.max_output_bytes * 16} bytes of output. "
+                                "Print less (write big results to a file and print a summary).")
+        return result
+    if events.oom_killed:
+        result.status, result.limit_hit = Status.ERROR, Limit.MEMORY
+        result.error_message = (f"killed: out of memory — the run may use {request.memory_mb} MB. "
+                                "Use less memory (process data in chunks) or ask for a larger memory limit.")
+        return result
+    if code == -signal.SIGXCPU or (code == -signal.SIGKILL and _cpu_limited(request, collected)):
+        result.status, result.limit_hit = Status.ERROR, Limit.CPU_TIME
+        result.error_message = f"killed: CPU time limit of {request.cpu_seconds or '?'} s used up. Do less work."
+        return result
+    if code == -signal.SIGXFSZ:
+        result.status, result.limit_hit = Status.ERROR, Limit.FILE_SIZE
+        result.error_message = f"killed: a file grew past the {request.file_size_mb} MB file-size limit."
+        return result
+    if code == 0:
+        if events.pids_limited:
+            result.notes.append(f"the process limit of {request.max_processes} was reached at some point")
+        return result
+    result.status = Status.ERROR
+    if code < 0:
+        result.error_message = f"the program was killed by {signal_name(-code)}{processes}"
+    else:
+        result.error_message = f"the program exited with status {code}{processes}"
+    if events.pids_limited:
+        result.limit_hit = Limit.PROCESSES
+    if any(marker in stderr for marker in NO_SPACE_MARKERS):
+        result.error_message += (f"; its writable space is full (the sandbox's /tmp and work dir hold "
+                                 f"{request.scratch_mb} MB)")
+    elif "File too large" in stderr or "EFBIG" in stderr:
+        result.limit_hit = Limit.FILE_SIZE
+        result.error_message += f"; a file reached the {request.file_size_mb} MB file-size limit"
+    elif "MemoryError" in stderr or "Cannot allocate memory" in stderr or "out of memory" in stderr.lower():
+        result.limit_hit = Limit.MEMORY
+        result.error_message += f"; it ran out of memory (limit {request.memory_mb} MB)"
+    return result
+
+
+def _cpu_limited(request: SandboxRequest, collected: Collected) -> bool:
+    return request.cpu_seconds is not None and collected.duration_s >= request.cpu_seconds

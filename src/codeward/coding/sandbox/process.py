@@ -1,0 +1,97 @@
+"""The fallback backend when namespaces are unavailable: a plain child process, contained
+only by rlimits, a new session, a private temp dir, a scrubbed environment and — when this
+host lets us make them — a per-run cgroup. Results say ``isolated=False``: the program can
+see the host's files and network with the rights of the user it runs as.
+
+Paths cannot be remapped without a mount namespace, so bind destinations are honoured by
+rewriting: argv words, the workdir and env values that start with a bind's ``dest`` are
+given its ``source``; ``/work`` and ``/tmp`` become directories of a private temp dir.
+As root, runs with no read-write binds are started as ``nobody``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from functools import partial
+
+from codeward.coding.sandbox.bwrap import NOBODY, PRIVATE_WORKDIR
+from codeward.coding.sandbox.cgroups import CgroupEvents, CgroupLayout, RunCgroup
+from codeward.coding.sandbox.model import DEFAULT_PATH, Bind, SandboxRequest, SandboxResult
+from codeward.coding.sandbox.outcome import to_result
+from codeward.coding.sandbox.runner import Launch, collect, minimal_env, rlimits_for, spawn
+
+
+class ProcessSandbox:
+    """Runs requests as ordinary child processes (see the module docstring)."""
+
+    name = "process"
+    isolated = False
+
+    def __init__(self, cgroups: CgroupLayout | None, drop_to: tuple[int, int] | None = NOBODY) -> None:
+        self.cgroups = cgroups
+        self.drop_to = drop_to if os.geteuid() == 0 else None
+
+    def describe(self) -> str:
+        limits = self.cgroups.describe() if self.cgroups else "rlimits only"
+        return f"process (NOT isolated: host files and network are visible), {limits}"
+
+    def prepare(self, request: SandboxRequest) -> Launch:
+        private = tempfile.mkdtemp(prefix="codeward-run-")
+        launch = Launch(argv=[], env={}, cleanups=[partial(shutil.rmtree, private, True)])
+        try:
+            work, tmp = os.path.join(private, "work"), os.path.join(private, "tmp")
+            os.mkdir(work)
+            os.mkdir(tmp)
+            rw = [Bind.of(b) for b in request.rw_binds]
+            mapping = [(b.target, b.source) for b in (*(Bind.of(x) for x in request.ro_binds), *rw)]
+            mapping += [(PRIVATE_WORKDIR, work), ("/tmp", tmp)]
+            rewrite = partial(_rewrite, mapping)
+            env = minimal_env({k: rewrite(v) for k, v in request.env.items()}, tmp, DEFAULT_PATH)
+            env["TMPDIR"] = tmp
+            launch.argv = [rewrite(word) for word in request.argv]
+            launch.env = env
+            launch.cwd = rewrite(request.workdir) if request.workdir else work
+            cpu = request.cpu_seconds if request.cpu_seconds is not None else int(request.timeout_s) + 1
+            address_space = request.address_space_mb if self.cgroups is None else None
+            launch.rlimits = rlimits_for(cpu, request.file_size_mb, request.open_files, address_space)
+            if self.cgroups is not None:
+                launch.cgroup = RunCgroup.create(self.cgroups, request.memory_mb, request.max_processes)
+            if self.drop_to is not None and not rw:
+                for directory in (private, work, tmp):
+                    os.chown(directory, *self.drop_to)
+                launch.run_as = self.drop_to
+        except BaseException:
+            launch.release()
+            raise
+        return launch
+
+    def run(self, request: SandboxRequest) -> SandboxResult:
+        try:
+            launch = self.prepare(request)
+        except OSError as exc:
+            return SandboxResult.setup_error(f"could not prepare the run: {exc}", self.name, False)
+        try:
+            proc = spawn(launch)
+        except OSError as exc:
+            launch.release()
+            return SandboxResult.setup_error(
+                f"could not start {request.argv[0]!r}: {exc.strerror or exc}. Check that the program exists.",
+                self.name, False)
+        try:
+            collected = collect(proc, request.stdin_bytes(), request.timeout_s, request.max_output_bytes,
+                                launch.cgroup)
+            events = launch.cgroup.events() if launch.cgroup is not None else CgroupEvents()
+        finally:
+            launch.release()
+        result = to_result(collected, events, request, self.name, False)
+        result.notes.append("not isolated: the process backend cannot hide host files or the network")
+        return result
+
+
+def _rewrite(mapping: list[tuple[str, str]], value: str) -> str:
+    for dest, source in mapping:
+        if value == dest or value.startswith(dest.rstrip("/") + "/"):
+            return source + value[len(dest):]
+    return value
