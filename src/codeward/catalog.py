@@ -32,6 +32,7 @@ from codeward.workspace import Access
 
 TOOL_NAME_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 SPEC_ATTRIBUTE = "__codeward_tool__"
+JSON_SCHEMA_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,10 +67,13 @@ class ToolSpec:
     title: str | None = None
     write_paths: tuple[str, ...] = ()
     """Arguments naming files this tool changes: calls touching the same file are serialized."""
+    schema_dialect: bool = False
+    """Declare ``$schema`` (JSON Schema 2020-12, which pydantic emits) in the input schema."""
 
     @property
     def input_schema(self) -> dict[str, Any]:
-        return _clean_schema(self.input_model.model_json_schema())
+        schema = _clean_schema(self.input_model.model_json_schema())
+        return {"$schema": JSON_SCHEMA_2020_12, **schema} if self.schema_dialect else schema
 
     @property
     def output_schema(self) -> dict[str, Any] | None:
@@ -92,6 +96,7 @@ def tool(
     title: str | None = None,
     output: type[BaseModel] | None = None,
     write_paths: tuple[str, ...] | None = None,
+    schema_dialect: bool = False,
 ) -> Callable[[Callable[..., Result[Any]]], Callable[..., Result[Any]]]:
     """Declare a function a tool. Its docstring is the description; its signature the schema.
 
@@ -115,6 +120,7 @@ def tool(
             output_model=output,
             title=title,
             write_paths=writes,
+            schema_dialect=schema_dialect,
         )
         setattr(func, SPEC_ATTRIBUTE, spec)
         return func

@@ -148,6 +148,7 @@ class CodewardServer:
         self.extras = dict(extras or {})
         self.observers = list(observers)
         self._log_level = "info"
+        self.subscriptions: set[str] = set()
         handlers: dict[str, Any] = {
             "on_list_tools": self._list_tools,
             "on_call_tool": self._call_tool,
@@ -155,6 +156,8 @@ class CodewardServer:
             "on_list_resource_templates": self._list_templates,
             "on_read_resource": self._read_resource,
             "on_completion": self._complete,
+            "on_subscribe_resource": self._subscribe,
+            "on_unsubscribe_resource": self._unsubscribe,
         }
         if self.prompt_providers:
             handlers["on_list_prompts"] = self._list_prompts
@@ -202,7 +205,7 @@ class CodewardServer:
             settings=self.settings,
             reporter=_RequestReporter(ctx, lambda: self._log_level),
             peer=_SessionPeer(ctx),
-            extras=self.extras,
+            extras={**self.extras, "close_sse_stream": ctx.close_sse_stream},
         )
         outcome = await self.surface.call(params.name, params.arguments, tool_ctx)
         for observe in self.observers:
@@ -289,6 +292,16 @@ class CodewardServer:
         raise MCPError(code=types.INVALID_PARAMS, message=f"unknown resource {uri!r}; list resources to see them",
                        data={"uri": uri})
 
+    async def _subscribe(self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams) -> Any:
+        self.subscriptions.add(str(params.uri))
+        return types.EmptyResult()
+
+    async def _unsubscribe(
+        self, ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams
+    ) -> Any:
+        self.subscriptions.discard(str(params.uri))
+        return types.EmptyResult()
+
     # -- prompts ---------------------------------------------------------------------------
 
     async def _list_prompts(self, ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListPromptsResult:
@@ -356,6 +369,10 @@ class CodewardServer:
 
         from codeward.transport.http_auth import BearerTokenMiddleware
 
+        from codeward.transport.event_store import BoundedEventStore
+
+        options.setdefault("event_store", BoundedEventStore())
+        options.setdefault("retry_interval", 1000)
         security = None
         if allowed_hosts:
             security = TransportSecuritySettings(

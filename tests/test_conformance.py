@@ -1,0 +1,83 @@
+"""Third-party MCP clients against codeward: the official conformance suite and the MCP Inspector."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, node22_env, node_tool
+
+pytestmark = [pytest.mark.npm, pytest.mark.xdist_group("node-peers")]
+FIXTURE = Path(__file__).parent / "conformance" / "fixture_server.py"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def fixture_url(tmp_path: Path) -> Iterator[str]:
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, str(FIXTURE), str(port), str(tmp_path)], cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        if proc.poll() is not None:
+            raise RuntimeError(proc.stderr.read().decode() if proc.stderr else "fixture server died")
+        time.sleep(0.1)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_conformance_suite_server_scenarios_all_pass(fixture_url: str, tmp_path: Path) -> None:
+    suite = node_tool("conformance")
+    if suite is None:
+        pytest.skip("the conformance suite is not installed (scripts/test installs it with npm)")
+    out = tmp_path / "results"
+    done = subprocess.run([suite, "server", "--url", fixture_url, "--suite", "all", "-o", str(out)],
+                          capture_output=True, text=True, timeout=300, env=node22_env())
+    summary = done.stdout[done.stdout.find("=== SUMMARY ==="):]
+    assert done.returncode == 0, summary or done.stderr[-3000:]
+    total = re.search(r"Total: (\d+) passed, (\d+) failed", summary)
+    assert total and int(total[2]) == 0 and int(total[1]) >= 44, summary
+    scenarios = {re.sub(r"-\d{4}-\d{2}-\d{2}T.*$", "", p.name) for p in out.iterdir()}
+    assert len(scenarios) >= 32, sorted(scenarios)
+    statuses = [c["status"] for p in out.iterdir() for c in json.loads((p / "checks.json").read_text())]
+    assert "FAILURE" not in statuses
+
+
+def _inspector(*args: str) -> dict[str, object]:
+    inspector = node_tool("mcp-inspector")
+    if inspector is None:
+        pytest.skip("the MCP Inspector is not installed (scripts/test installs it with npm)")
+    done = subprocess.run([inspector, "--cli", sys.executable, "-m", "codeward", "serve", *args],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    parsed: dict[str, object] = json.loads(done.stdout)
+    return parsed
+
+
+def test_inspector_cli_lists_and_calls_codeward_tools(root: Path) -> None:
+    (root / "hello.txt").write_text("hello from codeward\n")
+    listed = _inspector(str(root), "--method", "tools/list")
+    names = {tool["name"] for tool in listed["tools"]}  # type: ignore[union-attr, index]
+    assert {"read_file", "edit_file", "get_tree"} <= names
+    called = _inspector(str(root), "--method", "tools/call", "--tool-name", "read_file", "--tool-arg", "path=hello.txt")
+    assert called["isError"] is False
+    assert called["content"] == [{"type": "text", "text": "hello from codeward\n"}]
