@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 import anyio.from_thread
@@ -172,7 +172,7 @@ def test_reconnection(ctx: ToolContext) -> Result[str]:
     return Result.success("Reconnection test completed successfully")
 
 
-class address(BaseModel):  # noqa: N801 - the suite expects the $defs key "address"
+class address(BaseModel):  # the suite expects the $defs key "address"
     street: str | None = None
     city: str | None = None
 
@@ -186,7 +186,7 @@ def json_schema_2020_12_tool(ctx: ToolContext, name: str | None = None, address:
 class TestResources:
     """test:// resources: static text, static binary, a template and a watched one."""
 
-    STATIC = {
+    STATIC: ClassVar[dict[str, ResourceInfo]] = {
         "test://static-text": ResourceInfo("test://static-text", "Static Text Resource",
                                            "A static text resource for testing", "text/plain"),
         "test://static-binary": ResourceInfo("test://static-binary", "Static Binary Resource",
@@ -207,7 +207,8 @@ class TestResources:
 
     def read(self, uri: str, workspace: Workspace) -> Result[ResourceData]:
         if uri == "test://static-text":
-            return Result.success(ResourceData(uri, "text/plain", text="This is the content of the static text resource."))
+            text = "This is the content of the static text resource."
+            return Result.success(ResourceData(uri, "text/plain", text=text))
         if uri == "test://static-binary":
             return Result.success(ResourceData(uri, "image/png", blob=PNG))
         if uri == "test://watched-resource":
@@ -224,7 +225,7 @@ class TestResources:
 
 
 class TestPrompts:
-    PROMPTS = [
+    PROMPTS: ClassVar[list[PromptInfo]] = [
         PromptInfo("test_simple_prompt", "A simple prompt without arguments"),
         PromptInfo("test_prompt_with_arguments", "A prompt with required arguments",
                    [PromptArgumentInfo("arg1", "First test argument", True),
@@ -246,7 +247,8 @@ class TestPrompts:
         if name == "test_prompt_with_embedded_resource":
             uri = arguments.get("resourceUri", "test://example-resource")
             return Result.success([
-                PromptMessageData("user", ResourceBlock(uri, "text/plain", text="Embedded resource content for testing.")),
+                PromptMessageData("user", ResourceBlock(uri, "text/plain",
+                                                        text="Embedded resource content for testing.")),
                 PromptMessageData("user", TextBlock("Please process the embedded resource above.")),
             ])
         return Result.success([
