@@ -1,0 +1,286 @@
+"""Structural code tools over tree-sitter: outline, skeleton, definition, signature, update.
+
+Two families share one engine (:mod:`codeward.code.outline_ops`):
+
+* ``ts_c_*`` and ``ts_cpp_*`` (toolset ``cpp``) parse any file as C or C++ — headers
+  without an extension (``<vector>``) included;
+* ``code_*`` (toolset ``code``) pick the language from the file extension: C, C++, Python,
+  JavaScript, TypeScript/TSX, Go, Rust, Java, C#, Ruby, PHP, Kotlin, Swift, Lua, Bash.
+
+Updates replace one definition, re-parse the file, and refuse (writing nothing) when the
+new text introduces a syntax error; writes are atomic and keep encoding, BOM and newlines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, Field
+
+from codeward.catalog import tool
+from codeward.code.outline_model import ParsedSource, Symbol, parse_source
+from codeward.code.outline_ops import definition_text, find_symbol, replace_definition, signature_text, skeleton
+from codeward.code.textfile import TextFile, read_text, write_text
+from codeward.code.treesitter import GrammarUnavailable, extensions_text, language_for_path, language_info
+from codeward.context import ToolContext
+from codeward.result import ErrorKind, Result
+from codeward.workspace import Access
+
+PathArg = Annotated[str, Field(description="Source file path, relative to the workspace root or absolute inside it.")]
+NameArg = Annotated[str, Field(description=(
+    "Symbol name, qualified or not: 'Foo', 'Foo::bar', 'ns::Foo::bar' ('.' works too: 'Foo.bar'). "
+    "Append @LINE to pick one of several overloads, e.g. 'Foo::bar@42'."))]
+ContentArg = Annotated[str, Field(description=(
+    "The complete new definition (signature and body) replacing the old one. Unindented text is "
+    "indented like the definition it replaces."))]
+MAX_SOURCE_BYTES = 8_000_000
+C_FAMILY = frozenset({"c", "cpp"})
+
+
+class OutlineSymbol(BaseModel):
+    """One definition; ``name`` is relative to the enclosing symbol (``Foo::bar`` when out of line)."""
+
+    name: str
+    qualified_name: str
+    kind: str
+    start_line: int
+    end_line: int
+    depth: int
+    detail: str = ""
+    definition: bool = True
+
+
+class CodeOutline(BaseModel):
+    """Definitions of one file in source order, nested by ``depth``."""
+
+    path: str
+    language: str
+    symbols: list[OutlineSymbol]
+
+    def render(self) -> str:
+        if not self.symbols:
+            return f"{self.path} ({self.language}): no definitions found"
+        lines = [f"{self.path} ({self.language}, {len(self.symbols)} symbols)"]
+        for s in self.symbols:
+            detail = f" {s.detail}" if s.detail else ""
+            declared = "" if s.definition or s.kind == "prototype" else " (declaration)"
+            lines.append(f"{'  ' * s.depth}[{s.kind.capitalize()}] {s.name}{detail}{declared} "
+                         f"(Lines {s.start_line}-{s.end_line})")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class _Source:
+    real: Path
+    display: str
+    file: TextFile
+    parsed: ParsedSource
+    language_display: str
+
+
+def _load(ctx: ToolContext, path: str, forced: str | None, access: Access = Access.READ) -> Result[_Source | None]:
+    resolved = ctx.workspace.resolve(path, access)
+    if not resolved.ok:
+        return resolved.cast(None)
+    real = resolved.data
+    display = ctx.workspace.display(real)
+    language = _choose_language(real, display, forced)
+    if not language.ok:
+        return language.cast(None)
+    if real.is_file() and real.stat().st_size > MAX_SOURCE_BYTES:
+        return Result.fail(ErrorKind.TOO_LARGE, f"{display} is {real.stat().st_size:,} bytes, more than the "
+                           f"{MAX_SOURCE_BYTES:,} these tools parse", "Use get_file_slice or search on it instead.")
+    loaded = read_text(real, display)
+    if not loaded.ok:
+        return loaded.cast(None)
+    try:
+        parsed = parse_source(loaded.data.text, language.data)
+    except GrammarUnavailable as exc:
+        return Result.fail(ErrorKind.UNAVAILABLE, str(exc),
+                           "Reinstall codeward's dependencies (tree-sitter-language-pack).")
+    info = language_info(language.data)
+    return Result.success(_Source(real, display, loaded.data, parsed, info.display if info else language.data))
+
+
+def _choose_language(real: Path, display: str, forced: str | None) -> Result[str]:
+    detected = language_for_path(real)
+    if forced is None:
+        if detected is None:
+            return Result.fail(
+                ErrorKind.INVALID_INPUT,
+                f"{display}: the extension {real.suffix or '(none)'!r} is not a supported source language",
+                f"Supported: {extensions_text()}. For C/C++ headers without an extension use the ts_cpp_* tools.",
+                data="")
+        return Result.success(detected)
+    if detected is not None and detected not in C_FAMILY:
+        info = language_info(detected)
+        name = info.display if info else detected
+        return Result.fail(ErrorKind.INVALID_INPUT, f"{display} is a {name} file, not C or C++",
+                           "Use the code_* tools (code_get_outline, code_get_definition, ...) for other languages.",
+                           data="")
+    return Result.success(forced)
+
+
+def _outline(ctx: ToolContext, path: str, forced: str | None) -> Result[CodeOutline | None]:
+    loaded = _load(ctx, path, forced)
+    if not loaded.ok or loaded.data is None:
+        return loaded.cast(None)
+    source = loaded.data
+    symbols = [OutlineSymbol(name=s.local, qualified_name=s.qualified, kind=s.kind,
+                             start_line=s.start_line, end_line=s.end_line, depth=s.depth, detail=s.detail,
+                             definition=s.definition) for s in source.parsed.symbols]
+    return Result.success(CodeOutline(path=source.display, language=source.language_display, symbols=symbols))
+
+
+def _skeleton(ctx: ToolContext, path: str, forced: str | None) -> Result[str]:
+    loaded = _load(ctx, path, forced)
+    if not loaded.ok or loaded.data is None:
+        return loaded.cast("")
+    return Result.success(skeleton(loaded.data.parsed))
+
+
+def _find(ctx: ToolContext, path: str, name: str, forced: str | None, *, unique: bool,
+          access: Access = Access.READ) -> Result[tuple[_Source, Symbol] | None]:
+    loaded = _load(ctx, path, forced, access)
+    if not loaded.ok or loaded.data is None:
+        return loaded.cast(None)
+    found = find_symbol(loaded.data.parsed, name, loaded.data.display, unique=unique)
+    if not found.ok or found.data is None:
+        return found.cast(None)
+    return Result((loaded.data, found.data), notes=found.notes)
+
+
+def _definition(ctx: ToolContext, path: str, name: str, forced: str | None) -> Result[str]:
+    found = _find(ctx, path, name, forced, unique=False)
+    if not found.ok or found.data is None:
+        return found.cast("")
+    source, symbol = found.data
+    return found.cast(definition_text(source.parsed, symbol))
+
+
+def _signature(ctx: ToolContext, path: str, name: str, forced: str | None) -> Result[str]:
+    found = _find(ctx, path, name, forced, unique=False)
+    if not found.ok or found.data is None:
+        return found.cast("")
+    source, symbol = found.data
+    return found.cast(signature_text(source.parsed, symbol))
+
+
+def _update(ctx: ToolContext, path: str, name: str, new_content: str, forced: str | None) -> Result[str]:
+    found = _find(ctx, path, name, forced, unique=True, access=Access.WRITE)
+    if not found.ok or found.data is None:
+        return found.cast("")
+    source, symbol = found.data
+    replaced = replace_definition(source.parsed, symbol, new_content, source.display)
+    if not replaced.ok:
+        return replaced.cast("")
+    change = replaced.data
+    if change.text == source.file.text:
+        return Result.success(f"{symbol.qualified} in {source.display} is already exactly that; nothing was written.")
+    written = write_text(source.real, source.file, change.text, source.display)
+    if not written.ok:
+        return written.cast("")
+    old_lines = f"{symbol.start_line}-{symbol.end_line}"
+    return Result.success(f"Replaced {symbol.kind} {symbol.qualified} in {source.display} "
+                          f"(was lines {old_lines}, now lines {change.start_line}-{change.end_line}).")
+
+
+# -- C ------------------------------------------------------------------------------------
+
+
+@tool(toolset="cpp", read_only=True, output=CodeOutline, title="C outline")
+def ts_c_get_code_outline(ctx: ToolContext, path: PathArg) -> Result[CodeOutline | None]:
+    """Outline of a C file: [Struct] Name (Lines X-Y), functions, prototypes, enums, typedefs, nested."""
+    return _outline(ctx, path, "c")
+
+
+@tool(toolset="cpp", read_only=True, title="C skeleton")
+def ts_c_get_skeleton(ctx: ToolContext, path: PathArg) -> Result[str]:
+    """A C file with function bodies replaced by { ... }: signatures, structs and declarations only."""
+    return _skeleton(ctx, path, "c")
+
+
+@tool(toolset="cpp", read_only=True, title="C definition")
+def ts_c_get_definition(ctx: ToolContext, path: PathArg, name: NameArg) -> Result[str]:
+    """Full source of one C function, struct, union, enum or typedef, by name."""
+    return _definition(ctx, path, name, "c")
+
+
+@tool(toolset="cpp", title="Replace a C definition")
+def ts_c_update_definition(ctx: ToolContext, path: PathArg, name: NameArg, new_content: ContentArg) -> Result[str]:
+    """Replace one C definition with new source. Refuses (changing nothing) if it breaks the syntax."""
+    return _update(ctx, path, name, new_content, "c")
+
+
+@tool(toolset="cpp", read_only=True, title="C signature")
+def ts_c_get_signature(ctx: ToolContext, path: PathArg, name: NameArg) -> Result[str]:
+    """Only the declaration of a C function or struct (no body)."""
+    return _signature(ctx, path, name, "c")
+
+
+# -- C++ ----------------------------------------------------------------------------------
+
+
+@tool(toolset="cpp", read_only=True, output=CodeOutline, title="C++ outline")
+def ts_cpp_get_code_outline(ctx: ToolContext, path: PathArg) -> Result[CodeOutline | None]:
+    """Outline of a C++ file: namespaces, classes with bases, methods, functions, enums, typedefs."""
+    return _outline(ctx, path, "cpp")
+
+
+@tool(toolset="cpp", read_only=True, title="C++ skeleton")
+def ts_cpp_get_skeleton(ctx: ToolContext, path: PathArg) -> Result[str]:
+    """A C++ file with function bodies replaced by { ... }: classes, inheritance and signatures."""
+    return _skeleton(ctx, path, "cpp")
+
+
+@tool(toolset="cpp", read_only=True, title="C++ definition")
+def ts_cpp_get_definition(ctx: ToolContext, path: PathArg, name: NameArg) -> Result[str]:
+    """Full source of a C++ class, struct, function or method ('Class::method', 'ns::Class::method')."""
+    return _definition(ctx, path, name, "cpp")
+
+
+@tool(toolset="cpp", title="Replace a C++ definition")
+def ts_cpp_update_definition(ctx: ToolContext, path: PathArg, name: NameArg, new_content: ContentArg) -> Result[str]:
+    """Replace one C++ definition with new source. Refuses (changing nothing) if it breaks the syntax."""
+    return _update(ctx, path, name, new_content, "cpp")
+
+
+@tool(toolset="cpp", read_only=True, title="C++ signature")
+def ts_cpp_get_signature(ctx: ToolContext, path: PathArg, name: NameArg) -> Result[str]:
+    """Only the declaration of a C++ function or method, or a class head with its bases."""
+    return _signature(ctx, path, name, "cpp")
+
+
+# -- any supported language -----------------------------------------------------------------
+
+
+@tool(toolset="code", read_only=True, output=CodeOutline, title="Code outline")
+def code_get_outline(ctx: ToolContext, path: PathArg) -> Result[CodeOutline | None]:
+    """Outline of a source file in any supported language (chosen by extension), with line ranges."""
+    return _outline(ctx, path, None)
+
+
+@tool(toolset="code", read_only=True, title="Code skeleton")
+def code_get_skeleton(ctx: ToolContext, path: PathArg) -> Result[str]:
+    """A source file with function bodies elided: the file's shape at a glance."""
+    return _skeleton(ctx, path, None)
+
+
+@tool(toolset="code", read_only=True, title="Code definition")
+def code_get_definition(ctx: ToolContext, path: PathArg, name: NameArg) -> Result[str]:
+    """Full source of one class, function or method by (qualified) name, in any supported language."""
+    return _definition(ctx, path, name, None)
+
+
+@tool(toolset="code", title="Replace a definition")
+def code_update_definition(ctx: ToolContext, path: PathArg, name: NameArg, new_content: ContentArg) -> Result[str]:
+    """Replace one definition with new source. Refuses (changing nothing) if it breaks the syntax."""
+    return _update(ctx, path, name, new_content, None)
+
+
+@tool(toolset="code", read_only=True, title="Code signature")
+def code_get_signature(ctx: ToolContext, path: PathArg, name: NameArg) -> Result[str]:
+    """Only the declaration line(s) of a function, method or type, without its body."""
+    return _signature(ctx, path, name, None)
