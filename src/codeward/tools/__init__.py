@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from codeward.catalog import Catalog
 
 TOOL_MODULES: tuple[str, ...] = (
-    "codeward.tools.treesitter_tools",
     "codeward.tools.files",
+    "codeward.tools.treesitter_tools",
     "codeward.tools.web",
 )
 
