@@ -14,6 +14,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "codeward.tools.files",
     "codeward.tools.treesitter_tools",
     "codeward.tools.web",
+    "codeward.tools.runtime",
 )
 
 
