@@ -1,0 +1,356 @@
+"""The gateway: many upstream servers served as one namespaced, policy-checked tool surface.
+
+:class:`Gateway` is a :class:`~codeward.surface.ToolSurface` (``tool_infos``, ``has``,
+``call``), so the MCP server, the agent and the CLI use it like the native catalog. Use it
+as an async context manager: entering starts every upstream connection in parallel (each
+with its own deadline) and returns at once; :meth:`Gateway.wait_settled` waits until every
+server is either ready or reported failed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import anyio
+import anyio.abc
+import mcp_types as types
+
+from codeward.catalog import ToolOutcome
+from codeward.context import NullReporter, ToolContext
+from codeward.gateway.config import GatewayConfig, ServerConfig
+from codeward.gateway.errors import UpstreamError
+from codeward.gateway.names import ToolRef, assign_names, plain_name, split_name
+from codeward.gateway.pins import PinStore, PinVerdict, tool_fingerprint
+from codeward.gateway.policy import (
+    ApprovalPolicy,
+    ApprovalRequest,
+    ConfirmCallback,
+    ToolFilter,
+    deny_unlisted,
+)
+from codeward.gateway.results import outcome_from_error, outcome_from_result
+from codeward.gateway.upstream import ServerState, ServerStatus, Upstream
+from codeward.result import ErrorInfo, ErrorKind
+from codeward.surface import ToolInfo, unknown_tool
+
+logger = logging.getLogger("codeward.gateway")
+
+
+@dataclass(frozen=True)
+class _Entry:
+    info: ToolInfo
+    ref: ToolRef
+    read_only: bool
+    idempotent: bool
+
+
+class Gateway:
+    """Connects the configured upstream servers and serves their tools as ``alias__tool``."""
+
+    def __init__(
+        self,
+        config: GatewayConfig,
+        *,
+        confirm: ConfirmCallback = deny_unlisted,
+        reserved_names: Iterable[str] = (),
+        environ: Mapping[str, str] | None = None,
+        retries: int = 4,
+        backoff: float = 0.25,
+    ) -> None:
+        self.config = config
+        self.policy = ApprovalPolicy.from_config(config)
+        self._confirm = confirm
+        self._reserved = frozenset(reserved_names)
+        self._environ = environ
+        self._retries = retries
+        self._backoff = backoff
+        self._upstreams: dict[str, Upstream] = {}
+        self._scopes: dict[str, anyio.CancelScope] = {}
+        self._filters: dict[str, ToolFilter] = {s.alias: ToolFilter.of(s) for s in config.servers}
+        self._table: dict[str, _Entry] = {}
+        self._infos: list[ToolInfo] = []
+        self._withheld: dict[str, str] = {}
+        self._pin_alerts: dict[str, str] = {}
+        self._pins: PinStore | None = None
+        self._subscribers: list[Callable[[], None]] = []
+        self._tg: anyio.abc.TaskGroup | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Gateway:
+        if self.config.pin != "off" and self.config.pin_file is not None:
+            self._pins = PinStore.open(self.config.pin_file)
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        for server in self.config.servers:
+            self._start(server)
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        assert self._tg is not None
+        self._tg.cancel_scope.cancel()
+        await self._tg.__aexit__(exc_type, exc, tb)
+        self._tg = None
+
+    def _start(self, server: ServerConfig) -> Upstream:
+        assert self._tg is not None, "use the gateway inside 'async with'"
+        upstream = Upstream(server, on_change=self._upstream_changed, retries=self._retries,
+                            backoff=self._backoff, environ=self._environ)
+        self._upstreams[server.alias] = upstream
+        self._filters[server.alias] = ToolFilter.of(server)
+        scope = anyio.CancelScope()
+        self._scopes[server.alias] = scope
+
+        async def supervise() -> None:
+            with scope:
+                await upstream.run()
+
+        self._tg.start_soon(supervise)
+        return upstream
+
+    async def wait_settled(self, timeout: float | None = None) -> bool:
+        """Wait until every server is ready or failed; False if ``timeout`` ran out first."""
+        with anyio.move_on_after(timeout if timeout is not None else self.config.startup_wait) as scope:
+            for upstream in list(self._upstreams.values()):
+                await upstream.settled.wait()
+        return not scope.cancelled_caught
+
+    async def add_server(self, server: ServerConfig) -> Upstream:
+        """Connect one more server at run time (``:mcp connect``); returns once it is settled."""
+        if server.alias in self._upstreams:
+            raise ValueError(f"a server named {server.alias!r} is already connected; choose another alias")
+        upstream = self._start(server)
+        await upstream.settled.wait()
+        return upstream
+
+    def remove_server(self, alias: str) -> bool:
+        """Disconnect a server and withdraw its tools (``:mcp disconnect``)."""
+        scope = self._scopes.pop(alias, None)
+        self._upstreams.pop(alias, None)
+        if scope is None:
+            return False
+        scope.cancel()
+        self._rebuild()
+        return True
+
+    def reconnect(self, alias: str) -> bool:
+        upstream = self._upstreams.get(alias)
+        if upstream is None:
+            return False
+        upstream.reconnect()
+        return True
+
+    def subscribe(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` whenever the exposed tool list changes (to send ``list_changed``)."""
+        self._subscribers.append(callback)
+
+    # -- introspection -------------------------------------------------------------------------
+
+    def upstream(self, alias: str) -> Upstream | None:
+        return self._upstreams.get(alias)
+
+    def statuses(self) -> list[ServerStatus]:
+        return [u.status() for u in self._upstreams.values()]
+
+    def pin_alerts(self) -> dict[str, str]:
+        """Exposed name → what changed, for tools redefined since they were pinned."""
+        return dict(self._pin_alerts)
+
+    def route(self, name: str) -> ToolRef | None:
+        entry = self._table.get(name)
+        return entry.ref if entry else None
+
+    # -- ToolSurface ---------------------------------------------------------------------------
+
+    def tool_infos(self) -> Sequence[ToolInfo]:
+        return self._infos
+
+    def has(self, name: str) -> bool:
+        if name in self._table or name in self._withheld:
+            return True
+        split = split_name(name)
+        return split is not None and split[0] in self._upstreams
+
+    async def call(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext) -> ToolOutcome:
+        started = time.perf_counter()
+        entry = self._table.get(name)
+        if entry is None:
+            return self._not_served(name, started)
+        if arguments is not None and not isinstance(arguments, Mapping):
+            return outcome_from_error(name, ErrorInfo(
+                ErrorKind.INVALID_INPUT, f"arguments of {name} must be a JSON object, got {type(arguments).__name__}",
+                "Pass the arguments as an object matching the tool's input schema."), started)
+        ref = entry.ref
+        upstream = self._upstreams.get(ref.alias)
+        if upstream is None:
+            return self._not_served(name, started)
+        if not self.policy.auto_approves(name, ref.alias, ref.tool, entry.read_only):
+            request = ApprovalRequest(name, ref.alias, ref.tool, dict(arguments or {}), entry.info.description,
+                                      dict(entry.info.annotations or {}), context=ctx)
+            if not await self._ask(request):
+                return outcome_from_error(name, ErrorInfo(
+                    ErrorKind.PERMISSION, f"the call to {name} was not approved, so it did not run",
+                    self.policy.reason(name), source="gateway-policy"), started)
+        try:
+            result = await upstream.call(ref.tool, arguments, progress=_progress_to(ctx), elicit=_elicit_via(ctx),
+                                         idempotent=entry.idempotent)
+        except UpstreamError as error:
+            return outcome_from_error(name, error.info(), started)
+        return outcome_from_result(name, result, ctx, started)
+
+    async def _ask(self, request: ApprovalRequest) -> bool:
+        try:
+            return bool(await self._confirm(request))
+        except Exception as exc:  # a broken prompt must deny, never approve
+            logger.warning("gateway: approval prompt for %s failed (%s); denying", request.name, exc)
+            return False
+
+    def _not_served(self, name: str, started: float) -> ToolOutcome:
+        if name in self._withheld:
+            return outcome_from_error(name, ErrorInfo(ErrorKind.PERMISSION, self._withheld[name],
+                                                      "Review the new definition, then re-pin it with "
+                                                      "`codeward servers --repin`.", source="gateway-pin"), started)
+        split = split_name(name)
+        upstream = self._upstreams.get(split[0]) if split else None
+        if upstream is not None and upstream.state != ServerState.READY:
+            return outcome_from_error(name, upstream.unavailable().info(), started)
+        if upstream is not None and split is not None:
+            filtered = not self._filters[upstream.alias].offers(split[1])
+            why = " (it is excluded by the server's allow/deny lists)" if filtered else ""
+            return outcome_from_error(name, ErrorInfo(
+                ErrorKind.NOT_FOUND, f"server {upstream.alias!r} has no tool {split[1]!r}{why}",
+                "List the tools with tools/list (or `codeward servers`).", source="gateway"), started)
+        return unknown_tool(name, [info.name for info in self._infos])
+
+    # -- the merged table ----------------------------------------------------------------------
+
+    def _upstream_changed(self, upstream: Upstream) -> None:
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        offered: list[tuple[ToolRef, types.Tool]] = []
+        withheld: dict[str, str] = {}
+        pins_changed = False
+        for alias, upstream in self._upstreams.items():
+            keep = self._filters[alias]
+            for tool in upstream.tools:
+                if not keep.offers(tool.name):
+                    continue
+                if self._pins is not None:
+                    verdict, pins_changed = self._check_pin(alias, tool, pins_changed)
+                    if verdict == PinVerdict.CHANGED and self.config.pin == "refuse":
+                        withheld[plain_name(alias, tool.name)] = (
+                            f"server {alias!r} redefined tool {tool.name!r} since it was pinned; the gateway "
+                            "withholds it")
+                        continue
+                offered.append((ToolRef(alias, tool.name), tool))
+        if pins_changed and self._pins is not None:
+            try:
+                self._pins.save()
+            except OSError as exc:
+                logger.warning("gateway: cannot save tool pins to %s: %s", self._pins.path, exc)
+        names = assign_names([ref for ref, _ in offered], limit=self.config.max_name_length,
+                             reserved=self._reserved)
+        by_ref = {ref: name for name, ref in names.items()}
+        table: dict[str, _Entry] = {}
+        for ref, tool in offered:
+            name = by_ref[ref]
+            table[name] = _entry(name, ref, tool)
+        self._withheld = withheld
+        before = [(i.name, i.description, i.input_schema) for i in self._infos]
+        self._table = table
+        self._infos = [entry.info for entry in table.values()]
+        after = [(i.name, i.description, i.input_schema) for i in self._infos]
+        if before != after:
+            for notify in list(self._subscribers):
+                try:
+                    notify()
+                except Exception:  # a subscriber must never break the gateway
+                    logger.exception("gateway: tool-list subscriber failed")
+
+    def _check_pin(self, alias: str, tool: types.Tool, changed: bool) -> tuple[PinVerdict, bool]:
+        assert self._pins is not None
+        definition = tool.model_dump(by_alias=True, mode="json", exclude_none=True)
+        verdict = self._pins.check(alias, tool.name, tool_fingerprint(definition))
+        name = plain_name(alias, tool.name)
+        if verdict == PinVerdict.NEW:
+            return verdict, True
+        if verdict == PinVerdict.CHANGED and name not in self._pin_alerts:
+            self._pin_alerts[name] = "description, schema or annotations changed since pinned"
+            action = "withholding it" if self.config.pin == "refuse" else "serving it anyway (pin = \"warn\")"
+            logger.warning("gateway: server %r redefined tool %r since it was pinned; %s. Review it, then run "
+                           "`codeward servers --repin`.", alias, tool.name, action)
+        return verdict, changed
+
+    def repin(self, aliases: Iterable[str] | None = None) -> int:
+        """Trust the current definitions of the given servers' tools (all servers by default)."""
+        if self._pins is None:
+            self._pins = PinStore.open(self.config.pin_file) if self.config.pin_file else None
+        if self._pins is None:
+            return 0
+        wanted = set(aliases) if aliases is not None else set(self._upstreams)
+        count = 0
+        for alias in wanted:
+            upstream = self._upstreams.get(alias)
+            for tool in upstream.tools if upstream else ():
+                definition = tool.model_dump(by_alias=True, mode="json", exclude_none=True)
+                self._pins.pin(alias, tool.name, tool_fingerprint(definition))
+                self._pin_alerts.pop(plain_name(alias, tool.name), None)
+                count += 1
+        self._pins.save()
+        self._rebuild()
+        return count
+
+
+def _entry(name: str, ref: ToolRef, tool: types.Tool) -> _Entry:
+    hints = tool.annotations
+    annotations = None
+    if hints is not None:
+        annotations = {
+            key: value for key, value in (
+                ("readOnlyHint", hints.read_only_hint),
+                ("destructiveHint", hints.destructive_hint),
+                ("idempotentHint", hints.idempotent_hint),
+                ("openWorldHint", hints.open_world_hint),
+            ) if value is not None
+        }
+    read_only = bool(hints and hints.read_only_hint)
+    idempotent = bool(hints and (hints.idempotent_hint or hints.read_only_hint))
+    info = ToolInfo(
+        name=name,
+        description=tool.description or "",
+        input_schema=dict(tool.input_schema),
+        output_schema=dict(tool.output_schema) if tool.output_schema else None,
+        annotations=annotations,
+        title=tool.title or (hints.title if hints else None),
+        source=ref.alias,
+    )
+    return _Entry(info, ref, read_only, idempotent)
+
+
+def _progress_to(ctx: ToolContext) -> Any:
+    if isinstance(ctx.reporter, NullReporter):
+        return None
+
+    async def forward(progress: float, total: float | None, message: str | None) -> None:
+        await anyio.to_thread.run_sync(ctx.progress, progress, total, message)
+
+    return forward
+
+
+def _elicit_via(ctx: ToolContext) -> Any:
+    peer = ctx.peer
+    if peer is None:
+        return None
+
+    async def ask(message: str, schema: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+        answer = await anyio.to_thread.run_sync(peer.elicit, message, schema)
+        return str(answer.get("action", "decline")), answer.get("content")
+
+    return ask

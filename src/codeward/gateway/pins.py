@@ -1,0 +1,97 @@
+"""Tool pinning: remember a hash of each upstream tool and notice when it is redefined.
+
+An upstream server can change a tool's description or schema at any time (a "rug pull":
+the tool the user approved yesterday now asks for ``~/.ssh``). With pinning on, the first
+definition seen is recorded (trust on first use) in a JSON file; later a different
+definition is logged (``warn``) or the tool is withheld and its calls refused (``refuse``)
+until the user re-pins it with ``codeward servers --repin``.
+
+The hash covers the name, description, input and output schemas and the annotations (so a
+tool cannot quietly start calling itself read-only either).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+
+class PinVerdict(StrEnum):
+    NEW = "new"
+    SAME = "same"
+    CHANGED = "changed"
+
+
+def tool_fingerprint(definition: Mapping[str, Any]) -> str:
+    """SHA-256 over what a model reads of a tool (MCP wire field names)."""
+    keys = ("name", "description", "inputSchema", "outputSchema", "annotations")
+    blob = json.dumps({k: definition.get(k) for k in keys}, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class PinStore:
+    """Pins in a JSON file: ``{"tools": {"alias/tool": {"sha256": ..., "pinned": ...}}}``."""
+
+    path: Path
+    _pins: dict[str, dict[str, Any]]
+
+    @classmethod
+    def open(cls, path: Path) -> PinStore:
+        pins: dict[str, dict[str, Any]] = {}
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            tools = data.get("tools", {}) if isinstance(data, dict) else {}
+            pins = {str(k): dict(v) for k, v in tools.items() if isinstance(v, dict) and "sha256" in v}
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"pin file {path} is unreadable ({exc}); fix or delete it to re-pin every tool") from exc
+        return cls(path, pins)
+
+    @staticmethod
+    def key(alias: str, tool: str) -> str:
+        return f"{alias}/{tool}"
+
+    def check(self, alias: str, tool: str, fingerprint: str) -> PinVerdict:
+        """Compare with the pin; a tool never seen before is pinned now (call :meth:`save`)."""
+        entry = self._pins.get(self.key(alias, tool))
+        if entry is None:
+            self._pins[self.key(alias, tool)] = {"sha256": fingerprint, "pinned": _now()}
+            return PinVerdict.NEW
+        return PinVerdict.SAME if entry.get("sha256") == fingerprint else PinVerdict.CHANGED
+
+    def pin(self, alias: str, tool: str, fingerprint: str) -> None:
+        """Accept a (new) definition as the trusted one."""
+        self._pins[self.key(alias, tool)] = {"sha256": fingerprint, "pinned": _now()}
+
+    def pinned(self, alias: str) -> dict[str, str]:
+        prefix = f"{alias}/"
+        return {k[len(prefix):]: str(v["sha256"]) for k, v in self._pins.items() if k.startswith(prefix)}
+
+    def save(self) -> None:
+        """Write atomically (temp file, fsync, rename) so a crash never leaves half a file."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps({"version": 1, "tools": dict(sorted(self._pins.items()))}, indent=2) + "\n"
+        fd, tmp = tempfile.mkstemp(prefix=".pins-", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

@@ -1,0 +1,535 @@
+"""One upstream MCP server, kept connected: start-up, tool list, calls, reconnection.
+
+An :class:`Upstream` is driven by :meth:`Upstream.run`, a supervisor task that owns the
+connection (the SDK transport and ``ClientSession`` live inside it). Calls come from other
+tasks and share the session. The supervisor:
+
+* connects with a deadline (spawn or HTTP connect + ``initialize`` + ``tools/list``);
+  a failure at start-up is reported once and the server offers no tools;
+* tolerates a protocol version it does not know (logged, then used as answered);
+* follows ``notifications/tools/list_changed`` by listing the tools again;
+* notices a lost connection (the stdio process exited, the SSE stream ended, the HTTP
+  endpoint refused or forgot the session) and reconnects at once, then with exponential
+  backoff, a bounded number of times; meanwhile the tools stay listed and calls wait for the
+  new connection. When the attempts are used up the server is marked failed and its tools
+  are withdrawn until :meth:`Upstream.reconnect` is called.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AsyncExitStack
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import IO, Any
+
+import anyio
+import mcp_types as types
+from mcp import ClientSession
+from mcp.shared.dispatcher import ProgressFnT as ProgressHandler
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, REQUEST_TIMEOUT
+from mcp_types.version import LATEST_HANDSHAKE_VERSION
+from pydantic import ValidationError
+
+from codeward import __version__
+from codeward.gateway.config import ServerConfig
+from codeward.gateway.errors import (
+    UpstreamDisconnected,
+    UpstreamError,
+    UpstreamHttpError,
+    UpstreamProtocolError,
+    UpstreamRpcError,
+    UpstreamTimeout,
+    UpstreamUnreachable,
+)
+from codeward.gateway.transports import HttpFailures, open_transport
+
+logger = logging.getLogger("codeward.gateway")
+
+CLIENT_NAME = "codeward-gateway"
+MAX_PAGES = 100
+STDERR_TAIL = 1200
+
+ElicitHandler = Callable[[str, dict[str, Any]], Awaitable[tuple[str, dict[str, Any] | None]]]
+"""Asks the person behind the current call: (message, JSON schema) → (action, content)."""
+
+_CALL_ELICIT: ContextVar[ElicitHandler | None] = ContextVar("codeward_gateway_call_elicit", default=None)
+"""The elicitation handler of the call running in this context (HTTP transports carry it along)."""
+
+
+class ServerState(StrEnum):
+    CONNECTING = "connecting"
+    READY = "ready"
+    RECONNECTING = "reconnecting"
+    FAILED = "failed"
+    DISABLED = "disabled"
+    STOPPED = "stopped"
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    """A snapshot of one server for listings (``codeward servers``, the control plane)."""
+
+    alias: str
+    transport: str
+    target: str
+    state: ServerState
+    tools: int
+    latency_ms: float | None
+    protocol_version: str | None
+    server_name: str | None
+    error: str | None
+    reconnects: int
+
+
+@dataclass(eq=False)
+class _Connection:
+    session: ClientSession
+    failures: HttpFailures
+    lost: anyio.Event
+    closed: anyio.Event = field(default_factory=anyio.Event)
+    loss: UpstreamError | None = None
+
+
+class Upstream:
+    """One configured server and its live connection. Create it inside a running event loop."""
+
+    def __init__(
+        self,
+        config: ServerConfig,
+        *,
+        on_change: Callable[[Upstream], None] | None = None,
+        retries: int = 4,
+        backoff: float = 0.25,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.config = config
+        self.alias = config.alias
+        self.retries = retries
+        self.backoff = backoff
+        self.environ = environ
+        self.state = ServerState.CONNECTING if config.enabled else ServerState.DISABLED
+        self.tools: tuple[types.Tool, ...] = ()
+        self.error: UpstreamError | None = None
+        self.protocol_version: str | None = None
+        self.server_name: str | None = None
+        self.latency_ms: float | None = None
+        self.reconnects = 0
+        self.settled = anyio.Event()
+        """Set once the first connection attempt has ended (ready or failed)."""
+        self._on_change = on_change
+        self._conn: _Connection | None = None
+        self._changed = anyio.Event()
+        self._wake = anyio.Event()
+        self._refresh = anyio.Event()
+        self._ever_ready = False
+        self._elicitors: list[ElicitHandler] = []
+        self._stderr: IO[str] | None = None
+
+    # -- status ------------------------------------------------------------------------------
+
+    def status(self) -> ServerStatus:
+        return ServerStatus(
+            alias=self.alias,
+            transport=self.config.transport,
+            target=self.config.target,
+            state=self.state,
+            tools=len(self.tools),
+            latency_ms=self.latency_ms,
+            protocol_version=self.protocol_version,
+            server_name=self.server_name,
+            error=self.error.message if self.error and self.state != ServerState.READY else None,
+            reconnects=self.reconnects,
+        )
+
+    def _set_state(self, state: ServerState, error: UpstreamError | None = None) -> None:
+        self.state = state
+        if error is not None:
+            self.error = error
+        changed, self._changed = self._changed, anyio.Event()
+        changed.set()
+        if self._on_change is not None:
+            self._on_change(self)
+
+    # -- the supervisor ------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Connect and stay connected until cancelled (run it in the gateway's task group)."""
+        if not self.config.enabled:
+            self.settled.set()
+            return
+        with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as stderr:
+            self._stderr = stderr if self.config.transport == "stdio" else None
+            try:
+                await self._supervise()
+            finally:
+                self.state = ServerState.STOPPED
+                self._stderr = None
+
+    async def _supervise(self) -> None:
+        failures = 0
+        while True:
+            error, was_ready = await self._connect_once()
+            if was_ready:
+                failures = 0
+                self.reconnects += 1
+                logger.info("gateway: server %r disconnected (%s); reconnecting", self.alias,
+                            error.message if error else "closed")
+                continue
+            failures += 1
+            if not self._ever_ready or failures > self.retries:
+                self._give_up(error, failures)
+                await self._wake.wait()
+                self._wake = anyio.Event()
+                failures = 0
+                self._set_state(ServerState.CONNECTING)
+                continue
+            await anyio.sleep(min(self.backoff * 2 ** (failures - 1), 5.0))
+
+    def _give_up(self, error: UpstreamError | None, attempts: int) -> None:
+        error = error or UpstreamUnreachable(self.alias, "could not connect")
+        had_tools = bool(self.tools)
+        self.tools = ()
+        self._set_state(ServerState.FAILED, error)
+        self.settled.set()
+        again = f" after {attempts} reconnect attempts" if self._ever_ready else ""
+        logger.warning("gateway: server %r is unavailable%s and offers no tools: %s%s", self.alias, again,
+                       error.message, f" ({error.hint})" if error.hint else "")
+        if had_tools and self._on_change is not None:
+            self._on_change(self)
+
+    def reconnect(self) -> None:
+        """Ask for a new connection now (after a failure, or to pick up a restarted server)."""
+        if self.state == ServerState.FAILED:
+            self._wake.set()
+        elif self._conn is not None:
+            self._conn.loss = UpstreamUnreachable(self.alias, "reconnect requested")
+            self._conn.lost.set()
+
+    async def _connect_once(self) -> tuple[UpstreamError | None, bool]:
+        """One connection from start to end; returns why it ended and whether it ever got ready."""
+        failures = HttpFailures()
+        lost = anyio.Event()
+        conn: _Connection | None = None
+        error: UpstreamError | None = None
+        started = time.perf_counter()
+        with anyio.CancelScope(deadline=anyio.current_time() + self.config.timeout) as scope:
+            try:
+                async with AsyncExitStack() as stack:
+                    read, write = await stack.enter_async_context(
+                        open_transport(self.config, failures=failures, ended=lost, errlog=self._stderr,
+                                       environ=self.environ))
+                    session = await stack.enter_async_context(ClientSession(
+                        read, write, message_handler=self._on_message, elicitation_callback=self._on_elicit,
+                        client_info=types.Implementation(name=CLIENT_NAME, version=__version__)))
+                    await self._handshake(session)
+                    tools = await self._list_tools(session)
+                    scope.deadline = math.inf
+                    conn = _Connection(session, failures, lost)
+                    self._conn = conn
+                    self._ever_ready = True
+                    self.latency_ms = (time.perf_counter() - started) * 1000
+                    self.tools = tools
+                    self._set_state(ServerState.READY)
+                    self.settled.set()
+                    await self._serve(conn)
+                    error = conn.loss or self._closed_error()
+            except Exception as exc:  # every failure of this connection becomes a typed error
+                error = (conn.loss if conn and conn.loss else None) or classify(self.alias, self.config, exc,
+                                                                               failures, self._stderr_tail())
+            finally:
+                if conn is not None:
+                    conn.loss = conn.loss or error
+                    self._conn = None
+                    self._set_state(ServerState.RECONNECTING, error)
+                    conn.closed.set()
+        if scope.cancelled_caught and conn is None:
+            error = UpstreamTimeout(
+                self.alias, f"no answer to initialize/tools/list within {self.config.timeout:g}s "
+                f"({self.config.target}){self._stderr_note()}",
+                "The server hangs at start-up or is slow: check it by hand, or raise its 'timeout'.")
+        return error, conn is not None
+
+    async def _serve(self, conn: _Connection) -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._follow_tool_changes, conn)
+            await conn.lost.wait()
+            tg.cancel_scope.cancel()
+
+    async def _handshake(self, session: ClientSession) -> None:
+        """``initialize`` that logs and tolerates a protocol version this SDK does not know."""
+        capabilities = types.ClientCapabilities(
+            elicitation=types.ElicitationCapability(form=types.FormElicitationCapability()))
+        params = types.InitializeRequestParams(
+            protocol_version=LATEST_HANDSHAKE_VERSION, capabilities=capabilities,
+            client_info=types.Implementation(name=CLIENT_NAME, version=__version__))
+        result = await session.send_request(types.InitializeRequest(params=params), types.InitializeResult)
+        if result.protocol_version != LATEST_HANDSHAKE_VERSION:
+            logger.warning("gateway: server %r: protocol version mismatch (sent %s, got %s); proceeding",
+                           self.alias, LATEST_HANDSHAKE_VERSION, result.protocol_version)
+        session.adopt(result)
+        await session.send_notification(types.InitializedNotification())
+        self.protocol_version = result.protocol_version
+        self.server_name = result.server_info.name if result.server_info else None
+
+    async def _list_tools(self, session: ClientSession) -> tuple[types.Tool, ...]:
+        tools: list[types.Tool] = []
+        cursor: str | None = None
+        for _ in range(MAX_PAGES):
+            page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor))
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return tuple(tools)
+
+    async def _follow_tool_changes(self, conn: _Connection) -> None:
+        while True:
+            await self._refresh.wait()
+            self._refresh = anyio.Event()
+            try:
+                started = time.perf_counter()
+                with anyio.fail_after(self.config.timeout):
+                    tools = await self._list_tools(conn.session)
+                self.latency_ms = (time.perf_counter() - started) * 1000
+            except Exception as exc:
+                logger.warning("gateway: server %r announced new tools but listing them failed: %s", self.alias, exc)
+                continue
+            self.tools = tools
+            logger.info("gateway: server %r now offers %d tools", self.alias, len(tools))
+            self._set_state(ServerState.READY)
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self._refresh.set()
+        elif isinstance(message, Exception):
+            logger.debug("gateway: server %r transport fault: %s", self.alias, message)
+
+    async def _on_elicit(self, context: Any, params: Any) -> types.ElicitResult | types.ErrorData:
+        handler = _CALL_ELICIT.get() or (self._elicitors[0] if len(self._elicitors) == 1 else None)
+        if handler is None or getattr(params, "mode", "form") != "form":
+            return types.ElicitResult(action="decline")
+        schema = dict(params.requested_schema)
+        try:
+            action, content = await handler(params.message, schema)
+        except Exception as exc:
+            logger.info("gateway: elicitation from %r could not be forwarded: %s", self.alias, exc)
+            return types.ElicitResult(action="decline")
+        if action != "accept":
+            return types.ElicitResult(action="cancel" if action == "cancel" else "decline")
+        return types.ElicitResult(action="accept", content=with_defaults(content, schema))
+
+    def _closed_error(self) -> UpstreamError:
+        return UpstreamUnreachable(self.alias, f"the server closed the connection{self._stderr_note()}",
+                                   "It exited or dropped the stream; it is being restarted.")
+
+    def _stderr_tail(self) -> str:
+        if self._stderr is None:
+            return ""
+        try:
+            self._stderr.flush()
+            size = self._stderr.seek(0, 2)
+            self._stderr.seek(max(0, size - STDERR_TAIL))
+            return self._stderr.read().strip()
+        except (OSError, ValueError):
+            return ""
+
+    def _stderr_note(self) -> str:
+        tail = self._stderr_tail()
+        return f"; its stderr ends with: {tail[-400:]}" if tail else ""
+
+    # -- calls ------------------------------------------------------------------------------
+
+    async def call(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any] | None,
+        *,
+        progress: ProgressHandler | None = None,
+        elicit: ElicitHandler | None = None,
+        idempotent: bool = False,
+    ) -> types.CallToolResult:
+        """Call ``tool`` upstream. A tool-level failure comes back as a result with ``is_error``.
+
+        Raises an :class:`UpstreamError` subclass for HTTP-level, JSON-RPC and timeout failures.
+        A call is sent again once (after reconnecting) only when it provably did not arrive
+        (connection refused, session unknown to the server) or the tool is idempotent.
+        """
+        for attempt in range(2):
+            conn = await self._ready()
+            seen = conn.failures.count
+            token = _CALL_ELICIT.set(elicit)
+            if elicit is not None:
+                self._elicitors.append(elicit)
+            try:
+                return await conn.session.call_tool(tool, dict(arguments or {}),
+                                                    read_timeout_seconds=self.config.call_timeout,
+                                                    progress_callback=progress)
+            except MCPError as exc:
+                error, retry = await self._call_error(conn, tool, exc, seen, idempotent)
+                if retry and attempt == 0:
+                    continue
+                raise error from exc
+            except (RuntimeError, ValidationError) as exc:
+                raise UpstreamProtocolError(self.alias, f"tool {tool!r} returned an invalid result: {exc}",
+                                            "The server broke the MCP protocol; report it to its authors.") from exc
+            finally:
+                _CALL_ELICIT.reset(token)
+                if elicit is not None:
+                    self._elicitors.remove(elicit)
+        raise AssertionError("unreachable")
+
+    async def _ready(self) -> _Connection:
+        """The live connection, waiting (bounded) while the server connects or reconnects."""
+        deadline = anyio.current_time() + self.config.timeout
+        while True:
+            conn = self._conn
+            if self.state == ServerState.READY and conn is not None and not conn.lost.is_set():
+                return conn
+            if self.state in (ServerState.FAILED, ServerState.DISABLED, ServerState.STOPPED):
+                raise self.unavailable()
+            changed = self._changed
+            with anyio.move_on_after(max(0.0, deadline - anyio.current_time())) as waited:
+                await changed.wait()
+            if waited.cancelled_caught:
+                raise UpstreamTimeout(self.alias, f"still {self.state.value} after {self.config.timeout:g}s",
+                                      "The server is restarting slowly; retry in a moment.")
+
+    def unavailable(self) -> UpstreamError:
+        if self.state == ServerState.DISABLED:
+            return UpstreamUnreachable(self.alias, "the server is disabled in the configuration",
+                                       "Remove 'disabled = true' from its table to use it.")
+        reason = self.error.message if self.error else "it is not connected"
+        hint = (self.error.hint + " " if self.error and self.error.hint else "") + \
+            "`codeward servers` shows every server's state."
+        return UpstreamUnreachable(self.alias, f"the server is unavailable: {reason}", hint.strip())
+
+    async def _call_error(self, conn: _Connection, tool: str, exc: MCPError, seen: int,
+                          idempotent: bool) -> tuple[UpstreamError, bool]:
+        """Map an SDK error to a typed one, and say whether sending the call again is safe."""
+        http = conn.failures.last if conn.failures.count > seen else None
+        if exc.code == CONNECTION_CLOSED:
+            conn.lost.set()
+            with anyio.move_on_after(5):
+                await conn.closed.wait()
+            loss = conn.loss
+            if isinstance(loss, UpstreamUnreachable) and loss.undelivered:
+                return loss, True
+            if idempotent:
+                return loss or self._closed_error(), True
+            why = f" ({loss.message})" if loss else ""
+            return UpstreamDisconnected(
+                self.alias, f"the connection was lost while {tool!r} was running{why}; it may or may not have run",
+                "The server is being reconnected; check whether the action happened before calling again."), False
+        forgotten = (http is not None and http.status == 404) or "session terminated" in exc.message.lower()
+        if exc.code == INVALID_REQUEST and forgotten:
+            loss = UpstreamUnreachable(self.alias, "the server no longer knows this session (HTTP 404)")
+            loss.undelivered = True
+            conn.loss = loss
+            conn.lost.set()
+            with anyio.move_on_after(5):
+                await conn.closed.wait()
+            return loss, True
+        if exc.code == REQUEST_TIMEOUT:
+            return UpstreamTimeout(
+                self.alias, f"tool {tool!r} did not answer within {self.config.call_timeout:g}s",
+                "Raise the server's 'call_timeout', or ask for less work per call."), False
+        if http is not None:
+            return UpstreamHttpError(self.alias, http.status, http.body, http.url,
+                                     _auth_hint(self.config, self.environ, http.status)), False
+        return UpstreamRpcError(self.alias, exc.code, exc.message, exc.data), False
+
+
+def with_defaults(content: Mapping[str, Any] | None, schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Elicited form content with the schema's ``default`` filled in for omitted fields (SEP-1034)."""
+    filled = dict(content or {})
+    properties = schema.get("properties", {})
+    if isinstance(properties, Mapping):
+        for name, spec in properties.items():
+            if name not in filled and isinstance(spec, Mapping) and "default" in spec:
+                filled[name] = spec["default"]
+    return filled
+
+
+def classify(alias: str, config: ServerConfig, exc: BaseException, failures: HttpFailures,
+             stderr_tail: str = "") -> UpstreamError:
+    """The typed error behind whatever a transport or session raised (exception groups unwrapped)."""
+    import httpx2
+
+    leaves = list(_leaves(exc))
+    for leaf in leaves:
+        if isinstance(leaf, UpstreamError):
+            return leaf
+    if failures.last is not None:
+        last = failures.last
+        return UpstreamHttpError(alias, last.status, last.body, last.url, _auth_hint(config, None, last.status))
+    note = f"; its stderr ends with: {stderr_tail[-400:]}" if stderr_tail else ""
+    for leaf in leaves:
+        if isinstance(leaf, httpx2.ConnectError | httpx2.ConnectTimeout):
+            error = UpstreamUnreachable(alias, f"cannot connect to {config.url}: {leaf or type(leaf).__name__}",
+                                        "Is the server running? Check the url (host, port and path).")
+            error.undelivered = True
+            return error
+        if isinstance(leaf, httpx2.TimeoutException):
+            return UpstreamTimeout(alias, f"{config.url} did not answer in time ({type(leaf).__name__})",
+                                   "The server is slow or hung; raise its 'timeout' or check it.")
+        if isinstance(leaf, httpx2.HTTPStatusError):
+            response = leaf.response
+            return UpstreamHttpError(alias, response.status_code, _safe_text(response), str(response.request.url),
+                                     _auth_hint(config, None, response.status_code))
+        if isinstance(leaf, httpx2.HTTPError):
+            return UpstreamUnreachable(alias, f"HTTP transport failed for {config.url}: {type(leaf).__name__}: {leaf}",
+                                       "Check that the url is an MCP endpoint and the server is healthy.")
+        if isinstance(leaf, FileNotFoundError | PermissionError) and config.transport == "stdio":
+            return UpstreamUnreachable(alias, f"cannot start {config.command!r}: {leaf.strerror or leaf}",
+                                       "Install the program or fix 'command' (use an absolute path if it is "
+                                       "not on PATH).")
+        if isinstance(leaf, OSError):
+            return UpstreamUnreachable(alias, f"{type(leaf).__name__}: {leaf}{note}",
+                                       "Check the server's configuration.")
+        if isinstance(leaf, MCPError):
+            if leaf.code == CONNECTION_CLOSED:
+                return UpstreamUnreachable(alias, f"the server closed the connection during start-up{note}",
+                                           "Run its command by hand to see why it exits.")
+            return UpstreamRpcError(alias, leaf.code, leaf.message, leaf.data)
+        if isinstance(leaf, RuntimeError | ValidationError | ValueError):
+            return UpstreamProtocolError(alias, f"{type(leaf).__name__}: {leaf}{note}",
+                                         "The server does not speak MCP as expected; check the command or url.")
+    first = leaves[0] if leaves else exc
+    return UpstreamProtocolError(alias, f"{type(first).__name__}: {first}{note}", "Check the server's configuration.")
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
+    return [exc]
+
+
+def _safe_text(response: Any) -> str:
+    try:
+        return str(response.text)
+    except Exception:
+        return ""
+
+
+def _auth_hint(config: ServerConfig, environ: Mapping[str, str] | None, status: int) -> str:
+    if status not in (401, 403):
+        return ""
+    import os
+
+    env = os.environ if environ is None else environ
+    if config.auth_token:
+        return "The server refused the auth_token in the config; replace it with a valid token."
+    if config.auth_env and not env.get(config.auth_env):
+        return (f"auth_env names {config.auth_env}, which is not set in the environment, so no token was sent; "
+                "export it before starting codeward.")
+    if config.auth_env:
+        return f"The server refused the token in ${config.auth_env}; set it to a valid token."
+    return ("No token was sent: add auth_env = \"VAR\" (an environment variable holding the token) or "
+            "auth_token to this server's table.")
