@@ -186,3 +186,38 @@ async def test_http_refuses_missing_or_wrong_token_and_foreign_host(http_server:
         foreign = await http.post(http_server, json=body, headers={**headers, "Authorization": "Bearer s3cret-token",
                                                                     "Host": "evil.example:80"})
         assert foreign.status_code in (400, 403, 421)
+
+
+async def test_roots_come_from_the_client_and_follow_list_changed(tmp_path: Path) -> None:
+    from mcp_types import ListRootsResult, Root
+
+    folders = {}
+    for name in ("cwd", "first", "second"):
+        folders[name] = tmp_path / name
+        folders[name].mkdir()
+        (folders[name] / "who.txt").write_text(name)
+    current = {"root": folders["first"]}
+
+    async def list_roots(context: Any) -> ListRootsResult:
+        return ListRootsResult(roots=[Root(uri=f"file://{current['root']}", name="project")])
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve"], cwd=str(folders["cwd"]))
+    async with Client(params, list_roots_callback=list_roots) as modern:
+        assert _text(await modern.call_tool("read_file", {"path": "who.txt"})) == "first"
+    # roots/list_changed exists only in the initialize-handshake era of the protocol.
+    async with Client(params, list_roots_callback=list_roots, mode="legacy") as client:
+        first = await client.call_tool("read_file", {"path": "who.txt"})
+        assert _text(first) == "first"
+        current["root"] = folders["second"]
+        await client.send_roots_list_changed()
+        second = await client.call_tool("read_file", {"path": "who.txt"})
+        assert _text(second) == "second"
+        escaped = await client.call_tool("read_file", {"path": str(folders["first"] / "who.txt")})
+        assert escaped.is_error and "outside the workspace" in _text(escaped)
+
+
+async def test_without_client_roots_the_current_directory_is_served(tmp_path: Path) -> None:
+    (tmp_path / "who.txt").write_text("cwd")
+    params = StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve"], cwd=str(tmp_path))
+    async with Client(params) as client:
+        assert _text(await client.call_tool("read_file", {"path": "who.txt"})) == "cwd"

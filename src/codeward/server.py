@@ -12,8 +12,10 @@ import base64
 import logging
 import sys
 import threading
+import time
 import warnings
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -21,6 +23,7 @@ from urllib.parse import unquote, urlparse
 import anyio
 import anyio.from_thread
 import mcp_types as types
+from mcp_types.version import is_version_at_least
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
@@ -40,6 +43,8 @@ INSTRUCTIONS = (
     "Paths are relative to the primary root. Read before you edit; edits are atomic and refused "
     "when they would break the file."
 )
+ROOTS_REQUEST_KEY = "codeward.roots"
+MODERN_ERA = "2026-07-28"
 LOG_LEVELS: tuple[str, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 
@@ -50,6 +55,7 @@ class WorkspaceHolder:
     workspace: Workspace
     roots_from_client: bool = False
     stale: bool = False
+    refreshed_at: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def get(self) -> Workspace:
@@ -60,6 +66,17 @@ class WorkspaceHolder:
         with self.lock:
             self.workspace = workspace
             self.stale = False
+            self.refreshed_at = time.monotonic()
+
+    def needs_refresh(self, modern: bool, ttl: float) -> bool:
+        """Whether to ask the client for its roots again.
+
+        Handshake-era clients announce changes (``roots/list_changed`` marks the roots stale);
+        2026-07-28 clients cannot, so their roots are re-read after ``ttl`` seconds.
+        """
+        if not self.roots_from_client:
+            return False
+        return self.stale or (modern and time.monotonic() - self.refreshed_at > ttl)
 
 
 CallObserver = Callable[[str, dict[str, Any] | None, ToolOutcome], None]
@@ -139,6 +156,7 @@ class CodewardServer:
         extras: dict[str, Any] | None = None,
         name: str = "codeward",
         observers: Sequence[CallObserver] = (),
+        roots_ttl: float = 10.0,
     ) -> None:
         self.surface = surface
         self.holder = WorkspaceHolder(workspace, roots_from_client, stale=roots_from_client)
@@ -147,6 +165,7 @@ class CodewardServer:
         self.prompt_providers = list(prompt_providers)
         self.extras = dict(extras or {})
         self.observers = list(observers)
+        self.roots_ttl = roots_ttl
         self._log_level = "info"
         self.subscriptions: set[str] = set()
         handlers: dict[str, Any] = {
@@ -198,8 +217,10 @@ class CodewardServer:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
-        workspace = await self._current_workspace(ctx)
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        workspace = await self._current_workspace(ctx, getattr(params, "input_responses", None) or {})
+        if isinstance(workspace, types.InputRequiredResult):
+            return workspace
         tool_ctx = ToolContext(
             workspace=workspace,
             settings=self.settings,
@@ -217,22 +238,47 @@ class CodewardServer:
 
     # -- workspace and roots ---------------------------------------------------------------
 
-    async def _current_workspace(self, ctx: ServerRequestContext[Any, Any]) -> Workspace:
+    async def _current_workspace(
+        self, ctx: ServerRequestContext[Any, Any], answers: Mapping[str, Any] | None = None
+    ) -> Workspace | types.InputRequiredResult:
+        """The workspace for this request, re-reading the client's roots when they changed.
+
+        Handshake-era clients are asked with a ``roots/list`` request; 2026-07-28 clients answer
+        through an ``InputRequiredResult`` round (only tool calls can carry one).
+        """
         holder = self.holder
-        if holder.roots_from_client and holder.stale:
-            try:
-                with anyio.fail_after(5):
+        modern = is_version_at_least(ctx.protocol_version, MODERN_ERA)
+        if not holder.needs_refresh(modern, self.roots_ttl):
+            return holder.get()
+        capabilities = ctx.session.client_capabilities
+        if capabilities is None or capabilities.roots is None:
+            holder.roots_from_client = False
+            return holder.get()
+        try:
+            if modern:
+                answer = (answers or {}).get(ROOTS_REQUEST_KEY)
+                if answer is None:
+                    if answers is None and ctx.method != "tools/call":
+                        return holder.get()
+                    return types.InputRequiredResult(input_requests={ROOTS_REQUEST_KEY: types.ListRootsRequest()},
+                                                     result_type="input_required")
+                listed = types.ListRootsResult.model_validate(answer, from_attributes=True)
+            else:
+                with anyio.fail_after(5), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
                     listed = await ctx.session.list_roots()
-                paths = [_root_path(str(root.uri)) for root in listed.roots]
-                usable = [p for p in paths if p]
-                if usable:
-                    holder.set(holder.get().with_roots(usable))
-                else:
-                    holder.stale = False
-            except Exception as exc:  # client without roots support: keep the default root
-                logger.info("client roots unavailable (%s); serving %s", exc, holder.get().primary)
-                holder.stale = False
+        except Exception as exc:  # a client that cannot answer keeps the default root
+            logger.info("client roots unavailable (%s); serving %s", exc, holder.get().primary)
+            holder.roots_from_client = False
+            return holder.get()
+        usable = [p for p in (_root_path(str(root.uri)) for root in listed.roots) if p and Path(p).is_dir()]
+        holder.set(holder.get().with_roots(usable) if usable else holder.get())
         return holder.get()
+
+    async def _workspace(self, ctx: ServerRequestContext[Any, Any]) -> Workspace:
+        """The workspace for requests that cannot ask the client anything (lists, reads)."""
+        current = await self._current_workspace(ctx)
+        return current if isinstance(current, Workspace) else self.holder.get()
 
     async def _roots_changed(self, ctx: ServerRequestContext[Any, Any], params: Any) -> None:
         if self.holder.roots_from_client:
@@ -245,7 +291,7 @@ class CodewardServer:
     # -- resources -----------------------------------------------------------------------
 
     async def _list_resources(self, ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListResourcesResult:
-        workspace = await self._current_workspace(ctx)
+        workspace = await self._workspace(ctx)
 
         def collect() -> list[types.Resource]:
             out: list[types.Resource] = []
@@ -260,7 +306,7 @@ class CodewardServer:
     async def _list_templates(
         self, ctx: ServerRequestContext[Any, Any], params: Any
     ) -> types.ListResourceTemplatesResult:
-        workspace = await self._current_workspace(ctx)
+        workspace = await self._workspace(ctx)
         templates = [
             types.ResourceTemplate(uri_template=t.uri_template, name=t.name, description=t.description or None,
                                    mime_type=t.mime_type)
@@ -275,7 +321,7 @@ class CodewardServer:
         from mcp.shared.exceptions import MCPError
 
         uri = str(params.uri)
-        workspace = await self._current_workspace(ctx)
+        workspace = await self._workspace(ctx)
         for provider in self.resource_providers:
             if provider.owns(uri):
                 result = await anyio.to_thread.run_sync(provider.read, uri, workspace)
@@ -305,7 +351,7 @@ class CodewardServer:
     # -- prompts ---------------------------------------------------------------------------
 
     async def _list_prompts(self, ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListPromptsResult:
-        workspace = await self._current_workspace(ctx)
+        workspace = await self._workspace(ctx)
         prompts = [
             types.Prompt(
                 name=p.name,
@@ -323,7 +369,7 @@ class CodewardServer:
     ) -> types.GetPromptResult:
         from mcp.shared.exceptions import MCPError
 
-        workspace = await self._current_workspace(ctx)
+        workspace = await self._workspace(ctx)
         for provider in self.prompt_providers:
             if any(p.name == params.name for p in provider.list_prompts(workspace)):
                 result = provider.get_prompt(params.name, dict(params.arguments or {}), workspace)
@@ -339,7 +385,7 @@ class CodewardServer:
     async def _complete(
         self, ctx: ServerRequestContext[Any, Any], params: types.CompleteRequestParams
     ) -> types.CompleteResult:
-        workspace = await self._current_workspace(ctx)
+        workspace = await self._workspace(ctx)
         ref = params.ref
         name, prefix = params.argument.name, params.argument.value
         values: list[str] = []
