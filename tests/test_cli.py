@@ -79,3 +79,23 @@ def test_config_file_sets_roots_blacklist_and_toolsets(root: Path) -> None:
 def test_serve_from_a_terminal_refuses_remote_bind_without_token(root: Path) -> None:
     done = run("serve", str(root), "--http", "--host", "0.0.0.0")
     assert done.returncode == 2 and "--allow-remote" in done.stderr
+
+
+def test_serve_started_from_a_terminal_explains_itself(root: Path) -> None:
+    import os
+    import pty
+
+    controller, terminal = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "codeward", "serve", str(root)], stdin=terminal,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    os.close(terminal)
+    try:
+        assert proc.stderr is not None
+        banner = [proc.stderr.readline() for _ in range(3)]
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        os.close(controller)
+    assert "serving" in banner[0] and str(root) in banner[0]
+    assert "MCP server" in banner[1]
+    assert f"claude mcp add codeward -- codeward serve {root}" in banner[2]
