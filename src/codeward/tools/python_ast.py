@@ -1,0 +1,896 @@
+"""Python structure tools: read and edit definitions by name, with stdlib ``ast`` positions.
+
+Names use dot notation (``Class.method``, ``Outer.Inner``). Reads of a name defined several
+times (overloads, if/else variants) return every occurrence; writes need it unique or an
+``occurrence``. Every write re-parses the new text and refuses — changing nothing — an edit
+that would leave a syntax error; files keep their encoding, BOM and line endings.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field
+
+from codeward.catalog import tool
+from codeward.code.python_rewrite import (
+    REGION_END,
+    REGION_START,
+    AnchorType,
+    InsertionPoint,
+    cut_lines,
+    insert_block,
+    insertion_point,
+    region_wrap,
+    removal_lines,
+    separation_for,
+    skeleton,
+    statement_region,
+)
+from codeward.code.python_symbols import (
+    DEFINITION_NODES,
+    PARSE_CACHE_KEY,
+    DefinitionNode,
+    ParseCache,
+    PythonModule,
+    Symbol,
+    SymbolKind,
+    check_edit,
+    declared_names,
+    first_definition,
+    header_span,
+    loaded_names,
+    lookup,
+    lookup_one,
+    module_level_names,
+    name_problem,
+    nested_blocks,
+    normalize_block,
+    parse_module,
+    reindent,
+    rename_definition,
+    signature_text,
+    syntax_problem,
+)
+from codeward.code.textfile import TextFile, read_text, write_text
+from codeward.context import ToolContext
+from codeward.result import ErrorKind, Result
+from codeward.workspace import Access
+
+PathArg = Annotated[str, Field(description="Python file, relative to the workspace root or absolute inside it.")]
+NameArg = Annotated[str, Field(
+    description="Symbol name; dot notation for members: 'func', 'MyClass', 'MyClass.method', 'Outer.Inner.method'.")]
+OccurrenceArg = Annotated[int | None, Field(
+    ge=1, description="When the name is defined several times (overloads, if/else variants): which one, "
+    "1-based in file order. Reads return all when omitted; writes require it then.")]
+AnchorArg = Annotated[Literal["start", "end", "before", "after"], Field(
+    description="'start'/'end' of the file, or of the class body named by anchor_symbol; "
+    "'before'/'after' the definition or variable named by anchor_symbol.")]
+AnchorSymbolArg = Annotated[str, Field(
+    description="For before/after: the sibling to insert next to. For start/end: a class (its body), "
+    "or empty for the file.")]
+TOOLSET = "python"
+
+
+# -- structured outputs ---------------------------------------------------------------------
+
+
+class SymbolText(BaseModel):
+    """One occurrence of a symbol and the text asked for (source, signature, docstring…)."""
+
+    name: str
+    kind: str
+    start_line: int
+    end_line: int
+    text: str | None
+
+
+class SymbolTexts(BaseModel):
+    """Every occurrence of a name in a file, in file order."""
+
+    path: str
+    name: str
+    what: str
+    occurrences: list[SymbolText]
+
+    def render(self) -> str:
+        if len(self.occurrences) == 1:
+            only = self.occurrences[0]
+            return only.text if only.text is not None else f"{self.name} has no {self.what}."
+        parts = [f"{self.name!r} is defined {len(self.occurrences)} times in {self.path}; "
+                 "pass occurrence=N to pick one."]
+        for index, occ in enumerate(self.occurrences, 1):
+            body = occ.text if occ.text is not None else f"(no {self.what})"
+            parts.append(f"--- occurrence {index}: {occ.kind}, lines {occ.start_line}-{occ.end_line} ---\n"
+                         + body.rstrip("\n"))
+        return "\n".join(parts)
+
+
+class OutlineEntry(BaseModel):
+    name: str
+    qualname: str
+    kind: str
+    start_line: int
+    end_line: int
+    depth: int
+    decorators: list[str]
+
+
+class Outline(BaseModel):
+    path: str
+    entries: list[OutlineEntry]
+
+    def render(self) -> str:
+        if not self.entries:
+            return f"{self.path} defines no classes or functions."
+        rows = []
+        for entry in self.entries:
+            label = "[" + entry.kind.title() + "]"
+            decorated = "  " + " ".join("@" + d for d in entry.decorators) if entry.decorators else ""
+            rows.append(f"{'  ' * entry.depth}{label} {entry.name} (Lines {entry.start_line}-{entry.end_line})"
+                        f"{decorated}")
+        return "\n".join(rows)
+
+
+class ImportEntry(BaseModel):
+    line: int
+    statement: str
+    module: str
+    names: list[str]
+    level: int
+    where: str
+    """'module', 'conditional' (inside if/try at module level) or 'in <function>'."""
+
+
+class Imports(BaseModel):
+    path: str
+    imports: list[ImportEntry]
+    stdlib: list[str]
+    external: list[str]
+    relative: list[str]
+
+    def render(self) -> str:
+        if not self.imports:
+            return f"{self.path} imports nothing."
+        rows = [f"Imports in {self.path} ({len(self.imports)} statements):"]
+        for entry in self.imports:
+            where = "" if entry.where == "module" else f"   [{entry.where}]"
+            rows.append(f"  L{entry.line:<5} {entry.statement}{where}")
+        rows.append("Standard library: " + (", ".join(self.stdlib) or "none"))
+        rows.append("Third-party / project: " + (", ".join(self.external) or "none"))
+        if self.relative:
+            rows.append("Relative: " + ", ".join(self.relative))
+        return "\n".join(rows)
+
+
+class SyntaxReport(BaseModel):
+    path: str
+    valid: bool
+    line: int | None = None
+    column: int | None = None
+    message: str = ""
+    detail: str = ""
+
+    def render(self) -> str:
+        return self.detail
+
+
+# -- loading and writing --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LoadedPython:
+    real: Path
+    display: str
+    file: TextFile
+    module: PythonModule
+
+
+def _parse_cache(ctx: ToolContext) -> ParseCache:
+    cache = ctx.extras.get(PARSE_CACHE_KEY)
+    if isinstance(cache, ParseCache):
+        return cache
+    created: ParseCache = ctx.extras.setdefault(PARSE_CACHE_KEY, ParseCache())
+    return created
+
+
+def _read(ctx: ToolContext, path: str, access: Access, param: str = "path") -> Result[tuple[Path, TextFile] | None]:
+    resolved = ctx.workspace.resolve(path, access, param=param)
+    if not resolved.ok:
+        return resolved.cast(None)
+    display = ctx.workspace.display(resolved.data)
+    loaded = read_text(resolved.data, display)
+    if not loaded.ok:
+        return loaded.cast(None)
+    return Result.success((resolved.data, loaded.data))
+
+
+def _load(
+    ctx: ToolContext, path: str, access: Access = Access.READ, param: str = "path"
+) -> Result[LoadedPython | None]:
+    """Resolve, read and parse a Python file; a file with a syntax error is reported, not guessed at."""
+    read = _read(ctx, path, access, param)
+    if not read.ok or read.data is None:
+        return read.cast(None)
+    real, text_file = read.data
+    display = ctx.workspace.display(real)
+    try:
+        module = _parse_cache(ctx).parse(text_file.text)
+    except SyntaxError as exc:
+        problem = syntax_problem(exc, text_file.text)
+        not_python = "" if real.suffix in (".py", ".pyi", ".pyw") else " (is it a Python file?)"
+        return Result.fail(ErrorKind.INVALID_INPUT, f"cannot parse {display}{not_python}: {problem.render(display)}",
+                           "Fix the syntax error first (edit_file or set_file_slice), then retry; "
+                           "py_check_syntax shows where it is.")
+    return Result.success(LoadedPython(real, display, text_file, module))
+
+
+def _refusal(what: str, display: str, new_text: str, original: PythonModule | None) -> Result[str] | None:
+    problem = check_edit(new_text, original)
+    if problem is None:
+        return None
+    return Result.fail(ErrorKind.INVALID_INPUT,
+                       f"refused: {what} would leave a syntax error in {problem.render(display)}",
+                       f"Nothing was written. Fix the new code (valid Python, indented for its place) and retry; "
+                       f"{display} is unchanged.", data="")
+
+
+def _commit(loaded: LoadedPython, new_text: str, what: str, done: str) -> Result[str]:
+    """Validate ``new_text`` and write it atomically (or refuse and write nothing)."""
+    if new_text == loaded.module.text:
+        return Result.success(f"No change: {what} leaves {loaded.display} as it was.")
+    refused = _refusal(what, loaded.display, new_text, loaded.module)
+    if refused:
+        return refused
+    written = write_text(loaded.real, loaded.file, new_text, loaded.display)
+    if not written.ok:
+        return written.cast("")
+    return Result.success(done)
+
+
+def _occurrences(symbols: list[Symbol], display: str, name: str, what: str, texts: list[str | None]) -> SymbolTexts:
+    items = [SymbolText(name=s.qualname, kind=s.kind.value, start_line=s.start_line, end_line=s.end_line, text=t)
+             for s, t in zip(symbols, texts, strict=True)]
+    return SymbolTexts(path=display, name=name, what=what, occurrences=items)
+
+
+def _definition_node(symbol: Symbol) -> DefinitionNode:
+    node = symbol.node
+    assert isinstance(node, DEFINITION_NODES)
+    return node
+
+
+def _line_span(first: int, last: int) -> str:
+    return f"line {first}" if first == last else f"lines {first}-{last}"
+
+
+# -- read tools -----------------------------------------------------------------------------
+
+
+@tool(toolset=TOOLSET, read_only=True, title="Python skeleton")
+def py_get_skeleton(ctx: ToolContext, path: PathArg) -> Result[str]:
+    """A Python file with every function body replaced by '...': signatures, docstrings, classes, imports."""
+    loaded = _load(ctx, path)
+    if not loaded.ok or loaded.data is None:
+        return loaded.cast("")
+    return Result.success(skeleton(loaded.data.module))
+
+
+@tool(toolset=TOOLSET, read_only=True, title="Python outline", output=Outline)
+def py_get_code_outline(ctx: ToolContext, path: PathArg) -> Result[Outline | None]:
+    """Hierarchical outline of a Python file: [Class] Name (Lines X-Y) with methods and nested classes indented."""
+    loaded = _load(ctx, path)
+    if not loaded.ok or loaded.data is None:
+        return loaded.cast(None)
+    entries = [
+        OutlineEntry(name=s.name, qualname=s.qualname, kind=s.kind.value, start_line=s.start_line,
+                     end_line=s.end_line, depth=s.depth, decorators=[_decorator_name(d) for d in s.decorators])
+        for s in loaded.data.module.definitions if not s.in_function
+    ]
+    return Result.success(Outline(path=loaded.data.display, entries=entries))
+
+
+def _decorator_name(node: ast.expr) -> str:
+    target = node.func if isinstance(node, ast.Call) else node
+    return ast.unparse(target)
+
+
+@tool(toolset=TOOLSET, read_only=True, title="Python definition source", output=SymbolTexts)
+def py_get_definition(ctx: ToolContext, path: PathArg, name: NameArg,
+                      occurrence: OccurrenceArg = None) -> Result[SymbolTexts | None]:
+    """Full source of a class, function or method (decorators included), exactly as in the file."""
+    loaded = _load(ctx, path)
+    if not loaded.ok or loaded.data is None:
+        return loaded.cast(None)
+    module, display = loaded.data.module, loaded.data.display
+    found = lookup(module, name, display, occurrence=occurrence)
+    if not found.ok:
+        return found.cast(None)
+    texts: list[str | None] = [module.source.span_lines(s.start_line, s.end_line) for s in found.data]
+    return Result.success(_occurrences(found.data, display, name, "source", texts))
+
+
+@tool(toolset=TOOLSET, read_only=True, title="Python signature", output=SymbolTexts)
+def py_get_signature(ctx: ToolContext, path: PathArg, name: NameArg,
+                     occurrence: OccurrenceArg = None) -> Result[SymbolTexts | None]:
+    """The header of a def or class, from 'def'/'async def'/'class' through its colon, as written."""
+    loaded = _load(ctx, path)
+    if not loaded.ok or loaded.data is None:
+        return loaded.cast(None)
+    module, display = loaded.data.module, loaded.data.display
+    found = lookup(module, name, display, occurrence=occurrence)
+    if not found.ok:
+        return found.cast(None)
+    texts: list[str | None] = [signature_text(module, s) for s in found.data]
+    return Result.success(_occurrences(found.data, display, name, "signature", texts))
+
+
+@tool(toolset=TOOLSET, read_only=True, title="Python docstring", output=SymbolTexts)
+def py_get_docstring(ctx: ToolContext, path: PathArg,
+                     name: Annotated[str, Field(description="Class, function or Class.method; empty for the "
+                                                "module docstring.")] = "",
+                     occurrence: OccurrenceArg = None) -> Result[SymbolTexts | None]:
+    """The docstring of the module, a class, a function or a method, cleaned like inspect.getdoc."""
+    loaded = _load(ctx, path)
+    if not loaded.ok or loaded.data is None:
+        return loaded.cast(None)
+    module, display = loaded.data.module, loaded.data.display
+    if not name.strip():
+        doc = ast.get_docstring(module.tree, clean=True)
+        total = len(module.source.lines)
+        item = SymbolText(name="<module>", kind="module", start_line=1, end_line=max(total, 1), text=doc)
+        return Result.success(SymbolTexts(path=display, name=display, what="module docstring", occurrences=[item]))
+    found = lookup(module, name, display, occurrence=occurrence)
+    if not found.ok:
+        return found.cast(None)
+    texts: list[str | None] = [ast.get_docstring(_definition_node(s), clean=True) for s in found.data]
+    return Result.success(_occurrences(found.data, display, name, "docstring", texts))
+
+
+@tool(toolset=TOOLSET, read_only=True, title="Python class summary")
+def py_get_class_summary(ctx: ToolContext, path: PathArg,
+                         name: Annotated[str, Field(description="Class name; 'Outer.Inner' for nested classes.")],
+                         occurrence: OccurrenceArg = None) -> Result[str]:
+    """A class at a glance: header, docstring, method signatures, nested classes and class variables."""
+    loaded = _load(ctx, path)
+    if not loaded.ok or loaded.data is None:
+        return loaded.cast("")
+    module, display = loaded.data.module, loaded.data.display
+    found = lookup(module, name, display, occurrence=occurrence)
+    if not found.ok:
+        return found.cast("")
+    classes = [s for s in found.data if s.kind is SymbolKind.CLASS]
+    if not classes:
+        return Result.fail(ErrorKind.INVALID_INPUT, f"{name!r} in {display} is a {found.data[0].kind.value}, "
+                           "not a class", "Use py_get_signature or py_get_definition for functions.", data="")
+    return Result.success("\n\n".join(_class_summary(module, c) for c in classes))
+
+
+def _class_summary(module: PythonModule, symbol: Symbol) -> str:
+    node = _definition_node(symbol)
+    rows = [f"{_one_line(signature_text(module, symbol))}    # {display_lines(symbol)}"]
+    doc = ast.get_docstring(node, clean=True)
+    rows.append(_indent_doc(doc) if doc else "    (no docstring)")
+    members = module.members(symbol.qualname)
+    methods = [m for m in members if m.kind is not SymbolKind.CLASS]
+    nested = [m for m in members if m.kind is SymbolKind.CLASS]
+    rows.append(f"Methods ({len(methods)}):" if methods else "Methods: none")
+    for method in methods:
+        decorators = "".join(f"@{_decorator_name(d)} " for d in method.decorators)
+        rows.append(f"  L{method.start_line:<5} {decorators}{_one_line(signature_text(module, method))}")
+    if nested:
+        rows.append("Nested classes: " + ", ".join(f"{c.name} ({display_lines(c)})" for c in nested))
+    variables = [v for v in module.variables if v.parent == symbol.qualname]
+    if variables:
+        rows.append("Class variables: " + ", ".join(f"{v.name} (line {v.start_line})" for v in variables))
+    return "\n".join(rows)
+
+
+def display_lines(symbol: Symbol) -> str:
+    return _line_span(symbol.start_line, symbol.end_line)
+
+
+def _one_line(text: str) -> str:
+    joined = " ".join(part.strip() for part in text.splitlines())
+    return joined.replace("( ", "(").replace(" )", ")").replace("[ ", "[").replace(" ]", "]").replace(",)", ")")
+
+
+def _indent_doc(doc: str) -> str:
+    return "\n".join(("    " + line).rstrip() for line in ['"""', *doc.splitlines(), '"""'])
+
+
+@tool(toolset=TOOLSET, read_only=True, title="Python variable declaration", output=SymbolTexts)
+def py_get_var_declaration(ctx: ToolContext, path: PathArg,
+                           name: Annotated[str, Field(description="Module variable, or Class.attribute for a "
+                                                      "class-level one.")],
+                           occurrence: OccurrenceArg = None) -> Result[SymbolTexts | None]:
+    """The assignment line(s) declaring a module-level or class-level variable (x = ..., x: T = ...)."""
+    loaded = _load(ctx, path)
+    if not loaded.ok or loaded.data is None:
+        return loaded.cast(None)
+    module, display = loaded.data.module, loaded.data.display
+    found = lookup(module, name, display, occurrence=occurrence, definitions=False, variables=True)
+    if not found.ok:
+        return found.cast(None)
+    texts: list[str | None] = []
+    for symbol in found.data:
+        start, end, _ = statement_region(module, symbol.node)
+        texts.append(module.text[start:end])
+    return Result.success(_occurrences(found.data, display, name, "declaration", texts))
+
+
+@tool(toolset=TOOLSET, read_only=True, title="Python imports", output=Imports)
+def py_get_imports(ctx: ToolContext, path: PathArg) -> Result[Imports | None]:
+    """Every import of a Python file with its line and scope, and the modules it depends on."""
+    loaded = _load(ctx, path)
+    if not loaded.ok or loaded.data is None:
+        return loaded.cast(None)
+    entries: list[ImportEntry] = []
+    _collect_imports(loaded.data.module.tree.body, "module", entries)
+    entries.sort(key=lambda e: e.line)
+    stdlib: set[str] = set()
+    external: set[str] = set()
+    relative: set[str] = set()
+    for entry in entries:
+        if entry.level:
+            relative.add("." * entry.level + entry.module)
+            continue
+        targets = [entry.module] if entry.module else entry.names
+        for target in targets:
+            top = target.split(".")[0]
+            (stdlib if top in sys.stdlib_module_names or top == "__future__" else external).add(top)
+    return Result.success(Imports(path=loaded.data.display, imports=entries, stdlib=sorted(stdlib),
+                                  external=sorted(external), relative=sorted(relative)))
+
+
+def _collect_imports(body: list[ast.stmt], where: str, out: list[ImportEntry]) -> None:
+    for stmt in body:
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                out.append(ImportEntry(line=stmt.lineno, statement=_import_text(alias), module=alias.name,
+                                       names=[], level=0, where=where))
+        elif isinstance(stmt, ast.ImportFrom):
+            out.append(ImportEntry(line=stmt.lineno, statement=ast.unparse(stmt), module=stmt.module or "",
+                                   names=[a.name for a in stmt.names], level=stmt.level, where=where))
+        elif isinstance(stmt, DEFINITION_NODES):
+            inner = f"in {stmt.name}" if where in ("module", "conditional") else f"{where}.{stmt.name}"
+            _collect_imports(stmt.body, inner, out)
+        else:
+            nested = "conditional" if where == "module" else where
+            for block in nested_blocks(stmt):
+                _collect_imports(block, nested, out)
+
+
+def _import_text(alias: ast.alias) -> str:
+    return f"import {alias.name}" + (f" as {alias.asname}" if alias.asname else "")
+
+
+@tool(toolset=TOOLSET, read_only=True, title="Python syntax check", output=SyntaxReport)
+def py_check_syntax(ctx: ToolContext, path: PathArg) -> Result[SyntaxReport | None]:
+    """Check that a file is valid Python (parse and compile, nothing run); says where it is not."""
+    read = _read(ctx, path, Access.READ)
+    if not read.ok or read.data is None:
+        return read.cast(None)
+    real, text_file = read.data
+    display = ctx.workspace.display(real)
+    try:
+        module = parse_module(text_file.text)
+        problem = None if module.compiles else check_edit(text_file.text, None)
+    except SyntaxError as exc:
+        problem = syntax_problem(exc, text_file.text)
+    if problem is not None:
+        return Result.success(SyntaxReport(path=display, valid=False, line=problem.line, column=problem.column,
+                                           message=problem.message,
+                                           detail=f"Syntax error in {problem.render(display)}"))
+    lines = len(text_file.text.splitlines())
+    return Result.success(SyntaxReport(path=display, valid=True, detail=f"OK: {display} is valid Python ({lines} "
+                                       "lines)."))
+
+
+# -- write tools ----------------------------------------------------------------------------
+
+
+@tool(toolset=TOOLSET, title="Replace a Python definition")
+def py_update_definition(ctx: ToolContext, path: PathArg, name: NameArg,
+                         new_content: Annotated[str, Field(description="The complete new definition, decorators "
+                                                           "included; it is re-indented to the old one's place.")],
+                         occurrence: OccurrenceArg = None) -> Result[str]:
+    """Replace a class, function or method (decorators included) with new source; refuses syntax errors."""
+    loaded = _load(ctx, path, Access.WRITE)
+    if not loaded.ok or loaded.data is None:
+        return loaded.cast("")
+    data = loaded.data
+    found = lookup_one(data.module, name, data.display, occurrence=occurrence)
+    if not found.ok or found.data is None:
+        return found.cast("")
+    symbol = found.data
+    indent = data.module.source.indentation(symbol.start_line)
+    block = reindent(new_content, indent)
+    if not block:
+        return Result.fail(ErrorKind.INVALID_INPUT, "new_content is empty",
+                           "Give the full new definition; to delete it use py_remove_def.", data="")
+    source = data.module.source
+    new_text = source.text[: source.line_offset(symbol.start_line)] + block + \
+        source.text[source.line_offset(symbol.end_line + 1):]
+    if symbol.end_line == len(source.lines) and not source.text.endswith("\n"):
+        new_text = new_text.removesuffix("\n")
+    new_lines = len(block.splitlines())
+    done = (f"Updated {symbol.qualname} in {data.display}: {display_lines(symbol)} replaced by "
+            f"{_line_span(symbol.start_line, symbol.start_line + new_lines - 1)}.")
+    defined = first_definition(reindent(block, ""))
+    if defined is not None and defined.name != symbol.name:
+        done += f" Note: the new content defines {defined.name!r}, not {symbol.name!r}."
+    return _commit(data, new_text, f"replacing {symbol.qualname}", done)
+
+
+@tool(toolset=TOOLSET, title="Replace a Python signature")
+def py_set_signature(ctx: ToolContext, path: PathArg, name: NameArg,
+                     new_signature: Annotated[str, Field(description="New header, e.g. 'def run(self, n: int = 1) "
+                                                         "-> str:' (the colon may be omitted). Start it with "
+                                                         "decorators to replace those too.")],
+                     occurrence: OccurrenceArg = None) -> Result[str]:
+    """Replace only the header of a def or class (through its colon); the body stays byte for byte."""
+    loaded = _load(ctx, path, Access.WRITE)
+    if not loaded.ok or loaded.data is None:
+        return loaded.cast("")
+    data = loaded.data
+    found = lookup_one(data.module, name, data.display, occurrence=occurrence)
+    if not found.ok or found.data is None:
+        return found.cast("")
+    symbol = found.data
+    node = _definition_node(symbol)
+    header = _parse_header(new_signature, isinstance(node, ast.ClassDef))
+    if not header.ok or header.data is None:
+        return header.cast("")
+    signature, decorated = header.data
+    source = data.module.source
+    indent = source.indentation(symbol.start_line)
+    start, end = header_span(data.module, node)
+    if decorated:
+        start = source.line_offset(symbol.start_line)
+        replacement = reindent(signature, indent).rstrip("\n")
+    else:
+        replacement = reindent(signature, indent).rstrip("\n")[len(indent):]
+    new_text = source.text[:start] + replacement + source.text[end:]
+    return _commit(data, new_text, f"the new signature of {symbol.qualname}",
+                   f"Set the signature of {symbol.qualname} in {data.display} (line {node.lineno}).")
+
+
+def _parse_header(raw: str, want_class: bool) -> Result[tuple[str, bool] | None]:
+    """Check a new header: one def/class line group ending in ':' (added if missing), no body."""
+    text = normalize_block(raw).rstrip("\n")
+    if not text:
+        return Result.fail(ErrorKind.INVALID_INPUT, "new_signature is empty",
+                           "Give the new header, e.g. 'def name(arg: int) -> str:'.")
+    dedented = reindent(text, "").rstrip("\n")
+    for candidate in (dedented, dedented + ":"):
+        try:
+            tree = ast.parse(candidate + "\n    ...\n")
+        except SyntaxError:
+            continue
+        if len(tree.body) != 1 or not isinstance(tree.body[0], DEFINITION_NODES):
+            break
+        node = tree.body[0]
+        if len(node.body) != 1 or node.body[0].lineno <= len(candidate.splitlines()):
+            break
+        if isinstance(node, ast.ClassDef) != want_class:
+            kind, other = ("class", "def") if want_class else ("def", "class")
+            return Result.fail(ErrorKind.INVALID_INPUT, f"new_signature is a {other} header but the symbol is a {kind}",
+                               f"Give a {kind} header, or replace the whole thing with py_update_definition.")
+        return Result.success((candidate, bool(node.decorator_list)))
+    return Result.fail(ErrorKind.INVALID_INPUT,
+                       f"new_signature is not a single def/class header: {text.splitlines()[0][:80]!r}",
+                       "Give only the header through its colon, e.g. 'async def fetch(self, url: str) -> bytes:'; "
+                       "change bodies with py_update_definition.")
+
+
+@tool(toolset=TOOLSET, title="Replace a Python variable declaration")
+def py_set_var_declaration(ctx: ToolContext, path: PathArg,
+                           name: Annotated[str, Field(description="Module variable, or Class.attribute.")],
+                           new_declaration: Annotated[str, Field(description="The new statement, e.g. "
+                                                                 "'TIMEOUT: float = 2.5  # seconds'.")],
+                           occurrence: OccurrenceArg = None) -> Result[str]:
+    """Replace the statement declaring a module- or class-level variable (the lines py_get_var_declaration shows)."""
+    loaded = _load(ctx, path, Access.WRITE)
+    if not loaded.ok or loaded.data is None:
+        return loaded.cast("")
+    data = loaded.data
+    found = lookup_one(data.module, name, data.display, occurrence=occurrence, definitions=False, variables=True)
+    if not found.ok or found.data is None:
+        return found.cast("")
+    symbol = found.data
+    statement = normalize_block(new_declaration)
+    checked = _check_declaration(reindent(statement, ""), symbol.name)
+    if checked is not None:
+        return checked
+    start, end, whole_lines = statement_region(data.module, symbol.node)
+    indent = data.module.source.indentation(symbol.start_line)
+    replacement = reindent(statement, indent)
+    if not whole_lines:
+        replacement = replacement.rstrip("\n")[len(indent):]
+    elif end == len(data.module.text) and not data.module.text.endswith("\n"):
+        replacement = replacement.rstrip("\n")
+    new_text = data.module.text[:start] + replacement + data.module.text[end:]
+    return _commit(data, new_text, f"the new declaration of {symbol.qualname}",
+                   f"Set {symbol.qualname} in {data.display} ({display_lines(symbol)}).")
+
+
+def _check_declaration(statement: str, name: str) -> Result[str] | None:
+    if not statement:
+        return Result.fail(ErrorKind.INVALID_INPUT, "new_declaration is empty",
+                           f"Give the full statement, e.g. '{name} = 42'.", data="")
+    try:
+        tree = ast.parse(statement)
+    except SyntaxError as exc:
+        problem = syntax_problem(exc, statement)
+        return Result.fail(ErrorKind.INVALID_INPUT, f"new_declaration is not valid Python: "
+                           f"{problem.render('new_declaration')}", f"Give a statement such as '{name} = 42'.",
+                           data="")
+    if len(tree.body) != 1 or name not in declared_names(tree.body[0]):
+        return Result.fail(ErrorKind.INVALID_INPUT, f"new_declaration must be one statement assigning {name!r}",
+                           f"Write e.g. '{name} = ...' or '{name}: T = ...'; to rename, edit the file with edit_file.",
+                           data="")
+    return None
+
+
+@tool(toolset=TOOLSET, destructive=True, title="Remove a Python definition")
+def py_remove_def(ctx: ToolContext, path: PathArg, name: NameArg, occurrence: OccurrenceArg = None) -> Result[str]:
+    """Delete a class, function or method with its decorators (and the blank lines that separated it)."""
+    loaded = _load(ctx, path, Access.WRITE)
+    if not loaded.ok or loaded.data is None:
+        return loaded.cast("")
+    data = loaded.data
+    found = lookup_one(data.module, name, data.display, occurrence=occurrence)
+    if not found.ok or found.data is None:
+        return found.cast("")
+    symbol = found.data
+    first, last = removal_lines(data.module, symbol)
+    new_text = cut_lines(data.module.source, first, last)
+    result = _commit(data, new_text, f"removing {symbol.qualname}",
+                     f"Removed {symbol.qualname} ({display_lines(symbol)}) from {data.display}.")
+    if not result.ok and _only_member(data.module, symbol):
+        hint = (f"{symbol.qualname} is the only statement in its block; replace it with 'pass' using "
+                f"py_update_definition instead. {data.display} is unchanged.")
+        return Result(data="", errors=[replace(e, hint=hint) for e in result.errors])
+    return result
+
+
+def _only_member(module: PythonModule, symbol: Symbol) -> bool:
+    siblings = [s for s in module.symbols() if s.parent == symbol.parent and s is not symbol]
+    return bool(symbol.parent) and not siblings
+
+
+@tool(toolset=TOOLSET, title="Add a Python definition")
+def py_add_def(ctx: ToolContext, path: PathArg,
+               name: Annotated[str, Field(description="Name of the new def/class; 'MyClass.method' puts it in "
+                                          "that class.")],
+               new_content: Annotated[str, Field(description="Source of the new definition (any indentation; "
+                                                 "it is re-indented to the anchor's).")],
+               anchor_type: AnchorArg = "end",
+               anchor_symbol: AnchorSymbolArg = "") -> Result[str]:
+    """Insert a new function or class at an anchor: start/end of the file or of a class, before/after a symbol."""
+    loaded = _load(ctx, path, Access.WRITE)
+    if not loaded.ok or loaded.data is None:
+        return loaded.cast("")
+    data = loaded.data
+    problem = name_problem(name)
+    if problem:
+        return problem.cast("")
+    prepared = _prepare_definition(new_content, name.rpartition(".")[2], "new_content")
+    if not prepared.ok:
+        return prepared.cast("")
+    placed = _place(data.module, prepared.data, name, AnchorType(anchor_type), anchor_symbol, data.display)
+    if not placed.ok or placed.data is None:
+        return placed.cast("")
+    new_text, point = placed.data
+    where = f"class {point.container}" if point.container else data.display
+    return _commit(data, new_text, f"adding {name}",
+                   f"Added {name.rpartition('.')[2]} to {where} in {data.display} at line {point.line} "
+                   f"({anchor_type}{' ' + anchor_symbol if anchor_symbol else ''}).")
+
+
+def _prepare_definition(content: str, name: str, param: str) -> Result[str]:
+    """The block at column 0, checked to define ``name``."""
+    block = reindent(content, "")
+    if not block:
+        return Result.fail(ErrorKind.INVALID_INPUT, f"{param} is empty", "Give the source of the definition.",
+                           data="")
+    try:
+        tree = ast.parse(block)
+    except SyntaxError as exc:
+        problem = syntax_problem(exc, block)
+        return Result.fail(ErrorKind.INVALID_INPUT, f"{param} is not valid Python: {problem.render(param)}",
+                           "Fix the code and retry; nothing was written.", data="")
+    defined = [n.name for n in tree.body if isinstance(n, DEFINITION_NODES)]
+    if name not in defined:
+        got = f"it defines {', '.join(defined)}" if defined else "it defines no function or class"
+        return Result.fail(ErrorKind.INVALID_INPUT, f"{param} does not define {name!r}: {got}",
+                           "Make name match the def/class in the new content.", data="")
+    return Result.success(block)
+
+
+def _place(module: PythonModule, block: str, name: str, anchor: AnchorType, anchor_symbol: str,
+           display: str) -> Result[tuple[str, InsertionPoint] | None]:
+    """Insert a column-0 ``block`` defining ``name`` at an anchor; refuses clashes and mismatched containers."""
+    container_from_name = name.rpartition(".")[0]
+    symbol_for_anchor = anchor_symbol
+    if anchor in (AnchorType.START, AnchorType.END) and not anchor_symbol and container_from_name:
+        symbol_for_anchor = container_from_name
+    point = insertion_point(module, anchor, symbol_for_anchor, display)
+    if not point.ok or point.data is None:
+        return point.cast(None)
+    target = point.data
+    if container_from_name and container_from_name != target.container:
+        there = f"class {target.container}" if target.container else "module level"
+        return Result.fail(ErrorKind.INVALID_INPUT,
+                           f"name {name!r} puts it in class {container_from_name}, but the anchor is at {there}",
+                           "Make the anchor and the dotted name agree (or give a plain name).")
+    short = name.rpartition(".")[2]
+    qualname = f"{target.container}.{short}" if target.container else short
+    existing = module.find(qualname)
+    node = first_definition(block)
+    if existing and node is not None and not node.decorator_list:
+        lines = ", ".join(str(s.start_line) for s in existing)
+        return Result.fail(ErrorKind.CONFLICT, f"{qualname} already exists in {display} (line {lines})",
+                           "Use py_update_definition to replace it, or choose another name "
+                           "(decorated definitions such as @overload may share a name).")
+    indented = reindent(block, target.indent)
+    new_text = insert_block(module.source, target, indented, separation_for(target, indented))
+    return Result.success((new_text, target))
+
+
+@tool(toolset=TOOLSET, destructive=True, title="Move a Python definition",
+      write_paths=("src_path", "dest_path"))
+def py_move_def(ctx: ToolContext,
+                src_path: Annotated[str, Field(description="File that holds the definition now.")],
+                dest_path: Annotated[str, Field(description="File to move it to (may be src_path; created if "
+                                                "missing).")],
+                name: NameArg,
+                dest_name: Annotated[str, Field(description="New name at the destination; 'MyClass.method' moves "
+                                                "it into that class. Empty keeps the name.")] = "",
+                anchor_type: AnchorArg = "end",
+                anchor_symbol: AnchorSymbolArg = "",
+                occurrence: OccurrenceArg = None) -> Result[str]:
+    """Move a def/class (decorators included) within a file or to another; both files are checked before writing."""
+    source_loaded = _load(ctx, src_path, Access.WRITE, "src_path")
+    if not source_loaded.ok or source_loaded.data is None:
+        return source_loaded.cast("")
+    src = source_loaded.data
+    found = lookup_one(src.module, name, src.display, occurrence=occurrence)
+    if not found.ok or found.data is None:
+        return found.cast("")
+    symbol = found.data
+    target_name = dest_name.strip() or symbol.name
+    problem = name_problem(target_name)
+    if problem:
+        return problem.cast("")
+    if anchor_symbol and (anchor_symbol == symbol.qualname or anchor_symbol.startswith(symbol.qualname + ".")):
+        return Result.fail(ErrorKind.INVALID_INPUT, f"the anchor {anchor_symbol!r} is inside the definition being "
+                           "moved", "Anchor on another symbol.", data="")
+    block = reindent(src.module.source.span_lines(symbol.start_line, symbol.end_line), "")
+    block = rename_definition(block, target_name.rpartition(".")[2])
+    first, last = removal_lines(src.module, symbol)
+    src_text = cut_lines(src.module.source, first, last)
+    resolved = ctx.workspace.resolve(dest_path, Access.WRITE, param="dest_path")
+    if not resolved.ok:
+        return resolved.cast("")
+    anchor = AnchorType(anchor_type)
+    if resolved.data == src.real:
+        return _move_within(src, symbol, src_text, block, target_name, anchor, anchor_symbol)
+    return _move_across(ctx, src, symbol, src_text, block, target_name, anchor, anchor_symbol, resolved.data)
+
+
+def _move_within(src: LoadedPython, symbol: Symbol, src_text: str, block: str, target_name: str,
+                 anchor: AnchorType, anchor_symbol: str) -> Result[str]:
+    what = f"moving {symbol.qualname}"
+    try:
+        without = parse_module(src_text)
+    except SyntaxError:
+        refused = _refusal(f"removing {symbol.qualname} from its place", src.display, src_text, src.module)
+        return refused or Result.fail(ErrorKind.INVALID_INPUT, f"cannot move {symbol.qualname}", data="")
+    placed = _place(without, block, target_name, anchor, anchor_symbol, src.display)
+    if not placed.ok or placed.data is None:
+        return placed.cast("")
+    new_text, point = placed.data
+    where = f"class {point.container}" if point.container else "module level"
+    return _commit(src, new_text, what, f"Moved {symbol.qualname} to {where} of {src.display} as "
+                   f"{target_name.rpartition('.')[2]} (now at line {point.line}).")
+
+
+def _move_across(ctx: ToolContext, src: LoadedPython, symbol: Symbol, src_text: str, block: str, target_name: str,
+                 anchor: AnchorType, anchor_symbol: str, dest_real: Path) -> Result[str]:
+    dest_display = ctx.workspace.display(dest_real)
+    dest_file: TextFile | None = None
+    if dest_real.exists():
+        dest_loaded = _load(ctx, str(dest_real), Access.WRITE, "dest_path")
+        if not dest_loaded.ok or dest_loaded.data is None:
+            return dest_loaded.cast("")
+        dest = dest_loaded.data
+        placed = _place(dest.module, block, target_name, anchor, anchor_symbol, dest_display)
+        if not placed.ok or placed.data is None:
+            return placed.cast("")
+        dest_text, point = placed.data
+        dest_file, dest_module, line = dest.file, dest.module, point.line
+    else:
+        if anchor_symbol or "." in target_name:
+            return Result.fail(ErrorKind.NOT_FOUND, f"dest_path {dest_display} does not exist, so anchor "
+                               f"{anchor_symbol or target_name.rpartition('.')[0]!r} cannot be found in it",
+                               "Create the file first, or move to a new file with anchor_type 'end' and no "
+                               "anchor_symbol.", data="")
+        dest_text, dest_module, line = block, None, 1
+    refused = _refusal(f"moving {symbol.qualname} into it", dest_display, dest_text, dest_module) or \
+        _refusal(f"moving {symbol.qualname} out", src.display, src_text, src.module)
+    if refused:
+        return refused
+    written = _write_pair(dest_real, dest_file, dest_text, dest_display, src, src_text)
+    if not written.ok:
+        return written
+    notes = _move_notes(src, symbol, src_text, dest_module, dest_display)
+    return Result.success(f"Moved {symbol.qualname} from {src.display} to {dest_display} as "
+                          f"{target_name.rpartition('.')[2]} (line {line}).", *notes)
+
+
+def _write_pair(dest_real: Path, dest_file: TextFile | None, dest_text: str, dest_display: str,
+                src: LoadedPython, src_text: str) -> Result[str]:
+    """Write the destination, then the source; if the source fails, put the destination back."""
+    template = dest_file or src.file
+    if dest_file is None:
+        try:
+            dest_real.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            return Result.fail(ErrorKind.PERMISSION, f"cannot create the folder for {dest_display}: {exc.strerror}",
+                               data="")
+    written = write_text(dest_real, template, dest_text, dest_display)
+    if not written.ok:
+        return written.cast("")
+    src_written = write_text(src.real, src.file, src_text, src.display)
+    if src_written.ok:
+        return Result.success("")
+    if dest_file is not None:
+        write_text(dest_real, dest_file, dest_file.text, dest_display)
+    else:
+        dest_real.unlink(missing_ok=True)
+    return src_written.cast("")
+
+
+def _move_notes(src: LoadedPython, symbol: Symbol, src_text: str, dest: PythonModule | None,
+                dest_display: str) -> list[str]:
+    notes: list[str] = []
+    needed = loaded_names(symbol.node) & module_level_names(src.module)
+    missing = sorted(needed - (module_level_names(dest) if dest else set()) - {symbol.name})
+    if missing:
+        notes.append(f"Check imports: {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} defined or "
+                     f"imported in {src.display} but not in {dest_display}.")
+    try:
+        remaining = parse_module(src_text)
+    except SyntaxError:
+        return notes
+    if symbol.parent == "" and symbol.name in loaded_names(remaining.tree):
+        notes.append(f"{src.display} still uses {symbol.name}; import it from {dest_display} there.")
+    return notes
+
+
+@tool(toolset=TOOLSET, title="Wrap lines in a #region")
+def py_region_wrap(ctx: ToolContext, path: PathArg,
+                   start_line: Annotated[int, Field(description="First line of the region (1-based).")],
+                   end_line: Annotated[int, Field(description="Last line of the region (inclusive).")],
+                   region_name: Annotated[str, Field(description="Label for the region markers.")]) -> Result[str]:
+    """Wrap whole statements in '#region: Name' / '#endregion: Name' comments, indented like the code."""
+    loaded = _load(ctx, path, Access.WRITE)
+    if not loaded.ok or loaded.data is None:
+        return loaded.cast("")
+    data = loaded.data
+    label = region_name.strip()
+    if not label or "\n" in label or "\r" in label:
+        return Result.fail(ErrorKind.INVALID_INPUT, "region_name must be a non-empty single line",
+                           "Give a short label such as 'Parsing helpers'.", data="")
+    wrapped = region_wrap(data.module.source, start_line, end_line, label)
+    if not wrapped.ok:
+        return wrapped
+    return _commit(data, wrapped.data, f"wrapping lines {start_line}-{end_line}",
+                   f"Wrapped lines {start_line}-{end_line} of {data.display} in '{REGION_START}{label}' "
+                   f"(line {start_line}) and '{REGION_END}{label}' (line {end_line + 2}).")
