@@ -13,6 +13,7 @@ from codeward.catalog import Catalog
 TOOL_MODULES: tuple[str, ...] = (
     "codeward.tools.files",
     "codeward.tools.treesitter_tools",
+    "codeward.tools.python_ast",
     "codeward.tools.web",
     "codeward.tools.runtime",
 )
