@@ -1,0 +1,241 @@
+"""Newline-delimited JSON-RPC streams over asyncio pipe transports.
+
+These are the ``(read_stream, write_stream)`` pair the SDK's ``Server.run`` consumes, but
+without the SDK stdio transport's worker threads and memory-stream hops: the event loop
+reads the pipe, :meth:`MessageReader.receive` parses the next complete line, and
+:meth:`MessageWriter.send` hands the serialized message straight to the pipe transport.
+Back-pressure comes from the transports' flow control, not from queues in between.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from types import TracebackType
+from typing import Self
+
+import anyio
+import mcp_types as types
+from mcp.shared.message import SessionMessage
+
+READ_HIGH_WATER = 4 * 1024 * 1024
+"""Bytes of complete, unread lines after which the pipe stops being read until they are consumed."""
+
+
+class LineReaderProtocol(asyncio.Protocol):
+    """Cuts the incoming bytes into lines, however the pipe splits them; holds partial lines."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, high_water: int = READ_HIGH_WATER) -> None:
+        self._loop = loop
+        self._high_water = high_water
+        self._partial = bytearray()
+        self._lines: deque[bytes] = deque()
+        self._queued = 0
+        self._paused = False
+        self._eof = False
+        self._waiter: asyncio.Future[None] | None = None
+        self.transport: asyncio.ReadTransport | None = None
+        self.closed: asyncio.Future[None] = loop.create_future()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.ReadTransport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        if data.find(b"\n") < 0:
+            self._partial += data
+            return
+        pieces = data.split(b"\n")
+        if self._partial:
+            self._partial += pieces[0]
+            pieces[0] = bytes(self._partial)
+            self._partial.clear()
+        self._partial += pieces.pop()
+        for line in pieces:
+            self._push(line)
+        if self._queued > self._high_water and not self._paused and self.transport is not None:
+            self._paused = True
+            self.transport.pause_reading()
+        self._wake()
+
+    def eof_received(self) -> bool | None:
+        self._finish()
+        return None  # let the transport close itself
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._finish()
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+    async def next_line(self) -> bytes | None:
+        """The next complete line without its newline, or ``None`` once the pipe is at EOF."""
+        while not self._lines:
+            if self._eof:
+                return None
+            if self._waiter is not None:
+                raise anyio.BusyResourceError("receiving")
+            self._waiter = self._loop.create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        line = self._lines.popleft()
+        self._queued -= len(line)
+        if self._paused and self._queued <= self._high_water // 2 and self.transport is not None:
+            self._paused = False
+            self.transport.resume_reading()
+        return line
+
+    def wake(self) -> None:
+        """Let a pending :meth:`next_line` re-check its state (used when the stream closes)."""
+        self._wake()
+
+    def _push(self, line: bytes) -> None:
+        if line.strip():  # blank lines (keep-alives, CRLF leftovers) carry no message
+            self._lines.append(line)
+            self._queued += len(line)
+
+    def _finish(self) -> None:
+        if self._partial:  # a last message without its newline still counts
+            self._push(bytes(self._partial))
+            self._partial.clear()
+        self._eof = True
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+
+class MessageReader:
+    """The read stream: each line parsed as a JSON-RPC message, or the parse error as an item."""
+
+    def __init__(self, protocol: LineReaderProtocol) -> None:
+        self._protocol = protocol
+        self._closed = False
+
+    async def receive(self) -> SessionMessage | Exception:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        line = await self._protocol.next_line()
+        if self._closed:
+            raise anyio.ClosedResourceError
+        if line is None:
+            raise anyio.EndOfStream
+        try:
+            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        except Exception as exc:  # invalid JSON travels as an item, as with the SDK transport
+            return exc
+        return SessionMessage(message)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            transport = self._protocol.transport
+            if transport is not None:
+                transport.close()
+            self._protocol.wake()
+
+    async def aclose(self) -> None:
+        self.close()
+        await anyio.lowlevel.checkpoint()
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+class WriterProtocol(asyncio.Protocol):
+    """Flow control for the write pipe: ``drain`` waits while the transport's buffer is full."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._paused = False
+        self._drain_waiters: list[asyncio.Future[None]] = []
+        self.transport: asyncio.WriteTransport | None = None
+        self.lost = False
+        self.closed: asyncio.Future[None] = loop.create_future()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.WriteTransport)
+        self.transport = transport
+
+    def pause_writing(self) -> None:
+        self._paused = True
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        self._release_waiters()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        self._release_waiters()
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+    async def drain(self) -> None:
+        if not self._paused or self.lost:
+            return
+        waiter = self._loop.create_future()
+        self._drain_waiters.append(waiter)
+        try:
+            await waiter
+        finally:
+            if waiter in self._drain_waiters:
+                self._drain_waiters.remove(waiter)
+
+    def _release_waiters(self) -> None:
+        for waiter in self._drain_waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._drain_waiters.clear()
+
+
+class MessageWriter:
+    """The write stream: one JSON line per message, written by the event loop."""
+
+    def __init__(self, protocol: WriterProtocol) -> None:
+        self._protocol = protocol
+        self._closed = False
+
+    async def send(self, item: SessionMessage, /) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        transport = self._protocol.transport
+        if transport is None or self._protocol.lost or transport.is_closing():
+            raise anyio.BrokenResourceError
+        payload = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+        transport.write(payload.encode() + b"\n")
+        await self._protocol.drain()
+        if self._protocol.lost:
+            raise anyio.BrokenResourceError
+
+    def close(self) -> None:
+        self._closed = True
+
+    async def aclose(self) -> None:
+        self.close()
+        await anyio.lowlevel.checkpoint()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
