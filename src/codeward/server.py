@@ -403,9 +403,9 @@ class CodewardServer:
 
     async def run_stdio(self) -> None:
         """Serve over this process's stdin/stdout until the client closes the pipe."""
-        from mcp.server.stdio import stdio_server
+        from codeward.transport.stdio import fast_stdio_server
 
-        async with stdio_server() as (read_stream, write_stream):
+        async with fast_stdio_server() as (read_stream, write_stream):
             await self.lowlevel.run(read_stream, write_stream, self.lowlevel.create_initialization_options())
 
     def http_app(self, *, host: str = "127.0.0.1", path: str = "/mcp", token: str | None = None,
