@@ -1,0 +1,61 @@
+"""The analyzers and the languages they understand, as tables (dispatch is a lookup).
+
+Python gets every analysis type; the other languages lizard reads get complexity only.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+from types import MappingProxyType
+
+from codeward.coding.review.analyzers import bandit, lizard, mypy, radon, ruff, vulture
+from codeward.coding.review.analyzers.base import Analyzer, AnalyzerFailure, Findings, SourceFile, ToolRunner
+from codeward.coding.review.models import AnalysisType
+
+PYTHON = frozenset({"python"})
+LIZARD_LANGUAGES = frozenset({"c", "cpp", "java", "javascript", "typescript", "go", "rust", "csharp", "kotlin",
+                              "scala", "swift", "ruby", "php", "lua", "objectivec"})
+
+EXTENSIONS: MappingProxyType[str, str] = MappingProxyType({
+    ".py": "python", ".pyi": "python", ".pyw": "python",
+    ".c": "c", ".h": "c",
+    ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".c++": "cpp", ".hh": "cpp", ".hpp": "cpp", ".hxx": "cpp",
+    ".java": "java",
+    ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
+    ".ts": "typescript", ".tsx": "typescript", ".mts": "typescript", ".cts": "typescript",
+    ".go": "go", ".rs": "rust", ".cs": "csharp", ".kt": "kotlin", ".kts": "kotlin", ".scala": "scala",
+    ".swift": "swift", ".rb": "ruby", ".php": "php", ".lua": "lua", ".m": "objectivec",
+})
+"""File suffix (lower case) to review language."""
+
+ANALYZERS: tuple[Analyzer, ...] = (
+    Analyzer("lint", "ruff", PYTHON, ruff.analyze),
+    Analyzer("type", "mypy", PYTHON, mypy.analyze),
+    Analyzer("security", "bandit", PYTHON, bandit.analyze),
+    Analyzer("complexity", "radon", PYTHON, radon.analyze_complexity),
+    Analyzer("complexity", "lizard", LIZARD_LANGUAGES, lizard.analyze),
+    Analyzer("maintainability", "radon", PYTHON, radon.analyze_maintainability),
+    Analyzer("dead_code", "vulture", PYTHON, vulture.analyze),
+)
+
+
+def language_of(path: PurePath) -> str | None:
+    """The review language of a file, or None when no analyzer reads it."""
+    return EXTENSIONS.get(path.suffix.lower())
+
+
+def analyzers_for(analysis_type: AnalysisType) -> tuple[Analyzer, ...]:
+    return tuple(a for a in ANALYZERS if a.analysis_type == analysis_type)
+
+
+def types_for(language: str) -> tuple[AnalysisType, ...]:
+    """The analysis types available for a language, in table order."""
+    found: list[AnalysisType] = []
+    for analyzer in ANALYZERS:
+        if language in analyzer.languages and analyzer.analysis_type not in found:
+            found.append(analyzer.analysis_type)
+    return tuple(found)
+
+
+__all__ = ["ANALYZERS", "EXTENSIONS", "Analyzer", "AnalyzerFailure", "Findings", "SourceFile", "ToolRunner",
+           "analyzers_for", "language_of", "types_for"]

@@ -1,0 +1,146 @@
+"""Running the analyzers over a set of files and gathering what they found.
+
+Every requested analysis type is served by the analyzers of the files' languages, each run
+once over all of its files (so cross-file facts such as "this function is used elsewhere"
+hold) and in parallel with the others. An analyzer that is missing, hangs or prints
+nonsense yields an ``error`` entry for its analysis type; the others still report.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from codeward.coding.review.analyzers import (
+    ANALYZERS,
+    Analyzer,
+    AnalyzerFailure,
+    Findings,
+    SourceFile,
+    ToolRunner,
+    analyzers_for,
+)
+from codeward.coding.review.models import AnalysisType, AnalyzerRun, Issue, Severity, at_least
+from codeward.coding.review.runner import ReviewConfig
+
+MAX_PARALLEL_ANALYZERS = 4
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass
+class Review:
+    """Everything one review produced: reported issues, measurements and how each analysis went."""
+
+    files: list[SourceFile]
+    issues: list[Issue] = field(default_factory=list)
+    complexities: dict[Path, list[float]] = field(default_factory=dict)
+    maintainability: dict[Path, float] = field(default_factory=dict)
+    lines: dict[Path, int] = field(default_factory=dict)
+    runs: list[AnalyzerRun] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[AnalyzerRun]:
+        return [run for run in self.runs if run.status == "error"]
+
+    def failure_text(self) -> str | None:
+        failed = self.failed
+        if not failed:
+            return None
+        return "Analysis failed: " + "; ".join(f"{run.analysis_type} ({run.tool}): {run.message}" for run in failed)
+
+
+@dataclass(frozen=True)
+class _Job:
+    analyzer: Analyzer
+    files: tuple[SourceFile, ...]
+
+
+def review(
+    files: Sequence[SourceFile],
+    types: Sequence[AnalysisType],
+    threshold: Severity,
+    *,
+    config: ReviewConfig,
+    cancelled: threading.Event,
+    progress: Progress | None = None,
+) -> Review:
+    """Run the analyzers of ``types`` over ``files``; keep issues at or above ``threshold``."""
+    result = Review(files=list(files), lines={f.path: _count_lines(f.path) for f in files})
+    jobs: list[_Job] = []
+    for analysis_type in types:
+        applicable = False
+        for analyzer in analyzers_for(analysis_type):
+            chosen = tuple(f for f in files if f.language in analyzer.languages)
+            if chosen:
+                jobs.append(_Job(analyzer, chosen))
+                applicable = True
+        if not applicable:
+            result.runs.append(AnalyzerRun(analysis_type=analysis_type, tool=_tools_text(analysis_type),
+                                           status="skipped", message=_not_applicable(analysis_type, files)))
+    with tempfile.TemporaryDirectory(prefix="codeward-review-") as workdir:
+        runner = ToolRunner(config, Path(workdir), cancelled)
+        outcomes = _run_all(jobs, runner, progress)
+    for job, outcome in zip(jobs, outcomes, strict=True):
+        analyzer = job.analyzer
+        if isinstance(outcome, AnalyzerFailure):
+            result.runs.append(AnalyzerRun(analysis_type=analyzer.analysis_type, tool=analyzer.tool, status="error",
+                                           message=outcome.info.message, hint=outcome.info.hint))
+            continue
+        result.runs.append(AnalyzerRun(analysis_type=analyzer.analysis_type, tool=analyzer.tool, status="ok",
+                                       message=f"{len(job.files)} files"))
+        result.issues += [issue for issue in outcome.issues if at_least(issue.severity, threshold)]
+        for path, values in outcome.complexities.items():
+            result.complexities.setdefault(path, []).extend(values)
+        result.maintainability.update(outcome.maintainability)
+    result.issues.sort(key=lambda issue: (issue.file, issue.line, issue.column, issue.category, issue.rule))
+    return result
+
+
+def _run_all(jobs: list[_Job], runner: ToolRunner, progress: Progress | None) -> list[Findings | AnalyzerFailure]:
+    if not jobs:
+        return []
+    done = 0
+    lock = threading.Lock()
+
+    def one(job: _Job) -> Findings | AnalyzerFailure:
+        nonlocal done
+        try:
+            outcome: Findings | AnalyzerFailure = job.analyzer.analyze(job.files, runner)
+        except AnalyzerFailure as failure:
+            outcome = failure
+        with lock:
+            done += 1
+            if progress is not None:
+                progress(done, len(jobs), f"{job.analyzer.tool} ({job.analyzer.analysis_type}) finished")
+        return outcome
+
+    with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_ANALYZERS, len(jobs))) as pool:
+        return list(pool.map(one, jobs))
+
+
+def _count_lines(path: Path) -> int:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return 0
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+def _tools_text(analysis_type: AnalysisType) -> str:
+    return "/".join(dict.fromkeys(a.tool for a in analyzers_for(analysis_type)))
+
+
+def _not_applicable(analysis_type: AnalysisType, files: Sequence[SourceFile]) -> str:
+    languages = sorted({lang for a in analyzers_for(analysis_type) for lang in a.languages})
+    present = sorted({f.language for f in files})
+    shown = ", ".join(languages) if len(languages) <= 4 else f"{len(languages)} languages"
+    return (f"{analysis_type} analysis reads {shown} files; the selection has "
+            f"{', '.join(present) if present else 'no source files'}")
+
+
+def all_tools() -> list[str]:
+    return list(dict.fromkeys(a.tool for a in ANALYZERS))

@@ -1,0 +1,104 @@
+"""Review tools: static analysis of a file or project, quality gates, and quality reports.
+
+Thin wrappers over :mod:`codeward.coding.review.service`; see ``docs/review.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from codeward.catalog import tool
+from codeward.coding.review import service
+from codeward.coding.review.gates import QualityGates
+from codeward.coding.review.models import (
+    AnalysisType,
+    FileAnalysis,
+    GateReport,
+    ProjectAnalysis,
+    ReportResult,
+    Severity,
+)
+from codeward.coding.review.report import ReportFormat
+from codeward.context import ToolContext
+from codeward.result import Result
+
+TypesArg = Annotated[
+    list[AnalysisType] | None,
+    Field(description="Analyses to run (default: all): lint (ruff), type (mypy), security (bandit), complexity "
+                      "(radon; lizard for C/C++/Java/JS/Go/Rust...), maintainability (radon), dead_code (vulture)."),
+]
+ThresholdArg = Annotated[Severity, Field(description="Minimum severity to report: error, warning or info.")]
+GlobsArg = Annotated[list[str] | None, Field(description="Gitignore-style globs relative to path, e.g. ['**/*.py'].")]
+
+
+@tool(toolset="coding", read_only=True, output=FileAnalysis, title="Analyze a source file")
+def coding_analyze_file(
+    ctx: ToolContext,
+    file_path: Annotated[str, Field(description="The file to analyze, relative to the workspace root.")],
+    analysis_types: TypesArg = None,
+    severity_threshold: ThresholdArg = "info",
+) -> Result[FileAnalysis | None]:
+    """Static analysis of one file: lint, types, security, complexity, maintainability, dead code.
+
+    Returns issues (severity, line, column, message, rule, category, suggestion), metrics and
+    counts by severity. An analyzer that cannot run is reported per analysis type.
+    """
+    return service.analyze_file(ctx, file_path, analysis_types, severity_threshold)
+
+
+@tool(toolset="coding", idempotent=True, write_paths=("output_path",), output=ProjectAnalysis,
+      title="Analyze a project")
+def coding_analyze_project(
+    ctx: ToolContext,
+    path: Annotated[str, Field(description="Directory to analyze ('.' is the workspace root).")],
+    include_patterns: GlobsArg = None,
+    exclude_patterns: GlobsArg = None,
+    output_path: Annotated[str | None, Field(description="Where to save a report (inside the workspace).")] = None,
+    report_format: Annotated[ReportFormat, Field(description="Format of the saved report.")] = "json",
+    analysis_types: TypesArg = None,
+    severity_threshold: ThresholdArg = "info",
+) -> Result[ProjectAnalysis | None]:
+    """Static analysis of every source file under a directory, aggregated into a quality score.
+
+    Honours .gitignore; skips virtualenvs, node_modules and caches. Returns totals by severity,
+    average complexity and maintainability, the top issues and the files with issues.
+    """
+    reviewed = service.analyze_project(
+        ctx, path, include_patterns=include_patterns, exclude_patterns=exclude_patterns,
+        analysis_types=analysis_types, severity_threshold=severity_threshold, output_path=output_path,
+        report_format=report_format)
+    return reviewed.cast(reviewed.data.analysis if reviewed.data is not None else None)
+
+
+@tool(toolset="coding", read_only=True, output=GateReport, title="Check quality gates")
+def coding_check_quality_gates(
+    ctx: ToolContext,
+    path: Annotated[str, Field(description="Directory or file to analyze.")],
+    gates: Annotated[QualityGates | None, Field(description="Thresholds; omitted gates use their defaults.")] = None,
+    fail_on_violation: Annotated[bool, Field(description="Report 'fail' (else 'warn') when a gate is "
+                                                         "violated.")] = True,
+) -> Result[GateReport | None]:
+    """Check a project against quality gates (complexity, maintainability, error and warning counts).
+
+    Each result has the threshold, the measured value and the margin (negative when violated).
+    """
+    return service.check_quality_gates(ctx, path, gates, fail_on_violation)
+
+
+@tool(toolset="coding", idempotent=True, write_paths=("output_path",), output=ReportResult,
+      title="Generate a quality report")
+def coding_generate_report(
+    ctx: ToolContext,
+    analysis_results: Annotated[dict[str, Any], Field(description="The result of coding_analyze_project or "
+                                                                  "coding_analyze_file.")],
+    output_path: Annotated[str, Field(description="Report file to write (inside the workspace; overwritten).")],
+    format: Annotated[ReportFormat, Field(description="html (with charts), markdown or json.")] = "html",
+    include_charts: Annotated[bool, Field(description="Include charts (HTML only).")] = True,
+    include_recommendations: Annotated[bool, Field(description="Include improvement advice.")] = True,
+    title: Annotated[str | None, Field(max_length=200, description="Report title.")] = None,
+) -> Result[ReportResult | None]:
+    """Write a code quality report (HTML with charts, Markdown or JSON) from analysis results."""
+    return service.generate_report(ctx, analysis_results, output_path, format, include_charts,
+                                   include_recommendations, title)
