@@ -16,6 +16,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "codeward.tools.python_ast",
     "codeward.tools.web",
     "codeward.tools.runtime",
+    "codeward.tools.beads",
     "codeward.tools.coding_review",
 )
 
