@@ -3,7 +3,10 @@
 For a deterministic sample of headers (libc under ``/usr/include`` and the libstdc++
 headers), run ``ctags --output-format=json`` and the ``ts_cpp_get_code_outline`` tool, and
 count, per kind, how many of ctags' tags the outline also finds (same kind, same name, a
-line inside the outline's range for it). Prints the rates per kind and overall.
+line inside the outline's range for it). Prints the rates per kind and overall. Tags local
+to a function body (``scopeKind: function``) are left out: the outline lists file-level and
+member definitions only; so are tags named after a macro the same file defines
+(``BZ_API(BZ2_bzRead)`` is tagged ``BZ_API`` by ctags, a misreading, not a definition).
 
     .venv/bin/python bench/ctags_agreement.py [--files N] [--show N]
 
@@ -102,15 +105,20 @@ def ctags_tags(ctags: str, path: Path) -> list[Tag]:
     cmd = [ctags, "--output-format=json", "--fields=+n+K", "--language-force=C++", "--kinds-C++=+p",
            "-o", "-", str(path)]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout
-    tags: list[Tag] = []
+    entries = []
     for line in out.splitlines():
         try:
-            entry = json.loads(line)
+            entries.append(json.loads(line))
         except json.JSONDecodeError:
             continue
+    macros = {e.get("name") for e in entries if e.get("kind") == "macro"}
+    tags: list[Tag] = []
+    for entry in entries:
         group = CTAGS_KINDS.get(entry.get("kind", ""))
         name = entry.get("name", "")
-        if group and name and not name.startswith("__anon") and "line" in entry:
+        local = entry.get("scopeKind") == "function"  # typedefs inside function bodies
+        if group and name and not name.startswith("__anon") and "line" in entry and not local \
+                and name not in macros:
             tags.append(Tag(group, name, int(entry["line"])))
     return tags
 
@@ -120,8 +128,13 @@ def outline_ranges(symbols: Iterable[dict[str, Any]]) -> dict[tuple[str, str], l
     for symbol in symbols:
         group = OUTLINE_GROUPS.get(symbol["kind"])
         if group:
-            ranges[(group, symbol["name"])].append((symbol["start_line"], symbol["end_line"]))
+            ranges[(group, _plain(symbol["name"]))].append((symbol["start_line"], symbol["end_line"]))
     return ranges
+
+
+def _plain(name: str) -> str:
+    """Names compared without spaces: ctags writes ``operator ==``, the outline ``operator==``."""
+    return "".join(name.split())
 
 
 def compare(paths: Sequence[Path], ctags: str, outline: Callable[[Path], list[dict[str, Any]]]) -> Agreement:
@@ -133,7 +146,7 @@ def compare(paths: Sequence[Path], ctags: str, outline: Callable[[Path], list[di
         result.files += 1
         for tag in tags:
             result.seen[tag.group] += 1
-            spans = ranges.get((tag.group, tag.name), [])
+            spans = ranges.get((tag.group, _plain(tag.name)), [])
             if any(start <= tag.line <= end for start, end in spans):
                 result.matched[tag.group] += 1
             else:

@@ -8,6 +8,7 @@ qualified name ``ns::Foo::bar`` wherever it is written, and counts as a method w
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -26,6 +27,17 @@ OPAQUE = frozenset({"compound_statement", "parameter_list", "argument_list", "in
                     "comment", "preproc_def", "preproc_function_def", "preproc_include", "preproc_call",
                     "expression_statement", "call_expression", "binary_expression"})
 _SPACES = re.compile(r"\s+")
+ATTRIBUTE_MACRO = re.compile(
+    rb"(?<![\w.>:])(?:__[A-Z][A-Z0-9_]+|_[A-Z][A-Z0-9]*_[A-Z0-9_]+|__attribute__|__attribute_\w+__|__asm__|__asm"
+    rb"|__wur|__nonnull|__attr_\w+|__fortified_attr_access|__extension__)\b(?!\s*(?:,|=(?!=)|}|::))"
+)
+"""Reserved, upper-case macro names (``__THROW``, ``_GLIBCXX_NOEXCEPT``, ``__BEGIN_DECLS``) and GNU
+attribute spellings: not in enumerator, assignment or scope position. They hide declarations
+from the grammar, so they are blanked before parsing, as ctags ignores them."""
+TYPE_MACRO = re.compile(rb"(?<![\w.>:])[A-Z][A-Z0-9_]{2,}\s*\((\s*[A-Za-z_][\w \t*]*)\)(?=\s*\**\s*[A-Za-z_]\w*\s*\()")
+"""``NCURSES_EXPORT(int) insch (...)``, ``EXTERN(boolean) f(...)``: an upper-case macro wrapping the
+return type; the macro name and its parentheses are blanked, the type is kept."""
+DIRECTIVE_LINE = re.compile(rb"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", re.MULTILINE)
 
 
 def rules(language: str) -> Rules:
@@ -36,7 +48,58 @@ def rules(language: str) -> Rules:
         opaque=OPAQUE,
         trailing_semicolon=True,
         finish=_mark_methods,
+        prepare=blank_attribute_macros,
     )
+
+
+def blank_attribute_macros(data: bytes) -> bytes:
+    """Replace attribute-like macros (and their parenthesised arguments) by spaces.
+
+    Same length, newlines kept, preprocessor lines untouched: byte offsets and line numbers
+    of everything else stay exactly where they are.
+    """
+    if b"__" not in data and b"_" not in data:
+        return data
+    directives = [(m.start(), m.end()) for m in DIRECTIVE_LINE.finditer(data)]
+    out = bytearray(data)
+
+    def in_directive(position: int) -> bool:
+        index = bisect.bisect_right(directives, (position, len(data) + 1)) - 1
+        return index >= 0 and directives[index][0] <= position < directives[index][1]
+
+    for match in ATTRIBUTE_MACRO.finditer(data):
+        start = match.start()
+        if not in_directive(start):
+            end = _after_arguments(data, match.end())
+            out[start:end] = _spaces(data[start:end])
+    for match in TYPE_MACRO.finditer(data):
+        if not in_directive(match.start()):
+            out[match.start():match.start(1)] = _spaces(data[match.start():match.start(1)])
+            out[match.end(1):match.end()] = b" "
+    return bytes(out)
+
+
+def _spaces(chunk: bytes) -> bytes:
+    return bytes(b if b == 0x0A else 0x20 for b in chunk)
+
+
+def _after_arguments(data: bytes, pos: int) -> int:
+    """End of a balanced ``( ... )`` right after ``pos`` (spaces allowed), else ``pos``."""
+    cursor = pos
+    while cursor < len(data) and data[cursor] in b" \t":
+        cursor += 1
+    if cursor >= len(data) or data[cursor] != 0x28:
+        return pos
+    depth = 0
+    limit = min(len(data), cursor + 4000)
+    for i in range(cursor, limit):
+        if data[i] == 0x28:
+            depth += 1
+        elif data[i] == 0x29:
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return pos
 
 
 def _classify(node: Node) -> Def | None:
@@ -82,8 +145,8 @@ def _function(node: Node) -> Def | None:
     body = node.child_by_field_name("body")
     initializers = first_child_of_type(node, "field_initializer_list")
     head_end = initializers.start_byte if initializers is not None else None
-    if body is None:  # `= default;` / `= delete;`: the whole line is the declaration
-        head_end = _before_semicolon(node)
+    if body is None:  # `= default;` / `= delete;`: a declaration, as ctags counts it
+        return Def("prototype", name, node, scope=scope, head_end=_before_semicolon(node), definition=False)
     return Def("function", name, node, scope=scope, body=body, head_end=head_end)
 
 

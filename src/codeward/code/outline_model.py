@@ -69,6 +69,8 @@ class Rules:
     """Whether a ``;`` right after a type definition belongs to it (C/C++ ``struct S {...};``)."""
     finish: Callable[[list[Symbol]], list[Symbol]] | None = None
     """A last pass over the symbols (e.g. to tell C++ out-of-line methods from functions)."""
+    prepare: Callable[[bytes], bytes] | None = None
+    """A same-length rewrite of the source before parsing (C/C++: blank attribute-like macros)."""
 
 
 @dataclass(frozen=True)
@@ -145,8 +147,15 @@ def encode_source(text: str) -> bytes:
 def parse_source(text: str, language: str) -> ParsedSource:
     """Parse text with the language's grammar and extract its symbols."""
     data = encode_source(text)
-    tree = parse(data, language)
-    return ParsedSource(language, data, tree, tuple(extract_symbols(tree, rules_for(language))))
+    rules = rules_for(language)
+    tree = parse_prepared(data, language, rules)
+    return ParsedSource(language, data, tree, tuple(extract_symbols(tree, rules)))
+
+
+def parse_prepared(data: bytes, language: str, rules: Rules | None = None) -> Tree:
+    """Parse bytes after the language's ``prepare`` rewrite (byte offsets are unchanged by it)."""
+    rules = rules or rules_for(language)
+    return parse(rules.prepare(data) if rules.prepare else data, language)
 
 
 def node_text(node: Node | None) -> str:

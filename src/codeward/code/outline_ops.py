@@ -14,8 +14,8 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from codeward.code.outline_model import ParsedSource, Symbol, encode_source, parse_source
-from codeward.code.treesitter import SyntaxProblem, parse, syntax_problems
+from codeward.code.outline_model import ParsedSource, Symbol, encode_source, parse_prepared, parse_source
+from codeward.code.treesitter import SyntaxProblem, syntax_problems
 from codeward.result import ErrorKind, Result
 
 _SEPARATORS = re.compile(r"::|[.#\\:]")
@@ -179,8 +179,9 @@ def _elision(parsed: ParsedSource, start: int, end: int) -> tuple[bytes, int]:
         return (b"{ ... }" if body.rstrip().endswith(b"}") else b"{ ..."), start
     if parsed.language == "python":
         return _python_elision(parsed, start, end)
-    if b"\n" not in body.strip():
-        return body, start
+    expression_body = body.startswith(b"=") or parsed.language in ("javascript", "typescript", "tsx")
+    if expression_body and b"\n" not in body.strip():
+        return body, start  # `= expr` / `=> expr` / an arrow function's expression: short, keep it
     return b"...", start
 
 
@@ -189,8 +190,10 @@ def _python_elision(parsed: ParsedSource, start: int, end: int) -> tuple[bytes, 
     while block is not None and block.type != "block":
         block = block.parent
     first = block.named_children[0] if block is not None and block.named_children else None
-    if first is not None and first.type == "expression_statement" and first.named_children and \
-            first.named_children[0].type == "string":
+    docstring = first is not None and (first.type == "string" or (
+        first.type == "expression_statement" and bool(first.named_children)
+        and first.named_children[0].type == "string"))
+    if first is not None and docstring:
         indent = b" " * first.start_point[1]
         return b"\n" + indent + b"...", first.end_byte
     return b"...", start
@@ -219,7 +222,7 @@ def replace_definition(parsed: ParsedSource, symbol: Symbol, new_content: str, d
         return Result.fail(ErrorKind.INVALID_INPUT, "new_content is empty",
                            "Give the complete new definition; to delete lines use set_file_slice.")
     data = parsed.data[:start] + new_bytes + parsed.data[end:]
-    tree = parse(data, parsed.language)
+    tree = parse_prepared(data, parsed.language)
     problem = _introduced_problem(parsed, syntax_problems(tree, limit=200), start, start + len(new_bytes))
     if problem is not None:
         return Result.fail(ErrorKind.INVALID_INPUT,

@@ -40,10 +40,12 @@ C_FAMILY = frozenset({"c", "cpp"})
 
 
 class OutlineSymbol(BaseModel):
-    """One definition; ``name`` is relative to the enclosing symbol (``Foo::bar`` when out of line)."""
+    """One definition: its own name, full name, and the name as shown under its parent."""
 
     name: str
     qualified_name: str
+    display_name: str
+    """Relative to the enclosing symbol: ``Foo::bar`` for an out-of-line method at file level."""
     kind: str
     start_line: int
     end_line: int
@@ -66,7 +68,7 @@ class CodeOutline(BaseModel):
         for s in self.symbols:
             detail = f" {s.detail}" if s.detail else ""
             declared = "" if s.definition or s.kind == "prototype" else " (declaration)"
-            lines.append(f"{'  ' * s.depth}[{s.kind.capitalize()}] {s.name}{detail}{declared} "
+            lines.append(f"{'  ' * s.depth}[{s.kind.capitalize()}] {s.display_name}{detail}{declared} "
                          f"(Lines {s.start_line}-{s.end_line})")
         return "\n".join(lines)
 
@@ -128,7 +130,7 @@ def _outline(ctx: ToolContext, path: str, forced: str | None) -> Result[CodeOutl
     if not loaded.ok or loaded.data is None:
         return loaded.cast(None)
     source = loaded.data
-    symbols = [OutlineSymbol(name=s.local, qualified_name=s.qualified, kind=s.kind,
+    symbols = [OutlineSymbol(name=s.name, display_name=s.local, qualified_name=s.qualified, kind=s.kind,
                              start_line=s.start_line, end_line=s.end_line, depth=s.depth, detail=s.detail,
                              definition=s.definition) for s in source.parsed.symbols]
     return Result.success(CodeOutline(path=source.display, language=source.language_display, symbols=symbols))
