@@ -268,8 +268,9 @@ def separation_for(point: InsertionPoint, block: str) -> int:
 # -- regions --------------------------------------------------------------------------------
 
 
-def region_wrap(source: SourceText, start: int, end: int, region_name: str) -> Result[str]:
+def region_wrap(module: PythonModule, start: int, end: int, region_name: str) -> Result[str]:
     """Text with ``#region: name`` before line ``start`` and ``#endregion: name`` after ``end``."""
+    source = module.source
     total = len(source.lines)
     if not 1 <= start <= end <= total:
         return Result.fail(ErrorKind.INVALID_INPUT,
@@ -289,6 +290,11 @@ def region_wrap(source: SourceText, start: int, end: int, region_name: str) -> R
         return Result.fail(ErrorKind.INVALID_INPUT,
                            f"line {end} is in the middle of a statement or string, not where one ends",
                            "End the region on the last line of a statement (or on a comment/blank line).",
+                           data="")
+    split = _splits_decorators(module, start, end)
+    if split:
+        return Result.fail(ErrorKind.INVALID_INPUT, split,
+                           "Keep a definition's decorators and its def/class on the same side of the markers.",
                            data="")
     code_rows = [r for r in range(start, end + 1) if r in starts and not _is_comment_or_blank(source.line(r))]
     anchor_row = code_rows[0] if code_rows else start
@@ -313,6 +319,17 @@ def region_wrap(source: SourceText, start: int, end: int, region_name: str) -> R
         text[:open_at] + f"{indent}{REGION_START}{region_name}\n" + text[open_at:close_at]
         + f"{closing_prefix}{indent}{REGION_END}{region_name}\n" + text[close_at:]
     )
+
+
+def _splits_decorators(module: PythonModule, start: int, end: int) -> str:
+    """Why the range separates decorators from their definition ("" when it does not)."""
+    for symbol in module.definitions:
+        header = symbol.node.lineno
+        if symbol.start_line < start <= header:
+            return f"line {start} is inside the decorators of {symbol.qualname} (lines {symbol.start_line}-{header})"
+        if symbol.start_line <= end < header:
+            return f"line {end} is a decorator of {symbol.qualname}, whose def is on line {header}"
+    return ""
 
 
 def _is_comment_or_blank(line: str) -> bool:

@@ -589,8 +589,10 @@ def normalize_block(content: str) -> str:
 def reindent(content: str, indent: str) -> str:
     """Shift a block so its first line starts at ``indent``, keeping relative indentation.
 
-    Lines that continue a multi-line string are left exactly as they are; lines less
-    indented than the first lose what they can of the first line's indentation.
+    Lines inside multi-line strings keep their bytes (the string's value must not change),
+    except docstrings, which move with the code as every formatter does (``inspect.cleandoc``
+    gives the same text). Lines less indented than the first lose what they can of the first
+    line's indentation.
     """
     block = normalize_block(content)
     if not block:
@@ -599,7 +601,7 @@ def reindent(content: str, indent: str) -> str:
     base = leading_whitespace(lines[0])
     if base == indent:
         return block
-    protected = string_rows(block)
+    protected = string_rows(block) - docstring_rows(block, base)
     out: list[str] = []
     for row, line in enumerate(lines, 1):
         if row in protected:
@@ -613,6 +615,22 @@ def reindent(content: str, indent: str) -> str:
             shared = len(_common_prefix(own, base))
             out.append(indent + line[shared:])
     return "\n".join(out) + "\n"
+
+
+def docstring_rows(block: str, base: str) -> frozenset[int]:
+    """1-based rows continuing a docstring in ``block`` (whose first line is indented by ``base``)."""
+    wrapped, shift = (f"if True:\n{block}", 1) if base else (block, 0)
+    try:
+        tree = ast.parse(wrapped)
+    except (SyntaxError, ValueError):
+        return frozenset()
+    rows: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            doc = docstring_node(node)
+            if doc is not None and doc.end_lineno and doc.end_lineno > doc.lineno:
+                rows.update(range(doc.lineno + 1 - shift, doc.end_lineno + 1 - shift))
+    return frozenset(rows)
 
 
 def _common_prefix(a: str, b: str) -> str:

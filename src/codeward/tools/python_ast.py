@@ -400,7 +400,10 @@ def _one_line(text: str) -> str:
 
 
 def _indent_doc(doc: str) -> str:
-    return "\n".join(("    " + line).rstrip() for line in ['"""', *doc.splitlines(), '"""'])
+    lines = doc.splitlines()
+    if len(lines) == 1:
+        return f'    """{lines[0]}"""'
+    return "\n".join(("    " + line).rstrip() for line in ['"""' + lines[0], *lines[1:], '"""'])
 
 
 @tool(toolset=TOOLSET, read_only=True, title="Python variable declaration", output=SymbolTexts)
@@ -687,10 +690,10 @@ def py_add_def(ctx: ToolContext, path: PathArg,
     if not placed.ok or placed.data is None:
         return placed.cast("")
     new_text, point = placed.data
-    where = f"class {point.container}" if point.container else data.display
+    where = f"class {point.container}" if point.container else "module level"
     return _commit(data, new_text, f"adding {name}",
-                   f"Added {name.rpartition('.')[2]} to {where} in {data.display} at line {point.line} "
-                   f"({anchor_type}{' ' + anchor_symbol if anchor_symbol else ''}).")
+                   f"Added {name.rpartition('.')[2]} to {where} of {data.display} near line {point.line} "
+                   f"(anchor: {anchor_type}{' ' + anchor_symbol if anchor_symbol else ''}).")
 
 
 def _prepare_definition(content: str, name: str, param: str) -> Result[str]:
@@ -731,9 +734,9 @@ def _place(module: PythonModule, block: str, name: str, anchor: AnchorType, anch
                            "Make the anchor and the dotted name agree (or give a plain name).")
     short = name.rpartition(".")[2]
     qualname = f"{target.container}.{short}" if target.container else short
-    existing = module.find(qualname)
+    existing = module.find(qualname, variables=True)
     node = first_definition(block)
-    if existing and node is not None and not node.decorator_list:
+    if existing and (node is None or not node.decorator_list or existing[0].kind is SymbolKind.VARIABLE):
         lines = ", ".join(str(s.start_line) for s in existing)
         return Result.fail(ErrorKind.CONFLICT, f"{qualname} already exists in {display} (line {lines})",
                            "Use py_update_definition to replace it, or choose another name "
@@ -888,7 +891,7 @@ def py_region_wrap(ctx: ToolContext, path: PathArg,
     if not label or "\n" in label or "\r" in label:
         return Result.fail(ErrorKind.INVALID_INPUT, "region_name must be a non-empty single line",
                            "Give a short label such as 'Parsing helpers'.", data="")
-    wrapped = region_wrap(data.module.source, start_line, end_line, label)
+    wrapped = region_wrap(data.module, start_line, end_line, label)
     if not wrapped.ok:
         return wrapped
     return _commit(data, wrapped.data, f"wrapping lines {start_line}-{end_line}",
