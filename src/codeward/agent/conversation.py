@@ -1,0 +1,121 @@
+"""The conversation: turns with roles, tool calls and their answers, rendered for a chat endpoint.
+
+Assistant turns keep their streamed text and ``tool_calls``; tool turns carry the
+``tool_call_id`` they answer. A tool turn that answers no pending call is a bug and fails an
+assertion at once (strict chat templates would reject it much later, less clearly). With
+``use_tool_role=False`` tool results are rendered as ``[tool: alias__name]`` blocks prefixed to
+the next user turn instead, for chat templates that reject the ``tool`` role.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str
+    """The raw JSON text the model produced (it may be invalid; the loop checks)."""
+
+    def to_openai(self) -> dict[str, Any]:
+        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+
+
+@dataclass(frozen=True)
+class Turn:
+    role: str
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+    """For tool turns: the tool's name (used by the ``[tool: name]`` fallback)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["tool_calls"] = [asdict(c) for c in self.tool_calls]
+        return {k: v for k, v in data.items() if v not in (None, [], ())}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Turn:
+        calls = tuple(ToolCall(**c) for c in data.get("tool_calls", []))
+        return cls(role=data["role"], content=data.get("content", ""), tool_calls=calls,
+                   tool_call_id=data.get("tool_call_id"), name=data.get("name"))
+
+
+ROLES = ("system", "user", "assistant", "tool")
+
+
+@dataclass
+class Conversation:
+    """An ordered list of turns with the invariants chat endpoints rely on."""
+
+    system: str = ""
+    turns: list[Turn] = field(default_factory=list)
+    use_tool_role: bool = True
+
+    def append(self, turn: Turn) -> None:
+        assert turn.role in ROLES, f"unknown role {turn.role!r}"
+        if turn.role == "tool":
+            assert turn.tool_call_id, "a tool turn needs the tool_call_id it answers"
+            pending = self.pending_call_ids()
+            assert turn.tool_call_id in pending, (
+                f"tool turn {turn.tool_call_id!r} answers no pending assistant call (pending: {sorted(pending)})"
+            )
+        elif turn.role == "assistant":
+            assert turn.content or turn.tool_calls, "an assistant turn needs text or tool calls"
+        self.turns.append(turn)
+
+    def extend(self, turns: Iterable[Turn]) -> None:
+        for turn in turns:
+            self.append(turn)
+
+    def pending_call_ids(self) -> set[str]:
+        """Ids of the last assistant turn's calls that no tool turn has answered yet."""
+        pending: set[str] = set()
+        for turn in self.turns:
+            if turn.role == "assistant":
+                pending = {call.id for call in turn.tool_calls}
+            elif turn.role == "tool" and turn.tool_call_id:
+                pending.discard(turn.tool_call_id)
+            else:
+                pending = set()
+        return pending
+
+    def to_messages(self) -> list[dict[str, Any]]:
+        """The ``messages`` array of a chat completion request."""
+        messages: list[dict[str, Any]] = []
+        if self.system:
+            messages.append({"role": "system", "content": self.system})
+        carried: list[str] = []
+        for turn in self.turns:
+            if turn.role == "tool":
+                if self.use_tool_role:
+                    messages.append({"role": "tool", "tool_call_id": turn.tool_call_id, "content": turn.content})
+                else:
+                    carried.append(f"[tool: {turn.name or turn.tool_call_id}]\n{turn.content}")
+                continue
+            if turn.role == "assistant":
+                message: dict[str, Any] = {"role": "assistant", "content": turn.content}
+                if turn.tool_calls and self.use_tool_role:
+                    message["tool_calls"] = [call.to_openai() for call in turn.tool_calls]
+                elif turn.tool_calls:
+                    calls = "\n".join(f"[calling {c.name}({c.arguments})]" for c in turn.tool_calls)
+                    message["content"] = f"{turn.content}\n{calls}".strip()
+                messages.append(message)
+                continue
+            content = turn.content
+            if turn.role == "user" and carried:
+                content = "\n\n".join([*carried, content])
+                carried = []
+            messages.append({"role": turn.role, "content": content})
+        if carried:
+            messages.append({"role": "user", "content": "\n\n".join(carried)})
+        return messages
+
+    def to_jsonl_lines(self) -> list[str]:
+        return [json.dumps(turn.to_dict(), ensure_ascii=False) for turn in self.turns]

@@ -1,0 +1,207 @@
+"""The tool loop: ask the model, run the calls it makes, feed the results back, until it answers.
+
+After each response with tool calls, every call gets exactly one tool turn — its result, or a
+synthesized error when the arguments are not JSON (the call is not run), when dispatch fails
+with a JSON-RPC error, or when the transport fails — so the conversation never holds an
+unanswered call. Consecutive read-only calls run in parallel; anything else runs in order.
+``max_tool_depth`` bounds the rounds, and reaching it says so.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import anyio
+
+from codeward.agent.conversation import Conversation, ToolCall, Turn
+from codeward.agent.model import Finished, Notice, StreamEvent, StreamFailed, TextDelta
+from codeward.agent.streaming import text_tool_call
+from codeward.catalog import ToolOutcome
+from codeward.context import ToolContext
+from codeward.surface import ToolInfo, ToolSurface
+
+DISPATCH_FAILED = "[codeward] tool dispatch failed: "
+BAD_ARGUMENTS = "[codeward] tool arguments not parseable as JSON: "
+DEFAULT_RESULT_CAP = 16_000
+
+
+class Streamer(Protocol):
+    def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any: ...
+
+
+class LoopView(Protocol):
+    """What the loop shows while it works (the terminal, a log, a test recorder)."""
+
+    def text(self, delta: str) -> None: ...
+
+    def notice(self, message: str) -> None: ...
+
+    def error(self, message: str) -> None: ...
+
+    def tool_begin(self, call: ToolCall) -> None: ...
+
+    def tool_end(self, call: ToolCall, content: str, is_error: bool) -> None: ...
+
+    def response_end(self) -> None: ...
+
+
+@dataclass
+class LoopResult:
+    text: str
+    rounds: int
+    tool_calls: int
+    hit_depth_limit: bool = False
+    failure: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None and not self.hit_depth_limit
+
+
+@dataclass
+class LoopSettings:
+    max_tool_depth: int = 8
+    text_tool_calls: bool = False
+    parallel_read_only: bool = True
+    result_cap_chars: int = DEFAULT_RESULT_CAP
+
+
+class ToolLoop:
+    """One conversation's model↔tools loop over a surface."""
+
+    def __init__(
+        self,
+        model: Streamer,
+        surface: ToolSurface,
+        conversation: Conversation,
+        view: LoopView,
+        context_factory: Callable[[], ToolContext],
+        settings: LoopSettings | None = None,
+        before_request: Callable[[], Awaitable[None] | None] | None = None,
+    ) -> None:
+        self.model = model
+        self.surface = surface
+        self.conversation = conversation
+        self.view = view
+        self.context_factory = context_factory
+        self.settings = settings or LoopSettings()
+        self.before_request = before_request
+
+    def tools(self) -> tuple[list[dict[str, Any]], dict[str, ToolInfo]]:
+        infos = {info.name: info for info in self.surface.tool_infos()}
+        schema = [{"type": "function", "function": {"name": i.name, "description": i.description,
+                                                    "parameters": i.input_schema}} for i in infos.values()]
+        return schema, infos
+
+    async def run(self, user_text: str | None) -> LoopResult:
+        """Add the user's turn (if any) and loop until the model answers without calling tools."""
+        if user_text is not None:
+            self.conversation.append(Turn("user", user_text))
+        rounds = calls_made = 0
+        while True:
+            if self.before_request is not None:
+                maybe = self.before_request()
+                if maybe is not None:
+                    await maybe
+            schema, infos = self.tools()
+            finished = await self._stream(schema)
+            rounds += 1
+            if isinstance(finished, StreamFailed):
+                if finished.partial_text:
+                    self.conversation.append(Turn("assistant", finished.partial_text))
+                self.view.error(finished.message)
+                self.view.response_end()
+                return LoopResult(finished.partial_text, rounds, calls_made, failure=finished.message)
+            calls = list(finished.tool_calls)
+            text = finished.text
+            if not calls and self.settings.text_tool_calls:
+                recognised = text_tool_call(text, set(infos))
+                if recognised is not None:
+                    self.view.notice(f"treating the reply as a call to {recognised.name}")
+                    calls, text = [recognised], ""
+            if not calls:
+                if text:
+                    self.conversation.append(Turn("assistant", text))
+                self.view.response_end()
+                return LoopResult(text, rounds, calls_made)
+            if rounds > self.settings.max_tool_depth:
+                if text:
+                    self.conversation.append(Turn("assistant", text))
+                message = f"tool-call depth limit reached ({self.settings.max_tool_depth} rounds); stopping here"
+                self.view.notice(message)
+                self.view.response_end()
+                return LoopResult(text, rounds, calls_made, hit_depth_limit=True)
+            self.conversation.append(Turn("assistant", text, tuple(calls)))
+            results = await self._dispatch_all(calls, infos)
+            for call, (content, _is_error) in zip(calls, results, strict=True):
+                self.conversation.append(Turn("tool", content, tool_call_id=call.id, name=call.name))
+            calls_made += len(calls)
+
+    async def _stream(self, schema: list[dict[str, Any]]) -> Finished | StreamFailed:
+        event: StreamEvent
+        async for event in self.model.stream(self.conversation.to_messages(), schema):
+            if isinstance(event, TextDelta):
+                self.view.text(event.text)
+            elif isinstance(event, Notice):
+                self.view.notice(event.text)
+            elif isinstance(event, (Finished, StreamFailed)):
+                return event
+        return StreamFailed("the model stream ended without a final chunk")
+
+    async def _dispatch_all(self, calls: Sequence[ToolCall], infos: dict[str, ToolInfo]) -> list[tuple[str, bool]]:
+        results: list[tuple[str, bool] | None] = [None] * len(calls)
+        index = 0
+        while index < len(calls):
+            batch = [index]
+            if self.settings.parallel_read_only and _read_only(calls[index], infos):
+                while index + len(batch) < len(calls) and _read_only(calls[index + len(batch)], infos):
+                    batch.append(index + len(batch))
+            if len(batch) == 1:
+                results[index] = await self._dispatch(calls[index])
+            else:
+                async with anyio.create_task_group() as group:
+                    for i in batch:
+                        group.start_soon(self._store, results, i, calls[i])
+            index += len(batch)
+        return [r if r is not None else ("[codeward] the call produced no result", True) for r in results]
+
+    async def _store(self, results: list[tuple[str, bool] | None], i: int, call: ToolCall) -> None:
+        results[i] = await self._dispatch(call)
+
+    async def _dispatch(self, call: ToolCall) -> tuple[str, bool]:
+        self.view.tool_begin(call)
+        try:
+            arguments = json.loads(call.arguments or "{}")
+            if not isinstance(arguments, dict):
+                raise ValueError(f"expected a JSON object, got {type(arguments).__name__}")
+        except (json.JSONDecodeError, ValueError) as exc:
+            content = f"{BAD_ARGUMENTS}{exc}. The call was not run; send the arguments again as a JSON object."
+            self.view.tool_end(call, content, True)
+            return content, True
+        try:
+            outcome = await self.surface.call(call.name, arguments, self.context_factory())
+        except Exception as exc:  # a transport failure must still answer the call
+            content = f"{DISPATCH_FAILED}{type(exc).__name__}: {exc}"
+            self.view.tool_end(call, content, True)
+            return content, True
+        content = self._content(outcome)
+        self.view.tool_end(call, content, outcome.is_error)
+        return content, outcome.is_error
+
+    def _content(self, outcome: ToolOutcome) -> str:
+        text = outcome.text
+        if outcome.is_error and outcome.errors and outcome.errors[0].source.startswith("upstream"):
+            text = DISPATCH_FAILED + text
+        cap = self.settings.result_cap_chars
+        if len(text) > cap:
+            text = (text[:cap] + f"\n[... tool result cut at {cap:,} of {len(text):,} characters to protect the "
+                    "context; ask for a narrower result (offset/limit, a smaller path) ...]")
+        return text
+
+
+def _read_only(call: ToolCall, infos: dict[str, ToolInfo]) -> bool:
+    info = infos.get(call.name)
+    return bool(info and info.read_only)
