@@ -310,3 +310,27 @@ def test_skeleton_elides_the_function_body(run: Run, case: Case) -> None:
     assert case.signature in outcome.text
     assert case.definition not in outcome.text or case.definition.count("\n") == 0
     assert "..." in outcome.text
+
+
+ALTERNATE_NAMES = (
+    ("lib.rs", "impl Stack", "impl<T> Stack<T>"),
+    ("lib.rs", "Stack::push", "pub fn push(&mut self, item: T)"),
+    ("Store.cs", "Shop.Core.Store.Add", "public void Add(string item)"),
+    ("Store.cs", "Core::Store::Add", "public void Add(string item)"),
+    ("User.php", "App\\Models\\User::name", "public function name(): string"),
+    ("User.php", "App.Models.helper", "function helper($x)"),
+    ("util.lua", "M:describe", "function M:describe()"),
+    ("queue.rb", "Jobs::Queue.create", "def self.create"),
+    ("widget.hpp", "Widget::size", "int Widget::size() const"),
+    ("models.py", "Model.name", "def name(self) -> str:"),
+    ("Repo.kt", "Repo.Companion.create", "fun create()"),
+)
+
+
+@pytest.mark.parametrize(("filename", "name", "signature"), ALTERNATE_NAMES, ids=[n for _, n, _ in ALTERNATE_NAMES])
+def test_names_in_each_languages_notation(run: Run, root: Path, filename: str, name: str, signature: str) -> None:
+    case = next(c for c in CASES if c.filename == filename)
+    (root / filename).write_text(case.source)
+    outcome = run("code_get_signature", path=filename, name=name)
+    assert not outcome.is_error, outcome.text
+    assert outcome.text == signature

@@ -32,6 +32,8 @@ class NameQuery:
     parts: tuple[str, ...]
     line: int | None = None
     impl: bool = False
+    trait: str = ""
+    """For ``impl Trait for Type``: the trait, normalised (only that impl block matches)."""
 
 
 def parse_name(raw: str) -> NameQuery:
@@ -41,14 +43,15 @@ def parse_name(raw: str) -> NameQuery:
     if matched:
         text, line = matched.group(1), int(matched.group(2))
     impl = text.startswith("impl ")
+    trait = ""
     if impl:
         text = text[5:].strip()
         if " for " in text:
-            text = text.split(" for ", 1)[1]
+            trait, text = (p.strip() for p in text.split(" for ", 1))
     if text.endswith("()") and not text.endswith("operator()"):
         text = text[:-2]
     parts = tuple(_normal_part(p) for p in _split(text))
-    return NameQuery(raw, tuple(p for p in parts if p), line, impl)
+    return NameQuery(raw, tuple(p for p in parts if p), line, impl, _normal_part(trait))
 
 
 def _split(text: str) -> list[str]:
@@ -70,7 +73,8 @@ def _normal_part(part: str) -> str:
 
 
 def _normal_parts(symbol: Symbol) -> tuple[str, ...]:
-    return tuple(_normal_part(p) for p in symbol.parts)
+    """A symbol's parts as a query sees them (``N.M`` of a C# namespace is two parts)."""
+    return tuple(_normal_part(piece) for part in symbol.parts for piece in _split(part) if piece.strip())
 
 
 def candidates(symbols: tuple[Symbol, ...], query: NameQuery) -> list[Symbol]:
@@ -78,7 +82,11 @@ def candidates(symbols: tuple[Symbol, ...], query: NameQuery) -> list[Symbol]:
     size = len(query.parts)
     found = [s for s in symbols if size and _normal_parts(s)[-size:] == query.parts]
     if query.impl:
-        found = [s for s in found if s.kind == "impl"]
+        found = [s for s in found if s.kind == "impl" and (
+            not query.trait or _normal_part(s.detail.removeprefix("impl ").split(" for ")[0]) == query.trait)]
+        inherent = [s for s in found if " for " not in s.detail]
+        if not query.trait and inherent:
+            found = inherent
     if query.line is not None:
         line = query.line
         found = [s for s in found if s.start_line <= line <= s.end_line]
