@@ -18,6 +18,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "codeward.tools.runtime",
     "codeward.tools.beads",
     "codeward.tools.coding_review",
+    "codeward.tools.coding_exec",
 )
 
 

@@ -33,7 +33,7 @@ from codeward.coding.sandbox.model import (
     Status,
 )
 from codeward.coding.sandbox.outcome import to_result
-from codeward.coding.sandbox.runner import Launch, collect, minimal_env, rlimits_for, spawn
+from codeward.coding.sandbox.runner import Launch, RunObserver, collect, minimal_env, rlimits_for, spawn
 from codeward.coding.sandbox.seccomp import filter_fd
 
 SANDBOX_UID = 1000
@@ -109,7 +109,7 @@ class BwrapSandbox:
         read_status, write_status = os.pipe()
         launch.status_fd = read_status
         launch.parent_fds.append(write_status)
-        fds = [write_status]
+        fds = [write_status, *request.inherit_fds]
         args += ["--json-status-fd", str(write_status)]
         if self.seccomp is not None:
             program = filter_fd(self.seccomp[request.network])
@@ -140,11 +140,16 @@ class BwrapSandbox:
 
     def finish(
         self, proc: subprocess.Popen[bytes], launch: Launch, request: SandboxRequest, stdin: bytes,
-        started: float | None = None,
+        started: float | None = None, observer: RunObserver | None = None,
     ) -> SandboxResult:
         """Feed, collect and interpret a started run, then release its resources."""
         try:
-            collected = collect(proc, stdin, request.timeout_s, request.max_output_bytes, launch.cgroup, started)
+            tick = None
+            if observer is not None:
+                observer.started(proc, launch.cgroup)
+                tick = observer.tick
+            collected = collect(proc, stdin, request.timeout_s, request.max_output_bytes, launch.cgroup, started,
+                                tick, observer.tick_s if observer is not None else 0.1, count_leftovers=False)
             events = launch.cgroup.events() if launch.cgroup is not None else CgroupEvents()
             status = read_status(launch.status_fd)
         finally:

@@ -5,7 +5,7 @@ rlimits are per process; a cgroup bounds everything a run starts, catches a fork
 limit that breaks JVMs, node and Go. Both layouts are handled:
 
 - **v1** (hybrid hosts): one directory per controller (``memory``, ``pids``, ``cpu``), under
-  the group this process is in, each with ``codeward/run-<id>`` children.
+  the group this process is in, each with ``codeward/p<pid>/run-<id>`` children.
 - **v2** (unified): one directory with ``memory.max``, ``memory.swap.max``, ``pids.max``.
   Because a v2 group holding processes cannot delegate controllers, when this process
   sits in such a group it first moves itself into a ``codeward-server`` leaf beside the
@@ -83,15 +83,40 @@ def _join(mount_root: str, mount_point: str, group: str) -> Path:
 
 
 def _writable_parent(directory: Path) -> Path | None:
-    parent = directory / GROUP_DIR
+    """``<group>/codeward/p<pid>``: one parent per codeward process, so processes never
+    touch each other's runs; parents of processes that are gone are swept away."""
+    shared = directory / GROUP_DIR
+    parent = shared / f"p{os.getpid()}"
     try:
+        shared.mkdir(exist_ok=True)
+        _sweep_dead(shared)
         parent.mkdir(exist_ok=True)
-        probe = parent / f"probe-{uuid.uuid4().hex[:8]}"
-        probe.mkdir()
-        probe.rmdir()
     except OSError:
         return None
     return parent
+
+
+def _sweep_dead(shared: Path) -> None:
+    with contextlib.suppress(OSError):
+        for entry in shared.iterdir():
+            name = entry.name
+            if entry.is_dir() and name.startswith("p") and name[1:].isdigit() and not _alive(int(name[1:])):
+                for child in entry.iterdir():
+                    if child.is_dir():
+                        with contextlib.suppress(OSError):
+                            child.rmdir()
+                with contextlib.suppress(OSError):
+                    entry.rmdir()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def detect_layout() -> CgroupLayout | None:
@@ -136,8 +161,12 @@ def _prepare_v2(own_dir: Path) -> Path | None:
             (own_dir / "cgroup.subtree_control").write_text(wanted)
         except OSError:
             return None
-    parent = own_dir / GROUP_DIR
+    shared = own_dir / GROUP_DIR
+    parent = shared / f"p{os.getpid()}"
     try:
+        shared.mkdir(exist_ok=True)
+        (shared / "cgroup.subtree_control").write_text(wanted)
+        _sweep_dead(shared)
         parent.mkdir(exist_ok=True)
         (parent / "cgroup.subtree_control").write_text(wanted)
     except OSError:

@@ -93,6 +93,8 @@ class SandboxRequest:
     """RLIMIT_AS; used only where no cgroup can limit memory (it breaks JVMs, node and Go)."""
     max_output_bytes: int = 1_000_000
     """Kept per stream; more is dropped (``*_truncated``); 16× more kills the run."""
+    inherit_fds: tuple[int, ...] = ()
+    """Host descriptors the program inherits at the same numbers (control pipes of sessions)."""
 
     def stdin_bytes(self) -> bytes:
         return self.stdin.encode() if isinstance(self.stdin, str) else self.stdin

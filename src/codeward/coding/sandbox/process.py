@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import tempfile
 from functools import partial
 
@@ -20,7 +21,7 @@ from codeward.coding.sandbox.bwrap import NOBODY, PRIVATE_WORKDIR
 from codeward.coding.sandbox.cgroups import CgroupEvents, CgroupLayout, RunCgroup
 from codeward.coding.sandbox.model import DEFAULT_PATH, Bind, SandboxRequest, SandboxResult
 from codeward.coding.sandbox.outcome import to_result
-from codeward.coding.sandbox.runner import Launch, collect, minimal_env, rlimits_for, spawn
+from codeward.coding.sandbox.runner import Launch, RunObserver, collect, minimal_env, rlimits_for, spawn
 
 
 class ProcessSandbox:
@@ -53,6 +54,7 @@ class ProcessSandbox:
             launch.argv = [rewrite(word) for word in request.argv]
             launch.env = env
             launch.cwd = rewrite(request.workdir) if request.workdir else work
+            launch.pass_fds = tuple(request.inherit_fds)
             cpu = request.cpu_seconds if request.cpu_seconds is not None else int(request.timeout_s) + 1
             address_space = request.address_space_mb if self.cgroups is None else None
             launch.rlimits = rlimits_for(cpu, request.file_size_mb, request.open_files, address_space)
@@ -67,27 +69,42 @@ class ProcessSandbox:
             raise
         return launch
 
-    def run(self, request: SandboxRequest) -> SandboxResult:
+    def start(self, request: SandboxRequest) -> tuple[subprocess.Popen[bytes], Launch]:
+        """Prepare and start ``request`` without waiting (for the warm pool and sessions)."""
+        launch = self.prepare(request)
         try:
-            launch = self.prepare(request)
-        except OSError as exc:
-            return SandboxResult.setup_error(f"could not prepare the run: {exc}", self.name, False)
-        try:
-            proc = spawn(launch)
-        except OSError as exc:
+            return spawn(launch), launch
+        except BaseException:
             launch.release()
-            return SandboxResult.setup_error(
-                f"could not start {request.argv[0]!r}: {exc.strerror or exc}. Check that the program exists.",
-                self.name, False)
+            raise
+
+    def finish(
+        self, proc: subprocess.Popen[bytes], launch: Launch, request: SandboxRequest, stdin: bytes,
+        started: float | None = None, observer: RunObserver | None = None,
+    ) -> SandboxResult:
+        """Feed, collect and interpret a started run, then release its resources."""
         try:
-            collected = collect(proc, request.stdin_bytes(), request.timeout_s, request.max_output_bytes,
-                                launch.cgroup)
+            tick = None
+            if observer is not None:
+                observer.started(proc, launch.cgroup)
+                tick = observer.tick
+            collected = collect(proc, stdin, request.timeout_s, request.max_output_bytes, launch.cgroup, started,
+                                tick, observer.tick_s if observer is not None else 0.1)
             events = launch.cgroup.events() if launch.cgroup is not None else CgroupEvents()
         finally:
             launch.release()
         result = to_result(collected, events, request, self.name, False)
         result.notes.append("not isolated: the process backend cannot hide host files or the network")
         return result
+
+    def run(self, request: SandboxRequest) -> SandboxResult:
+        try:
+            proc, launch = self.start(request)
+        except OSError as exc:
+            return SandboxResult.setup_error(
+                f"could not start {request.argv[0]!r}: {exc.strerror or exc}. Check that the program exists "
+                "and that temp dirs and cgroups can be created.", self.name, False)
+        return self.finish(proc, launch, request, request.stdin_bytes())
 
 
 def _rewrite(mapping: list[tuple[str, str]], value: str) -> str:

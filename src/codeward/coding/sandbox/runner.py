@@ -17,8 +17,12 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
 from codeward.coding.sandbox.cgroups import RunCgroup
+
+if TYPE_CHECKING:
+    from codeward.coding.sandbox.model import SandboxRequest, SandboxResult
 
 OUTPUT_KILL_FACTOR = 16
 """A run printing this many times ``max_output_bytes`` is killed: nobody reads that much."""
@@ -59,6 +63,30 @@ class Launch:
             with contextlib.suppress(OSError):
                 cleanup()
         self.cleanups.clear()
+
+
+class RunObserver(Protocol):
+    """Watches a run while it goes (the monitor): told the process, then called every tick."""
+
+    tick_s: float
+
+    def started(self, proc: subprocess.Popen[bytes], cgroup: RunCgroup | None) -> None: ...
+
+    def tick(self) -> None: ...
+
+
+class StartableSandbox(Protocol):
+    """A backend that can start a run and finish it later (warm pool, sessions, monitoring)."""
+
+    name: str
+    isolated: bool
+
+    def start(self, request: SandboxRequest) -> tuple[subprocess.Popen[bytes], Launch]: ...
+
+    def finish(
+        self, proc: subprocess.Popen[bytes], launch: Launch, request: SandboxRequest, stdin: bytes,
+        started: float | None = None, observer: RunObserver | None = None,
+    ) -> SandboxResult: ...
 
 
 @dataclass
@@ -149,11 +177,14 @@ def collect(
     started: float | None = None,
     on_tick: Callable[[], None] | None = None,
     tick_s: float = 0.1,
+    count_leftovers: bool = True,
 ) -> Collected:
     """Feed stdin, read both streams (keeping ``max_output_bytes`` of each), enforce the deadline.
 
     When the main process ends, anything it left running in its group or cgroup is killed,
-    so a background process cannot outlive its run or hold the pipes open.
+    so a background process cannot outlive its run or hold the pipes open. Backends whose
+    namespace already ends every process with the main one pass ``count_leftovers=False``
+    (what is left in the cgroup then is merely still exiting).
     """
     started = time.monotonic() if started is None else started
     deadline = started + timeout_s
@@ -188,7 +219,8 @@ def collect(
                 break
             if main_exited_at is None and proc.poll() is not None:
                 main_exited_at = now
-                leftovers = _reap_leftovers(proc, cgroup)
+                killed = _reap_leftovers(proc, cgroup)
+                leftovers = killed if count_leftovers else 0
             wait = min(0.05, max(0.0, deadline - now)) if main_exited_at is None else 0.05
             if on_tick is not None:
                 wait = min(wait, max(0.0, next_tick - now))
@@ -230,7 +262,8 @@ def collect(
         kill_tree(proc, cgroup)
         returncode = proc.wait()
     if not timed_out and not flooded:
-        leftovers += _reap_leftovers(proc, cgroup)
+        late = _reap_leftovers(proc, cgroup)
+        leftovers += late if count_leftovers else 0
     return Collected(
         returncode=returncode,
         stdout=bytes(kept["stdout"]),

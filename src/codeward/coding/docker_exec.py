@@ -1,0 +1,91 @@
+"""Languages in Docker: compile and run in one container from the language's official image.
+
+Used by ``coding_run_in_docker`` and by ``coding_execute_code`` when Docker is the chosen
+backend. The source is bound read-only at ``/code``, copied into the container's tmpfs
+``/work`` and built there; a failed compile exits with :data:`COMPILE_FAILED` so it is
+reported as a compile error, not as the program's failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import tempfile
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from codeward.coding.languages import BY_NAME, CODE_DIR, Language, java_main_class
+from codeward.coding.sandbox import Bind, SandboxRequest, SandboxResult, Status
+from codeward.coding.sandbox.bwrap import PRIVATE_WORKDIR
+
+if TYPE_CHECKING:
+    from codeward.coding.execute import Execution, Limits
+    from codeward.coding.sandbox.docker import ContainerResult
+
+COMPILE_FAILED = 97
+
+
+def docker_command(spec: Language, main: str, heap_mb: int) -> list[str]:
+    """``sh -c`` running the language's compile and run steps inside ``/work``."""
+
+    def words(argv: tuple[str, ...]) -> str:
+        out = []
+        for index, word in enumerate(argv):
+            word = word.replace("{main}", main).replace("{heap}", str(heap_mb)).replace(CODE_DIR, PRIVATE_WORKDIR)
+            if index == 0:
+                word = os.path.basename(word)
+            out.append(shlex.quote(word))
+        return " ".join(out)
+
+    script = f"cp -r {CODE_DIR}/. {PRIVATE_WORKDIR}/ && cd {PRIVATE_WORKDIR} && "
+    if spec.compile is not None:
+        script += f"{{ {words(spec.compile)} || exit {COMPILE_FAILED}; }} && "
+    script += "exec " + words(spec.run)
+    return ["sh", "-c", script]
+
+
+def run_code_in_docker(
+    sandbox: Any, language: str, code: str, stdin: str, *, image: str | None = None,
+    environment: Mapping[str, str] | None = None, memory_limit: str | None = None, cpu_limit: float = 1.0,
+    network: bool = False, timeout_s: float = 30.0, memory_mb: int | None = None,
+) -> ContainerResult:
+    """Write the source to a temp dir, bind it, and run the language's command in a container."""
+    spec = BY_NAME[language]
+    main = java_main_class(code) if language == "java" else "main"
+    build = tempfile.mkdtemp(prefix="codeward-docker-")
+    try:
+        path = os.path.join(build, spec.source.replace("{main}", main))
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(code)
+        os.chmod(build, 0o755)
+        os.chmod(path, 0o644)
+        memory = memory_mb or spec.memory_mb
+        request = SandboxRequest(
+            argv=docker_command(spec, main, max(32, memory // 2)), stdin=stdin, env=dict(environment or {}),
+            ro_binds=[Bind(build, CODE_DIR)], network=network, timeout_s=timeout_s, memory_mb=memory,
+            max_processes=max(spec.max_processes, spec.compile_max_processes),
+        )
+        outcome: ContainerResult = sandbox.run_container(request, image or spec.docker_image, cpu_limit, memory_limit)
+    finally:
+        shutil.rmtree(build, ignore_errors=True)
+    result = outcome.result
+    if spec.compile is not None and result.exit_code == COMPILE_FAILED:
+        result.status = Status.ERROR
+        result.error_message = "compilation failed; the compiler's messages are in stderr"
+    return outcome
+
+
+def execute_in_docker(sandbox: Any, language: str, code: str, stdin: str, limits: Limits) -> Execution:
+    from codeward.coding.execute import Execution
+
+    outcome = run_code_in_docker(sandbox, language, code, stdin, network=limits.network,
+                                 timeout_s=limits.timeout_s, memory_mb=limits.memory_mb)
+    result: SandboxResult = outcome.result
+    return Execution(
+        language=language, status=result.status, stdout=result.stdout, stderr=result.stderr,
+        exit_code=result.exit_code, execution_time=result.duration_s, error_message=result.error_message,
+        backend=result.backend, isolated=result.isolated, stdout_truncated=result.stdout_truncated,
+        stderr_truncated=result.stderr_truncated, peak_memory_mb=result.peak_memory_mb,
+        limit_hit=result.limit_hit.value if result.limit_hit else None, notes=list(result.notes),
+    )

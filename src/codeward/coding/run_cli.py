@@ -1,0 +1,75 @@
+"""``codeward run FILE|-``: run a source file (or stdin) in the sandbox like an interpreter would.
+
+The program's stdout and stderr are passed through; the exit status is the program's
+(128+N when killed by signal N), 124 on timeout (as ``timeout(1)``), 2 when it could not
+run at all. What went wrong is said on stderr, prefixed ``codeward:``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TextIO
+
+from codeward.coding.debug import detect_language
+from codeward.coding.execute import Limits, execute
+from codeward.coding.languages import LANGUAGE_NAMES
+from codeward.coding.runtime import CodingRuntime
+from codeward.coding.sandbox import Status
+
+EXTENSIONS = {
+    ".py": "python", ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".sh": "bash",
+    ".bash": "bash", ".c": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".go": "go", ".rs": "rust",
+    ".java": "java",
+}
+EXIT_TIMEOUT = 124
+EXIT_SETUP = 2
+
+
+def run_file_cli(
+    path_or_dash: str, language: str | None, *, timeout_s: float = 30.0, memory_mb: int | None = None,
+    network: bool = False, stdin: TextIO | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None,
+) -> int:
+    """Run the file (``-``: source from stdin) and return the exit status to exit with."""
+    source_in = stdin or sys.stdin
+    out, err = stdout or sys.stdout, stderr or sys.stderr
+    if path_or_dash == "-":
+        code, program_stdin = source_in.read(), ""
+    else:
+        try:
+            with open(path_or_dash, encoding="utf-8") as handle:
+                code = handle.read()
+        except OSError as exc:
+            print(f"codeward: cannot read {path_or_dash}: {exc.strerror or exc}", file=err)
+            return EXIT_SETUP
+        except UnicodeDecodeError:
+            print(f"codeward: {path_or_dash} is not UTF-8 text", file=err)
+            return EXIT_SETUP
+        program_stdin = "" if source_in.isatty() else source_in.read()
+    chosen = language or EXTENSIONS.get(os.path.splitext(path_or_dash)[1].lower()) or (
+        detect_language(code) if path_or_dash == "-" else None)
+    if chosen is None or chosen not in LANGUAGE_NAMES:
+        print(f"codeward: cannot tell the language of {path_or_dash}; pass --language with one of "
+              f"{', '.join(LANGUAGE_NAMES)}", file=err)
+        return EXIT_SETUP
+    runtime = CodingRuntime()
+    try:
+        result = execute(runtime, chosen, code, program_stdin, Limits(timeout_s, memory_mb, network))
+    finally:
+        runtime.close()
+    out.write(result.stdout)
+    out.flush()
+    err.write(result.stderr)
+    if result.status is Status.SETUP_ERROR:
+        print(f"codeward: {result.error_message}", file=err)
+        return EXIT_SETUP
+    if not result.isolated:
+        print(f"codeward: note: ran in the {result.backend} backend, NOT isolated", file=err)
+    if result.status is Status.TIMEOUT:
+        print(f"codeward: {result.error_message}", file=err)
+        return EXIT_TIMEOUT
+    if result.status is Status.ERROR and result.error_message and (result.limit_hit or (result.compile_time
+                                                                   and result.execution_time == 0)):
+        print(f"codeward: {result.error_message}", file=err)
+    code_out = result.exit_code if result.exit_code is not None else 1
+    return 128 - code_out if code_out < 0 else min(code_out, 255)
