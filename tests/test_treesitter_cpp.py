@@ -255,3 +255,14 @@ def test_glibc_style_attribute_macros_do_not_hide_declarations(run: Run, root: P
     assert {("prototype", "open_it", 2), ("prototype", "addch", 3), ("struct", "stat_info", 4)} <= found
     signature = run("ts_cpp_get_signature", path="sys.h", name="open_it")
     assert signature.text.startswith("extern int open_it (const char *__path, int __flags) __THROW")
+
+
+def test_update_keeps_undecodable_bytes_elsewhere(run: Run, root: Path) -> None:
+    path = root / "legacy.c"
+    original = b"/* caf\xe9 */\nint a(void) { return 1; }\nint b(void) { return 2; }\n"
+    path.write_bytes(original)
+    outcome = run("ts_c_update_definition", path="legacy.c", name="b", new_content="int b(void) { return 3; }")
+    assert not outcome.is_error, outcome.text
+    assert path.read_bytes() == original.replace(b"return 2;", b"return 3;")
+    definition = run("ts_c_get_definition", path="legacy.c", name="a")
+    assert definition.text == "int a(void) { return 1; }"
