@@ -75,6 +75,11 @@ def test_each_planted_finding_is_reported(planted: Path, core_analysis: dict[str
     assert "tangled" in complex_["message"]
     dead = _find(issues, "dead_code", plant_line(core, "dead"))
     assert "_unused_helper" in dead["message"]
+    lines = core.read_text().splitlines()
+    # columns are 1-based whatever each analyzer counts from
+    assert unused["column"] == lines[unused["line"] - 1].index("os") + 1
+    assert typed["column"] == lines[typed["line"] - 1].index('"1"') + 1
+    assert shell["column"] == lines[shell["line"] - 1].index("subprocess.call") + 1
     for issue in issues:
         assert set(issue) >= {"severity", "line", "column", "message", "rule", "category", "suggestion"}
         assert issue["suggestion"]

@@ -62,11 +62,16 @@ def _check(files: Sequence[SourceFile], runner: ToolRunner, index: FileIndex,
             blocked.add(source.path)
         issues.append(Issue(
             file=source.display, severity="error" if record.get("severity") == "error" else "info",
-            line=int(record.get("line") or 0), column=int(record.get("column") or -1) + 1,
+            line=int(record.get("line") or 0), column=_column(record.get("column")),
             message=record.get("message") or "", rule=code, category="type",
             suggestion=record.get("hint") or _suggestion(code), tool="mypy",
         ))
     return issues, blocked if completed.returncode == FATAL else set()
+
+
+def _column(raw: object) -> int:
+    """mypy's JSON columns are 0-based (-1 when unknown); ours are 1-based (0 when unknown)."""
+    return raw + 1 if isinstance(raw, int) and raw >= 0 else 0
 
 
 def _suggestion(code: str) -> str:
