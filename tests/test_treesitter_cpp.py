@@ -266,3 +266,10 @@ def test_update_keeps_undecodable_bytes_elsewhere(run: Run, root: Path) -> None:
     assert path.read_bytes() == original.replace(b"return 2;", b"return 3;")
     definition = run("ts_c_get_definition", path="legacy.c", name="a")
     assert definition.text == "int a(void) { return 1; }"
+
+
+def test_deeply_nested_source_is_outlined_without_crashing(run: Run, root: Path) -> None:
+    (root / "deep.c").write_text("int x = " + "(" * 5000 + "1" + ")" * 5000 + ";\nint f(void) { return 0; }\n")
+    outcome = run("ts_c_get_code_outline", path="deep.c")
+    assert not outcome.is_error, outcome.text
+    assert "[Function] f (Lines 2-2)" in outcome.text

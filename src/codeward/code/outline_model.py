@@ -178,7 +178,7 @@ def first_child_of_type(node: Node, *types: str) -> Node | None:
 def extract_symbols(tree: Tree, rules: Rules) -> list[Symbol]:
     """Walk the tree once and return every definition the rules recognise, in source order."""
     found: list[Symbol] = []
-    _walk(tree.root_node, rules, (), None, 0, found)
+    _walk(tree.root_node, rules, found)
     found.sort(key=lambda s: (s.start_byte, -s.end_byte))
     found = _functions_in_types_are_methods(found)
     return rules.finish(found) if rules.finish else found
@@ -191,38 +191,41 @@ def _functions_in_types_are_methods(symbols: list[Symbol]) -> list[Symbol]:
             and kinds.get(s.parent) in types else s for s in symbols]
 
 
-def _walk(node: Node, rules: Rules, parts: tuple[str, ...], qualified: str | None, depth: int,
-          found: list[Symbol]) -> None:
-    scope_parts, scope_qualified = parts, qualified
-    for child in node.named_children:
+@dataclass
+class _Frame:
+    """One level of the walk: the children still to visit and the scope they are in."""
+
+    children: Iterator[Node]
+    parts: tuple[str, ...]
+    qualified: str | None
+    depth: int
+
+
+def _walk(root: Node, rules: Rules, found: list[Symbol]) -> None:
+    """Depth-first over named nodes with an explicit stack (deeply nested expressions are common)."""
+    stack = [_Frame(iter(root.named_children), (), None, 0)]
+    while stack:
+        frame = stack[-1]
+        child = next(frame.children, None)
+        if child is None:
+            stack.pop()
+            continue
         if child.type in rules.opaque:
             continue
         definition = rules.classify(child)
         if definition is None:
             if child.named_child_count:
-                _walk(child, rules, scope_parts, scope_qualified, depth, found)
+                stack.append(_Frame(iter(child.named_children), frame.parts, frame.qualified, frame.depth))
             continue
-        symbol = _symbol(definition, rules, scope_parts, scope_qualified, depth)
+        symbol = _symbol(definition, rules, frame.parts, frame.qualified, frame.depth)
         found.append(symbol)
-        if definition.also is not None:
-            _walk_node_itself(definition.also, rules, scope_parts, scope_qualified, depth, found)
-        if definition.members is not None:
-            _walk(definition.members, rules, symbol.parts, symbol.qualified, depth + 1, found)
         if definition.scopes_siblings:
-            scope_parts, scope_qualified = symbol.parts, symbol.qualified
-            depth += 1
-
-
-def _walk_node_itself(node: Node, rules: Rules, parts: tuple[str, ...], qualified: str | None, depth: int,
-                      found: list[Symbol]) -> None:
-    definition = rules.classify(node)
-    if definition is None:
-        _walk(node, rules, parts, qualified, depth, found)
-        return
-    symbol = _symbol(definition, rules, parts, qualified, depth)
-    found.append(symbol)
-    if definition.members is not None:
-        _walk(definition.members, rules, symbol.parts, symbol.qualified, depth + 1, found)
+            frame.parts, frame.qualified, frame.depth = symbol.parts, symbol.qualified, frame.depth + 1
+        if definition.members is not None:
+            stack.append(_Frame(iter(definition.members.named_children), symbol.parts, symbol.qualified,
+                                symbol.depth + 1))
+        if definition.also is not None:
+            stack.append(_Frame(iter((definition.also,)), frame.parts, frame.qualified, frame.depth))
 
 
 def _symbol(d: Def, rules: Rules, parts: tuple[str, ...], qualified: str | None, depth: int) -> Symbol:

@@ -149,11 +149,12 @@ def syntax_problems(tree: Tree, limit: int = 20) -> list[SyntaxProblem]:
     return found
 
 
-def _error_nodes(node: Node) -> Iterator[Node]:
-    if node.is_error or node.is_missing:
-        yield node
-        return
-    if not node.has_error:
-        return
-    for child in node.children:
-        yield from _error_nodes(child)
+def _error_nodes(root: Node) -> Iterator[Node]:
+    """Outermost ERROR/MISSING nodes in source order (iterative: error chains can be deep)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.is_error or node.is_missing:
+            yield node
+        elif node.has_error:
+            stack.extend(reversed(node.children))

@@ -102,6 +102,9 @@ def _load(ctx: ToolContext, path: str, forced: str | None, access: Access = Acce
     except GrammarUnavailable as exc:
         return Result.fail(ErrorKind.UNAVAILABLE, str(exc),
                            "Reinstall codeward's dependencies (tree-sitter-language-pack).")
+    except RecursionError:
+        return Result.fail(ErrorKind.TOO_LARGE, f"{display} is nested too deeply to outline",
+                           "Use get_file_slice or search_files on it instead.")
     info = language_info(language.data)
     return Result.success(_Source(real, display, loaded.data, parsed, info.display if info else language.data))
 
