@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -59,11 +60,14 @@ def guarded_get(
         return vet_url(url, settings).cast(None)  # the guard explains what is wrong with it
     deadline = time.monotonic() + settings.total_timeout
     redirects: list[str] = []
-    with _client(settings) as client:
+    with ExitStack() as stack:
+        client: httpx2.Client | None = None
         for _hop in range(settings.max_redirects + 1):
             vetted = vet_url(str(current), settings)
             if not vetted.ok or vetted.data is None:
                 return vetted.cast(None)
+            if client is None:  # made only once a destination passed the guard
+                client = stack.enter_context(_client(settings))
             outcome = _send(client, current, vetted.data, settings, deadline, cancelled)
             if not outcome.ok:
                 return outcome.cast(None)
