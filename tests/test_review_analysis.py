@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -234,6 +235,24 @@ def test_unreadable_analyzer_output_is_a_clear_error(root: Path, ctx: ToolContex
     assert runs["complexity"]["status"] == "error" and "status 3" in runs["complexity"]["message"]
     assert "boom" in runs["complexity"]["message"]
     assert runs["lint"]["status"] == "ok"
+
+
+def test_a_cancelled_call_stops_its_analyzers(root: Path, ctx: ToolContext, catalog: Catalog,
+                                              tmp_path: Path) -> None:
+    (root / "a.py").write_text("import os\n")
+    hanging = _fake_analyzer(tmp_path, "ruff", "sleep 60")
+    ctx.extras[REVIEW_EXTRAS_KEY] = ReviewConfig(executables={"ruff": hanging}, timeout_seconds=60)
+    timer = threading.Timer(0.5, ctx.cancelled.set)
+    timer.start()
+    try:
+        result = catalog.call("coding_analyze_file", {"file_path": "a.py", "analysis_types": ["lint"]},
+                              ctx).structured
+    finally:
+        timer.cancel()
+    assert result is not None and result["success"] is False
+    assert [run["message"] for run in result["analyses"]] == ["ruff was cancelled"]
+    again = catalog.call("coding_analyze_file", {"file_path": "a.py", "analysis_types": ["type"]}, ctx).structured
+    assert again is not None and again["analyses"][0]["message"] == "mypy was cancelled"
 
 
 def test_a_syntax_error_does_not_hide_other_files_type_errors(root: Path, call: Call) -> None:

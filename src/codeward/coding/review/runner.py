@@ -81,6 +81,8 @@ def run(
     cancelled: threading.Event,
 ) -> Result[Completed]:
     """Run ``argv`` to completion, killing its process group on timeout or cancellation."""
+    if cancelled.is_set():
+        return Result.fail(ErrorKind.TIMEOUT, f"{Path(argv[0]).name} was cancelled", data=None)
     env = {key: value for key, value in os.environ.items() if key not in DROPPED_ENV}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["NO_COLOR"] = "1"

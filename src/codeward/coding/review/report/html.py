@@ -44,7 +44,7 @@ def complexity_chart(data: ReportData) -> str:
     bars = [Bar(rank, distribution.get(rank, 0), color, f"{rank} ({span})")
             for (rank, _), color, span in zip(COMPLEXITY_RANKS, RANK_COLORS, RANK_RANGES, strict=True)]
     return column_chart("complexity-distribution", "Functions by cyclomatic complexity", bars,
-                        empty_text="no functions measured")
+                        empty_text="no per-function complexity in these results")
 
 
 def category_chart(data: ReportData) -> str:
