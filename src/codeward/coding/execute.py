@@ -124,6 +124,12 @@ def _check_input(language: str, code: str, stdin: str, limits: Limits, session_i
     return None
 
 
+def scratch_for(memory_mb: int) -> int:
+    """Size of each writable tmpfs (/tmp, /work): a quarter of the memory limit, so a full disk
+    shows as "no space left" before the files (which live in memory) exhaust the memory."""
+    return max(16, memory_mb // 4)
+
+
 def _substitute(argv: tuple[str, ...], main: str, heap_mb: int) -> list[str]:
     return [word.replace("{main}", main).replace("{heap}", str(heap_mb)) for word in argv]
 
@@ -140,7 +146,7 @@ def _run_request(spec: Language, toolchain: Toolchain, stdin: str, limits: Limit
     return SandboxRequest(
         argv=_substitute(spec.run, main, _heap(spec, memory)), stdin=stdin, env=dict(spec.env),
         ro_binds=binds, network=limits.network, timeout_s=limits.timeout_s, memory_mb=memory,
-        max_processes=spec.max_processes,
+        max_processes=spec.max_processes, scratch_mb=scratch_for(memory),
     )
 
 

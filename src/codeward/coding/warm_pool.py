@@ -156,7 +156,7 @@ class WarmPool:
         return SandboxRequest(
             argv=[PYTHON, "-I", "-B", "-c", BOOT, str(control_fd)], ro_binds=self.binds, inherit_fds=(control_fd,),
             timeout_s=POOL_CPU_SECONDS, cpu_seconds=POOL_CPU_SECONDS, memory_mb=self.memory_mb,
-            max_processes=self.max_processes,
+            max_processes=self.max_processes, scratch_mb=max(16, self.memory_mb // 4),
         )
 
     def _spawn(self) -> _Entry:

@@ -19,9 +19,18 @@ def signal_name(number: int) -> str:
         return f"signal {number}"
 
 
+FATAL_SIGNALS = frozenset({signal.SIGILL, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGKILL,
+                           signal.SIGSEGV, signal.SIGPIPE, signal.SIGTERM, signal.SIGXCPU, signal.SIGXFSZ,
+                           signal.SIGSYS})
+
+
 def normalize_exit(code: int, shell_style: bool) -> int:
-    """bwrap reports a signal death as 128+N; give it as -N like subprocess does."""
-    if shell_style and 128 < code < 128 + 65:
+    """bwrap reports a death by signal N as status 128+N; give it as -N like subprocess does.
+
+    The two cannot be told apart, so only signals that end programs on their own are read
+    this way: ``exit(130)`` stays 130, while 137 is taken as SIGKILL.
+    """
+    if shell_style and 128 < code < 128 + 65 and (code - 128) in FATAL_SIGNALS:
         return -(code - 128)
     return code
 
