@@ -82,7 +82,7 @@ class FakeOpenAI:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length) or b"{}")
-                reply = owner._next(body, dict(self.headers))
+                reply = owner._next(body, {k.lower(): v for k, v in self.headers.items()})
                 if reply.status != 200:
                     payload = reply.body.encode()
                     self.send_response(reply.status)

@@ -36,7 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return handler(args)
     except KeyboardInterrupt:
         return 130
-    except (UsageError, ConfigError, ValueError, OSError) as exc:
+    except (UsageError, ConfigError, ValueError, OSError, LookupError) as exc:
         if os.environ.get("CODEWARD_DEBUG"):
             raise
         print(f"codeward: error: {exc}", file=sys.stderr)
@@ -79,6 +79,22 @@ def build_parser() -> argparse.ArgumentParser:
     call.add_argument("--root", action="append", help="workspace root (repeatable; default: config or cwd)")
     call.add_argument("--json", action="store_true", help="print the outcome as JSON")
     call.set_defaults(handler=cmd_call)
+
+    from codeward.agent.commands import add_agent_arguments
+
+    chat = sub.add_parser("chat", help="talk to a model that uses the tools (interactive)",
+                          description="An interactive agent shell over any OpenAI-compatible model.")
+    add_agent_arguments(chat)
+    chat.add_argument("--resume", nargs="?", const="", metavar="ID",
+                      help="continue a saved session (default: the latest)")
+    chat.set_defaults(handler=cmd_chat)
+
+    ask = sub.add_parser("ask", help="one question, answered with tools (non-interactive)",
+                         description="Ask once: the answer goes to stdout, tool frames to stderr; the exit "
+                         "code says whether it worked. Calls the policy does not approve are denied.")
+    ask.add_argument("question", help="what to ask")
+    add_agent_arguments(ask)
+    ask.set_defaults(handler=cmd_ask)
     return parser
 
 
@@ -198,6 +214,20 @@ def cmd_call(args: argparse.Namespace) -> int:
         stream = sys.stderr if outcome.is_error else sys.stdout
         print(outcome.text, file=stream)
     return 1 if outcome.is_error else 0
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    from codeward.agent.commands import run_chat
+
+    config = _config(args)
+    return run_chat(args, config, _catalog_for(config))
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    from codeward.agent.commands import run_ask
+
+    config = _config(args)
+    return run_ask(args, config, _catalog_for(config))
 
 
 def parse_assignments(items: Sequence[str], schema: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ the next user turn instead, for chat templates that reject the ``tool`` role.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -57,6 +57,8 @@ class Conversation:
     system: str = ""
     turns: list[Turn] = field(default_factory=list)
     use_tool_role: bool = True
+    listeners: list[Callable[[Turn], None]] = field(default_factory=list, repr=False, compare=False)
+    """Called with each appended turn (the session log records them this way)."""
 
     def append(self, turn: Turn) -> None:
         assert turn.role in ROLES, f"unknown role {turn.role!r}"
@@ -69,6 +71,8 @@ class Conversation:
         elif turn.role == "assistant":
             assert turn.content or turn.tool_calls, "an assistant turn needs text or tool calls"
         self.turns.append(turn)
+        for listener in self.listeners:
+            listener(turn)
 
     def extend(self, turns: Iterable[Turn]) -> None:
         for turn in turns:

@@ -1,0 +1,89 @@
+"""The ``chat`` and ``ask`` commands: argument handling around :mod:`codeward.agent.session`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import anyio
+
+from codeward.agent.conversation import Conversation
+from codeward.agent.history import SessionLog, data_home, find_session, load_session, sessions_dir
+from codeward.agent.loop import ToolLoop
+from codeward.agent.render import PlainView
+from codeward.agent.session import open_session
+from codeward.config import Config
+from codeward.gateway.policy import ApprovalRequest
+
+
+def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", help="a [model.profiles] name, or a model id on OPENAI_BASE_URL")
+    parser.add_argument("--root", action="append", help="workspace root (repeatable; default: config or cwd)")
+    parser.add_argument("--auto-approve", action="append", default=[], metavar="PATTERN",
+                        help="run matching tools without asking (exact name or glob such as 'git__*')")
+
+
+def run_chat(args: argparse.Namespace, config: Config, catalog: Any) -> int:
+    return anyio.run(_chat, args, config, catalog)
+
+
+async def _chat(args: argparse.Namespace, config: Config, catalog: Any) -> int:
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.history import FileHistory
+    from rich.console import Console
+
+    from codeward.agent.shell import ChatShell
+
+    home = data_home()
+    home.mkdir(parents=True, exist_ok=True)
+    prompt = PromptSession[str](history=FileHistory(str(home / "input_history")))
+
+    async def ask(text: str) -> str:
+        return await prompt.prompt_async(text)
+
+    holder: dict[str, ChatShell] = {}
+
+    async def confirm(request: ApprovalRequest) -> bool:
+        return await holder["shell"].confirm(request)
+
+    async with open_session(config, catalog, model=args.model, confirm=confirm, roots=args.root or (),
+                            auto_approve=args.auto_approve) as session:
+        if args.resume is not None:
+            path = find_session(sessions_dir(), args.resume or None)
+            log, conversation = load_session(path, session.profile.use_tool_role)
+        else:
+            conversation = Conversation(session.system_prompt(), use_tool_role=session.profile.use_tool_role)
+            log = SessionLog.create(sessions_dir(), model=session.profile.model, system=conversation.system)
+        conversation.listeners.append(log.record)
+        shell = ChatShell(session, conversation, log, Console(highlight=False), ask)
+        holder["shell"] = shell
+        if args.resume is not None:
+            shell.console.print(f"resumed {log.session_id}: {len(conversation.turns)} turns")
+        try:
+            await shell.run()
+        finally:
+            log.close()
+    return 0
+
+
+def run_ask(args: argparse.Namespace, config: Config, catalog: Any) -> int:
+    return anyio.run(_ask, args, config, catalog)
+
+
+async def _ask(args: argparse.Namespace, config: Config, catalog: Any) -> int:
+    async def deny(request: ApprovalRequest) -> bool:
+        print(f"[codeward] denied {request.summary(120)}: not auto-approved (use --auto-approve)",
+              file=sys.stderr, flush=True)
+        return False
+
+    async with open_session(config, catalog, model=args.model, confirm=deny, roots=args.root or (),
+                            auto_approve=args.auto_approve) as session:
+        conversation = Conversation(session.system_prompt(), use_tool_role=session.profile.use_tool_role)
+        view = PlainView()
+        result = await ToolLoop(session.client, session.surface, conversation, view, session.context,
+                                session.settings).run(args.question)
+    answer = "".join(view.answer) or result.text
+    if answer:
+        print(answer.strip())
+    return 0 if result.ok else 1

@@ -1,0 +1,108 @@
+"""The terminal view of the agent: streamed Markdown, and a dim indented frame per tool call."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TextIO
+
+from rich.console import Console
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.text import Text
+
+from codeward.agent.conversation import ToolCall
+
+PREVIEW_LINES = 6
+
+
+class RichView:
+    """Renders a loop's events with rich; Markdown re-renders live as deltas arrive."""
+
+    def __init__(self, console: Console | None = None, *, live: bool = True) -> None:
+        self.console = console or Console(highlight=False)
+        self.live_enabled = live and self.console.is_terminal
+        self._buffer: list[str] = []
+        self._live: Live | None = None
+
+    def text(self, delta: str) -> None:
+        self._buffer.append(delta)
+        if self.live_enabled:
+            if self._live is None:
+                self._live = Live(Markdown(""), console=self.console, refresh_per_second=12, transient=False)
+                self._live.start()
+            self._live.update(Markdown("".join(self._buffer)))
+        else:
+            self.console.file.write(delta)
+            self.console.file.flush()
+
+    def flush(self) -> None:
+        """End the current block of streamed text (before a frame, a prompt or the next turn)."""
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+        elif self._buffer and not self.live_enabled:
+            self.console.file.write("\n")
+        self._buffer = []
+
+    def notice(self, message: str) -> None:
+        self.flush()
+        self.console.print(Text(f"[codeward] {message}", style="yellow"))
+
+    def error(self, message: str) -> None:
+        self.flush()
+        self.console.print(Text(f"[codeward] error: {message}", style="bold red"))
+
+    def tool_begin(self, call: ToolCall) -> None:
+        self.flush()
+        self.console.print(Text(f"  ┌ {call.name}({_short_args(call.arguments)})", style="dim"))
+
+    def tool_end(self, call: ToolCall, content: str, is_error: bool) -> None:
+        lines = content.splitlines() or [""]
+        shown = lines[:PREVIEW_LINES]
+        for line in shown:
+            self.console.print(Text(f"  │ {line[:160]}", style="dim"))
+        if len(lines) > PREVIEW_LINES:
+            self.console.print(Text(f"  │ … {len(lines) - PREVIEW_LINES} more lines", style="dim"))
+        status = Text("  └ error", style="red") if is_error else Text("  └ ok", style="dim green")
+        self.console.print(status)
+
+    def response_end(self) -> None:
+        self.flush()
+
+
+class PlainView:
+    """Answer text on one stream, tool frames and notices on another (for ``codeward ask``)."""
+
+    def __init__(self, out: TextIO | None = None, frames: TextIO | None = None) -> None:
+        self.out = out or sys.stdout
+        self.frames = frames or sys.stderr
+        self.answer: list[str] = []
+
+    def text(self, delta: str) -> None:
+        self.answer.append(delta)
+
+    def notice(self, message: str) -> None:
+        print(f"[codeward] {message}", file=self.frames, flush=True)
+
+    def error(self, message: str) -> None:
+        print(f"[codeward] error: {message}", file=self.frames, flush=True)
+
+    def tool_begin(self, call: ToolCall) -> None:
+        self.answer = []  # text before a call is preamble, not the answer
+        print(f"  ┌ {call.name}({_short_args(call.arguments)})", file=self.frames, flush=True)
+
+    def tool_end(self, call: ToolCall, content: str, is_error: bool) -> None:
+        first = (content.splitlines() or [""])[0][:160]
+        print(f"  │ {first}\n  └ {'error' if is_error else 'ok'}", file=self.frames, flush=True)
+
+    def response_end(self) -> None:
+        return None
+
+
+def _short_args(arguments: str, width: int = 100) -> str:
+    try:
+        text = json.dumps(json.loads(arguments), ensure_ascii=False)
+    except json.JSONDecodeError:
+        text = arguments
+    return text if len(text) <= width else text[: width - 1] + "…"

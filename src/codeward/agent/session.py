@@ -1,0 +1,94 @@
+"""Assembling an agent session: model profile, workspace, native tools, gateway, approval.
+
+Both ``codeward chat`` and ``codeward ask`` open an :class:`AgentSession`; they differ only
+in how they ask for approval and how they show things.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from codeward.agent.approval import ApprovingSurface
+from codeward.agent.loop import LoopSettings
+from codeward.agent.model import ModelClient, ModelProfile, resolve_profile
+from codeward.catalog import Catalog
+from codeward.config import Config
+from codeward.context import ToolContext
+from codeward.gateway.config import GatewayConfig, parse_gateway_table
+from codeward.gateway.gateway import Gateway
+from codeward.gateway.policy import ConfirmCallback
+from codeward.surface import CatalogSurface, CompositeSurface
+from codeward.workspace import Workspace
+
+SYSTEM_PROMPT = """You are codeward's coding assistant, working in the project at {root}.
+You have tools in this request's `tools` field: call a tool by emitting a tool call; its result
+arrives in the next turn. Paths are relative to the project root. Read files before you change
+them; prefer small exact edits. Use tools for file reads, code navigation and edits; write a line
+`CMD: <command>` to propose a local shell command, which the user may run.
+When you have what you need, answer in plain text."""
+
+
+@dataclass
+class AgentSession:
+    profile: ModelProfile
+    client: ModelClient
+    workspace: Workspace
+    catalog: Catalog
+    gateway: Gateway
+    native: ApprovingSurface
+    surface: CompositeSurface
+    settings: LoopSettings
+    config: Config
+
+    def context(self) -> ToolContext:
+        return ToolContext(self.workspace, settings=self.config.settings)
+
+    def system_prompt(self) -> str:
+        return SYSTEM_PROMPT.format(root=self.workspace.primary)
+
+    def switch_model(self, profile: ModelProfile) -> None:
+        self.profile = profile
+        self.client = ModelClient(profile)
+        self.settings.text_tool_calls = profile.text_tool_calls
+
+
+def gateway_config_of(config: Config) -> GatewayConfig:
+    table = config.raw.get("mcp")
+    if not table:
+        return GatewayConfig(source=config.path)
+    return parse_gateway_table(table, config.path)
+
+
+@asynccontextmanager
+async def open_session(
+    config: Config,
+    catalog: Catalog,
+    *,
+    model: str | None,
+    confirm: ConfirmCallback,
+    roots: Sequence[str | Path] = (),
+    auto_approve: Sequence[str] = (),
+) -> AsyncIterator[AgentSession]:
+    """Everything a conversation needs, with the gateway's upstream servers connected."""
+    profile = resolve_profile(config.raw, model)
+    client = ModelClient(profile)
+    workspace = Workspace.create(list(roots) or list(config.roots) or [Path.cwd()], extra_blacklist=config.blacklist)
+    gateway_config = gateway_config_of(config)
+    patterns = (*gateway_config.auto_approve, *auto_approve)
+    if auto_approve:
+        from dataclasses import replace
+
+        gateway_config = replace(gateway_config, auto_approve=patterns)
+    native = ApprovingSurface(CatalogSurface(catalog), confirm, auto_approve=patterns)
+    settings = LoopSettings(max_tool_depth=gateway_config.max_tool_depth, text_tool_calls=profile.text_tool_calls)
+    try:
+        async with Gateway(gateway_config, confirm=confirm, reserved_names=catalog.names()) as gateway:
+            if gateway_config.servers:
+                await gateway.wait_settled(gateway_config.startup_wait)
+            surface = CompositeSurface([native, gateway])
+            yield AgentSession(profile, client, workspace, catalog, gateway, native, surface, settings, config)
+    finally:
+        await client.close()
