@@ -32,11 +32,13 @@ def test_ask_makes_a_tool_call_and_prints_only_the_answer(root: Path) -> None:
     assert done.stdout == "The secret word is PELICAN.\n"
     assert "┌ read_file" in done.stderr and "└ ok" in done.stderr
     assert fake.headers[0]["authorization"] == "Bearer sk-test"
-    assert fake.messages(1)[-1] == {"role": "tool", "tool_call_id": "call_0", "content": "The secret word is PELICAN.\n"}
+    answer = {"role": "tool", "tool_call_id": "call_0", "content": "The secret word is PELICAN.\n"}
+    assert fake.messages(1)[-1] == answer
 
 
 def test_ask_denies_calls_the_policy_does_not_approve_and_tells_the_model(root: Path) -> None:
-    with FakeOpenAI([tool_calls(("write_file", '{"path": "x.txt", "content": "hi"}')), text("I could not write.")]) as fake:
+    write = tool_calls(("write_file", '{"path": "x.txt", "content": "hi"}'))
+    with FakeOpenAI([write, text("I could not write.")]) as fake:
         done = ask(root, fake.base_url, "write x.txt")
     assert done.returncode == 0 and not (root / "x.txt").exists()
     told = fake.messages(1)[-1]["content"]
