@@ -134,6 +134,8 @@ class SessionStore:
         self.idle_ttl_s = idle_ttl_s
         self.max_sessions = max_sessions
         self._sessions: dict[str, Session] = {}
+        self._expired: dict[str, None] = {}
+        """Ids recently ended by the idle timeout (bounded), so their next call can say so."""
         self._lock = threading.Lock()
 
     def run(self, session_id: str, code: str, request: SandboxRequest) -> SandboxResult:
@@ -166,9 +168,15 @@ class SessionStore:
             stale = [s for s in self._sessions.values() if now - s.last_used > self.idle_ttl_s or not s.alive()]
             for session in stale:
                 self._sessions.pop(session.session_id, None)
+                self._remember_expired(session.session_id)
         for session in stale:
             _stop(session)
         return len(stale)
+
+    def _remember_expired(self, session_id: str) -> None:
+        self._expired[session_id] = None
+        while len(self._expired) > 256:
+            self._expired.pop(next(iter(self._expired)))
 
     def close(self) -> None:
         with self._lock:
@@ -189,9 +197,12 @@ class SessionStore:
             session = self._sessions.get(session_id)
             if session is not None and (now - session.last_used > self.idle_ttl_s or not session.alive()):
                 evicted.append(self._sessions.pop(session_id))
-                notes.append(f"session {session_id!r} had expired (idle over {self.idle_ttl_s:g} s) or ended; "
-                             "started a fresh one")
+                self._remember_expired(session_id)
                 session = None
+            if session is None and session_id in self._expired:
+                del self._expired[session_id]
+                notes.append(f"session {session_id!r} had expired (idle over {self.idle_ttl_s:g} s) or ended; "
+                             "its state is gone and a fresh one was started")
             if session is None and len(self._sessions) >= self.max_sessions:
                 oldest = min(self._sessions.values(), key=lambda s: s.last_used)
                 evicted.append(self._sessions.pop(oldest.session_id))
