@@ -18,18 +18,58 @@ runtime = pytest.fixture(scope="module")(runtime_fixture())
 HELLO = {
     "python": "import sys\nname = sys.stdin.readline().strip()\nprint(f'hello, {name}')\n",
     "javascript": "const name = require('fs').readFileSync(0, 'utf8').trim();\nconsole.log(`hello, ${name}`);\n",
-    "bash": "read -r name\necho \"hello, $name\"\n",
-    "c": "#include <stdio.h>\nint main(void) {\n  char name[64];\n  if (scanf(\"%63s\", name) != 1) return 2;\n"
-         "  printf(\"hello, %s\\n\", name);\n  return 0;\n}\n",
-    "cpp": "#include <iostream>\n#include <string>\nint main() {\n  std::string name;\n  std::getline(std::cin, name);\n"
-           "  std::cout << \"hello, \" << name << std::endl;\n}\n",
-    "go": "package main\n\nimport (\n\t\"bufio\"\n\t\"fmt\"\n\t\"os\"\n\t\"strings\"\n)\n\nfunc main() {\n"
-          "\tline, _ := bufio.NewReader(os.Stdin).ReadString('\\n')\n\tfmt.Printf(\"hello, %s\\n\", strings.TrimSpace(line))\n}\n",
-    "rust": "use std::io::BufRead;\nfn main() {\n    let mut line = String::new();\n"
-            "    std::io::stdin().lock().read_line(&mut line).unwrap();\n    println!(\"hello, {}\", line.trim());\n}\n",
-    "java": "import java.util.Scanner;\n\npublic class Greeter {\n    public static void main(String[] args) {\n"
-            "        String name = new Scanner(System.in).nextLine();\n        System.out.println(\"hello, \" + name);\n"
-            "    }\n}\n",
+    "bash": 'read -r name\necho "hello, $name"\n',
+    "c": r"""
+#include <stdio.h>
+int main(void) {
+  char name[64];
+  if (scanf("%63s", name) != 1) return 2;
+  printf("hello, %s\n", name);
+  return 0;
+}
+""",
+    "cpp": r"""
+#include <iostream>
+#include <string>
+int main() {
+  std::string name;
+  std::getline(std::cin, name);
+  std::cout << "hello, " << name << std::endl;
+}
+""",
+    "go": r"""
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strings"
+)
+
+func main() {
+	line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+	fmt.Printf("hello, %s\n", strings.TrimSpace(line))
+}
+""",
+    "rust": r"""
+use std::io::BufRead;
+fn main() {
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line).unwrap();
+    println!("hello, {}", line.trim());
+}
+""",
+    "java": r"""
+import java.util.Scanner;
+
+public class Greeter {
+    public static void main(String[] args) {
+        String name = new Scanner(System.in).nextLine();
+        System.out.println("hello, " + name);
+    }
+}
+""",
 }
 
 BROKEN = {
