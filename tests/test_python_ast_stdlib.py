@@ -108,7 +108,7 @@ def collect_samples(modules: Iterable[str], limit: int | None) -> list[Sample]:
         for candidate in _candidates(module):
             obj = inspect.unwrap(candidate)
             qualname = getattr(obj, "__qualname__", "")
-            if "<locals>" in qualname or getattr(obj, "__module__", None) != name:
+            if "<locals>" in qualname or "<lambda>" in qualname or getattr(obj, "__module__", None) != name:
                 continue
             code = getattr(obj, "__code__", None)
             if code is not None and Path(code.co_filename).resolve() != file:

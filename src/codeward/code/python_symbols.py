@@ -591,8 +591,8 @@ def reindent(content: str, indent: str) -> str:
 
     Lines inside multi-line strings keep their bytes (the string's value must not change),
     except docstrings, which move with the code as every formatter does (``inspect.cleandoc``
-    gives the same text). Lines less indented than the first lose what they can of the first
-    line's indentation.
+    gives the same text). Lines less indented than the first (a comment at column 0, a
+    docstring line after a backslash) cannot be shifted consistently and keep their bytes.
     """
     block = normalize_block(content)
     if not block:
@@ -611,9 +611,7 @@ def reindent(content: str, indent: str) -> str:
         elif line.startswith(base):
             out.append(indent + line[len(base):])
         else:
-            own = leading_whitespace(line)
-            shared = len(_common_prefix(own, base))
-            out.append(indent + line[shared:])
+            out.append(line)
     return "\n".join(out) + "\n"
 
 
@@ -631,15 +629,6 @@ def docstring_rows(block: str, base: str) -> frozenset[int]:
             if doc is not None and doc.end_lineno and doc.end_lineno > doc.lineno:
                 rows.update(range(doc.lineno + 1 - shift, doc.end_lineno + 1 - shift))
     return frozenset(rows)
-
-
-def _common_prefix(a: str, b: str) -> str:
-    size = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        size += 1
-    return a[:size]
 
 
 def body_indent(module: PythonModule, node: DefinitionNode) -> str:

@@ -771,9 +771,6 @@ def py_move_def(ctx: ToolContext,
     problem = name_problem(target_name)
     if problem:
         return problem.cast("")
-    if anchor_symbol and (anchor_symbol == symbol.qualname or anchor_symbol.startswith(symbol.qualname + ".")):
-        return Result.fail(ErrorKind.INVALID_INPUT, f"the anchor {anchor_symbol!r} is inside the definition being "
-                           "moved", "Anchor on another symbol.", data="")
     block = reindent(src.module.source.span_lines(symbol.start_line, symbol.end_line), "")
     block = rename_definition(block, target_name.rpartition(".")[2])
     first, last = removal_lines(src.module, symbol)
@@ -783,6 +780,9 @@ def py_move_def(ctx: ToolContext,
         return resolved.cast("")
     anchor = AnchorType(anchor_type)
     if resolved.data == src.real:
+        if anchor_symbol == symbol.qualname or anchor_symbol.startswith(symbol.qualname + "."):
+            return Result.fail(ErrorKind.INVALID_INPUT, f"the anchor {anchor_symbol!r} is inside the definition "
+                               "being moved", "Anchor on another symbol.", data="")
         return _move_within(src, symbol, src_text, block, target_name, anchor, anchor_symbol)
     return _move_across(ctx, src, symbol, src_text, block, target_name, anchor, anchor_symbol, resolved.data)
 
