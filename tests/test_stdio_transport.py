@@ -7,6 +7,7 @@ cover what a well-behaved client never sends: broken JSON, lines split across wr
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import pty
@@ -23,6 +24,9 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.shared.message import SessionMessage
+
+from codeward.transport.line_streams import LineReaderProtocol, MessageReader
 
 pytestmark = pytest.mark.anyio
 
@@ -42,7 +46,7 @@ state = {}
 
 
 async def list_tools(ctx, params):
-    names = ("echo", "repeat", "noisy", "transport", "sleep")
+    names = ("echo", "repeat", "noisy", "transport", "sleep", "surrogate")
     return types.ListToolsResult(tools=[types.Tool(name=n, input_schema={"type": "object"}) for n in names])
 
 
@@ -59,6 +63,8 @@ async def call_tool(ctx, params):
         text = "stdin reads " + repr(sys.stdin.read())
     elif params.name == "transport":
         text = state["reader"]
+    elif params.name == "surrogate":
+        text = "undecodable name: a\\udcffb"
     else:
         await anyio.sleep(args["seconds"])
         text = "slept"
@@ -117,7 +123,7 @@ async def test_official_client_session_over_pipes(probe: Path, mode: str) -> Non
     params = StdioServerParameters(command=sys.executable, args=[str(probe)])
     async with Client(params, mode=mode) as client:  # type: ignore[arg-type]
         tools = await client.list_tools()
-        assert [t.name for t in tools.tools] == ["echo", "repeat", "noisy", "transport", "sleep"]
+        assert [t.name for t in tools.tools] == ["echo", "repeat", "noisy", "transport", "sleep", "surrogate"]
         assert text_of(await client.call_tool("transport", {})) == FAST_READER
         assert text_of(await client.call_tool("echo", {"text": "héllo ✓ \u2028 \"quoted\"\n"})) == (
             "héllo ✓ \u2028 \"quoted\"\n")
@@ -228,6 +234,17 @@ def test_invalid_json_lines_are_skipped_and_split_lines_are_joined(raw: RawPipeS
     assert answer["result"]["content"][0]["text"] == "split " * 5000
 
 
+def test_undecodable_bytes_in_and_lone_surrogates_out_do_not_break_the_session(raw: RawPipeServer) -> None:
+    raw.handshake()
+    request = line(call_request(2, "echo", text="caf\u00e9")).replace(b"caf\\u00e9", b"caf\xe9")
+    raw.write(request)  # Latin-1 bytes where UTF-8 was due: read as U+FFFD, like the SDK's text layer
+    assert raw.message()["result"]["content"][0]["text"] == "caf\ufffd"
+    raw.write(line(call_request(3, "surrogate")))
+    assert raw.message()["result"]["content"][0]["text"] == "undecodable name: a\udcffb"
+    raw.write(line(call_request(4, "echo", text="still serving")))
+    assert raw.message()["result"]["content"][0]["text"] == "still serving"
+
+
 def test_eof_ends_the_session_cleanly_and_restores_stdout(raw: RawPipeServer) -> None:
     raw.handshake()
     raw.write(line(call_request(2, "transport")))
@@ -288,3 +305,30 @@ def test_a_terminal_is_served_without_making_the_shared_terminal_non_blocking(pr
         if master >= 0:
             os.close(master)
         os.close(slave)
+
+
+async def test_reading_pauses_while_unread_lines_pile_up_and_resumes_when_they_are_taken() -> None:
+    loop = asyncio.get_running_loop()
+    read_fd, write_fd = os.pipe()
+    protocol = LineReaderProtocol(loop, high_water=1000)
+    await loop.connect_read_pipe(lambda: protocol, os.fdopen(read_fd, "rb", buffering=0))
+    assert protocol.transport is not None
+    reader = MessageReader(protocol)
+    notes = [line({"jsonrpc": "2.0", "method": "notifications/note", "params": {"i": i}}) for i in range(200)]
+    os.write(write_fd, b"".join(notes))
+    with anyio.fail_after(10):
+        while protocol.transport.is_reading():
+            await anyio.sleep(0.01)
+    received = []
+    for _ in range(200):
+        item = await reader.receive()
+        assert isinstance(item, SessionMessage)
+        received.append(item.message.params["i"])  # type: ignore[union-attr]
+    assert received == list(range(200))
+    assert protocol.transport.is_reading()
+    os.close(write_fd)
+    with pytest.raises(anyio.EndOfStream):
+        await reader.receive()
+    await reader.aclose()
+    with pytest.raises(anyio.ClosedResourceError):
+        await reader.receive()

@@ -10,6 +10,7 @@ Back-pressure comes from the transports' flow control, not from queues in betwee
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import deque
 from types import TracebackType
 from typing import Self
@@ -17,6 +18,7 @@ from typing import Self
 import anyio
 import mcp_types as types
 from mcp.shared.message import SessionMessage
+from pydantic_core import PydanticSerializationError
 
 READ_HIGH_WATER = 4 * 1024 * 1024
 """Bytes of complete, unread lines after which the pipe stops being read until they are consumed."""
@@ -123,11 +125,7 @@ class MessageReader:
             raise anyio.ClosedResourceError
         if line is None:
             raise anyio.EndOfStream
-        try:
-            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-        except Exception as exc:  # invalid JSON travels as an item, as with the SDK transport
-            return exc
-        return SessionMessage(message)
+        return parse_line(line)
 
     def close(self) -> None:
         if not self._closed:
@@ -218,8 +216,7 @@ class MessageWriter:
         transport = self._protocol.transport
         if transport is None or self._protocol.lost or transport.is_closing():
             raise anyio.BrokenResourceError
-        payload = item.message.model_dump_json(by_alias=True, exclude_unset=True)
-        transport.write(payload.encode() + b"\n")
+        transport.write(encode_message(item))
         await self._protocol.drain()
         if self._protocol.lost:
             raise anyio.BrokenResourceError
@@ -239,3 +236,35 @@ class MessageWriter:
     ) -> None:
         await self.aclose()
 
+
+
+def parse_line(line: bytes) -> SessionMessage | Exception:
+    """One line as a JSON-RPC message; what is not one travels as an exception item, as in the SDK."""
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except Exception as exc:
+        try:
+            line.decode()
+        except UnicodeDecodeError:  # the SDK reads text with errors="replace": accept the same messages
+            return parse_text(line.decode(errors="replace"))
+        return exc
+
+
+def parse_text(text: str) -> SessionMessage | Exception:
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_json(text, by_name=False))
+    except Exception as exc:
+        return exc
+
+
+def encode_message(item: SessionMessage) -> bytes:
+    """The message as one UTF-8 JSON line.
+
+    Text that UTF-8 cannot carry (lone surrogates, e.g. from undecodable file names) is sent
+    as JSON escapes instead of failing the response.
+    """
+    try:
+        return item.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
+    except (PydanticSerializationError, UnicodeEncodeError):
+        data = item.message.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        return json.dumps(data, separators=(",", ":")).encode() + b"\n"
