@@ -99,3 +99,19 @@ def test_serve_started_from_a_terminal_explains_itself(root: Path) -> None:
     assert "serving" in banner[0] and str(root) in banner[0]
     assert "MCP server" in banner[1]
     assert f"claude mcp add codeward -- codeward serve {root}" in banner[2]
+
+
+def test_beads_init_then_tools_work_from_the_command_line(root: Path) -> None:
+    init = run("beads", "init", "--prefix", "demo", cwd=root)
+    assert init.returncode == 0 and "Initialized a Beads workspace" in init.stdout
+    created = run("call", "bd_create", "title=first", "description=the first bead", cwd=root)
+    assert created.returncode == 0 and created.stdout.startswith("Created demo-")
+    assert "first" in run("call", "bd_ready", cwd=root).stdout
+
+
+def test_review_exit_code_fails_the_build_on_a_gate(root: Path) -> None:
+    (root / "bad.py").write_text("import os\n\n\ndef f(x):\n    return eval(x)\n")
+    passing = run("review", "bad.py", "--format", "json", cwd=root)
+    assert passing.returncode == 0 and json.loads(passing.stdout)
+    failing = run("review", "bad.py", "--gates", "max_warnings=0", cwd=root)
+    assert failing.returncode == 1 and "FAIL max_warnings" in failing.stderr

@@ -221,3 +221,31 @@ async def test_without_client_roots_the_current_directory_is_served(tmp_path: Pa
     params = StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve"], cwd=str(tmp_path))
     async with Client(params) as client:
         assert _text(await client.call_tool("read_file", {"path": "who.txt"})) == "cwd"
+
+
+async def test_server_metrics_count_the_session_calls(root: Path) -> None:
+    _project(root)
+    async with Client(_stdio(root)) as client:
+        for _ in range(3):
+            await client.call_tool("read_file", {"path": "notes.md"})
+        await client.call_tool("read_file", {"path": "missing.txt"})
+        metrics = _text(await client.call_tool("get_server_metrics", {}))
+    assert "Calls: 4 total, 1 errors" in metrics
+    assert "read_file" in metrics
+
+
+async def test_web_settings_from_codeward_toml_reach_the_tools(root: Path) -> None:
+    from tests.fixtures.web.server import serve_fixtures
+
+    with serve_fixtures() as (base_url, seen):
+        refused_params = _stdio(root)
+        async with Client(refused_params) as client:
+            refused = await client.call_tool("fetch_url", {"url": f"{base_url}/article"})
+        assert refused.is_error and not seen
+        (root / "codeward.toml").write_text('[web]\nallow_hosts = ["127.0.0.1"]\n')
+        allowed = StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve", str(root)],
+                                        cwd=str(root))
+        async with Client(allowed) as client:
+            fetched = await client.call_tool("fetch_url", {"url": f"{base_url}/article"})
+    assert not fetched.is_error and "/article" in seen
+    assert "#" in _text(fetched)

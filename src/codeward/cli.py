@@ -80,6 +80,23 @@ def build_parser() -> argparse.ArgumentParser:
     call.add_argument("--json", action="store_true", help="print the outcome as JSON")
     call.set_defaults(handler=cmd_call)
 
+    review = sub.add_parser("review", help="static review with quality gates (CI-ready exit code)",
+                            description="Analyze a file or folder (ruff, mypy, bandit, radon/lizard, vulture), "
+                            "write a report and check quality gates: exit 1 when a gate fails.")
+    review.add_argument("path", nargs="?", default=".", help="file or folder to review (default: .)")
+    review.add_argument("--format", choices=["html", "md", "markdown", "json"], default="md",
+                        help="report format (default md)")
+    review.add_argument("--gates", nargs="*", metavar="NAME=VALUE", help="gate limits, e.g. max_errors=0")
+    review.add_argument("--output", help="write the report to this file (inside the project) instead of stdout")
+    review.set_defaults(handler=cmd_review)
+
+    beads = sub.add_parser("beads", help="the Beads issue tracker workspace")
+    beads_sub = beads.add_subparsers(title="beads commands", metavar="ACTION")
+    beads_init = beads_sub.add_parser("init", help="create .beads/ in the project so the bd_* tools work")
+    beads_init.add_argument("--root", default=".", help="project folder (default: .)")
+    beads_init.add_argument("--prefix", help="issue id prefix (default: from the folder name)")
+    beads_init.set_defaults(handler=cmd_beads_init)
+
     from codeward.agent.commands import add_agent_arguments
 
     chat = sub.add_parser("chat", help="talk to a model that uses the tools (interactive)",
@@ -147,9 +164,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.http and args.host not in ("127.0.0.1", "localhost", "::1") and (not args.allow_remote or not token):
         raise UsageError(f"binding to {args.host} exposes the tools to the network; "
                          "pass --allow-remote and --token-env VAR to do it")
+    from codeward.assembly import context_extras, metrics_observer
+
     catalog = _catalog_for(config)
+    extras = context_extras(config)
     server = CodewardServer(CatalogSurface(catalog), workspace, settings=config.settings,
-                            roots_from_client=not explicit)
+                            roots_from_client=not explicit, extras=extras, observers=[metrics_observer(extras)])
     roots = ", ".join(str(r) for r in workspace.roots)
     if args.http:
         url = f"http://{args.host}:{args.port}/mcp"
@@ -205,7 +225,9 @@ def cmd_call(args: argparse.Namespace) -> int:
         hint = f" Did you mean {', '.join(close)}?" if close else " Run `codeward tools` to list them."
         raise UsageError(f"unknown tool {args.tool!r}.{hint}")
     arguments = parse_assignments(args.arguments, spec.input_schema)
-    ctx = ToolContext(_workspace_for(config, args.root), settings=config.settings)
+    from codeward.assembly import context_extras
+
+    ctx = ToolContext(_workspace_for(config, args.root), settings=config.settings, extras=context_extras(config))
     outcome = catalog.call(args.tool, arguments, ctx)
     if args.json:
         print(json.dumps({"tool": args.tool, "is_error": outcome.is_error, "text": outcome.text,
@@ -214,6 +236,20 @@ def cmd_call(args: argparse.Namespace) -> int:
         stream = sys.stderr if outcome.is_error else sys.stdout
         print(outcome.text, file=stream)
     return 1 if outcome.is_error else 0
+
+
+def cmd_review(args: argparse.Namespace) -> int:
+    from codeward.coding.review.cli import run_review_cli
+
+    fmt = "md" if args.format == "markdown" else args.format
+    return run_review_cli(args.path, fmt, args.gates, args.output)
+
+
+def cmd_beads_init(args: argparse.Namespace) -> int:
+    from codeward.beads.store import beads_init
+
+    print(beads_init(Path(args.root).resolve(), args.prefix))
+    return 0
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
