@@ -69,6 +69,10 @@ class Diagnosis:
 
 def detect_language(code: str, stderr: str = "") -> str:
     """A best guess when the caller did not say which language the code is in."""
+    by_file = re.search(r"\bmain\.(py|js|sh|c|cpp|go|rs)\b", stderr)
+    if by_file:
+        return {"py": "python", "js": "javascript", "sh": "bash", "c": "c", "cpp": "cpp", "go": "go",
+                "rs": "rust"}[by_file.group(1)]
     checks: list[tuple[str, Callable[[], bool]]] = [
         ("python", lambda: "Traceback (most recent call last)" in stderr),
         ("java", lambda: "public static void main" in code or ".java:" in stderr),

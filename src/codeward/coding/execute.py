@@ -79,7 +79,7 @@ def execute(
     if problem is not None:
         return Execution.setup_error(language, problem)
     spec = BY_NAME[language]
-    toolchain = runtime.toolchains()[language]
+    toolchain = runtime.toolchain(language)
     if not toolchain.available:
         return Execution.setup_error(language, f"{language} is not available on this machine: {toolchain.reason}")
     sandbox = runtime.sandbox()

@@ -112,10 +112,11 @@ class Toolchain:
 
 def detect_toolchains() -> dict[str, Toolchain]:
     """Every language with its availability and why not (runs a few ``--version`` commands)."""
-    return {language.name: _detect(language) for language in LANGUAGES}
+    return {language.name: detect_toolchain(language) for language in LANGUAGES}
 
 
-def _detect(language: Language) -> Toolchain:
+def detect_toolchain(language: Language) -> Toolchain:
+    """One language's availability (see :func:`detect_toolchains`)."""
     missing = [tool for tool in language.needs if _which(tool) is None]
     if missing:
         hint = f"; {language.install_hint}" if language.install_hint else ""

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 from typing import TextIO
 
 from codeward.coding.debug import detect_language
 from codeward.coding.execute import Limits, execute
 from codeward.coding.languages import LANGUAGE_NAMES
-from codeward.coding.runtime import CodingRuntime
+from codeward.coding.runtime import CodingRuntime, CodingSettings
 from codeward.coding.sandbox import Status
 
 EXTENSIONS = {
@@ -52,7 +53,7 @@ def run_file_cli(
         print(f"codeward: cannot tell the language of {path_or_dash}; pass --language with one of "
               f"{', '.join(LANGUAGE_NAMES)}", file=err)
         return EXIT_SETUP
-    runtime = CodingRuntime()
+    runtime = CodingRuntime(replace(CodingSettings.from_env(), pool_size=0))
     try:
         result = execute(runtime, chosen, code, program_stdin, Limits(timeout_s, memory_mb, network))
     finally:

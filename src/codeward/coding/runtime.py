@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from codeward.coding.languages import BY_NAME, Toolchain, detect_toolchains
+from codeward.coding.languages import BY_NAME, Toolchain, detect_toolchain, detect_toolchains
 from codeward.coding.sandbox import Sandbox, SandboxUnavailable, probe_sandbox
 from codeward.coding.sandbox.runner import StartableSandbox
 from codeward.coding.sessions import SessionStore
@@ -68,6 +68,7 @@ class CodingRuntime:
         self._sandbox: Sandbox | None = None
         self._sandbox_notes: list[str] = []
         self._toolchains: dict[str, Toolchain] | None = None
+        self._single: dict[str, Toolchain] = {}
         self._pool: WarmPool | None = None
         self._sessions: SessionStore | None = None
 
@@ -88,10 +89,20 @@ class CodingRuntime:
         return list(self._sandbox_notes)
 
     def toolchains(self) -> dict[str, Toolchain]:
+        """Every language's toolchain (detected once; a few ``--version`` runs)."""
         with self._lock:
             if self._toolchains is None:
-                self._toolchains = detect_toolchains()
+                self._toolchains = {**detect_toolchains(), **self._single}
             return self._toolchains
+
+    def toolchain(self, language: str) -> Toolchain:
+        """One language's toolchain, detecting only that one when the others are not needed."""
+        with self._lock:
+            if self._toolchains is not None:
+                return self._toolchains[language]
+            if language not in self._single:
+                self._single[language] = detect_toolchain(BY_NAME[language])
+            return self._single[language]
 
     def startable(self) -> StartableSandbox | None:
         sandbox = self.sandbox()
@@ -102,7 +113,7 @@ class CodingRuntime:
         startable = self.startable()
         if startable is None or self.settings.pool_size < 1:
             return None
-        python = self.toolchains()["python"]
+        python = self.toolchain("python")
         if not python.available:
             return None
         with self._lock:
@@ -119,7 +130,7 @@ class CodingRuntime:
         startable = self.startable()
         if startable is None:
             return None
-        python = self.toolchains()["python"]
+        python = self.toolchain("python")
         with self._lock:
             if self._sessions is None:
                 self._sessions = SessionStore(startable, python.binds, self.settings.session_idle_s,
