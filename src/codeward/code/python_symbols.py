@@ -47,11 +47,6 @@ class SymbolKind(StrEnum):
     def is_definition(self) -> bool:
         return self is not SymbolKind.VARIABLE
 
-    @property
-    def label(self) -> str:
-        """``[Class]``, ``[Async Method]``… as the outline shows it."""
-        return "[" + self.value.title() + "]"
-
 
 @dataclass(frozen=True, slots=True)
 class Symbol:
@@ -629,12 +624,6 @@ def docstring_rows(block: str, base: str) -> frozenset[int]:
             if doc is not None and doc.end_lineno and doc.end_lineno > doc.lineno:
                 rows.update(range(doc.lineno + 1 - shift, doc.end_lineno + 1 - shift))
     return frozenset(rows)
-
-
-def body_indent(module: PythonModule, node: DefinitionNode) -> str:
-    """Indentation of the statements in a def/class body (from its first statement's line)."""
-    first = node.body[0]
-    return module.source.indentation(first.lineno)
 
 
 def rename_definition(block: str, new_name: str) -> str:
