@@ -46,8 +46,8 @@ def catalog() -> Catalog:
 def call(catalog: Catalog, ctx: ToolContext) -> Callable[..., ToolOutcome]:
     """Call a tool through the catalog: ``call("read_file", path="a.txt")``."""
 
-    def run(name: str, **arguments: Any) -> ToolOutcome:
-        return catalog.call(name, arguments, ctx)
+    def run(tool_name: str, /, **arguments: Any) -> ToolOutcome:
+        return catalog.call(tool_name, arguments, ctx)
 
     return run
 

@@ -22,10 +22,11 @@ def context_extras(config: Config) -> dict[str, Any]:
     """The extras every tool context of this configuration carries (a fresh metrics recorder too)."""
     from codeward.beads.tracker import EXTRAS_KEY as BEADS_KEY
     from codeward.beads.tracker import BeadsSettings
+    from codeward.code.python_symbols import PARSE_CACHE_KEY, ParseCache
     from codeward.net.settings import EXTRAS_KEY as WEB_KEY
     from codeward.net.settings import WebSettings
 
-    extras: dict[str, Any] = {METRICS_KEY: CallMetrics()}
+    extras: dict[str, Any] = {METRICS_KEY: CallMetrics(), PARSE_CACHE_KEY: ParseCache()}
     extras[WEB_KEY] = _settings(config, "web", WebSettings, exclude={"resolver"})
     extras[BEADS_KEY] = _settings(config, "beads", BeadsSettings)
     return extras

@@ -97,6 +97,14 @@ def build_parser() -> argparse.ArgumentParser:
     beads_init.add_argument("--prefix", help="issue id prefix (default: from the folder name)")
     beads_init.set_defaults(handler=cmd_beads_init)
 
+    model = sub.add_parser("model", help="local model helpers")
+    model_sub = model.add_subparsers(title="model commands", metavar="ACTION")
+    local = model_sub.add_parser("serve-local", help="serve Qwen2.5-Coder-0.5B from PyPI packages (needs the "
+                                 "local-model extra) as an OpenAI-compatible endpoint")
+    local.add_argument("--port", type=int, default=8080, help="port (default 8080)")
+    local.add_argument("--threads", type=int, help="CPU threads (default: all cores)")
+    local.set_defaults(handler=cmd_serve_local)
+
     from codeward.agent.commands import add_agent_arguments
 
     chat = sub.add_parser("chat", help="talk to a model that uses the tools (interactive)",
@@ -250,6 +258,15 @@ def cmd_beads_init(args: argparse.Namespace) -> int:
 
     print(beads_init(Path(args.root).resolve(), args.prefix))
     return 0
+
+
+def cmd_serve_local(args: argparse.Namespace) -> int:
+    from codeward.agent.local_model import LocalModelUnavailable, serve_local
+
+    try:
+        return serve_local(args.port, threads=args.threads, echo=lambda line: print(line, flush=True))
+    except LocalModelUnavailable as exc:
+        raise UsageError(str(exc)) from exc
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
