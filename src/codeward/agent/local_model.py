@@ -48,7 +48,8 @@ When the results are back, answer the question in plain text.
 {%- if message.content %}
 {{ message.content }}{% endif %}
 {%- if message.tool_calls %}{% for call in message.tool_calls %}
-{"name": "{{ call.function.name }}", "arguments": {{ call.function.arguments | tojson }}}{% endfor %}{% endif %}<|im_end|>
+{"name": "{{ call.function.name }}", "arguments": {{ call.function.arguments | tojson }}}\
+{% endfor %}{% endif %}<|im_end|>
 {% elif message.role == 'tool' -%}
 <|im_start|>user
 Function result:
