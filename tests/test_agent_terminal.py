@@ -1,0 +1,187 @@
+"""``codeward chat`` driven for real in a terminal: tmux send-keys in, capture-pane out."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fake_openai import FakeOpenAI, text, tool_calls
+
+pytestmark = pytest.mark.xdist_group("terminal")
+
+
+class Tmux:
+    """One detached tmux session running a command; type into it and read its screen."""
+
+    def __init__(self, command: str, cwd: Path, env: dict[str, str]) -> None:
+        self.name = f"cw-{uuid.uuid4().hex[:8]}"
+        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", "160", "-y", "50", "-c", str(cwd),
+                        f"env {exports} {command}"], check=True)
+
+    def send(self, *keys: str) -> None:
+        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
+
+    def type_line(self, line: str) -> None:
+        self.send("-l", line)
+        self.send("Enter")
+
+    def screen(self) -> str:
+        done = subprocess.run(["tmux", "capture-pane", "-p", "-S", "-200", "-t", self.name], capture_output=True,
+                              text=True)
+        return done.stdout
+
+    def wait_for(self, needle: str, timeout: float = 30.0) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if needle in screen:
+                return screen
+            time.sleep(0.1)
+        raise AssertionError(f"{needle!r} did not appear; screen:\n{self.screen()}")
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def upstream(tmp_path: Path) -> Iterator[str]:
+    """A real MCP server over HTTP to connect with :mcp connect (codeward itself, on another root)."""
+    other = tmp_path / "other"
+    other.mkdir()
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "codeward", "serve", str(other), "--http", "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.1)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_chat_in_a_terminal_approves_a_call_runs_mcp_commands_and_cancels(root: Path, tmp_path: Path,
+                                                                         upstream: str) -> None:
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed (scripts/test installs it)")
+    slow = text("word " * 200, pieces=200)
+    slow.delay_s = 0.05
+    replies = [
+        tool_calls(("write_file", '{"path": "hello.txt", "content": "hi from the model"}'), preface="Writing it."),
+        text("I wrote **hello.txt** for you."),
+        slow,
+    ]
+    with FakeOpenAI(replies) as fake:
+        env = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_MODEL": "fake", "OPENAI_API_KEY": "sk-test",
+               "CODEWARD_HOME": str(tmp_path / "home"), "PATH": os.environ["PATH"], "TERM": "xterm-256color",
+               "HOME": str(tmp_path)}
+        shell = Tmux(f"{shlex.quote(sys.executable)} -m codeward chat", root, env)
+        try:
+            shell.wait_for("codeward chat")
+            shell.type_line("please write hello.txt")
+            shell.wait_for("call write_file(")
+            assert not (root / "hello.txt").exists(), "nothing runs before the approval"
+            shell.type_line("y")
+            shell.wait_for("I wrote hello.txt for you.")
+            assert (root / "hello.txt").read_text() == "hi from the model"
+            screen = shell.screen()
+            assert "┌ write_file" in screen and "└ ok" in screen
+
+            shell.type_line(":mcp list")
+            shell.wait_for("no MCP servers connected")
+            shell.type_line(f":mcp connect {upstream} peer")
+            shell.wait_for("peer: ready")
+            shell.type_line(":mcp tools")
+            shell.wait_for("peer__read_file")
+            shell.type_line(":mcp tool peer__get_tree")
+            shell.wait_for('"max_depth"')
+
+            shell.type_line("tell me a long story")
+            shell.wait_for("word word")
+            shell.send("C-c")
+            shell.wait_for("response cancelled")
+            assert len(fake.requests) == 3
+            shell.type_line(":quit")
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and shell.name in subprocess.run(
+                    ["tmux", "ls"], capture_output=True, text=True).stdout:
+                time.sleep(0.1)
+        finally:
+            shell.close()
+    sessions = list((tmp_path / "home" / "sessions").glob("*.jsonl"))
+    assert len(sessions) == 1 and "hi from the model" in sessions[0].read_text()
+
+
+def test_chat_resume_continues_the_saved_context(root: Path, tmp_path: Path) -> None:
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed (scripts/test installs it)")
+    home = tmp_path / "home"
+    with FakeOpenAI([text("First answer."), text("Second answer.")]) as fake:
+        env = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_MODEL": "fake", "CODEWARD_HOME": str(home),
+               "PATH": os.environ["PATH"], "TERM": "xterm-256color", "HOME": str(tmp_path)}
+        first = Tmux(f"{shlex.quote(sys.executable)} -m codeward chat", root, env)
+        try:
+            first.wait_for("codeward chat")
+            first.type_line("remember the number 42")
+            first.wait_for("First answer.")
+            first.type_line(":quit")
+        finally:
+            time.sleep(0.5)
+            first.close()
+        second = Tmux(f"{shlex.quote(sys.executable)} -m codeward chat --resume", root, env)
+        try:
+            second.wait_for("resumed")
+            second.type_line("what number?")
+            second.wait_for("Second answer.")
+        finally:
+            second.close()
+    resumed = fake.messages(1)
+    assert [m["content"] for m in resumed[1:]] == ["remember the number 42", "First answer.", "what number?"]
+    assert resumed[0] == fake.messages(0)[0]
+
+
+def test_reply_cmd_lines_run_only_after_a_yes(root: Path, tmp_path: Path) -> None:
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed (scripts/test installs it)")
+    replies = [text("Check the files:\nCMD: ls -1\nCMD: touch refused.txt"), text("Thanks.")]
+    (root / "visible.txt").write_text("x")
+    with FakeOpenAI(replies) as fake:
+        env = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_MODEL": "fake", "CODEWARD_HOME": str(tmp_path / "h"),
+               "PATH": os.environ["PATH"], "TERM": "xterm-256color", "HOME": str(tmp_path)}
+        shell = Tmux(f"{shlex.quote(sys.executable)} -m codeward chat", root, env)
+        try:
+            shell.wait_for("codeward chat")
+            shell.type_line("what is here?")
+            shell.wait_for("run `ls -1`?")
+            shell.type_line("y")
+            shell.wait_for("run `touch refused.txt`?")
+            shell.type_line("n")
+            shell.wait_for("[exit code 0]")
+            shell.type_line("ok")
+            shell.wait_for("Thanks.")
+        finally:
+            shell.close()
+    assert not (root / "refused.txt").exists()
+    sent = fake.messages(1)[-1]["content"]
+    assert sent.startswith("[exec: ls -1]\nvisible.txt") and sent.endswith("ok")
