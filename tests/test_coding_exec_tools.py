@@ -95,6 +95,15 @@ def test_python_calls_use_the_warm_pool_once_it_is_ready(
     assert pool.wait_ready(20)
     second = structured(run("coding_execute_code", language="python", code="import sys; sys.exit(5)"))
     assert second["warm"] is True and second["exit_code"] == 5 and second["status"] == "error"
+    assert pool.wait_ready(20)
+    exit_code = ("import atexit, threading, time\n"
+                 "atexit.register(lambda: print('atexit ran'))\n"
+                 "threading.Thread(target=lambda: (time.sleep(0.2), print('thread finished'))).start()\n"
+                 "print('main done')\n")
+    ending = structured(run("coding_execute_code", language="python", code=exit_code))
+    assert ending["warm"] is True
+    assert ending["stdout"] == "main done\nthread finished\natexit ran\n"
+    assert pool.wait_ready(20)
     syntax = structured(run("coding_execute_code", language="python", code="def broken(:\n"))
     assert syntax["status"] == "error" and "SyntaxError" in str(syntax["stderr"])
     assert 'File "/code/main.py", line 1' in str(syntax["stderr"])

@@ -4,7 +4,8 @@ A cold run pays for namespaces, mounts and interpreter start-up. A pool entry ha
 of that in advance: it is a sandboxed interpreter blocked reading its program from a pipe
 . A call takes an entry, adjusts the entry's cgroup limits to the request, writes the
 source and closes the pipe, then feeds stdin and collects the result like any run. Each
-entry runs exactly one program and is then gone; a background thread refills the pool.
+entry runs exactly one program and is then gone; a background thread refills the pool once
+the calls in flight are done, so the refill never competes with a call for the CPU.
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ ENTRY_MAX_AGE_S = 600.0
 POOL_CPU_SECONDS = 3600
 """CPU rlimit of pool entries; the wall-clock timeout of each call is what bounds a program."""
 SOURCE_NAME = "/code/main.py"
+REFILL_MAX_DEFER_S = 2.0
+"""Refilling waits for calls in flight, but no longer than this (under constant load)."""
 
 BOOT = r"""
-import os, sys
+import atexit, linecache, os, sys, threading, traceback
 def _codeward_load():
     chunks = []
     while True:
@@ -41,14 +44,12 @@ _codeward_source = _codeward_load()
 del _codeward_load
 if not _codeward_source:
     sys.exit(0)
-import linecache
 linecache.cache[__NAME__] = (len(_codeward_source), None, _codeward_source.splitlines(True), __NAME__)
 sys.argv = [__NAME__]
 _codeward_globals = {"__name__": "__main__", "__file__": __NAME__, "__builtins__": __builtins__}
 try:
     _codeward_code = compile(_codeward_source, __NAME__, "exec")
 except SyntaxError as error:
-    import traceback
     traceback.print_exception(type(error), error, None)
     sys.exit(1)
 del _codeward_source
@@ -57,9 +58,18 @@ try:
 except SystemExit:
     raise
 except BaseException as error:
-    import traceback
     traceback.print_exception(type(error), error, error.__traceback__.tb_next)
     sys.exit(1)
+# A normal end without the interpreter's teardown (the sandbox is thrown away anyway):
+# what a program can observe of an exit still happens — threads joined, atexit, flushing.
+threading._shutdown()
+atexit._run_exitfuncs()
+for _codeward_stream in (sys.stdout, sys.stderr):
+    try:
+        _codeward_stream.flush()
+    except Exception:
+        pass
+os._exit(0)
 """.replace("__NAME__", repr(SOURCE_NAME))
 
 
@@ -85,6 +95,8 @@ class WarmPool:
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._closed = False
+        self._active = 0
+        """Runs in flight: refilling waits for them, so spawning never competes with a call."""
         self._failures = 0
         self._thread: threading.Thread | None = None
 
@@ -131,13 +143,23 @@ class WarmPool:
             return None
         started = time.monotonic()
         try:
-            if entry.launch.cgroup is not None:
+            if entry.launch.cgroup is not None and (request.memory_mb, request.max_processes) != (
+                    self.memory_mb, self.max_processes):
                 entry.launch.cgroup.set_limits(request.memory_mb, request.max_processes)
             _send(entry.control, code.encode("utf-8", "surrogateescape"))
         except OSError:
+            self._done()
             _discard(entry)
             return None
-        return self.sandbox.finish(entry.proc, entry.launch, request, request.stdin_bytes(), started, observer)
+        try:
+            return self.sandbox.finish(entry.proc, entry.launch, request, request.stdin_bytes(), started, observer)
+        finally:
+            self._done()
+
+    def _done(self) -> None:
+        with self._lock:
+            self._active -= 1
+            self._wake.notify_all()
 
     def _take(self) -> _Entry | None:
         with self._lock:
@@ -145,6 +167,7 @@ class WarmPool:
                 entry = self._entries.pop(0)
                 self._wake.notify_all()
                 if entry.proc.poll() is None and time.monotonic() - entry.born < ENTRY_MAX_AGE_S:
+                    self._active += 1
                     return entry
                 threading.Thread(target=_discard, args=(entry,), daemon=True).start()
             self._wake.notify_all()
@@ -176,6 +199,9 @@ class WarmPool:
                 while not self._closed and len(self._entries) >= self.size:
                     self._wake.wait(timeout=30)
                     self._expire_locked()
+                waited = time.monotonic()
+                while not self._closed and self._active and time.monotonic() - waited < REFILL_MAX_DEFER_S:
+                    self._wake.wait(timeout=REFILL_MAX_DEFER_S)
                 if self._closed:
                     return
             try:

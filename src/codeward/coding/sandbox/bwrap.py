@@ -105,6 +105,9 @@ class BwrapSandbox:
             args += ["--ro-bind", bind.source, bind.target]
         for bind in rw:
             args += ["--bind", bind.source, bind.target]
+        for bind in (Bind.of(b) for b in request.protected):
+            args += ["--ro-bind", bind.source, bind.target]
+        args += hide_args([Bind.of(b) for b in request.hidden])
         args += ["--remount-ro", "/", "--chdir", request.workdir or PRIVATE_WORKDIR]
         read_status, write_status = os.pipe()
         launch.status_fd = read_status
@@ -149,11 +152,13 @@ class BwrapSandbox:
                 observer.started(proc, launch.cgroup)
                 tick = observer.tick
             collected = collect(proc, stdin, request.timeout_s, request.max_output_bytes, launch.cgroup, started,
-                                tick, observer.tick_s if observer is not None else 0.1, count_leftovers=False)
+                                tick, observer.tick_s if observer is not None else 0.1, namespace_reaps=True)
             events = launch.cgroup.events() if launch.cgroup is not None else CgroupEvents()
             status = read_status(launch.status_fd)
-        finally:
+        except BaseException:
             launch.release()
+            raise
+        launch.release_soon()
         if "child-pid" not in status and not collected.timed_out:
             message = collected.stderr.decode("utf-8", "replace").strip() or f"bwrap exited {collected.returncode}"
             return SandboxResult.setup_error(
@@ -200,6 +205,17 @@ def system_binds(network: bool) -> list[str]:
             args += ["--ro-bind", str(path), str(path)]
     for name in ETC_FILES + (NETWORK_ETC_FILES if network else ()):
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    return args
+
+
+def hide_args(hidden: list[Bind]) -> list[str]:
+    """Cover each path with an empty stand-in: ``/dev/null`` for a file, a read-only tmpfs for a directory."""
+    args: list[str] = []
+    for bind in hidden:
+        if os.path.isdir(bind.source):
+            args += ["--tmpfs", bind.target, "--remount-ro", bind.target]
+        else:
+            args += ["--ro-bind", "/dev/null", bind.target]
     return args
 
 

@@ -95,6 +95,12 @@ class SandboxRequest:
     """Kept per stream; more is dropped (``*_truncated``); 16× more kills the run."""
     inherit_fds: tuple[int, ...] = ()
     """Host descriptors the program inherits at the same numbers (control pipes of sessions)."""
+    protected: Sequence[BindSpec] = ()
+    """Read-only binds mounted after ``rw_binds``, to keep parts of a writable tree read-only
+    (bwrap only: backends without a mount namespace cannot and do not honour them)."""
+    hidden: Sequence[BindSpec] = ()
+    """Host paths inside bound trees covered by an empty read-only stand-in after every bind,
+    so secrets there cannot be read (bwrap only, like ``protected``)."""
 
     def stdin_bytes(self) -> bytes:
         return self.stdin.encode() if isinstance(self.stdin, str) else self.stdin

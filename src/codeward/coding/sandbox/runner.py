@@ -14,6 +14,7 @@ import resource
 import selectors
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -63,6 +64,15 @@ class Launch:
             with contextlib.suppress(OSError):
                 cleanup()
         self.cleanups.clear()
+
+    def release_soon(self) -> None:
+        """:meth:`release` in a background thread: for runs whose processes are already ended
+        (a pid namespace), so removing the cgroup and temp dirs does not delay the result."""
+        for fd in self.parent_fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.parent_fds.clear()
+        threading.Thread(target=self.release, name="codeward-release", daemon=True).start()
 
 
 class RunObserver(Protocol):
@@ -177,14 +187,15 @@ def collect(
     started: float | None = None,
     on_tick: Callable[[], None] | None = None,
     tick_s: float = 0.1,
-    count_leftovers: bool = True,
+    namespace_reaps: bool = False,
 ) -> Collected:
     """Feed stdin, read both streams (keeping ``max_output_bytes`` of each), enforce the deadline.
 
     When the main process ends, anything it left running in its group or cgroup is killed,
     so a background process cannot outlive its run or hold the pipes open. Backends whose
-    namespace already ends every process with the main one pass ``count_leftovers=False``
-    (what is left in the cgroup then is merely still exiting).
+    pid namespace already ends every process with the main one pass ``namespace_reaps=True``:
+    the kernel does that part (what is left in the cgroup is merely still exiting, and is
+    swept when the run's resources are released).
     """
     started = time.monotonic() if started is None else started
     deadline = started + timeout_s
@@ -219,8 +230,8 @@ def collect(
                 break
             if main_exited_at is None and proc.poll() is not None:
                 main_exited_at = now
-                killed = _reap_leftovers(proc, cgroup)
-                leftovers = killed if count_leftovers else 0
+                if not namespace_reaps:
+                    leftovers = _reap_leftovers(proc, cgroup)
             wait = min(0.05, max(0.0, deadline - now)) if main_exited_at is None else 0.05
             if on_tick is not None:
                 wait = min(wait, max(0.0, next_tick - now))
@@ -261,9 +272,8 @@ def collect(
         timed_out = True
         kill_tree(proc, cgroup)
         returncode = proc.wait()
-    if not timed_out and not flooded:
-        late = _reap_leftovers(proc, cgroup)
-        leftovers += late if count_leftovers else 0
+    if not timed_out and not flooded and not namespace_reaps:
+        leftovers += _reap_leftovers(proc, cgroup)
     return Collected(
         returncode=returncode,
         stdout=bytes(kept["stdout"]),
