@@ -25,14 +25,15 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from codeward.agent.conversation import Conversation  # noqa: E402
-from codeward.agent.loop import ToolLoop  # noqa: E402
-from codeward.agent.model import ModelClient, ModelProfile  # noqa: E402
-from codeward.context import ToolContext  # noqa: E402
-from codeward.surface import CatalogSurface  # noqa: E402
-from codeward.tools import default_catalog  # noqa: E402
-from codeward.workspace import Workspace  # noqa: E402
-from tests.fake_openai import FakeOpenAI, text, tool_calls  # noqa: E402
+from tests.fake_openai import FakeOpenAI, text, tool_calls
+
+from codeward.agent.conversation import Conversation
+from codeward.agent.loop import ToolLoop
+from codeward.agent.model import ModelClient, ModelProfile
+from codeward.context import ToolContext
+from codeward.surface import CatalogSurface
+from codeward.tools import default_catalog
+from codeward.workspace import Workspace
 
 
 class Silent:
