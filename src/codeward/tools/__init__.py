@@ -19,6 +19,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "codeward.tools.beads",
     "codeward.tools.coding_review",
     "codeward.tools.coding_exec",
+    "codeward.tools.shell",
 )
 
 

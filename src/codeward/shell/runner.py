@@ -1,0 +1,326 @@
+"""Run one shell script for a tool call: check it, build its environment, run it sandboxed
+(or, when configured, on the host), and report it in the seed's format.
+
+The seed's result is ``STDOUT:\\n<out>\\nSTDERR:\\n<err>\\nEXIT CODE: <code>``, followed by
+``QA ANALYSIS:\\n...`` when the QA callback is on and the script failed. An unsandboxed run's
+result starts with an ``[unsandboxed: ...]`` line. A timeout or a cancellation is an error
+result that still shows the output collected so far.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from codeward.coding.sandbox import Sandbox, SandboxRequest, SandboxResult, SandboxUnavailable, Status
+from codeward.coding.sandbox.model import DEFAULT_PATH
+from codeward.coding.sandbox.runner import kill_tree, minimal_env
+from codeward.result import ErrorKind, Result
+from codeward.shell.confine import confine
+from codeward.shell.envfile import ENV_FILE_NAME, EnvFile, build_environment, load_env_file, prepended_dirs
+from codeward.shell.host import HOST_BACKEND, run_on_host
+from codeward.shell.log import ShellLogEntry, append_entry, log_dir
+from codeward.shell.qa import explain_failure, failure_messages
+from codeward.shell.settings import ShellSettings, host_variables, readable_dirs
+
+if TYPE_CHECKING:
+    import subprocess
+
+    from codeward.coding.sandbox.cgroups import CgroupLayout, RunCgroup
+    from codeward.context import ToolContext
+
+RUNTIME_KEY = "shell_runtime"
+SHELLS = ("bash", "sh", "pwsh")
+SHELL_PROGRAMS = {"bash": ("bash",), "sh": ("sh",), "pwsh": ("pwsh", "powershell")}
+MAX_SCRIPT_CHARS = 100_000
+FILE_SIZE_MB = 4096
+OPEN_FILES = 4096
+SCRATCH_MB = 1024
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64")
+"""Host directories the sandbox shows (read-only); its /tmp is private, not the host's."""
+UNSANDBOXED_BANNER = ("[unsandboxed: [shell] sandbox = false in codeward.toml — this script ran as the server's "
+                      "user, with its full access to files, processes and the network]")
+
+
+@dataclass(frozen=True)
+class ShellCommand:
+    """One run requested by a caller."""
+
+    script: str
+    shell: str = "bash"
+    timeout_s: float = 60.0
+
+
+class ShellRuntime:
+    """What is probed once per server: the sandbox, and the cgroups for unsandboxed runs."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sandbox: Sandbox | None = None
+        self._sandbox_error = ""
+        self._cgroups: CgroupLayout | None = None
+        self._cgroups_probed = False
+
+    def sandbox(self) -> Result[Sandbox | None]:
+        """The bwrap sandbox, or why there is none (probed once; a failure is remembered)."""
+        from codeward.coding.sandbox import probe_sandbox
+
+        with self._lock:
+            if self._sandbox is None and not self._sandbox_error:
+                try:
+                    self._sandbox = probe_sandbox("bwrap")
+                except SandboxUnavailable as exc:
+                    self._sandbox_error = str(exc)
+            if self._sandbox is not None:
+                return Result.success(self._sandbox)
+        return Result.fail(
+            ErrorKind.UNAVAILABLE, f"the shell sandbox cannot run here: {self._sandbox_error}",
+            "Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) where user namespaces are allowed, "
+            "or set `[shell] sandbox = false` in codeward.toml to run scripts unsandboxed.")
+
+    def host_cgroups(self) -> CgroupLayout | None:
+        from codeward.coding.sandbox.cgroups import detect_layout
+
+        with self._lock:
+            if not self._cgroups_probed:
+                self._cgroups = detect_layout()
+                self._cgroups_probed = True
+            return self._cgroups
+
+
+def shell_runtime_of(extras: dict[str, Any]) -> ShellRuntime:
+    """The runtime kept in a context's extras, created there on first use."""
+    runtime = extras.get(RUNTIME_KEY)
+    if isinstance(runtime, ShellRuntime):
+        return runtime
+    made = extras.setdefault(RUNTIME_KEY, ShellRuntime())
+    return made if isinstance(made, ShellRuntime) else ShellRuntime()
+
+
+class RunWatch:
+    """Ends a run when the call is cancelled, and reports progress once a second."""
+
+    tick_s = 0.1
+
+    def __init__(self, ctx: ToolContext, timeout_s: float) -> None:
+        self.ctx = ctx
+        self.timeout_s = timeout_s
+        self.cancelled = False
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._cgroup: RunCgroup | None = None
+        self._started = time.monotonic()
+        self._reported = 0
+
+    def started(self, proc: subprocess.Popen[bytes], cgroup: RunCgroup | None) -> None:
+        self._proc, self._cgroup = proc, cgroup
+        self._started = time.monotonic()
+
+    def tick(self) -> None:
+        if self.ctx.cancelled.is_set() and not self.cancelled and self._proc is not None:
+            self.cancelled = True
+            kill_tree(self._proc, self._cgroup)
+        elapsed = int(time.monotonic() - self._started)
+        if elapsed > self._reported:
+            self._reported = elapsed
+            self.ctx.progress(elapsed, self.timeout_s, f"running for {elapsed} s")
+
+
+def run_command(ctx: ToolContext, command: ShellCommand, settings: ShellSettings) -> Result[str]:
+    """Check, run, report and log one script. Bad input runs nothing and writes nothing."""
+    checked = check_command(command, settings)
+    if not checked.ok:
+        return checked
+    env_file = load_env_file(ctx.workspace)
+    if not env_file.ok:
+        return env_file.cast("")
+    runtime = shell_runtime_of(ctx.extras)
+    sandbox = runtime.sandbox() if settings.sandbox else Result.success(None)
+    if not sandbox.ok:
+        return sandbox.cast("")
+    prepared = (_sandboxed_request if settings.sandbox else _host_request)(ctx, command, settings, env_file.data)
+    if not prepared.ok or prepared.data is None:
+        return prepared.cast("")
+    request, notes = prepared.data
+    watch = RunWatch(ctx, command.timeout_s)
+    if sandbox.data is not None:
+        result = _run_in(sandbox.data, request, watch)
+    else:
+        result = run_on_host(request, runtime.host_cgroups(), watch)
+    _record(ctx, command, settings, result)
+    return report(command, settings, result, notes, watch.cancelled)
+
+
+def check_command(command: ShellCommand, settings: ShellSettings) -> Result[str]:
+    if not command.script.strip():
+        return Result.fail(ErrorKind.INVALID_INPUT, "the script is empty",
+                           "Pass the commands to run in `script`, e.g. \"ls -la\".", data="")
+    if "\0" in command.script:
+        return Result.fail(ErrorKind.INVALID_INPUT, "the script contains a NUL character",
+                           "Remove the \\0 bytes; a shell script is text.", data="")
+    if len(command.script) > MAX_SCRIPT_CHARS:
+        return Result.fail(ErrorKind.TOO_LARGE, f"the script has {len(command.script)} characters, more than "
+                           f"{MAX_SCRIPT_CHARS}", "Write long scripts to a file in the workspace and run that file.",
+                           data="")
+    if command.shell not in SHELLS:
+        return Result.fail(ErrorKind.INVALID_INPUT, f"unknown shell {command.shell!r}",
+                           f"Use one of: {', '.join(SHELLS)}.", data="")
+    if not 0 < command.timeout_s <= settings.max_timeout_s:
+        return Result.fail(ErrorKind.INVALID_INPUT,
+                           f"timeout_s must be more than 0 and at most {settings.max_timeout_s:g} seconds, "
+                           f"got {command.timeout_s:g}",
+                           f"Pass a timeout between 1 and {settings.max_timeout_s:g} "
+                           "([shell] max_timeout_s in codeward.toml sets the maximum).", data="")
+    return Result.success("")
+
+
+def find_shell(shell: str, search_path: str) -> Result[str]:
+    """The shell's executable on ``search_path`` (then the server's PATH), or a clear error."""
+    for name in SHELL_PROGRAMS[shell]:
+        found = shutil.which(name, path=search_path) or shutil.which(name)
+        if found:
+            return Result.success(found)
+    if shell == "pwsh":
+        return Result.fail(ErrorKind.UNAVAILABLE, "PowerShell (pwsh) is not installed on this machine",
+                           "Use shell=\"bash\" or shell=\"sh\", or install PowerShell 7 so that `pwsh` is on PATH.",
+                           data="")
+    return Result.fail(ErrorKind.UNAVAILABLE, f"{shell} is not installed on this machine",
+                       "Use another shell (bash, sh), or install this one.", data="")
+
+
+def shell_argv(shell: str, executable: str, script: str) -> list[str]:
+    if shell == "pwsh":
+        return [executable, "-NoProfile", "-NonInteractive", "-Command", script]
+    if shell == "bash":
+        return [executable, "--noprofile", "--norc", "-c", script]
+    return [executable, "-c", script]
+
+
+Prepared = Result[tuple[SandboxRequest, list[str]] | None]
+
+
+def _sandboxed_request(ctx: ToolContext, command: ShellCommand, settings: ShellSettings, env_file: EnvFile) -> Prepared:
+    primary = ctx.workspace.primary
+    base = {**minimal_env({}, "/tmp", DEFAULT_PATH), **host_variables(settings.pass_env)}
+    env = build_environment(base, env_file, primary)
+    found = find_shell(command.shell, DEFAULT_PATH)
+    if not found.ok:
+        return found.cast(None)
+    executable = os.path.realpath(found.data)
+    readable, notes = readable_dirs(settings.ro_paths)
+    visible = [*ctx.workspace.roots, *readable]
+    if not _visible(executable, visible):
+        readable.append(Path(executable).parent)
+    for entry in prepended_dirs(env_file, base, primary):
+        if not _visible(entry, visible):
+            notes.append(f"PATH entry {entry} (from {ENV_FILE_NAME}) is not visible in the sandbox; add it to "
+                         "[shell] ro_paths in codeward.toml to use programs from there")
+    logs = log_dir(ctx.workspace) if settings.log else None
+    plan = confine(ctx.workspace, settings.hide_secrets, [logs] if logs is not None else [])
+    notes += plan.notes
+    request = SandboxRequest(
+        argv=shell_argv(command.shell, executable, command.script), env=env, workdir=str(primary),
+        rw_binds=plan.writable, ro_binds=[str(p) for p in readable], protected=plan.protected, hidden=plan.hidden,
+        network=settings.network, timeout_s=command.timeout_s, memory_mb=settings.memory_mb,
+        max_processes=settings.max_processes, file_size_mb=FILE_SIZE_MB, open_files=OPEN_FILES,
+        scratch_mb=SCRATCH_MB, max_output_bytes=settings.max_output_bytes)
+    return Result.success((request, notes))
+
+
+def _host_request(ctx: ToolContext, command: ShellCommand, settings: ShellSettings, env_file: EnvFile) -> Prepared:
+    primary = ctx.workspace.primary
+    env = build_environment(dict(os.environ), env_file, primary)
+    found = find_shell(command.shell, env.get("PATH", DEFAULT_PATH))
+    if not found.ok:
+        return found.cast(None)
+    request = SandboxRequest(argv=shell_argv(command.shell, found.data, command.script), env=env,
+                             workdir=str(primary), timeout_s=command.timeout_s,
+                             max_output_bytes=settings.max_output_bytes)
+    return Result.success((request, []))
+
+
+def _visible(path: str | Path, dirs: Sequence[Path]) -> bool:
+    text = str(path)
+    bases = [*map(str, dirs), *SYSTEM_DIRS]
+    return any(text == base or text.startswith(base.rstrip("/") + "/") for base in bases)
+
+
+def _run_in(sandbox: Sandbox, request: SandboxRequest, watch: RunWatch) -> SandboxResult:
+    """Run with the watch attached when the backend can be started and finished separately."""
+    start = getattr(sandbox, "start", None)
+    finish = getattr(sandbox, "finish", None)
+    if start is None or finish is None:
+        return sandbox.run(request)
+    try:
+        proc, launch = start(request)
+    except OSError as exc:
+        return SandboxResult.setup_error(f"could not start the sandbox: {exc.strerror or exc}", sandbox.name,
+                                         sandbox.isolated)
+    result: SandboxResult = finish(proc, launch, request, b"", None, watch)
+    return result
+
+
+def report(command: ShellCommand, settings: ShellSettings, result: SandboxResult, notes: list[str],
+           cancelled: bool) -> Result[str]:
+    """The seed's text for a run, with the unsandboxed banner, QA analysis and notes."""
+    banner = "" if settings.sandbox else UNSANDBOXED_BANNER + "\n"
+    if result.status is Status.SETUP_ERROR:
+        return Result.fail(ErrorKind.UNAVAILABLE, banner + (result.error_message or "the script could not start"),
+                           "Check the sandbox with `codeward call code_list_languages`.", data="")
+    body = format_output(
+        bound_stream(result.stdout, settings.output_chars, result.stdout_truncated, settings.max_output_bytes),
+        bound_stream(result.stderr, settings.output_chars, result.stderr_truncated, settings.max_output_bytes),
+        result.exit_code)
+    if cancelled:
+        return Result.fail(ErrorKind.TIMEOUT, f"{banner}the run was cancelled; the script and every process it "
+                           f"started were killed. Output so far:\n{body}", data="")
+    if result.status is Status.TIMEOUT:
+        return Result.fail(
+            ErrorKind.TIMEOUT, f"{banner}the script timed out after {command.timeout_s:g} s; it and every process "
+            f"it started were killed. Output so far:\n{body}",
+            f"Make it finish sooner (split long work into steps, run servers with their own time limit) or pass a "
+            f"larger timeout_s (at most {settings.max_timeout_s:g}).", data="")
+    text = banner + body
+    if result.exit_code != 0 and settings.qa_on_failure:
+        messages = failure_messages(command.script, command.shell, result.exit_code, result.stdout, result.stderr)
+        text += "\nQA ANALYSIS:\n" + explain_failure(settings.model_config, settings.qa_model, messages)
+    extra = [f"note: {n}" for n in notes + result.notes]
+    if result.limit_hit is not None or (result.exit_code is not None and result.exit_code < 0):
+        extra.insert(0, f"note: {result.error_message}")
+    return Result.success(text, *extra)
+
+
+def format_output(stdout: str, stderr: str, exit_code: int | None) -> str:
+    """Exactly the seed's layout."""
+    return f"STDOUT:\n{stdout}\nSTDERR:\n{stderr}\nEXIT CODE: {exit_code}"
+
+
+def bound_stream(text: str, limit: int, dropped: bool, collected_bytes: int) -> str:
+    """Keep the start and the end of a long stream around a marker saying how much was cut."""
+    if len(text) > limit:
+        head = limit // 2
+        tail = limit - head
+        text = f"{text[:head]}\n[... {len(text) - limit} characters cut ...]\n{text[-tail:]}"
+    if dropped:
+        text += f"\n[... output after the first {collected_bytes} bytes was not kept ...]\n"
+    return text
+
+
+def _record(ctx: ToolContext, command: ShellCommand, settings: ShellSettings, result: SandboxResult) -> None:
+    how = result.backend if settings.sandbox else f"unsandboxed ({HOST_BACKEND})"
+    first_line = command.script.strip().splitlines()[0][:200]
+    ctx.log("info", f"run_shell [{how}] {command.shell} exit={result.exit_code} status={result.status.value} "
+                    f"{result.duration_s:.2f}s: {first_line}")
+    if not settings.log:
+        return
+    entry = ShellLogEntry(script=command.script, shell=command.shell, cwd=str(ctx.workspace.primary),
+                          exit_code=result.exit_code, status=result.status.value, duration_s=result.duration_s,
+                          sandbox=how, timeout_s=command.timeout_s)
+    problem = append_entry(ctx.workspace, entry)
+    if problem:
+        ctx.log("warning", f"run_shell: the shell log was not written: {problem}")

@@ -1,0 +1,38 @@
+"""The shell toolset: ``run_shell``, the seed's shell runner, sandboxed by default.
+
+How scripts run comes from ``ctx.extras["shell_settings"]``
+(:class:`codeward.shell.settings.ShellSettings`, the ``[shell]`` table); without it the safe
+defaults apply. See ``docs/shell.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from codeward.catalog import tool
+from codeward.context import ToolContext
+from codeward.result import Result
+from codeward.shell.runner import MAX_SCRIPT_CHARS, ShellCommand, run_command
+from codeward.shell.settings import HARD_MAX_TIMEOUT_S, shell_settings_of
+
+
+@tool(toolset="shell", read_only=False, destructive=True, open_world=True, title="Run a shell script")
+def run_shell(
+    ctx: ToolContext,
+    script: Annotated[str, Field(min_length=1, max_length=MAX_SCRIPT_CHARS,
+                                 description="The commands to run (several lines are fine).")],
+    shell: Annotated[Literal["bash", "sh", "pwsh"],
+                     Field(description="The shell to run it with; pwsh only where PowerShell is installed.")] = "bash",
+    timeout_s: Annotated[float, Field(gt=0, le=HARD_MAX_TIMEOUT_S,
+                                      description="Seconds before the script and everything it started are "
+                                                  "killed (at most [shell] max_timeout_s, 600 by default).")] = 60,
+) -> Result[str]:
+    """Run a shell script in the project root; returns its STDOUT, STDERR and EXIT CODE.
+
+    By default it runs in a sandbox: the workspace is writable, the rest of the system read-only,
+    there is no network, and secret files (.env, keys) read as empty. PATH and variables can be
+    set in mcp_env.toml in the root ([path] prepend = [...], [env] NAME = "value").
+    """
+    return run_command(ctx, ShellCommand(script, shell, timeout_s), shell_settings_of(ctx.extras))
