@@ -164,7 +164,13 @@ class BwrapSandbox:
             return SandboxResult.setup_error(
                 f"the sandbox could not be set up: {message}. Check that bubblewrap works here "
                 f"(`bwrap --ro-bind / / true`) or choose the process backend.", self.name, True)
-        return to_result(collected, events, request, self.name, True, shell_style_exit=True)
+        result = to_result(collected, events, request, self.name, True, shell_style_exit=True)
+        missing = _exec_failure(result.stderr)
+        if missing is not None and result.exit_code == 1:
+            result.status = Status.SETUP_ERROR
+            result.error_message = (f"the program could not be started in the sandbox: {missing}. Only /usr and "
+                                    "the binds are visible inside; use a program installed there.")
+        return result
 
     def run(self, request: SandboxRequest) -> SandboxResult:
         try:
@@ -174,6 +180,14 @@ class BwrapSandbox:
                 f"could not start bwrap: {exc}. Check the bubblewrap install and cgroup permissions.",
                 self.name, True)
         return self.finish(proc, launch, request, request.stdin_bytes())
+
+
+def _exec_failure(stderr: str) -> str | None:
+    """bwrap's own message when exec of the program failed (it is the last line it prints)."""
+    lines = stderr.strip().splitlines()
+    if lines and lines[-1].startswith("bwrap: execvp "):
+        return lines[-1].removeprefix("bwrap: ")
+    return None
 
 
 def read_status(fd: int | None) -> dict[str, int]:
