@@ -189,6 +189,7 @@ def test_monitor_records_a_timeline_of_memory_cpu_and_io(run: Callable[..., Tool
             "    while time.time() < end: pass\n"
             "with open('/work/out.bin', 'wb') as handle:\n"
             "    handle.write(b'z' * 2_000_000)\n"
+            "time.sleep(0.2)  # stay alive for a few samples after the write\n"
             "print('done')\n")
     outcome = run("coding_monitor_execution", language="python", code=code, sample_interval_ms=20,
                   include_memory_profile=True)
