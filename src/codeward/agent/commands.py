@@ -14,6 +14,7 @@ from codeward.agent.loop import ToolLoop
 from codeward.agent.render import PlainView
 from codeward.agent.session import open_session
 from codeward.config import Config
+from codeward.control.plane import add_control_arguments, control_plane
 from codeward.gateway.policy import ApprovalRequest
 
 
@@ -22,6 +23,7 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", action="append", help="workspace root (repeatable; default: config or cwd)")
     parser.add_argument("--auto-approve", action="append", default=[], metavar="PATTERN",
                         help="run matching tools without asking (exact name or glob such as 'git__*')")
+    add_control_arguments(parser)
 
 
 def run_chat(args: argparse.Namespace, config: Config, catalog: Any) -> int:
@@ -47,8 +49,12 @@ async def _chat(args: argparse.Namespace, config: Config, catalog: Any) -> int:
     async def confirm(request: ApprovalRequest) -> bool:
         return await holder["shell"].confirm(request)
 
-    async with open_session(config, catalog, model=args.model, confirm=confirm, roots=args.root or (),
-                            auto_approve=args.auto_approve) as session:
+    def note(text: str) -> None:
+        holder["shell"].console.print(text, style="yellow", markup=False, highlight=False)
+
+    async with control_plane(args, "chat") as plane, open_session(
+            config, catalog, model=args.model, confirm=plane.approvals(confirm, notify=note), roots=args.root or (),
+            auto_approve=args.auto_approve) as session:
         if args.resume is not None:
             path = find_session(sessions_dir(), args.resume or None)
             log, conversation = load_session(path, session.profile.use_tool_role)
@@ -58,6 +64,8 @@ async def _chat(args: argparse.Namespace, config: Config, catalog: Any) -> int:
         conversation.listeners.append(log.record)
         shell = ChatShell(session, conversation, log, Console(highlight=False), ask)
         holder["shell"] = shell
+        plane.watch_agent(session, conversation, chat_session=log.session_id)
+        shell.command_runner = plane.command_runner(shell.command_runner)
         if args.resume is not None:
             shell.console.print(f"resumed {log.session_id}: {len(conversation.turns)} turns")
         try:
@@ -77,9 +85,14 @@ async def _ask(args: argparse.Namespace, config: Config, catalog: Any) -> int:
               file=sys.stderr, flush=True)
         return False
 
-    async with open_session(config, catalog, model=args.model, confirm=deny, roots=args.root or (),
-                            auto_approve=args.auto_approve) as session:
+    def note(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    async with control_plane(args, "ask") as plane, open_session(
+            config, catalog, model=args.model, confirm=plane.approvals(fallback=deny, notify=note),
+            roots=args.root or (), auto_approve=args.auto_approve) as session:
         conversation = Conversation(session.system_prompt(), use_tool_role=session.profile.use_tool_role)
+        plane.watch_agent(session, conversation)
         view = PlainView()
         result = await ToolLoop(session.client, session.surface, conversation, view, session.context,
                                 session.settings).run(args.question)

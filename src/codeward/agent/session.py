@@ -6,7 +6,7 @@ in how they ask for approval and how they show things.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +42,8 @@ class AgentSession:
     surface: CompositeSurface
     settings: LoopSettings
     config: Config
+    client_factory: Callable[[ModelProfile], ModelClient] = ModelClient
+    """How :meth:`switch_model` makes the new client (the control plane swaps in an observed one)."""
 
     def context(self) -> ToolContext:
         return ToolContext(self.workspace, settings=self.config.settings)
@@ -51,7 +53,7 @@ class AgentSession:
 
     def switch_model(self, profile: ModelProfile) -> None:
         self.profile = profile
-        self.client = ModelClient(profile)
+        self.client = self.client_factory(profile)
         self.settings.text_tool_calls = profile.text_tool_calls
 
 

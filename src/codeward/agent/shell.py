@@ -85,6 +85,8 @@ class ChatShell:
     ask: Ask
     view: RichView = field(init=False)
     pending_exec: list[str] = field(default_factory=list)
+    command_runner: Callable[[str, Path], str] = run_command
+    """Runs a confirmed ``CMD:`` line (the control plane wraps it to log the call)."""
 
     def __post_init__(self) -> None:
         self.view = RichView(self.console)
@@ -142,7 +144,7 @@ class ChatShell:
         for command in extract_commands(result.text):
             answer = await self.ask(f"  run `{command}`? [y/N] ")
             if answer.strip().lower().startswith("y"):
-                output = await asyncio.to_thread(run_command, command, self.session.workspace.primary)
+                output = await asyncio.to_thread(self.command_runner, command, self.session.workspace.primary)
                 self.console.print(output, style="dim", markup=False, highlight=False)
                 self.pending_exec.append(f"[exec: {command}]\n{output}")
 

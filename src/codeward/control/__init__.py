@@ -1,0 +1,15 @@
+"""The control plane: a local Hook API and web console to watch a session and approve its calls.
+
+- :class:`~codeward.control.state.ControlState` — what the API shows, behind one lock
+- :class:`~codeward.control.server.ControlServer` — the Starlette app served by uvicorn
+- :class:`~codeward.control.client.ApiHookClient` — a synchronous client for scripts
+- :class:`~codeward.control.approval.ApprovalDesk` — tool approvals raced between terminal and console
+- :func:`~codeward.control.plane.control_plane` — the glue the ``chat``/``ask``/``gateway`` commands use
+
+See ``docs/control.md``.
+"""
+
+from codeward.control.client import ApiHookClient, HookError
+from codeward.control.state import ControlState
+
+__all__ = ["ApiHookClient", "ControlState", "HookError"]

@@ -1,0 +1,300 @@
+"""The Hook API as a Starlette app: REST endpoints, an SSE stream and the web console.
+
+Handlers only read copies from :class:`~codeward.control.state.ControlState` or hand it a
+change; they never touch the agent or the gateway directly. ``POST /api/project`` and
+``POST /api/session`` replace the records scripts read back (as in the seed); they cannot
+change codeward's own settings — the workspace roots and the approval policy are not
+reachable over HTTP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from codeward.control.asks import AskTimeout
+from codeward.control.security import ControlGuard
+from codeward.control.state import ControlState
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+    from codeward.logs import SessionLogs
+
+DEFAULT_ASK_TIMEOUT = 60.0
+MAX_ASK_TIMEOUT = 3600.0
+MAX_BODY_BYTES = 1024 * 1024
+PING_SECONDS = 15.0
+LOGGED_BODY_CHARS = 4000
+
+
+class BadRequest(Exception):
+    """A request the API cannot use; becomes a 400 (or ``status``) with the message and hint."""
+
+    def __init__(self, message: str, hint: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.hint = hint
+        self.status = status
+
+
+def create_app(state: ControlState, token: str, *, logs: SessionLogs | None = None,
+               ask_timeout: float = DEFAULT_ASK_TIMEOUT, extra_hosts: tuple[str, ...] = (),
+               any_host: bool = False) -> Any:
+    """The ASGI app: routes behind :class:`ControlGuard` (and the API-hook log, when given)."""
+    from starlette.applications import Starlette
+    from starlette.routing import Mount, Route
+    from starlette.staticfiles import StaticFiles
+
+    api = _Api(state, ask_timeout)
+    routes = [
+        Route("/", api.root, methods=["GET"]),
+        Route("/status", api.status, methods=["GET"]),
+        Route("/api/project", api.project, methods=["GET", "POST"]),
+        Route("/api/session", api.session, methods=["GET", "POST"]),
+        Route("/api/performance", api.performance, methods=["GET"]),
+        Route("/api/events", api.events, methods=["GET"]),
+        Route("/api/events/stream", api.stream, methods=["GET"]),
+        Route("/api/calls", api.calls, methods=["GET"]),
+        Route("/api/asks", api.asks, methods=["GET"]),
+        Route("/api/servers", api.servers, methods=["GET"]),
+        Route("/api/ask", api.ask, methods=["POST"]),
+        Route("/api/ask/respond", api.respond, methods=["POST"]),
+        Mount("/console", StaticFiles(packages=[("codeward.control", "static")], html=True), name="console"),
+    ]
+    app: Starlette = Starlette(routes=routes, exception_handlers={
+        404: _not_found, 405: _not_allowed, BadRequest: _bad_request})
+    guarded = ControlGuard(app, token, extra_hosts=extra_hosts, any_host=any_host)
+    return guarded if logs is None else _HookLog(guarded, logs)
+
+
+class _Api:
+    def __init__(self, state: ControlState, ask_timeout: float) -> None:
+        self.state = state
+        self.ask_timeout = ask_timeout
+
+    async def root(self, request: Request) -> Response:
+        from starlette.responses import RedirectResponse
+
+        return RedirectResponse("/console/", status_code=303)
+
+    async def status(self, request: Request) -> Response:
+        state = self.state
+        return _json({"status": "ok", "label": state.label, "seq": state.events.seq,
+                      "session": state.session().get("id"), "pending_asks": len(state.asks)})
+
+    async def project(self, request: Request) -> Response:
+        if request.method == "POST":
+            body = await _body(request)
+            project = body.get("project")
+            if not isinstance(project, dict):
+                raise BadRequest("the body needs a 'project' object", 'Send {"project": {...}}.')
+            self.state.set_project(project, by="api")
+            return _json({"status": "updated"})
+        return _json({"project": self.state.project()})
+
+    async def session(self, request: Request) -> Response:
+        if request.method == "POST":
+            body = await _body(request)
+            session = body.get("session")
+            if not isinstance(session, dict) or not isinstance(session.get("entries", []), list):
+                raise BadRequest("the body needs a 'session' object whose 'entries' is a list",
+                                 'Send {"session": {"entries": [...]}}.')
+            self.state.set_session(session, by="api")
+            return _json({"status": "updated"})
+        return _json({"session": self.state.session()})
+
+    async def performance(self, request: Request) -> Response:
+        figures = await asyncio.to_thread(self.state.performance)
+        return _json({"performance": figures})
+
+    async def events(self, request: Request) -> Response:
+        return _json({"events": self.state.events.drain()})
+
+    async def calls(self, request: Request) -> Response:
+        return _json({"calls": self.state.calls()})
+
+    async def asks(self, request: Request) -> Response:
+        return _json({"asks": self.state.asks.pending()})
+
+    async def servers(self, request: Request) -> Response:
+        return _json({"servers": self.state.servers()})
+
+    async def stream(self, request: Request) -> Response:
+        """Server-sent events: a ``snapshot`` first (unless resuming), then every event live."""
+        from starlette.responses import StreamingResponse
+
+        resume = request.headers.get("last-event-id") or request.query_params.get("since")
+        wants_snapshot = request.query_params.get("snapshot", "1") not in ("0", "false", "no")
+        seq = _int_or_none(resume)
+        hub = self.state.events
+
+        def before() -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None]:
+            replay = hub.since(seq) if seq is not None else None
+            snapshot = self.state.snapshot() if (replay is None and wants_snapshot) else None
+            return snapshot, replay
+
+        subscription, (snapshot, replay) = hub.subscribe(before=before)
+
+        async def lines() -> AsyncIterator[str]:
+            try:
+                yield "retry: 2000\n\n"
+                if snapshot is not None:
+                    yield _sse({"type": "snapshot", "seq": snapshot["seq"], **snapshot})
+                for event in replay or ():
+                    yield _sse(event)
+                while True:
+                    try:
+                        event = await subscription.next(PING_SECONDS)
+                    except TimeoutError:
+                        yield ": ping\n\n"
+                        continue
+                    if event is None:
+                        return
+                    yield _sse(event)
+            finally:
+                subscription.close()
+
+        return StreamingResponse(lines(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+
+    async def ask(self, request: Request) -> Response:
+        """Block until someone answers (``/api/ask/respond``) or the timeout passes (504)."""
+        data = await _body(request)
+        timeout = data.pop("timeout", None)
+        if timeout is None:
+            timeout = self.ask_timeout
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_ASK_TIMEOUT:
+            raise BadRequest(f"timeout must be a number of seconds in (0, {MAX_ASK_TIMEOUT:g}], got {timeout!r}",
+                             "Leave it out for the default, or send e.g. \"timeout\": 30.")
+        asks = self.state.asks
+        pending = asks.open(data)
+        try:
+            response = await asks.wait(pending, float(timeout))
+        except AskTimeout:
+            return _json({"error": "timeout", "request_id": pending.request_id,
+                          "message": f"nobody answered within {timeout:g} s; the question was withdrawn"},
+                         status=504)
+        return _json({"status": "ok", "request_id": pending.request_id, "response": response})
+
+    async def respond(self, request: Request) -> Response:
+        body = await _body(request)
+        request_id = body.get("request_id")
+        if not isinstance(request_id, str) or not request_id:
+            raise BadRequest("the body needs a 'request_id' string",
+                             'Send {"request_id": "<id from ask_received>", "response": ...}.')
+        if not self.state.asks.respond(request_id, body.get("response"), by="api"):
+            raise BadRequest(f"no open question has request_id {request_id!r}",
+                             "It was already answered, it timed out, or the id is wrong; GET /api/asks lists "
+                             "the open ones.", status=404)
+        return _json({"status": "ok"})
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    raw = await _read_limited(request)
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BadRequest(f"the body is not valid JSON ({exc})", "Send a JSON object with "
+                         "Content-Type: application/json.") from exc
+    if not isinstance(value, dict):
+        raise BadRequest(f"the body must be a JSON object, got {type(value).__name__}", "Wrap it: {\"...\": ...}.")
+    return value
+
+
+async def _read_limited(request: Request) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise BadRequest(f"the body is larger than {MAX_BODY_BYTES:,} bytes", "Send less.", status=413)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _json(value: Any, status: int = 200) -> Response:
+    from starlette.responses import JSONResponse
+
+    return JSONResponse(value, status_code=status, headers={"Cache-Control": "no-store"})
+
+
+def _sse(event: dict[str, Any]) -> str:
+    data = json.dumps(event, default=str)
+    return f"id: {event.get('seq', '')}\nevent: {event['type']}\ndata: {data}\n\n"
+
+
+def _int_or_none(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+async def _bad_request(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, BadRequest)
+    error = {400: "bad_request", 404: "not_found", 413: "too_large"}.get(exc.status, "bad_request")
+    return _json({"error": error, "message": str(exc), "hint": exc.hint}, status=exc.status)
+
+
+async def _not_found(request: Request, exc: Exception) -> Response:
+    return _json({"error": "not_found", "message": f"no endpoint {request.method} {request.url.path}",
+                  "hint": "GET /status, /api/project, /api/session, /api/performance, /api/events, "
+                          "/api/events/stream, /api/calls, /api/asks, /api/servers; POST /api/ask, /api/ask/respond"},
+                 status=404)
+
+
+async def _not_allowed(request: Request, exc: Exception) -> Response:
+    return _json({"error": "method_not_allowed", "message": f"{request.method} is not allowed on {request.url.path}"},
+                 status=405)
+
+
+class _HookLog:
+    """Writes every request, refused ones too, to ``apihooks.log`` (method, path without the
+    query — which may hold the token — status and body)."""
+
+    def __init__(self, app: Any, logs: SessionLogs) -> None:
+        self.app = app
+        self.logs = logs
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        body: list[bytes] = []
+        status = {"code": 0}
+
+        async def receive_logged() -> Any:
+            message = await receive()
+            if message.get("type") == "http.request" and sum(map(len, body)) < LOGGED_BODY_CHARS:
+                body.append(message.get("body", b""))
+            return message
+
+        async def send_logged(message: Any) -> None:
+            if message.get("type") == "http.response.start":
+                status["code"] = int(message["status"])
+                if scope["path"] == "/api/events/stream":
+                    self._log(scope, status["code"], b"")
+            await send(message)
+
+        try:
+            await self.app(scope, receive_logged, send_logged)
+        finally:
+            if scope["path"] != "/api/events/stream":
+                self._log(scope, status["code"], b"".join(body))
+
+    def _log(self, scope: Any, status: int, raw: bytes) -> None:
+        text = raw[:LOGGED_BODY_CHARS].decode("utf-8", "replace")
+        try:
+            body: Any = json.loads(text) if text else None
+        except json.JSONDecodeError:
+            body = text
+        client = scope.get("client")
+        self.logs.api_hook(scope.get("method", ""), scope["path"], status, body,
+                           client=f"{client[0]}:{client[1]}" if client else None)
+

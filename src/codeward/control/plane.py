@@ -1,0 +1,230 @@
+"""The control plane of one command run (``chat``, ``ask``, ``gateway``): flags, logs, API, glue.
+
+:func:`control_plane` is entered around a session. Without ``--control`` or ``--logs`` it is
+inert and every method hands back what it was given, so the commands read the same either
+way. With ``--logs`` it writes the session logs; with ``--control`` it also serves the Hook
+API and console, and tool approvals race the terminal against the console.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import re
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from codeward.control.approval import ApprovalDesk
+from codeward.control.observe import ObservedModelClient, ObservedSurface, SessionObserver
+from codeward.control.server import DEFAULT_HOST, DEFAULT_PORT, ControlServer
+from codeward.control.state import ControlState
+from codeward.gateway.policy import ConfirmCallback, deny_unlisted
+from codeward.logs import Redactor, SessionLogs
+from codeward.surface import ToolSurface
+
+if TYPE_CHECKING:
+    from codeward.agent.conversation import Conversation
+    from codeward.agent.session import AgentSession
+    from codeward.gateway.gateway import Gateway
+
+DEFAULT_APPROVAL_TIMEOUT = 300.0
+SERVER_POLL_S = 1.0
+EXIT_CODE = re.compile(r"\[exit code (-?\d+)\]\s*$")
+
+CommandRunner = Callable[[str, Path], str]
+
+
+def add_control_arguments(parser: argparse.ArgumentParser) -> None:
+    """The control-plane flags, shared by ``chat``, ``ask`` and ``gateway``."""
+    group = parser.add_argument_group("control plane (Hook API, web console, session logs)")
+    group.add_argument("--control", action="store_true",
+                       help=f"serve the Hook API and web console (default {DEFAULT_HOST}:{DEFAULT_PORT}); "
+                       "tool approvals can then be given in the browser too; implies --logs")
+    group.add_argument("--control-port", type=int, default=DEFAULT_PORT, metavar="N",
+                       help=f"port of the Hook API (default {DEFAULT_PORT}; 0 picks a free one)")
+    group.add_argument("--control-host", default=DEFAULT_HOST, metavar="HOST",
+                       help="bind address of the Hook API (default 127.0.0.1)")
+    group.add_argument("--control-allow-remote", action="store_true",
+                       help="allow --control-host to be a non-loopback address (the token is still required)")
+    group.add_argument("--approval-timeout", type=float, default=DEFAULT_APPROVAL_TIMEOUT, metavar="SECONDS",
+                       help="without a terminal, deny a call nobody approved in the console within this time "
+                       f"(default {DEFAULT_APPROVAL_TIMEOUT:g})")
+    group.add_argument("--logs", action="store_true",
+                       help="write session logs (model requests, tool calls, API hooks, subprocesses) under "
+                       "the data folder's logs/<session>/")
+
+
+def new_session_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
+
+
+@dataclass
+class ControlPlane:
+    """What one run reports to, and how its approvals are asked. Inert when both parts are off."""
+
+    label: str
+    session_id: str
+    state: ControlState | None = None
+    server: ControlServer | None = None
+    logs: SessionLogs | None = None
+    approval_timeout: float | None = DEFAULT_APPROVAL_TIMEOUT
+    observer: SessionObserver = field(init=False)
+    _clients: list[ObservedModelClient] = field(default_factory=list, init=False)
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        self.observer = SessionObserver(self.state, self.logs)
+
+    @property
+    def active(self) -> bool:
+        return self.state is not None or self.logs is not None
+
+    # -- approvals -------------------------------------------------------------------------------
+
+    def approvals(self, terminal: ConfirmCallback | None = None, *, fallback: ConfirmCallback = deny_unlisted,
+                  notify: Callable[[str], None] | None = None) -> ConfirmCallback:
+        """The confirm callback for this run: the terminal raced against the console when the
+        API is served, else the terminal (or ``fallback`` when there is none)."""
+        if self.state is None:
+            return terminal or fallback
+        return ApprovalDesk(self.state, terminal=terminal, notify=notify,
+                            timeout=None if terminal is not None else self.approval_timeout)
+
+    # -- watching ----------------------------------------------------------------------------------
+
+    def watch_agent(self, session: AgentSession, conversation: Conversation, chat_session: str | None = None) -> None:
+        """Report this agent session's tool calls, model requests and turns; show its servers."""
+        if not self.active:
+            return
+        composite = session.surface
+        composite.surfaces = self.observe_surfaces(composite.surfaces)
+        observer = self.observer
+
+        def observed(profile: Any) -> Any:
+            client = ObservedModelClient(profile, observer)
+            self._clients.append(client)
+            return client
+
+        session.client_factory = observed
+        session.client = observed(session.profile)
+        conversation.listeners.append(observer.entry)
+        if self.state is not None:
+            profile = session.profile
+            self.state.set_project({
+                "label": self.label, "roots": [str(r) for r in session.workspace.roots],
+                "model": profile.model, "profile": profile.name, "base_url": profile.base_url,
+                "tools": len(composite.tool_infos()),
+                "config": str(session.config.path) if session.config.path else None,
+                "chat_session": chat_session, "logs": str(self.logs.directory) if self.logs else None,
+            })
+            self.state.set_session({"id": chat_session or self.session_id, "model": profile.model,
+                                    "entries": [turn.to_dict() for turn in conversation.turns]})
+            self.watch_gateway(session.gateway)
+
+    def observe_surfaces(self, surfaces: Sequence[ToolSurface]) -> list[ToolSurface]:
+        if not self.active:
+            return list(surfaces)
+        return [s if isinstance(s, ObservedSurface) else ObservedSurface(s, self.observer) for s in surfaces]
+
+    def observe_surface(self, surface: ToolSurface) -> ToolSurface:
+        return self.observe_surfaces([surface])[0]
+
+    def watch_gateway(self, gateway: Gateway) -> None:
+        """Keep the state's list of upstream servers current (polled on the gateway's own loop)."""
+        if self.state is None:
+            return
+        state = self.state
+
+        async def poll() -> None:
+            while True:
+                with contextlib.suppress(Exception):
+                    state.set_servers([_status_dict(s) for s in gateway.statuses()])
+                await asyncio.sleep(SERVER_POLL_S)
+
+        self._tasks.append(asyncio.get_running_loop().create_task(poll()))
+
+    def command_runner(self, run: CommandRunner) -> CommandRunner:
+        """Wrap the chat's shell-command runner so each command lands in ``clicalls.log``."""
+        if not self.active:
+            return run
+        observer = self.observer
+
+        def logged(command: str, cwd: Path) -> str:
+            started = time.perf_counter()
+            output = run(command, cwd)
+            found = EXIT_CODE.search(output)
+            observer.cli_call(["bash", "-c", command], cwd=cwd, stdout=output,
+                              latency_s=time.perf_counter() - started,
+                              exit_code=int(found.group(1)) if found else None)
+            return output
+
+        return logged
+
+    async def aclose(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        for client in self._clients:
+            with contextlib.suppress(Exception):
+                await client.close()
+        if self.server is not None:
+            await asyncio.to_thread(self.server.stop)
+        elif self.state is not None:
+            self.state.close()
+        if self.logs is not None:
+            self.logs.close()
+
+
+@asynccontextmanager
+async def control_plane(args: argparse.Namespace, label: str, *, announce: Callable[[str], None] | None = None,
+                        data_home: Path | None = None) -> AsyncIterator[ControlPlane]:
+    """The plane for a command run, from its flags (see :func:`add_control_arguments`)."""
+    from codeward.agent.history import data_home as default_home
+    from codeward.control.client import token_file
+
+    serve = bool(getattr(args, "control", False))
+    log = serve or bool(getattr(args, "logs", False))
+    session_id = new_session_id()
+    if not log:
+        yield ControlPlane(label, session_id)
+        return
+    home = data_home or default_home()
+    logs = SessionLogs.for_session(home / "logs", session_id, Redactor())
+    logs.watch_subprocesses()
+    plane = ControlPlane(label, session_id, logs=logs, approval_timeout=getattr(args, "approval_timeout", None))
+    say = announce or _stderr
+    try:
+        if serve:
+            state = ControlState(label)
+            server = ControlServer(state, host=args.control_host, port=args.control_port,
+                                   allow_remote=args.control_allow_remote, logs=logs,
+                                   token_dir=token_file(0, home).parent)
+            await asyncio.to_thread(server.start)
+            plane = ControlPlane(label, session_id, state=state, server=server, logs=logs,
+                                 approval_timeout=plane.approval_timeout)
+            say(f"[codeward] control API at {server.url} (token in {server.token_file_path})\n"
+                f"[codeward] web console: {server.console_url}")
+        say(f"[codeward] session logs: {logs.directory}")
+        yield plane
+    finally:
+        await plane.aclose()
+        logs.close()
+
+
+def _status_dict(status: Any) -> dict[str, Any]:
+    values = asdict(status)
+    values["state"] = str(getattr(status.state, "value", status.state))
+    return values
+
+
+def _stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)

@@ -1,0 +1,226 @@
+"""Session logs: what a session said to the model, which tools it ran, who called its Hook API,
+and which subprocesses it started — one folder per session, one JSON object per line.
+
+``<folder>/comms.log``      every model request and response (direction, kind, payload)
+``<folder>/toolcalls.log``  every tool call: arguments, status, duration, a result preview
+``<folder>/apihooks.log``   every Hook API request: method, path, status, body
+``<folder>/clicalls.log``   subprocesses: command, stdin, stdout, stderr, exit code, latency
+
+Files are opened once, flushed after every line (a crash loses nothing already written),
+rotated by size (``comms.log.1``, ``.2``...) and closed with the session. Every line goes
+through a :class:`Redactor` first: API keys, bearer tokens, ``Authorization`` headers and the
+values of environment variables named like ``*KEY*``/``*TOKEN*``/``*SECRET*`` never reach disk.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import logging.handlers
+import os
+import re
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+LOG_FILES = ("comms.log", "toolcalls.log", "apihooks.log", "clicalls.log")
+DEFAULT_MAX_BYTES = 5 * 1024 * 1024
+DEFAULT_BACKUPS = 3
+REDACTED = "[redacted]"
+MIN_SECRET_CHARS = 6
+"""Shorter environment values (``1``, ``yes``, ``none``) are not secrets and would redact noise."""
+
+SECRET_ENV_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+SECRET_FIELDS = frozenset({
+    "authorization", "proxy_authorization", "api_key", "apikey", "x_api_key", "token", "access_token",
+    "refresh_token", "id_token", "secret", "client_secret", "password", "passwd", "cookie", "set_cookie",
+})
+SECRET_FIELD_SUFFIXES = ("_token", "_secret", "_password", "_api_key", "_apikey")
+SECRET_PATTERNS = (
+    re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"),
+    re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_-]{16,}"),
+    re.compile(r"(?i)([?&](?:token|api_key|apikey|access_token|key)=)[^&\s\"']+"),
+)
+PREVIEW_CHARS = 2000
+
+
+class Redactor:
+    """Removes secrets from text and from JSON-like values before they are written anywhere."""
+
+    def __init__(self, secrets: Iterable[str] = (), environ: Mapping[str, str] | None = None) -> None:
+        env = os.environ if environ is None else environ
+        found = {value for name, value in env.items() if SECRET_ENV_NAME.search(name)}
+        self._lock = threading.Lock()
+        self._secrets: set[str] = set()
+        self._pattern: re.Pattern[str] | None = None
+        self.add(*found, *secrets)
+
+    def add(self, *secrets: str | None) -> None:
+        """Also redact these exact values from now on (a bearer token minted at run time)."""
+        with self._lock:
+            self._secrets.update(s for s in secrets if s and len(s) >= MIN_SECRET_CHARS)
+            ordered = sorted(self._secrets, key=len, reverse=True)
+            self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+
+    def text(self, value: str) -> str:
+        pattern = self._pattern
+        if pattern is not None:
+            value = pattern.sub(REDACTED, value)
+        for known in SECRET_PATTERNS:
+            value = known.sub(_keep_prefix, value)
+        return value
+
+    def value(self, value: Any) -> Any:
+        """A copy of a JSON-like value with secret fields blanked and secrets cut out of strings."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, Mapping):
+            out: dict[str, Any] = {}
+            for key, item in value.items():
+                name = str(key)
+                if is_secret_field(name) and isinstance(item, str) and item:
+                    out[name] = REDACTED
+                else:
+                    out[name] = self.value(item)
+            return out
+        if isinstance(value, (list, tuple)):
+            return [self.value(item) for item in value]
+        return value
+
+
+def is_secret_field(name: str) -> bool:
+    key = name.lower().replace("-", "_")
+    return key in SECRET_FIELDS or key.endswith(SECRET_FIELD_SUFFIXES)
+
+
+def _keep_prefix(match: re.Match[str]) -> str:
+    prefix = match.group(1)
+    if prefix.lower() in ("bearer", "basic"):
+        return f"{prefix} {REDACTED}"
+    if prefix.startswith(("?", "&")):
+        return prefix + REDACTED
+    return REDACTED
+
+
+def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
+    """The start of a long text, with a marker saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"… [{len(text) - limit:,} more characters]"
+
+
+class SessionLogs:
+    """The four log files of one session; thread-safe; use as a context manager or call close()."""
+
+    def __init__(self, directory: Path, redactor: Redactor | None = None, *, max_bytes: int = DEFAULT_MAX_BYTES,
+                 backups: int = DEFAULT_BACKUPS) -> None:
+        if max_bytes < 1024:
+            raise ValueError(f"max_bytes must be at least 1024, got {max_bytes}")
+        self.directory = directory
+        self.redactor = redactor or Redactor()
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._handlers: dict[str, logging.handlers.RotatingFileHandler] = {}
+        self._closed = False
+        formatter = logging.Formatter("%(message)s")
+        for name in LOG_FILES:
+            path = directory / name
+            os.close(os.open(path, os.O_CREAT | os.O_APPEND | os.O_WRONLY, 0o600))
+            handler = logging.handlers.RotatingFileHandler(path, maxBytes=max_bytes, backupCount=backups,
+                                                           encoding="utf-8")
+            handler.setFormatter(formatter)
+            self._handlers[name] = handler
+
+    @classmethod
+    def for_session(cls, logs_root: Path, session_id: str, redactor: Redactor | None = None) -> SessionLogs:
+        """The logs of ``session_id`` under ``logs_root/<session_id>/``."""
+        if not re.fullmatch(r"[A-Za-z0-9._-]{1,128}", session_id) or session_id in (".", ".."):
+            raise ValueError(f"session id {session_id!r} cannot name a folder; use letters, digits, '.', '_', '-'")
+        return cls(logs_root / session_id, redactor)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # -- the four streams ------------------------------------------------------------------
+
+    def comms(self, direction: str, kind: str, payload: Mapping[str, Any]) -> None:
+        """A model interaction: ``direction`` is ``out`` (request) or ``in`` (response)."""
+        self._write("comms.log", {"direction": direction, "kind": kind, "payload": dict(payload)})
+
+    def tool_call(self, record: Mapping[str, Any]) -> None:
+        """A finished (or refused) tool call: name, arguments, status, duration, result preview."""
+        self._write("toolcalls.log", dict(record))
+
+    def api_hook(self, method: str, path: str, status: int, body: Any = None, client: str | None = None) -> None:
+        self._write("apihooks.log", {"method": method, "path": path, "status": status, "client": client,
+                                     "body": body})
+
+    def cli_call(self, command: Sequence[str] | str, *, stdin: str = "", stdout: str = "", stderr: str = "",
+                 latency_s: float | None = None, exit_code: int | None = None, cwd: str | None = None,
+                 kind: str = "run") -> None:
+        """A subprocess: what ran, what it was given and printed, how it ended and how long it took."""
+        self._write("clicalls.log", {"kind": kind, "command": command if isinstance(command, str) else list(command),
+                                     "cwd": cwd, "stdin": stdin, "stdout": stdout, "stderr": stderr,
+                                     "exit_code": exit_code,
+                                     "latency_s": None if latency_s is None else round(latency_s, 6)})
+
+    def watch_subprocesses(self) -> None:
+        """Record every subprocess this Python process starts from now on (command and cwd).
+
+        Uses a runtime audit hook (``subprocess.Popen`` and ``os.system`` events), so it also sees
+        processes started by tools and libraries that know nothing about logging. Audit hooks
+        cannot be removed; after :meth:`close` the hook does nothing, and it holds the logs only
+        weakly.
+        """
+        ref = weakref.ref(self)
+
+        def hook(event: str, args: tuple[Any, ...]) -> None:
+            if event != "subprocess.Popen" and event != "os.system":
+                return
+            logs = ref()
+            if logs is None or logs._closed:
+                return
+            try:
+                if event == "os.system":
+                    command: Any = os.fsdecode(args[0])
+                    cwd = None
+                else:
+                    command = [os.fsdecode(a) if isinstance(a, (bytes, os.PathLike)) else str(a)
+                               for a in (args[1] if isinstance(args[1], (list, tuple)) else [args[1]])]
+                    cwd = os.fsdecode(args[2]) if args[2] is not None else os.getcwd()
+                logs.cli_call(command, cwd=cwd, kind="spawn")
+            except Exception:  # an audit hook must never break the process that triggered it
+                return
+
+        sys.addaudithook(hook)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for handler in self._handlers.values():
+            handler.close()
+
+    def __enter__(self) -> SessionLogs:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _write(self, name: str, record: dict[str, Any]) -> None:
+        if self._closed:
+            return
+        line = {"time": _timestamp(), **self.redactor.value(record)}
+        text = self.redactor.text(json.dumps(line, ensure_ascii=False, default=str))
+        self._handlers[name].handle(logging.makeLogRecord({"msg": text, "args": None}))
+
+
+def _timestamp() -> str:
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(now)) + f".{int(now % 1 * 1000):03d}"
