@@ -194,8 +194,9 @@ def test_every_run_is_logged_as_a_json_line_and_to_the_client(catalog: Catalog, 
         "run_shell [unsandboxed (host)] sh exit=4")
 
 
-def test_a_cancelled_call_kills_the_script(catalog: Catalog, root: Path) -> None:
-    run = shell_call(catalog, root, ShellSettings(sandbox=False))
+@pytest.mark.parametrize("sandboxed", MODES)
+def test_a_cancelled_call_kills_the_script(catalog: Catalog, root: Path, sandboxed: bool) -> None:
+    run = shell_call(catalog, root, ShellSettings(sandbox=sandboxed))
     ctx: ToolContext = run.ctx  # type: ignore[attr-defined]
     timer = threading.Timer(0.3, ctx.cancelled.set)
     timer.start()

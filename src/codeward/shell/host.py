@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
 import time
 import uuid
 from dataclasses import dataclass
@@ -55,24 +56,43 @@ def run_on_host(
         launch.release()
         return SandboxResult.setup_error(
             f"could not start {request.argv[0]!r}: {exc.strerror or exc}", HOST_BACKEND, False)
+    watch = _SweepAfterExit(proc, launch.cgroup, marker, observer)
     try:
-        tick = None
-        if observer is not None:
-            observer.started(proc, launch.cgroup)
-            tick = observer.tick
         collected = collect(proc, b"", request.timeout_s, request.max_output_bytes, launch.cgroup,
-                            on_tick=tick, tick_s=observer.tick_s if observer is not None else 0.1)
+                            on_tick=watch.tick, tick_s=watch.tick_s)
         events = launch.cgroup.events() if launch.cgroup is not None else CgroupEvents()
     finally:
         launch.release()
     sweep = sweep_marked(marker)
+    killed = watch.killed + sweep.killed
     result = to_result(collected, events, request, HOST_BACKEND, False)
     result.notes.extend(notes)
-    if sweep.killed:
-        result.notes.append(f"killed {sweep.killed} process(es) the script left running outside its process group")
+    if killed:
+        result.notes.append(f"killed {killed} process(es) the script left running outside its process group")
     if sweep.survivors:
         result.notes.append(f"WARNING: could not kill processes {list(sweep.survivors)} the script started")
     return result
+
+
+class _SweepAfterExit:
+    """Once the script's main process is gone, sweep its marked leftovers at every tick: they
+    may hold its output pipes open, and the run is over only when those close."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], cgroup: RunCgroup | None, marker: str,
+                 observer: RunObserver | None) -> None:
+        self.proc = proc
+        self.marker = marker
+        self.observer = observer
+        self.tick_s = min(observer.tick_s, 0.05) if observer is not None else 0.05
+        self.killed = 0
+        if observer is not None:
+            observer.started(proc, cgroup)
+
+    def tick(self) -> None:
+        if self.observer is not None:
+            self.observer.tick()
+        if self.proc.poll() is not None:
+            self.killed += sweep_marked(self.marker).killed
 
 
 def sweep_marked(marker: str) -> Sweep:
