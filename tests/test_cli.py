@@ -115,3 +115,12 @@ def test_review_exit_code_fails_the_build_on_a_gate(root: Path) -> None:
     assert passing.returncode == 0 and json.loads(passing.stdout)
     failing = run("review", "bad.py", "--gates", "max_warnings=0", cwd=root)
     assert failing.returncode == 1 and "FAIL max_warnings" in failing.stderr
+
+
+def test_run_executes_a_program_in_the_sandbox_with_its_exit_code(root: Path) -> None:
+    (root / "greet.py").write_text("import sys\nprint('hello', input())\nsys.exit(3)\n")
+    done = subprocess.run([sys.executable, "-m", "codeward", "run", "greet.py"], cwd=root, input="world\n",
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 3 and done.stdout == "hello world\n"
+    missing = run("run", "nope.py", cwd=root)
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr

@@ -29,7 +29,25 @@ def context_extras(config: Config) -> dict[str, Any]:
     extras: dict[str, Any] = {METRICS_KEY: CallMetrics(), PARSE_CACHE_KEY: ParseCache()}
     extras[WEB_KEY] = _settings(config, "web", WebSettings, exclude={"resolver"})
     extras[BEADS_KEY] = _settings(config, "beads", BeadsSettings)
+    extras["coding_settings"] = _coding_settings(config)
     return extras
+
+
+def _coding_settings(config: Config) -> Any:
+    """Execution settings from the environment; ``coding_debug_code`` uses the configured model."""
+    from dataclasses import replace
+
+    from codeward.agent.model import ModelConfigError, resolve_profile
+    from codeward.coding.runtime import CodingSettings
+
+    settings = CodingSettings.from_env()
+    if settings.model is not None:
+        return settings
+    try:
+        profile = resolve_profile(config.raw, None)
+    except ModelConfigError:
+        return settings
+    return replace(settings, model_base_url=profile.base_url, model=profile.model, model_api_key=profile.api_key())
 
 
 def metrics_observer(extras: Mapping[str, Any]) -> Any:

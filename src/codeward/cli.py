@@ -90,6 +90,16 @@ def build_parser() -> argparse.ArgumentParser:
     review.add_argument("--output", help="write the report to this file (inside the project) instead of stdout")
     review.set_defaults(handler=cmd_review)
 
+    run = sub.add_parser("run", help="run a program in the sandbox (python, js, bash, c, cpp, go, rust, java)",
+                         description="Run a file (or - for stdin) in the sandbox; the exit code is the program's "
+                         "(124 on timeout, 128+N on signal N, 2 when it could not run).")
+    run.add_argument("file", help="source file, or - to read the program from stdin")
+    run.add_argument("--language", help="language (default: from the file extension)")
+    run.add_argument("--timeout", type=float, default=30.0, help="seconds before the run is killed (default 30)")
+    run.add_argument("--memory-mb", type=int, help="memory limit (default: the language's)")
+    run.add_argument("--network", action="store_true", help="allow network access (off by default)")
+    run.set_defaults(handler=cmd_run)
+
     beads = sub.add_parser("beads", help="the Beads issue tracker workspace")
     beads_sub = beads.add_subparsers(title="beads commands", metavar="ACTION")
     beads_init = beads_sub.add_parser("init", help="create .beads/ in the project so the bd_* tools work")
@@ -251,6 +261,13 @@ def cmd_review(args: argparse.Namespace) -> int:
 
     fmt = "md" if args.format == "markdown" else args.format
     return run_review_cli(args.path, fmt, args.gates, args.output)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from codeward.coding.run_cli import run_file_cli
+
+    return run_file_cli(args.file, args.language, timeout_s=args.timeout, memory_mb=args.memory_mb,
+                        network=args.network)
 
 
 def cmd_beads_init(args: argparse.Namespace) -> int:
