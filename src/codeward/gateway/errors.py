@@ -36,6 +36,15 @@ class UpstreamError(Exception):
         self.message = message
         self.hint = hint
 
+    def restated(self, message: str, hint: str) -> UpstreamError:
+        """The same failure (same class, kind and layer) with a new message and hint."""
+        clone = type(self).__new__(type(self))
+        Exception.__init__(clone, f"{self.alias}: {message}")
+        clone.__dict__.update(self.__dict__)
+        clone.message = message
+        clone.hint = hint
+        return clone
+
     def info(self) -> ErrorInfo:
         return ErrorInfo(self.kind, f"server {self.alias!r}: {self.message}", self.hint, source=self.layer)
 

@@ -59,7 +59,7 @@ class Gateway:
         confirm: ConfirmCallback = deny_unlisted,
         reserved_names: Iterable[str] = (),
         environ: Mapping[str, str] | None = None,
-        retries: int = 4,
+        retries: int = 6,
         backoff: float = 0.25,
     ) -> None:
         self.config = config

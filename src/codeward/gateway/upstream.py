@@ -34,7 +34,7 @@ from mcp import ClientSession
 from mcp.shared.dispatcher import ProgressFnT as ProgressHandler
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, REQUEST_TIMEOUT
-from mcp_types.version import LATEST_HANDSHAKE_VERSION
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 from pydantic import ValidationError
 
 from codeward import __version__
@@ -105,7 +105,7 @@ class Upstream:
         config: ServerConfig,
         *,
         on_change: Callable[[Upstream], None] | None = None,
-        retries: int = 4,
+        retries: int = 6,
         backoff: float = 0.25,
         environ: Mapping[str, str] | None = None,
     ) -> None:
@@ -131,6 +131,7 @@ class Upstream:
         self._ever_ready = False
         self._elicitors: list[ElicitHandler] = []
         self._stderr: IO[str] | None = None
+        self._stderr_mark = 0
 
     # -- status ------------------------------------------------------------------------------
 
@@ -219,6 +220,7 @@ class Upstream:
         conn: _Connection | None = None
         error: UpstreamError | None = None
         started = time.perf_counter()
+        self._mark_stderr()
         with anyio.CancelScope(deadline=anyio.current_time() + self.config.timeout) as scope:
             try:
                 async with AsyncExitStack() as stack:
@@ -241,8 +243,9 @@ class Upstream:
                     await self._serve(conn)
                     error = conn.loss or self._closed_error()
             except Exception as exc:  # every failure of this connection becomes a typed error
+                tail = self._stderr_tail() if conn is None else ""
                 error = (conn.loss if conn and conn.loss else None) or classify(self.alias, self.config, exc,
-                                                                               failures, self._stderr_tail())
+                                                                               failures, tail)
             finally:
                 if conn is not None:
                     conn.loss = conn.loss or error
@@ -270,12 +273,16 @@ class Upstream:
             protocol_version=LATEST_HANDSHAKE_VERSION, capabilities=capabilities,
             client_info=types.Implementation(name=CLIENT_NAME, version=__version__))
         result = await session.send_request(types.InitializeRequest(params=params), types.InitializeResult)
-        if result.protocol_version != LATEST_HANDSHAKE_VERSION:
-            logger.warning("gateway: server %r: protocol version mismatch (sent %s, got %s); proceeding",
-                           self.alias, LATEST_HANDSHAKE_VERSION, result.protocol_version)
+        answered = result.protocol_version
+        if answered != LATEST_HANDSHAKE_VERSION:
+            spoken = closest_known_version(answered)
+            also = f", speaking {spoken}" if spoken != answered else ""
+            logger.warning("gateway: server %r: protocol version mismatch (sent %s, got %s%s); proceeding",
+                           self.alias, LATEST_HANDSHAKE_VERSION, answered, also)
+            result = result.model_copy(update={"protocol_version": spoken})
         session.adopt(result)
         await session.send_notification(types.InitializedNotification())
-        self.protocol_version = result.protocol_version
+        self.protocol_version = answered
         self.server_name = result.server_info.name if result.server_info else None
 
     async def _list_tools(self, session: ClientSession) -> tuple[types.Tool, ...]:
@@ -326,23 +333,46 @@ class Upstream:
         return types.ElicitResult(action="accept", content=with_defaults(content, schema))
 
     def _closed_error(self) -> UpstreamError:
-        return UpstreamUnreachable(self.alias, f"the server closed the connection{self._stderr_note()}",
+        return UpstreamUnreachable(self.alias, "the server closed the connection",
                                    "It exited or dropped the stream; it is being restarted.")
 
     def _stderr_tail(self) -> str:
+        """What the server wrote to stderr since the current connection attempt began."""
         if self._stderr is None:
             return ""
         try:
             self._stderr.flush()
             size = self._stderr.seek(0, 2)
-            self._stderr.seek(max(0, size - STDERR_TAIL))
+            self._stderr.seek(max(self._stderr_mark, size - STDERR_TAIL))
             return self._stderr.read().strip()
         except (OSError, ValueError):
             return ""
 
+    def _mark_stderr(self) -> None:
+        if self._stderr is not None:
+            try:
+                self._stderr.flush()
+                self._stderr_mark = self._stderr.seek(0, 2)
+            except (OSError, ValueError):
+                self._stderr_mark = 0
+
     def _stderr_note(self) -> str:
         tail = self._stderr_tail()
         return f"; its stderr ends with: {tail[-400:]}" if tail else ""
+
+    async def measure_latency(self) -> float | None:
+        """One ``tools/list`` round trip on the live connection, in milliseconds (None if down)."""
+        conn = self._conn
+        if self.state != ServerState.READY or conn is None:
+            return None
+        started = time.perf_counter()
+        try:
+            with anyio.fail_after(self.config.timeout):
+                await conn.session.list_tools(params=types.PaginatedRequestParams())
+        except Exception:
+            return None
+        self.latency_ms = (time.perf_counter() - started) * 1000
+        return self.latency_ms
 
     # -- calls ------------------------------------------------------------------------------
 
@@ -405,10 +435,11 @@ class Upstream:
         if self.state == ServerState.DISABLED:
             return UpstreamUnreachable(self.alias, "the server is disabled in the configuration",
                                        "Remove 'disabled = true' from its table to use it.")
-        reason = self.error.message if self.error else "it is not connected"
-        hint = (self.error.hint + " " if self.error and self.error.hint else "") + \
-            "`codeward servers` shows every server's state."
-        return UpstreamUnreachable(self.alias, f"the server is unavailable: {reason}", hint.strip())
+        if self.error is None:
+            return UpstreamUnreachable(self.alias, "the server is not connected",
+                                       "`codeward servers` shows every server's state.")
+        return self.error.restated(f"the server is unavailable: {self.error.message}",
+                                   f"{self.error.hint} `codeward servers` shows every server's state.".strip())
 
     async def _call_error(self, conn: _Connection, tool: str, exc: MCPError, seen: int,
                           idempotent: bool) -> tuple[UpstreamError, bool]:
@@ -444,6 +475,20 @@ class Upstream:
             return UpstreamHttpError(self.alias, http.status, http.body, http.url,
                                      _auth_hint(self.config, self.environ, http.status)), False
         return UpstreamRpcError(self.alias, exc.code, exc.message, exc.data), False
+
+
+def closest_known_version(answered: str) -> str:
+    """The handshake version this SDK speaks that is nearest to ``answered`` (itself when known).
+
+    Revisions are date strings: an unknown newer one maps to the newest known, an older one to
+    the oldest; anything else to the newest.
+    """
+    if answered in HANDSHAKE_PROTOCOL_VERSIONS:
+        return answered
+    if answered < HANDSHAKE_PROTOCOL_VERSIONS[0] and answered[:2].isdigit():
+        return HANDSHAKE_PROTOCOL_VERSIONS[0]
+    older = [v for v in HANDSHAKE_PROTOCOL_VERSIONS if v <= answered]
+    return older[-1] if older and answered[:2].isdigit() else LATEST_HANDSHAKE_VERSION
 
 
 def with_defaults(content: Mapping[str, Any] | None, schema: Mapping[str, Any]) -> dict[str, Any]:

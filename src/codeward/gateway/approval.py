@@ -1,0 +1,57 @@
+"""Ways to ask for approval of one upstream call (the ``confirm`` callback of a Gateway).
+
+* :func:`confirm_with_client` — ask the person behind the MCP client, through MCP
+  elicitation (a yes/no form); a client without elicitation support means "no".
+* :func:`terminal_confirm` — ask on the terminal (``codeward call``); no terminal means "no".
+
+Whatever goes wrong while asking, the answer is "no": a call never runs because a prompt broke.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from codeward.gateway.policy import ApprovalRequest
+
+APPROVE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "approve": {"type": "boolean", "title": "Run this tool call?", "default": False},
+    },
+    "required": ["approve"],
+}
+
+
+async def confirm_with_client(request: ApprovalRequest) -> bool:
+    """Ask the MCP client's user (elicitation). Declined, cancelled or unsupported → False."""
+    ctx = request.context
+    peer = getattr(ctx, "peer", None)
+    if peer is None:
+        return False
+    message = (f"codeward gateway: allow {request.summary()} on server {request.alias!r}?"
+               + (f"\n\n{request.description.splitlines()[0]}" if request.description else ""))
+    try:
+        answer = await anyio.to_thread.run_sync(peer.elicit, message, APPROVE_SCHEMA)
+    except Exception:
+        return False
+    content = answer.get("content") or {}
+    return answer.get("action") == "accept" and content.get("approve") is True
+
+
+async def terminal_confirm(request: ApprovalRequest) -> bool:
+    """Ask ``call 'alias__tool({...})'? [y/N]`` on the terminal; no terminal → False."""
+    if not sys.stdin.isatty():
+        return False
+
+    def ask() -> bool:
+        print(f"codeward: call {request.summary()}? [y/N] ", end="", file=sys.stderr, flush=True)
+        try:
+            return sys.stdin.readline().strip().lower().startswith("y")
+        except (OSError, ValueError):
+            return False
+
+    return await anyio.to_thread.run_sync(ask)
