@@ -24,6 +24,7 @@ import sys
 import tempfile
 import textwrap
 import time
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -171,32 +172,47 @@ def targets(work: Path, root: Path) -> tuple[list[Target], list[str]]:
     return found, skipped
 
 
-async def measure(target: Target, root: Path, calls: int, warmup: int, expected: str) -> Measurement:
+@dataclass
+class Session:
+    target: Target
+    client: Client
+    arguments: dict[str, Any]
+    samples: list[float]
+    busy_seconds: float = 0.0
+
+
+async def connect(stack: AsyncExitStack, target: Target, root: Path, warmup: int, expected: str) -> Session:
     params = StdioServerParameters(command=target.command, args=target.args, cwd=str(root))
-    arguments: dict[str, Any] = {"path": target.path_argument}
-    async with Client(params) as client:
-        first = await client.call_tool(target.tool, arguments)
-        text = first.content[0].text if first.content else ""  # type: ignore[union-attr]
-        if first.is_error or text != expected:
-            raise SystemExit(f"{target.name}: unexpected answer: {text[:200]!r}")
-        for _ in range(warmup):
-            await client.call_tool(target.tool, arguments)
-        samples: list[float] = []
-        clock = time.perf_counter
-        started = clock()
-        for _ in range(calls):
-            t0 = clock()
-            await client.call_tool(target.tool, arguments)
-            samples.append(clock() - t0)
-        elapsed = clock() - started
-        era = client.protocol_version
-    samples.sort()
+    client = await stack.enter_async_context(Client(params))
+    session = Session(target, client, {"path": target.path_argument}, [])
+    first = await client.call_tool(target.tool, session.arguments)
+    text = first.content[0].text if first.content else ""  # type: ignore[union-attr]
+    if first.is_error or text != expected:
+        raise SystemExit(f"{target.name}: unexpected answer: {text[:200]!r}")
+    for _ in range(warmup):
+        await client.call_tool(target.tool, session.arguments)
+    return session
+
+
+async def measure_block(session: Session, calls: int) -> None:
+    clock = time.perf_counter
+    call, name, arguments = session.client.call_tool, session.target.tool, session.arguments
+    started = clock()
+    for _ in range(calls):
+        t0 = clock()
+        await call(name, arguments)
+        session.samples.append(clock() - t0)
+    session.busy_seconds += clock() - started
+
+
+def summarize(session: Session) -> Measurement:
+    samples = sorted(session.samples)
     return Measurement(
-        name=target.name,
-        era=era,
+        name=session.target.name,
+        era=session.client.protocol_version,
         p50_ms=statistics.median(samples) * 1000,
         p95_ms=samples[int(len(samples) * 0.95) - 1] * 1000,
-        calls_per_s=calls / elapsed,
+        calls_per_s=len(samples) / session.busy_seconds,
     )
 
 
@@ -223,14 +239,22 @@ async def run(args: argparse.Namespace) -> None:
         (root / SAMPLE_NAME).write_text(expected)
         found, skipped = targets(work, root)
         only = set(args.only.split(",")) if args.only else None
-        results: list[Measurement] = []
-        for target in found:
-            if only and target.name not in only:
-                continue
-            print(f"measuring {target.name} ...", file=sys.stderr, flush=True)
-            results.append(await measure(target, root, args.calls, args.warmup, expected))
-        print(f"\n{args.calls} sequential tools/call of a {args.size}-byte file after {args.warmup} warm-up calls "
-              f"(python {sys.version.split()[0]}, official mcp client)\n")
+        chosen = [t for t in found if not only or t.name in only]
+        async with AsyncExitStack() as stack:
+            sessions = []
+            for target in chosen:
+                print(f"starting {target.name} ...", file=sys.stderr, flush=True)
+                sessions.append(await connect(stack, target, root, args.warmup, expected))
+            # Blocks of calls in turn, so a burst of load on the machine hits every server alike.
+            block = max(1, args.calls // args.rounds)
+            for _ in range(args.rounds):
+                for session in sessions:
+                    await measure_block(session, block)
+            results = [summarize(session) for session in sessions]
+        calls = block * args.rounds
+        print(f"\n{calls} sequential tools/call of a {args.size}-byte file per server, in {args.rounds} rounds of "
+              f"{block} taking turns, after {args.warmup} warm-up calls (python {sys.version.split()[0]}, "
+              f"official mcp client)\n")
         print(table(results))
         for note in skipped:
             print(f"skipped {note}")
@@ -240,6 +264,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=2000, help="timed calls per server (default 2000)")
     parser.add_argument("--warmup", type=int, default=200, help="untimed calls first (default 200)")
+    parser.add_argument("--rounds", type=int, default=20, help="servers take turns this many times (default 20)")
     parser.add_argument("--size", type=int, default=1024, help="bytes in the file read (default 1024)")
     parser.add_argument("--only", help="comma-separated server names to measure")
     anyio.run(run, parser.parse_args())

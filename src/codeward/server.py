@@ -403,8 +403,9 @@ class CodewardServer:
 
     async def run_stdio(self) -> None:
         """Serve over this process's stdin/stdout until the client closes the pipe."""
-        from codeward.transport.stdio import fast_stdio_server
+        from codeward.transport.stdio import fast_stdio_server, freeze_startup_heap
 
+        freeze_startup_heap()
         async with fast_stdio_server() as (read_stream, write_stream):
             await self.lowlevel.run(read_stream, write_stream, self.lowlevel.create_initialization_options())
 

@@ -14,6 +14,7 @@ this way (regular files, a terminal without a private re-open, a non-asyncio loo
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import sys
@@ -54,6 +55,17 @@ async def fast_stdio_server() -> AsyncIterator[StdioStreams]:
         yield pipes.reader, pipes.writer
     finally:
         await pipes.close()
+
+
+def freeze_startup_heap() -> None:
+    """Exempt what start-up allocated (modules, schemas, the catalog) from garbage collection.
+
+    A server's heap is mostly import-time objects that live as long as the process; left in
+    the collector's care, every full collection re-traverses them all (about 100k objects, a
+    60-90 ms pause every few thousand requests: the tail of a stdio session's latency). Call
+    it once the server is built, right before serving. Reference counting still frees them.
+    """
+    gc.freeze()
 
 
 @dataclass
