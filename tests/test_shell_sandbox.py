@@ -165,3 +165,17 @@ def test_path_entries_the_sandbox_cannot_see_are_named(catalog: Catalog, root: P
     assert f"PATH entry {tools} (from mcp_env.toml) is not visible in the sandbox" in outcome.text
     bound = run_shell(catalog, [root], f"ls -d {tools}", ShellSettings(ro_paths=(str(tools),)))
     assert f"STDOUT:\n{tools}\n" in bound.text and "not visible" not in bound.text
+
+
+@needs_bwrap
+def test_a_script_cannot_leave_a_setuid_file_in_the_workspace(catalog: Catalog, root: Path) -> None:
+    """The sandbox's uid maps to the server's; a setuid file in a root would run as that user."""
+    script = ("cp /usr/bin/id own-id; chmod u+s own-id; echo chmod=$?\n"
+              "install -m 2755 /usr/bin/id group-id; echo install=$?\n"
+              "python3 -c \"import os; os.open('created', os.O_CREAT | os.O_WRONLY, 0o4755)\"; echo open=$?\n"
+              "chmod 700 own-id; echo plain=$?\n")
+    outcome = run_shell(catalog, [root], script)
+    assert "chmod=1" in outcome.text and "install=1" in outcome.text and "open=1" in outcome.text
+    assert "plain=0" in outcome.text  # ordinary modes still work
+    set_id = [p.name for p in root.iterdir() if p.is_file() and p.stat().st_mode & 0o6000]
+    assert set_id == []

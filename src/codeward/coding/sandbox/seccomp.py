@@ -2,10 +2,10 @@
 
 Namespaces already hide the host; the filter removes the kernel interfaces a contained
 program has no use for and that escapes go through: debugging other processes, mounting,
-loading BPF or kernel modules, the kernel keyring, new namespaces, and — with networking
-off — every socket family but AF_UNIX. Denied calls fail with EPERM (the program sees an
-ordinary error); ``clone3`` reports ENOSYS so libc falls back to ``clone``, whose
-namespace flags are then checked. bwrap installs the filter right before exec
+loading BPF or kernel modules, the kernel keyring, new namespaces, setuid/setgid file
+modes, and — with networking off — every socket family but AF_UNIX. Denied calls fail
+with EPERM (the program sees an ordinary error); ``clone3`` reports ENOSYS so libc falls
+back to ``clone``, whose namespace flags are then checked. bwrap installs the filter right before exec
 (``--seccomp FD``), so its own setup is unaffected.
 """
 
@@ -14,7 +14,9 @@ from __future__ import annotations
 import errno
 import os
 import socket
+import stat
 import tempfile
+from typing import Any
 
 DENIED_SYSCALLS: tuple[str, ...] = (
     "ptrace", "process_vm_readv", "process_vm_writev", "kcmp",
@@ -27,6 +29,13 @@ DENIED_SYSCALLS: tuple[str, ...] = (
     "reboot", "swapon", "swapoff", "acct", "syslog", "quotactl", "iopl", "ioperm",
     "open_by_handle_at", "name_to_handle_at", "lookup_dcookie",
 )
+SET_ID_MODE_ARGUMENTS: tuple[tuple[str, int, int | None], ...] = (
+    ("chmod", 1, None), ("fchmod", 1, None), ("fchmodat", 2, None), ("fchmodat2", 2, None),
+    ("mknod", 1, None), ("mknodat", 2, None), ("creat", 1, None), ("open", 2, 1), ("openat", 3, 2),
+)
+"""(syscall, index of its mode argument, index of its flags argument when the mode only
+matters with ``O_CREAT``/``O_TMPFILE``)."""
+O_TMPFILE = getattr(os, "O_TMPFILE", 0o20200000) & ~os.O_DIRECTORY
 NAMESPACE_FLAGS = (
     0x00020000  # CLONE_NEWNS
     | 0x02000000  # CLONE_NEWCGROUP
@@ -63,10 +72,32 @@ def build_filter(network: bool) -> bytes:
         rules.add_rule(deny, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
     if not network:
         rules.add_rule(deny, "socket", sc.Arg(0, sc.NE, socket.AF_UNIX))
+    _deny_set_id_files(sc, rules, deny)
     with tempfile.TemporaryFile() as handle:
         rules.export_bpf(handle)
         handle.seek(0)
         return handle.read()
+
+
+def _deny_set_id_files(sc: Any, rules: Any, deny: Any) -> None:
+    """No setuid/setgid files: a sandbox that writes a bound host tree would otherwise leave
+    there an executable that runs as the host user it maps to (root, when codeward is root)."""
+    creating = (os.O_CREAT, O_TMPFILE)
+    for name, mode_arg, flags_arg in SET_ID_MODE_ARGUMENTS:
+        for bit in (stat.S_ISUID, stat.S_ISGID):
+            mode = sc.Arg(mode_arg, sc.MASKED_EQ, bit, bit)
+            conditions = [[mode]] if flags_arg is None else [
+                [sc.Arg(flags_arg, sc.MASKED_EQ, flag, flag), mode] for flag in creating]
+            for condition in conditions:
+                try:
+                    rules.add_rule(deny, name, *condition)
+                except (OSError, ValueError, RuntimeError):
+                    break  # not a syscall on this architecture
+    for name in ("openat2", "io_uring_setup"):  # their modes are out of the filter's sight
+        try:
+            rules.add_rule(sc.ERRNO(errno.ENOSYS), name)
+        except (OSError, ValueError, RuntimeError):
+            continue
 
 
 def _flags(mask: int) -> list[int]:
