@@ -12,6 +12,7 @@ import json
 import os
 import pty
 import selectors
+import socket
 import subprocess
 import sys
 import time
@@ -276,6 +277,32 @@ def test_regular_files_fall_back_to_the_sdk_transport(probe: Path, tmp_path: Pat
     lines = responses.read_text().splitlines()
     assert json.loads(lines[0])["result"]["serverInfo"]["name"] == "probe"
     assert lines[-1] == "stdout restored after serving"
+
+
+def test_a_socket_on_stdin_and_stdout_falls_back_to_the_sdk_transport(probe: Path) -> None:
+    ours, theirs = socket.socketpair()
+    proc = subprocess.Popen([sys.executable, str(probe)], stdin=theirs, stdout=theirs, stderr=subprocess.PIPE)
+    theirs.close()
+    try:
+        ours.settimeout(30)
+        ours.sendall(line(INITIALIZE) + line(INITIALIZED) + line(call_request(2, "echo", text="over a socket")))
+        received = b""
+        while received.count(b"\n") < 2:
+            chunk = ours.recv(1 << 16)
+            assert chunk, f"socket closed early: {received!r}"
+            received += chunk
+        first, second = (json.loads(x) for x in received.splitlines()[:2])
+        assert first["result"]["serverInfo"]["name"] == "probe"
+        assert second["result"]["content"][0]["text"] == "over a socket"
+        ours.shutdown(socket.SHUT_WR)
+        assert proc.wait(timeout=30) == 0
+        assert proc.stderr is not None
+        assert "serving with mcp.shared._context_streams" in proc.stderr.read().decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=30)
+        ours.close()
 
 
 def test_a_terminal_is_served_without_making_the_shared_terminal_non_blocking(probe: Path) -> None:

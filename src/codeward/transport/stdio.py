@@ -7,8 +7,8 @@ JSON-RPC, but lets the event loop drive non-blocking pipes directly. It keeps th
 transport's behaviour: fd 0 reads the null device and fd 1 writes to stderr while serving (so
 stray output cannot corrupt the protocol), lines that are not JSON-RPC arrive as exception
 items, EOF ends the stream, and the fds are restored on exit. When the fds cannot be driven
-this way (regular files, a terminal without a private re-open, a non-asyncio loop, replaced
-``sys`` streams) it falls back to the SDK transport.
+this way (regular files, sockets, a terminal without a private re-open, a non-asyncio loop,
+replaced ``sys`` streams) it falls back to the SDK transport.
 """
 
 from __future__ import annotations

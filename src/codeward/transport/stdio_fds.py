@@ -8,8 +8,10 @@ stderr; both are put back on release.
 The wire must be non-blocking for the event loop to drive it. ``O_NONBLOCK`` belongs to the
 *open file description*, which a terminal shares with the shell and with stderr, so the wire is
 re-opened through ``/proc/self/fd`` when the system allows it (a fresh description whose flags
-nobody else sees). Where it does not, a pipe or socket wire shares the description and its
-blocking mode is restored on release; a terminal is then left to the SDK's threaded transport.
+nobody else sees). Where it does not, a pipe wire shares the description and its blocking
+mode is restored on release; a terminal is then left to the SDK's threaded transport. Sockets
+are always left to it: asyncio's write-pipe transport takes a readable socket for a closed one,
+and a socket on stdout usually carries stdin's traffic too.
 """
 
 from __future__ import annotations
@@ -57,13 +59,13 @@ class ClaimedFd:
             os.close(self.saved)
 
 
-def is_streamlike(fd: int) -> bool:
-    """Pipes, sockets and character devices can be polled; regular files cannot."""
+def is_pipe_or_terminal(fd: int) -> bool:
+    """Pipes and character devices (terminals) can be driven as pipes; files and sockets are not."""
     try:
         mode = os.fstat(fd).st_mode
     except OSError:
         return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)
 
 
 def claim(fd: int, *, writing: bool) -> ClaimedFd | None:
@@ -71,7 +73,7 @@ def claim(fd: int, *, writing: bool) -> ClaimedFd | None:
 
     Nothing is diverted yet: call :meth:`ClaimedFd.divert` once the wire is known to work.
     """
-    if sys.platform == "win32" or not is_streamlike(fd):
+    if sys.platform == "win32" or not is_pipe_or_terminal(fd):
         return None
     try:
         saved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
