@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -24,6 +25,8 @@ class Reply:
     error_event: dict[str, Any] | None = None
     delay_s: float = 0.0
     """Pause between chunks (to test cancelling a stream)."""
+    before: Callable[[], None] | None = None
+    """Run when this reply is about to be served (to change the world between model rounds)."""
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
@@ -83,6 +86,8 @@ class FakeOpenAI:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 reply = owner._next(body, {k.lower(): v for k, v in self.headers.items()})
+                if reply.before is not None:
+                    reply.before()
                 if reply.status != 200:
                     payload = reply.body.encode()
                     self.send_response(reply.status)

@@ -185,3 +185,47 @@ def test_reply_cmd_lines_run_only_after_a_yes(root: Path, tmp_path: Path) -> Non
     assert not (root / "refused.txt").exists()
     sent = fake.messages(1)[-1]["content"]
     assert sent.startswith("[exec: ls -1]\nvisible.txt") and sent.endswith("ok")
+
+
+def test_tracked_files_go_to_the_model_once_and_are_restored_on_resume(root: Path, tmp_path: Path) -> None:
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed (scripts/test installs it)")
+    (root / "notes.md").write_text("# Notes\nremember the harbour\n")
+    (root / "other.md").write_text("other file\n")
+    home = tmp_path / "home"
+    with FakeOpenAI([text("Noted."), text("Still noted."), text("Back again.")]) as fake:
+        env = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_MODEL": "fake", "CODEWARD_HOME": str(home),
+               "PATH": os.environ["PATH"], "TERM": "xterm-256color", "HOME": str(tmp_path)}
+        first = Tmux(f"{shlex.quote(sys.executable)} -m codeward chat --add notes.md", root, env)
+        try:
+            first.wait_for("tracking notes.md")
+            first.type_line("read my notes")
+            first.wait_for("Noted.")
+            first.type_line(":files")
+            first.wait_for("~tokens")
+            first.type_line(":add other.md")
+            first.wait_for("tracking other.md")
+            first.type_line(":drop other.md")
+            first.wait_for("dropped other.md")
+            first.type_line("anything else?")
+            first.wait_for("Still noted.")
+            first.type_line(":quit")
+        finally:
+            time.sleep(0.5)
+            first.close()
+        second = Tmux(f"{shlex.quote(sys.executable)} -m codeward chat --resume", root, env)
+        try:
+            second.wait_for("tracking notes.md")
+            second.type_line(":files")
+            second.wait_for("notes.md")
+            screen = second.wait_for("~tokens")
+            second.type_line("hello again")
+            second.wait_for("Back again.")
+        finally:
+            second.close()
+    first_message = fake.messages(0)[-1]["content"]
+    assert first_message.startswith("[FILE: notes.md]\n# Notes\nremember the harbour\n")
+    assert first_message.endswith("read my notes")
+    assert fake.messages(1)[-1]["content"] == "anything else?", "a file dropped before sending is not sent"
+    assert fake.messages(2)[-1]["content"] == "hello again"
+    assert "other.md" not in screen.split(":files")[-1]

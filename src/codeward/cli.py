@@ -122,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_agent_arguments(chat)
     chat.add_argument("--resume", nargs="?", const="", metavar="ID",
                       help="continue a saved session (default: the latest)")
+    chat.add_argument("--add", nargs="+", metavar="PATH", help="track these files (paths or globs) from the start")
     chat.set_defaults(handler=cmd_chat)
 
     ask = sub.add_parser("ask", help="one question, answered with tools (non-interactive)",

@@ -66,6 +66,8 @@ class Workspace:
     roots: tuple[Path, ...]
     allowed_files: frozenset[Path] = frozenset()
     blacklist_globs: tuple[str, ...] = DEFAULT_BLACKLIST_GLOBS
+    anchor: Path | None = None
+    """Where relative paths start when that is not the first root (a session narrowed to files)."""
 
     @classmethod
     def create(
@@ -88,9 +90,16 @@ class Workspace:
         return cls(tuple(resolved), allowed, tuple(blacklist) + tuple(extra_blacklist))
 
     def with_files(self, files: Iterable[str | Path], base_dirs: Sequence[str | Path] | None = None) -> Workspace:
-        """Layer 1 rebuilt: the given tracked files plus base directories (default: these roots)."""
-        roots = base_dirs if base_dirs is not None else self.roots
-        return Workspace.create(roots, files=files, blacklist=self.blacklist_globs)
+        """Layer 1 rebuilt: the given tracked files plus base directories (default: these roots).
+
+        With ``base_dirs=[]`` only the files are allowed; relative paths still start at this
+        workspace's primary root.
+        """
+        if base_dirs is None:
+            return Workspace.create(self.roots, files=files, blacklist=self.blacklist_globs)
+        dirs = tuple(Path(d).expanduser().resolve() for d in base_dirs)
+        allowed = frozenset(Path(f).expanduser().resolve() for f in files)
+        return Workspace(dirs, allowed, self.blacklist_globs, anchor=self.primary)
 
     def with_roots(self, roots: Sequence[str | Path]) -> Workspace:
         """The same policy over other roots (e.g. after the client's roots changed)."""
@@ -98,7 +107,7 @@ class Workspace:
 
     @property
     def primary(self) -> Path:
-        return self.roots[0]
+        return self.anchor or self.roots[0]
 
     @cached_property
     def _blacklist_spec(self) -> pathspec.PathSpec:  # type: ignore[type-arg]
@@ -228,7 +237,7 @@ class Workspace:
         return rel if rel is not None else str(real)
 
     def _relative(self, path: Path) -> str | None:
-        for root in self.roots:
+        for root in (self.primary, *self.roots):
             if path == root:
                 return "."
             if path.is_relative_to(root):
@@ -241,7 +250,10 @@ class Workspace:
         return ".git" in parts
 
     def _roots_text(self) -> str:
-        return ", ".join(str(root) for root in self.roots)
+        places = [str(root) for root in self.roots]
+        if self.allowed_files:
+            places.append(f"the {len(self.allowed_files)} tracked files")
+        return ", ".join(places) or "the tracked files (none yet)"
 
 
 def _structure(text: str) -> list[str]:

@@ -67,7 +67,13 @@ async def _chat(args: argparse.Namespace, config: Config, catalog: Any) -> int:
         plane.watch_agent(session, conversation, chat_session=log.session_id)
         shell.command_runner = plane.command_runner(shell.command_runner)
         if args.resume is not None:
-            shell.console.print(f"resumed {log.session_id}: {len(conversation.turns)} turns")
+            restored, problems = shell.tracked.add(log.meta.get("tracked", []))
+            for problem in problems:
+                shell.console.print(f"[red]{problem}[/]", highlight=False)
+            shell.console.print(f"resumed {log.session_id}: {len(conversation.turns)} turns"
+                                + (f", tracking {', '.join(restored)}" if restored else ""), highlight=False)
+        if getattr(args, "add", None):
+            shell.add_files(args.add)
         try:
             await shell.run()
         finally:

@@ -48,6 +48,8 @@ class Turn:
 
 
 ROLES = ("system", "user", "assistant", "tool")
+FILES_UPDATED = "[SYSTEM: FILES UPDATED]"
+FILES_UPDATED_END = "[/SYSTEM: FILES UPDATED]"
 
 
 @dataclass
@@ -119,7 +121,25 @@ class Conversation:
             messages.append({"role": turn.role, "content": content})
         if carried:
             messages.append({"role": "user", "content": "\n\n".join(carried)})
-        return messages
+        return strip_stale_updates(messages)
 
     def to_jsonl_lines(self) -> list[str]:
         return [json.dumps(turn.to_dict(), ensure_ascii=False) for turn in self.turns]
+
+
+def strip_stale_updates(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Keep only the newest ``[SYSTEM: FILES UPDATED]`` block, so stale diffs don't pile up.
+
+    The history keeps every block; only what is sent to the model is pruned.
+    """
+    marked = [i for i, m in enumerate(messages) if FILES_UPDATED in (m.get("content") or "")]
+    if len(marked) < 2:
+        return messages
+    out = list(messages)
+    for i in marked[:-1]:
+        text = out[i]["content"]
+        start = text.index(FILES_UPDATED)
+        end = text.find(FILES_UPDATED_END, start)
+        tail = text[end + len(FILES_UPDATED_END):] if end != -1 else ""
+        out[i] = {**out[i], "content": (text[:start].rstrip("\n") + tail).rstrip("\n")}
+    return out

@@ -81,6 +81,7 @@ class ToolLoop:
         context_factory: Callable[[], ToolContext],
         settings: LoopSettings | None = None,
         before_request: Callable[[], Awaitable[None] | None] | None = None,
+        after_tools: Callable[[], str] | None = None,
     ) -> None:
         self.model = model
         self.surface = surface
@@ -89,6 +90,8 @@ class ToolLoop:
         self.context_factory = context_factory
         self.settings = settings or LoopSettings()
         self.before_request = before_request
+        self.after_tools = after_tools
+        """Called after the last tool call of each round; its text rides on the last tool result."""
 
     def tools(self) -> tuple[list[dict[str, Any]], dict[str, ToolInfo]]:
         infos = {info.name: info for info in self.surface.tool_infos()}
@@ -136,6 +139,11 @@ class ToolLoop:
                 return LoopResult(text, rounds, calls_made, hit_depth_limit=True)
             self.conversation.append(Turn("assistant", text, tuple(calls)))
             results = await self._dispatch_all(calls, infos)
+            if self.after_tools is not None:
+                extra = self.after_tools()
+                if extra:
+                    content, is_error = results[-1]
+                    results[-1] = (f"{content}\n\n{extra}", is_error)
             for call, (content, _is_error) in zip(calls, results, strict=True):
                 self.conversation.append(Turn("tool", content, tool_call_id=call.id, name=call.name))
             calls_made += len(calls)

@@ -28,6 +28,7 @@ from codeward.agent.loop import ToolLoop
 from codeward.agent.model import ModelConfigError, resolve_profile
 from codeward.agent.render import RichView
 from codeward.agent.session import AgentSession
+from codeward.agent.tracked import TrackedFiles, estimate_tokens
 from codeward.gateway.config import server_from_url
 from codeward.gateway.policy import ApprovalRequest
 
@@ -35,6 +36,9 @@ HELP = """Commands:
   :help                         this help
   :model [NAME]                 show the model, or switch to a profile (or model id)
   :history                      saved sessions (resume one with `codeward chat --resume ID`)
+  :add PATH|GLOB ...            track files: content to the model once, then diffs when they change
+  :drop PATH|GLOB ...           stop tracking them
+  :files                        tracked files with sizes and token estimates
   :mcp connect <url> [alias]    connect an MCP server; its tools become alias__tool
   :mcp disconnect <alias>       disconnect it
   :mcp list                     connected servers: state, tools, latency
@@ -45,6 +49,7 @@ Anything else is sent to the model. A reply line `CMD: <command>` is offered to 
 
 CMD_LINE = re.compile(r"^\s*CMD:\s*`?(?P<cmd>[^`]+?)`?\s*$", re.MULTILINE)
 CMD_TIMEOUT_S = 60.0
+DEFAULT_BUDGET_TOKENS = 32_000
 CMD_OUTPUT_CHARS = 8000
 
 Ask = Callable[[str], Awaitable[str]]
@@ -87,13 +92,28 @@ class ChatShell:
     pending_exec: list[str] = field(default_factory=list)
     command_runner: Callable[[str, Path], str] = run_command
     """Runs a confirmed ``CMD:`` line (the control plane wraps it to log the call)."""
+    tracked: TrackedFiles = field(init=False)
+    pending_files: list[str] = field(default_factory=list)
+    """Files added since the last message: their content goes with the next one."""
+    budget_tokens: int = DEFAULT_BUDGET_TOKENS
 
     def __post_init__(self) -> None:
         self.view = RichView(self.console)
+        agent = self.session.config.raw.get("agent", {})
+        base_dirs = agent.get("base_dirs")
+        resolved_dirs = None if base_dirs is None else tuple(
+            (self.session.workspace.primary / d).resolve() for d in base_dirs)
+        self.tracked = TrackedFiles(self.session.workspace, resolved_dirs)
+        self.budget_tokens = int(agent.get("context_budget_tokens", DEFAULT_BUDGET_TOKENS))
 
     def loop(self) -> ToolLoop:
         return ToolLoop(self.session.client, self.session.surface, self.conversation, self.view,
-                        self.session.context, self.session.settings)
+                        self.session.context, self.session.settings, before_request=self._rebuild_allowlist,
+                        after_tools=self.tracked.refresh)
+
+    def _rebuild_allowlist(self) -> None:
+        """The seed's Layer 1: reset and rebuild the allowlist before each model request."""
+        self.session.workspace = self.tracked.workspace()
 
     async def confirm(self, request: ApprovalRequest) -> bool:
         """The approval prompt for tool calls the policy does not allow outright."""
@@ -121,6 +141,10 @@ class ChatShell:
             await self.send(line)
 
     async def send(self, line: str) -> None:
+        if self.pending_files:
+            block = self.tracked.context_block(self.pending_files)
+            line = f"{block}\n\n{line}" if block else line
+            self.pending_files = []
         if self.pending_exec:
             line = "\n\n".join([*self.pending_exec, line])
             self.pending_exec = []
@@ -141,6 +165,7 @@ class ChatShell:
         finally:
             if installed:
                 loop.remove_signal_handler(signal.SIGINT)
+        self._status()
         for command in extract_commands(result.text):
             answer = await self.ask(f"  run `{command}`? [y/N] ")
             if answer.strip().lower().startswith("y"):
@@ -168,6 +193,14 @@ class ChatShell:
             return False
         if command == "help":
             self.console.print(HELP, markup=False, highlight=False)
+        elif command == "add":
+            self.add_files(args)
+        elif command == "drop":
+            dropped = self.tracked.drop(args)
+            self.console.print(f"dropped {', '.join(dropped)}" if dropped else "[red]no tracked file matches[/]")
+            self._record_tracked()
+        elif command == "files":
+            self._files()
         elif command == "model":
             self._model(args)
         elif command == "history":
@@ -177,6 +210,45 @@ class ChatShell:
         else:
             self.console.print(f"[red]unknown command :{command}[/] — :help lists the commands")
         return True
+
+    def add_files(self, patterns: list[str]) -> None:
+        """Track files: their content goes to the model with the next message."""
+        if not patterns:
+            self.console.print("[red]usage:[/] :add PATH|GLOB ...")
+            return
+        added, problems = self.tracked.add(patterns)
+        for problem in problems:
+            self.console.print(f"[red]{problem}[/]", highlight=False)
+        if added:
+            self.pending_files.extend(added)
+            self.console.print(f"tracking {', '.join(added)} — sent with your next message", highlight=False)
+            self._record_tracked()
+            self._status()
+
+    def _record_tracked(self) -> None:
+        self.log.record_meta("tracked", self.tracked.paths())
+
+    def _files(self) -> None:
+        listing = self.tracked.listing()
+        if not listing:
+            self.console.print("no tracked files (:add PATH|GLOB)")
+            return
+        table = Table("file", "bytes", "~tokens", box=None)
+        for name, size, tokens in listing:
+            table.add_row(name, str(size), str(tokens))
+        self.console.print(table)
+        self._status()
+
+    def history_tokens(self) -> int:
+        return sum(estimate_tokens(str(m.get("content") or "")) for m in self.conversation.to_messages())
+
+    def _status(self) -> None:
+        files, history = self.tracked.tokens(), self.history_tokens()
+        self.console.print(f"[dim]context: {len(self.tracked.files)} tracked files ~{files:,} tokens · "
+                           f"history ~{history:,} tokens[/]")
+        if files + history > self.budget_tokens:
+            self.console.print(f"[yellow][codeward] over the context budget ({self.budget_tokens:,} tokens): "
+                               ":drop files you no longer need (see :files)[/]")
 
     def _model(self, args: list[str]) -> None:
         if not args:
