@@ -63,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="require 'Authorization: Bearer $VAR' on every HTTP request")
     serve.add_argument("--allow-remote", action="store_true",
                        help="allow binding --host to a non-loopback address (requires --token-env)")
+    serve.add_argument("--meta", action="store_true",
+                       help="list only the four registry meta-tools, which find and run every other tool")
     serve.set_defaults(handler=cmd_serve)
 
     tools = sub.add_parser("tools", help="list the tools")
@@ -131,6 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("question", help="what to ask")
     add_agent_arguments(ask)
     ask.set_defaults(handler=cmd_ask)
+    from codeward.registry.cli import add_registry_commands
+
+    add_registry_commands(sub)
     return parser
 
 
@@ -187,8 +192,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     catalog = _catalog_for(config)
     extras = context_extras(config)
-    server = CodewardServer(CatalogSurface(catalog), workspace, settings=config.settings,
-                            roots_from_client=not explicit, extras=extras, observers=[metrics_observer(extras)])
+    from codeward.registry.wiring import wire_registry
+
+    wired = wire_registry(CatalogSurface(catalog), meta=args.meta)
+    server = CodewardServer(wired.surface, workspace, settings=config.settings, roots_from_client=not explicit,
+                            extras={**extras, **wired.extras}, observers=[metrics_observer(extras)],
+                            resource_providers=wired.resource_providers, prompt_providers=wired.prompt_providers)
     roots = ", ".join(str(r) for r in workspace.roots)
     if args.http:
         url = f"http://{args.host}:{args.port}/mcp"

@@ -1,0 +1,32 @@
+"""The registry: user-written tools, directives and knowledge in ``.ai/`` and ``~/.ai/``.
+
+Tools are Python files whose metadata is read without importing them, signed with a content
+hash, and run through executor chains down to a primitive (``subprocess`` or ``http_client``)
+— each in its own interpreter, with a virtual environment of its own when it imports
+third-party packages. Directives are served as MCP prompts, knowledge as MCP resources.
+:class:`MetaSurface` serves any tool surface behind the four registry meta-tools.
+"""
+
+from codeward.registry.items import Item, Kind, Problem, Space, ToolType
+from codeward.registry.meta import MetaSurface, meta_catalog
+from codeward.registry.providers import DirectivePrompts, KnowledgeResources, registry_providers
+from codeward.registry.served import ServedTools
+from codeward.registry.service import Registry
+from codeward.registry.settings import RegistrySettings, registry_settings_of
+
+__all__ = [
+    "DirectivePrompts",
+    "Item",
+    "Kind",
+    "KnowledgeResources",
+    "MetaSurface",
+    "Problem",
+    "Registry",
+    "RegistrySettings",
+    "ServedTools",
+    "Space",
+    "ToolType",
+    "meta_catalog",
+    "registry_providers",
+    "registry_settings_of",
+]

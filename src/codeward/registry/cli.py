@@ -1,0 +1,185 @@
+"""``codeward registry search|load|run|sign|help|new`` and ``codeward sign NAME``.
+
+A thin layer: each command calls the same meta-tool a model would (through a catalog of the
+four), with the built-in tools served alongside so ``search``, ``help`` and ``run`` cover them
+too; ``new`` writes a scaffold that validates as written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+KINDS = ("tool", "directive", "knowledge")
+
+
+class StderrReporter:
+    """Progress and log lines of a command, on stderr."""
+
+    def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
+        if message:
+            print(f"codeward: {message}", file=sys.stderr, flush=True)
+
+    def log(self, level: str, message: str) -> None:
+        if level not in ("debug",):
+            print(f"codeward: {message}", file=sys.stderr, flush=True)
+
+
+def add_registry_commands(subparsers: Any) -> None:
+    """Register ``registry`` (with its subcommands) and ``sign`` on the top-level parser."""
+    registry = subparsers.add_parser("registry", help="tools, directives and knowledge in .ai/ and ~/.ai/",
+                                     description="Search, read, copy, run, sign and create registry items.")
+    commands = registry.add_subparsers(title="registry commands", metavar="COMMAND")
+
+    search = _command(commands, "search", "find items and tools by meaning (BM25)")
+    search.add_argument("query", nargs="*", help="words to look for (none: list everything)")
+    search.add_argument("--kind", choices=("all", *KINDS), default="all")
+    search.add_argument("--source", choices=("all", "project", "user", "served"), default="all")
+    search.add_argument("--limit", type=int, default=20)
+    search.set_defaults(handler=_search)
+
+    load = _command(commands, "load", "print an item; --to copies it between project and user space")
+    load.add_argument("name")
+    load.add_argument("--kind", choices=KINDS)
+    load.add_argument("--source", choices=("project", "user"))
+    load.add_argument("--to", dest="destination", choices=("project", "user"), help="copy the item there first")
+    load.add_argument("--overwrite", action="store_true", help="replace an item of the same name there")
+    load.set_defaults(handler=_load)
+
+    run = _command(commands, "run", "run a tool: codeward registry run NAME key=value ...")
+    run.add_argument("name")
+    run.add_argument("arguments", nargs="*", metavar="key=value", help="parameters (JSON values where not strings)")
+    run.add_argument("--params", help="all parameters as one JSON object")
+    run.add_argument("--dry-run", action="store_true", help="check and show the plan without running")
+    run.add_argument("--timeout", type=float)
+    run.add_argument("--source", choices=("project", "user"))
+    run.set_defaults(handler=_run)
+
+    for parent, name in ((commands, "sign"), (subparsers, "sign")):
+        sign = _command(parent, name, "validate an item and sign it (it runs only while unmodified)")
+        sign.add_argument("name")
+        sign.add_argument("--source", choices=("project", "user"))
+        sign.set_defaults(handler=_sign)
+
+    help_ = _command(commands, "help", "explain a tool or item, or give an overview")
+    help_.add_argument("name", nargs="?")
+    help_.add_argument("--kind", choices=KINDS)
+    help_.set_defaults(handler=_help)
+
+    new = _command(commands, "new", "create a valid item file to edit (then sign it)")
+    new.add_argument("name")
+    new.add_argument("--kind", choices=KINDS, default="tool")
+    new.add_argument("--type", dest="tool_type", choices=("python", "api"), default="python",
+                     help="for tools: python (runs main) or api (an HTTP request)")
+    new.add_argument("--category", default="", help="folder and category (default: utility / general)")
+    new.add_argument("--description", default="", help="the one-line description")
+    new.add_argument("--user", action="store_true", help="create it in the user space instead of the project")
+    new.set_defaults(handler=_new)
+
+
+def _command(commands: Any, name: str, text: str) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = commands.add_parser(name, help=text, description=text)
+    parser.add_argument("--root", action="append", help="project root (default: config roots or the current folder)")
+    return parser
+
+
+def _context(args: argparse.Namespace, served: bool) -> Any:
+    from codeward.config import load_config
+    from codeward.context import ToolContext
+    from codeward.registry.served import EXTRAS_KEY, ServedTools
+    from codeward.workspace import Workspace
+
+    config = load_config(getattr(args, "config", None))
+    roots: list[str | Path] = list(args.root or []) or list(config.roots) or [Path.cwd()]
+    for root in roots:
+        if not Path(root).expanduser().is_dir():
+            raise ValueError(f"root {str(root)!r} is not a directory; pass an existing directory")
+    workspace = Workspace.create(roots, extra_blacklist=config.blacklist)
+    extras: dict[str, Any] = {}
+    if served:
+        from codeward.surface import CatalogSurface
+        from codeward.tools import default_catalog
+
+        extras[EXTRAS_KEY] = ServedTools(CatalogSurface(default_catalog(config.toolsets)))
+    return ToolContext(workspace, settings=config.settings, reporter=StderrReporter(), extras=extras)
+
+
+def _call(args: argparse.Namespace, tool: str, arguments: dict[str, Any], served: bool = False) -> int:
+    from codeward.registry.meta import meta_catalog
+
+    ctx = _context(args, served)
+    outcome = meta_catalog().call(tool, {k: v for k, v in arguments.items() if v is not None}, ctx)
+    print(outcome.text, file=sys.stderr if outcome.is_error else sys.stdout)
+    return 1 if outcome.is_error else 0
+
+
+def _search(args: argparse.Namespace) -> int:
+    return _call(args, "registry_search", {"query": " ".join(args.query), "kind": args.kind, "source": args.source,
+                                           "limit": args.limit}, served=True)
+
+
+def _load(args: argparse.Namespace) -> int:
+    return _call(args, "registry_load", {"name": args.name, "kind": args.kind, "source": args.source,
+                                         "destination": args.destination, "overwrite": args.overwrite})
+
+
+def _run(args: argparse.Namespace) -> int:
+    from codeward.cli import parse_assignments
+
+    params: dict[str, Any] = {}
+    if args.params:
+        try:
+            loaded = json.loads(args.params)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"--params is not JSON: {exc}; e.g. --params '{{\"name\": \"x\"}}'") from exc
+        if not isinstance(loaded, dict):
+            raise ValueError("--params must be a JSON object, e.g. '{\"name\": \"x\"}'")
+        params.update(loaded)
+    params.update(parse_assignments(args.arguments, _schema_for(args)))
+    return _call(args, "registry_execute", {"name": args.name, "action": "run", "params": params,
+                                            "dry_run": args.dry_run, "timeout": args.timeout,
+                                            "source": args.source}, served=True)
+
+
+def _schema_for(args: argparse.Namespace) -> dict[str, Any]:
+    from codeward.registry.items import Kind
+    from codeward.registry.service import Registry
+    from codeward.registry.settings import RegistrySettings
+
+    ctx = _context(args, served=False)
+    found = Registry(ctx.workspace, RegistrySettings.from_env()).find(args.name, Kind.TOOL)
+    schema = found.data.meta.get("config_schema") if found.ok and found.data is not None else None
+    return schema if isinstance(schema, dict) else {}
+
+
+def _sign(args: argparse.Namespace) -> int:
+    return _call(args, "registry_execute", {"name": args.name, "action": "sign", "source": args.source})
+
+
+def _help(args: argparse.Namespace) -> int:
+    return _call(args, "registry_help", {"name": args.name, "kind": args.kind}, served=True)
+
+
+def _new(args: argparse.Namespace) -> int:
+    from codeward.registry.items import Kind, Space
+    from codeward.registry.scaffold import scaffold
+    from codeward.registry.service import Registry
+    from codeward.registry.settings import RegistrySettings
+
+    ctx = _context(args, served=False)
+    registry = Registry(ctx.workspace, RegistrySettings.from_env())
+    kind = Kind(args.kind)
+    space = Space.USER if args.user else Space.PROJECT
+    category = args.category or ("utility" if kind is Kind.TOOL else "")
+    text = scaffold(kind, args.name, tool_type=args.tool_type, category=category, description=args.description)
+    created = registry.create(args.name, kind, space, text, category)
+    if not created.ok:
+        print(created.error_text(), file=sys.stderr)
+        return 1
+    shown = registry.spaces.display(created.data, space)
+    after = f"then sign it: codeward sign {args.name}" + (f" --root {args.root[0]}" if args.root else "")
+    print(f"Created {shown}. Edit it, {after}")
+    return 0

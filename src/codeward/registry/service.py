@@ -1,0 +1,204 @@
+"""The registry as a library: find, search, load, copy and sign items of both spaces.
+
+The meta-tools, the CLI and the MCP providers are thin adapters over :class:`Registry`.
+A Registry is cheap: it is made per call from the call's workspace (which may change when
+the client's roots do) and opens the index only for the operation at hand.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from codeward.code.textfile import atomic_write
+from codeward.context import ToolContext
+from codeward.registry.index import RegistryIndex
+from codeward.registry.items import Item, Kind, Space
+from codeward.registry.loader import load_item
+from codeward.registry.settings import INDEX_FILE_NAME, STATE_DIR_NAME, RegistrySettings, registry_settings_of
+from codeward.registry.signing import sign
+from codeward.registry.spaces import Spaces
+from codeward.result import ErrorKind, Result
+from codeward.workspace import Access, Workspace
+
+
+@dataclass(frozen=True)
+class Loaded:
+    item: Item
+    text: str
+    copied_to: str = ""
+
+
+@dataclass(frozen=True)
+class Signed:
+    item: Item
+    line: str
+    display: str
+
+
+class Registry:
+    """Items of a workspace's project space and of the user space."""
+
+    def __init__(self, workspace: Workspace, settings: RegistrySettings) -> None:
+        self.workspace = workspace
+        self.settings = settings
+        self.spaces = Spaces(workspace, settings)
+
+    @classmethod
+    def for_context(cls, ctx: ToolContext) -> Registry:
+        return cls(ctx.workspace, registry_settings_of(ctx.extras))
+
+    # -- the index -------------------------------------------------------------------------
+
+    @contextmanager
+    def index(self) -> Iterator[RegistryIndex]:
+        """The index, brought up to date with the files (only changed files are re-read)."""
+        resolved = self.workspace.resolve(f"{STATE_DIR_NAME}/{INDEX_FILE_NAME}", Access.WRITE, param="index")
+        with RegistryIndex(resolved.data if resolved.ok else None) as index:
+            index.refresh(self.spaces.files())
+            yield index
+
+    def find(self, name: str, kind: Kind | None = None, space: Space | None = None) -> Result[Item | None]:
+        """The item a name resolves to (project before user), or an error naming close matches."""
+        if not isinstance(name, str) or not name.strip():
+            return Result.fail(ErrorKind.INVALID_INPUT, "name is empty", "Give an item name; find names with "
+                               "registry_search.", data=None)
+        with self.index() as index:
+            found = [i for i in index.named(name.strip(), kind) if space is None or i.space is space]
+            if found:
+                kinds = {i.kind for i in found}
+                if kind is None and len(kinds) > 1:
+                    listed = ", ".join(sorted(k.value for k in kinds))
+                    return Result.fail(ErrorKind.CONFLICT, f"{name!r} names several kinds of item ({listed})",
+                                       "Pass kind to say which one.", data=None)
+                return Result.success(found[0])
+            known = index.names(kind)
+        where = f" in the {space.value} space" if space else ""
+        what = kind.value if kind else "item"
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+        hint = f"Did you mean {', '.join(close)}?" if close else "Search with registry_search, or create one with " \
+            "`codeward registry new NAME`."
+        return Result.fail(ErrorKind.NOT_FOUND, f"no {what} named {name!r}{where}", hint, data=None)
+
+    def fresh(self, item: Item) -> Result[tuple[Item, bytes] | None]:
+        """The item re-read from disk now (bytes and metadata), for operations that must not trust
+        the index: signing, running, copying."""
+        if item.path is None:
+            return Result.success((item, b""))
+        gate = self.spaces.gate(item.space)
+        checked = gate.resolve(str(item.path), Access.READ, param="item") if gate else None
+        display = self.spaces.display(item.path, item.space)
+        if checked is None or not checked.ok:
+            return Result.fail(ErrorKind.PERMISSION, f"{display} cannot be read here",
+                               checked.error_text() if checked else "The user space does not exist.", data=None)
+        try:
+            data = checked.data.read_bytes()
+        except OSError as exc:
+            return Result.fail(ErrorKind.NOT_FOUND, f"{display} cannot be read: {exc.strerror}",
+                               "It may have been deleted; search again.", data=None)
+        return Result.success((load_item(checked.data, item.kind, item.space, display, data), data))
+
+    # -- operations ----------------------------------------------------------------------
+
+    def load(self, name: str, kind: Kind | None = None, space: Space | None = None,
+             destination: Space | None = None, overwrite: bool = False) -> Result[Loaded | None]:
+        """An item's text and metadata; with ``destination``, first copy it to that space."""
+        found = self.find(name, kind, space)
+        if not found.ok or found.data is None:
+            return found.cast(None)
+        read = self.fresh(found.data)
+        if not read.ok or read.data is None:
+            return read.cast(None)
+        item, data = read.data
+        text = data.decode("utf-8", "replace")
+        if destination is None or destination is item.space:
+            return Result.success(Loaded(item, text))
+        assert item.path is not None
+        source_root = self.spaces.folder(item.space, item.kind)
+        try:
+            relative = item.path.relative_to(source_root.resolve())
+        except ValueError:
+            relative = Path(item.path.name)
+        target = self.spaces.folder(destination, item.kind) / relative
+        written = self._write(target, destination, data, overwrite)
+        if not written.ok:
+            return written.cast(None)
+        display = self.spaces.display(written.data, destination)
+        copied = load_item(written.data, item.kind, destination, display, data)
+        return Result.success(Loaded(copied, text, display))
+
+    def sign(self, name: str, kind: Kind | None = None, space: Space | None = None) -> Result[Signed | None]:
+        """Validate an item and write its signature line; refused while it has problems."""
+        found = self.find(name, kind, space)
+        if not found.ok or found.data is None:
+            return found.cast(None)
+        read = self.fresh(found.data)
+        if not read.ok or read.data is None:
+            return read.cast(None)
+        item, data = read.data
+        if item.problems:
+            listed = "\n".join(f"- {p.render()}" for p in item.problems)
+            return Result.fail(ErrorKind.INVALID_INPUT,
+                               f"{item.name} was not signed: its metadata has {len(item.problems)} problem(s):\n"
+                               f"{listed}", "Fix these, then sign again.", data=None)
+        assert item.path is not None
+        signed, line = sign(data, markdown=item.kind is not Kind.TOOL)
+        written = self._write(item.path, item.space, signed, overwrite=True)
+        if not written.ok:
+            return written.cast(None)
+        display = self.spaces.display(item.path, item.space)
+        return Result.success(Signed(load_item(item.path, item.kind, item.space, display, signed), line, display))
+
+    def create(self, name: str, kind: Kind, space: Space, text: str, category: str = "") -> Result[Path]:
+        """Write a new item file (``category`` is its folder); refuses to replace one."""
+        from codeward.registry.loader import RESERVED_NAMES
+        from codeward.registry.validation import check_name
+
+        problems = check_name(name, name, RESERVED_NAMES if kind is Kind.TOOL else frozenset())
+        if problems:
+            return Result.fail(ErrorKind.INVALID_INPUT, f"cannot create {name!r}: {problems[0].message}",
+                               "Use letters, digits, '_' and '-' (and not a built-in name).",
+                               data=self.spaces.root(space))
+        folder = self.spaces.folder(space, kind)
+        if category:
+            if not all(part.replace("-", "").replace("_", "").isalnum() for part in category.split("/")):
+                return Result.fail(ErrorKind.INVALID_INPUT, f"category {category!r} is not a folder name",
+                                   "Use letters, digits, '_' and '-'.", data=folder)
+            folder = folder / category
+        existing = self.find(name, kind, space)
+        if existing.ok and existing.data is not None and existing.data.path is not None:
+            shown = self.spaces.display(existing.data.path, space)
+            return Result.fail(ErrorKind.CONFLICT, f"a {kind.value} named {name!r} already exists: {shown}",
+                               "Choose another name, or edit that file.", data=existing.data.path)
+        return self._write(folder / f"{name}{kind.suffix}", space, text.encode("utf-8"), overwrite=False)
+
+    def _write(self, target: Path, space: Space, data: bytes, overwrite: bool) -> Result[Path]:
+        if space is Space.USER:
+            try:
+                self.spaces.user_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                return Result.fail(ErrorKind.PERMISSION, f"cannot create the user space {self.spaces.user_dir}: "
+                                   f"{exc.strerror}", "Set CODEWARD_USER_AI_DIR to a writable folder.", data=target)
+        gate = self.spaces.gate(space)
+        if gate is None:
+            return Result.fail(ErrorKind.NOT_FOUND, f"the {space.value} space does not exist", data=target)
+        resolved = gate.resolve(str(target), Access.WRITE, param="destination")
+        if not resolved.ok:
+            return resolved
+        real = resolved.data
+        display = self.spaces.display(real, space)
+        if real.exists() and not overwrite:
+            if real.read_bytes() == data:
+                return Result.success(real)
+            return Result.fail(ErrorKind.CONFLICT, f"{display} already exists with other content",
+                               "Pass overwrite=true to replace it, or remove it first.", data=real)
+        try:
+            real.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(real, data)
+        except OSError as exc:
+            return Result.fail(ErrorKind.PERMISSION, f"cannot write {display}: {exc.strerror}",
+                               "Check the folder's permissions.", data=real)
+        return Result.success(real)

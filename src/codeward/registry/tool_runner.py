@@ -1,0 +1,80 @@
+"""Runs one registry tool's ``main`` — executed as a script in the tool's own interpreter.
+
+This file is started by the subprocess primitive (``python -I tool_runner.py``) and must use
+the standard library only: codeward itself is not importable there. It reads one JSON
+object on stdin — ``{"params": {...}, "path": ..., "source_b64": ..., "lib": [...]}`` — runs the
+verified source it was given (not the file on disk, which could have changed since the
+signature was checked), calls ``main(**params)`` (awaiting it if it is async), and writes
+one JSON object on stdout: ``{"ok": true, "result": ...}`` or ``{"ok": false, "error": ...,
+"message": ..., "traceback": ...}``. Whatever the tool prints goes to stderr.
+"""
+
+import asyncio
+import base64
+import inspect
+import json
+import os
+import sys
+import traceback
+import types
+from typing import IO, Any
+
+
+def _answer(stream: IO[str], payload: dict[str, Any]) -> None:
+    stream.write(json.dumps(payload))
+    stream.flush()
+
+
+def _failure(kind: str, message: str, tb: str = "") -> dict[str, Any]:
+    return {"ok": False, "error": kind, "message": message, "traceback": tb}
+
+
+def _run(request: dict[str, Any]) -> dict[str, Any]:
+    path = request["path"]
+    params = request.get("params") or {}
+    if not isinstance(params, dict):
+        return _failure("invalid_params", "params must be a JSON object")
+    sys.path[:0] = [os.path.dirname(path), *request.get("lib", [])]
+    module = types.ModuleType("registry_tool")
+    module.__file__ = path
+    sys.modules["registry_tool"] = module
+    code = compile(base64.b64decode(request["source_b64"]), path, "exec")
+    exec(code, module.__dict__)
+    main = getattr(module, "main", None)
+    if not callable(main):
+        return _failure("no_main", "the tool defines no main function")
+    try:
+        inspect.signature(main).bind(**params)
+    except TypeError as exc:
+        return _failure("invalid_params", f"main() does not accept these parameters: {exc}")
+    result = main(**params)
+    if inspect.isawaitable(result):
+        async def wait() -> Any:
+            return await result
+
+        result = asyncio.run(wait())
+    try:
+        json.dumps(result)
+    except (TypeError, ValueError) as exc:
+        return _failure("result_not_json", f"main() returned a value that is not JSON-serializable: {exc}")
+    return {"ok": True, "result": result}
+
+
+def main() -> None:
+    real_stdout = sys.stdout
+    sys.stdout = sys.stderr
+    try:
+        request = json.loads(sys.stdin.buffer.read().decode("utf-8"))
+    except ValueError as exc:
+        _answer(real_stdout, _failure("bad_request", f"stdin is not a JSON request: {exc}"))
+        return
+    try:
+        payload = _run(request)
+    except BaseException as exc:  # the tool's own failure, reported as data
+        frames = traceback.format_exception(type(exc), exc, exc.__traceback__)
+        payload = _failure(type(exc).__name__, str(exc), "".join(frames[-6:]))
+    _answer(real_stdout, payload)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,174 @@
+"""The four registry meta-tools: search, load, execute and help.
+
+They cover the items of ``.ai/`` (project) and ``~/.ai/`` (user) — and, when the server
+provides its tool list (always in meta mode, see :class:`codeward.registry.meta.MetaSurface`),
+every tool the server serves, so a client that lists only these four can still find and call
+everything.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from codeward.catalog import tool
+from codeward.context import ToolContext
+from codeward.registry.describe import Hit, item_help, item_hit, overview, render_hits, served_help, served_hit
+from codeward.registry.execute import run_tool
+from codeward.registry.items import Kind, Space
+from codeward.registry.served import ServedTools, served_of
+from codeward.registry.service import Registry
+from codeward.result import ErrorKind, Result
+
+Name = Annotated[str, Field(description="Item or tool name, as registry_search shows it.")]
+KindArg = Annotated[Literal["tool", "directive", "knowledge"] | None,
+                    Field(description="Item kind, when a name is used by several.")]
+SpaceArg = Annotated[Literal["project", "user"] | None,
+                     Field(description="Registry space: project (.ai/) or user (~/.ai/). Default: project first.")]
+
+
+@tool(toolset="registry", read_only=True, title="Search tools, directives and knowledge")
+def registry_search(
+    ctx: ToolContext,
+    query: Annotated[str, Field(description="Words to look for; empty lists everything.")] = "",
+    kind: Annotated[Literal["all", "tool", "directive", "knowledge"], Field(description="Only this kind.")] = "all",
+    source: Annotated[Literal["all", "project", "user", "served"],
+                      Field(description="Only registry spaces or only served tools.")] = "all",
+    limit: Annotated[int, Field(ge=1, le=100, description="Most results to return.")] = 10,
+) -> Result[str]:
+    """Find tools (served and registry), directives and knowledge by meaning, best match first (BM25)."""
+    registry = Registry.for_context(ctx)
+    wanted_kind = None if kind == "all" else Kind(kind)
+    hits: list[Hit] = []
+    total = 0
+    if source != "served":
+        space = Space(source) if source in ("project", "user") else None
+        with registry.index() as index:
+            total = len(index.names())
+            hits += [item_hit(registry, item, score) for item, score in index.search(query, wanted_kind, space, limit)]
+    served = served_of(ctx.extras)
+    if served is not None and source in ("all", "served") and wanted_kind in (None, Kind.TOOL):
+        total += len(served.infos())
+        hits += [served_hit(served, info, score) for info, score in served.search(query, limit)]
+    hits.sort(key=lambda hit: (hit.name.lower() != query.strip().lower(), hit.score))
+    return Result.success(render_hits(query, hits[:limit], total))
+
+
+@tool(toolset="registry", title="Read or copy a registry item")
+def registry_load(
+    ctx: ToolContext,
+    name: Name,
+    kind: KindArg = None,
+    source: SpaceArg = None,
+    destination: Annotated[Literal["project", "user"] | None,
+                           Field(description="Copy the item into this space first.")] = None,
+    overwrite: Annotated[bool, Field(description="Replace an item of the same name at the destination.")] = False,
+) -> Result[str]:
+    """Show a registry item's full text and metadata; with destination, copy it between project and user space."""
+    registry = Registry.for_context(ctx)
+    loaded = registry.load(name, Kind(kind) if kind else None, Space(source) if source else None,
+                           Space(destination) if destination else None, overwrite)
+    if not loaded.ok or loaded.data is None:
+        return loaded.cast("")
+    item = loaded.data.item
+    shown = registry.spaces.display(item.path, item.space) if item.path else item.name
+    head = f"Copied to {loaded.data.copied_to}.\n" if loaded.data.copied_to else ""
+    problems = "".join(f"\nProblem: {p.render()}" for p in item.problems)
+    meta = {k: v for k, v in item.meta.items() if v not in (None, "", [], {})}
+    return Result.success(f"{head}{item.kind.value} {item.name} ({item.space.value}: {shown})\nmetadata: {meta}"
+                          f"{problems}\n\n{loaded.data.text}")
+
+
+@tool(toolset="registry", destructive=False, open_world=True, title="Run or sign a tool")
+def registry_execute(
+    ctx: ToolContext,
+    name: Name,
+    action: Annotated[Literal["run", "sign"], Field(description="run the tool, or sign an item after review.")] = "run",
+    params: Annotated[dict[str, Any] | None, Field(description="The tool's parameters (see registry_help).")] = None,
+    dry_run: Annotated[bool, Field(description="Check everything and show the plan without running.")] = False,
+    source: SpaceArg = None,
+    timeout: Annotated[float | None, Field(gt=0, description="Seconds before the run is killed.")] = None,
+) -> Result[Any]:
+    """Run any tool by name — a served tool or a signed registry tool — or sign a registry item."""
+    served = served_of(ctx.extras)
+    if action == "sign":
+        if source is None and served is not None and served.has(name) and not _is_item(ctx, name):
+            return Result.fail(ErrorKind.INVALID_INPUT, f"{name} is served by this server, not a registry item; "
+                               "only .ai/ items are signed", "Run it with action=\"run\".", data="")
+        return _sign(ctx, name, source)
+    if source is None and served is not None and served.has(name):
+        return call_served(served, name, params, dry_run, ctx)
+    ran = run_tool(Registry.for_context(ctx), name, params, ctx, space=Space(source) if source else None,
+                   dry_run=dry_run, timeout=timeout)
+    if not ran.ok or ran.data is None:
+        return ran.cast("")
+    return Result(data=ran.data.render(), notes=list(ran.notes))
+
+
+@tool(toolset="registry", read_only=True, title="Explain a tool or the registry")
+def registry_help(
+    ctx: ToolContext,
+    name: Annotated[str | None, Field(description="A tool or item to explain; omit for an overview.")] = None,
+    kind: KindArg = None,
+) -> Result[str]:
+    """Parameters and usage of one tool or item, or an overview of everything available."""
+    registry = Registry.for_context(ctx)
+    served = served_of(ctx.extras)
+    if not name:
+        return Result.success(overview(registry, served))
+    if served is not None and kind in (None, "tool"):
+        info = served.info(name)
+        if info is not None:
+            return Result.success(served_help(served, info))
+    found = registry.find(name, Kind(kind) if kind else None)
+    if not found.ok or found.data is None:
+        if served is not None:
+            import difflib
+
+            close = difflib.get_close_matches(name, [i.name for i in served.infos()], n=3, cutoff=0.6)
+            if close:
+                return Result.fail(ErrorKind.NOT_FOUND, f"no tool or item named {name!r}",
+                                   f"Did you mean {', '.join(close)}?", data="")
+        return found.cast("")
+    return Result.success(item_help(registry, found.data))
+
+
+def call_served(served: ServedTools, name: str, params: dict[str, Any] | None, dry_run: bool,
+                ctx: ToolContext) -> Result[Any]:
+    """A served tool through registry_execute: checked against its schema, then called."""
+    if params is not None and not isinstance(params, dict):
+        return Result.fail(ErrorKind.INVALID_INPUT, "params must be a JSON object", data="")
+    if dry_run:
+        return Result.success(dry_run_served(served, name, params or {}))
+    outcome = served.call(name, params or {}, ctx)
+    if outcome.is_error:
+        return Result(data="", errors=list(outcome.errors)) if outcome.errors else \
+            Result.fail(ErrorKind.INTERNAL, outcome.text, data="")
+    return Result.success(outcome.text)
+
+
+def dry_run_served(served: ServedTools, name: str, params: dict[str, Any]) -> str:
+    import jsonschema
+
+    info = served.info(name)
+    if info is None:
+        return f"dry run: {name} would be called with {params}; its schema is not listed, so nothing was checked."
+    errors = sorted(jsonschema.Draft202012Validator(info.input_schema).iter_errors(params), key=str)
+    if errors:
+        listed = "; ".join(f"{'.'.join(str(p) for p in e.absolute_path) or 'params'}: {e.message}" for e in errors[:5])
+        return f"dry run: {name} would refuse these params: {listed}"
+    return f"dry run: {name} would be called with {params}; the params match its schema. Nothing was run."
+
+
+def _sign(ctx: ToolContext, name: str, source: str | None) -> Result[Any]:
+    signed = Registry.for_context(ctx).sign(name, None, Space(source) if source else None)
+    if not signed.ok or signed.data is None:
+        return signed.cast("")
+    return Result.success(f"Signed {signed.data.display}:\n{signed.data.line}\nIt runs while its content stays "
+                          "exactly as it is now; any edit needs a new signature.")
+
+
+def _is_item(ctx: ToolContext, name: str) -> bool:
+    found = Registry.for_context(ctx).find(name)
+    return found.ok

@@ -1,0 +1,226 @@
+"""Registry items through the meta-tools: metadata without imports, validation, signatures, chains,
+the BM25 index, and copying between the project and user spaces."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from codeward.catalog import ToolOutcome
+from codeward.cli import main as cli_main
+from codeward.registry import Registry, RegistrySettings
+from codeward.workspace import Workspace
+from tests.conftest import snapshot
+from tests.registry_support import python_tool, runtime, user_space, without_state, write
+
+__all__ = ["user_space"]
+
+Call = Callable[..., ToolOutcome]
+
+
+def sign(call: Call, name: str, **extra: str) -> ToolOutcome:
+    outcome = call("registry_execute", name=name, action="sign", **extra)
+    assert not outcome.is_error, outcome.text
+    return outcome
+
+
+def test_new_scaffolds_valid_items_of_each_kind(root: Path, user_space: Path, call: Call,
+                                                capsys: object) -> None:
+    assert cli_main(["registry", "new", "greet", "--root", str(root)]) == 0
+    assert cli_main(["registry", "new", "fetch_item", "--type", "api", "--category", "web", "--root", str(root)]) == 0
+    assert cli_main(["registry", "new", "review_steps", "--kind", "directive", "--root", str(root)]) == 0
+    assert cli_main(["registry", "new", "style_notes", "--kind", "knowledge", "--user", "--root", str(root)]) == 0
+    assert (root / ".ai/tools/utility/greet.py").is_file()
+    assert (root / ".ai/tools/web/fetch_item.py").is_file()
+    assert (root / ".ai/directives/review_steps.md").is_file()
+    assert (user_space / "knowledge/style_notes.md").is_file()
+    for name in ("greet", "fetch_item", "review_steps", "style_notes"):
+        signed = sign(call, name)
+        assert "codeward:validated:" in signed.text
+    assert (root / ".ai/tools/utility/greet.py").read_text().startswith("# codeward:validated:")
+    assert (user_space / "knowledge/style_notes.md").read_text().startswith("<!-- codeward:validated:")
+    before = snapshot(root)
+    assert cli_main(["registry", "new", "greet", "--root", str(root)]) == 1
+    assert cli_main(["registry", "new", "bad name", "--root", str(root)]) == 1
+    assert cli_main(["registry", "new", "subprocess", "--root", str(root)]) == 1
+    assert without_state(snapshot(root)) == without_state(before)
+
+
+def test_metadata_is_read_without_running_the_file(root: Path, user_space: Path, call: Call) -> None:
+    marker = root / "imported.txt"
+    header = f"open({str(marker)!r}, 'w').write('ran')"
+    write(root, ".ai/tools/side_effect.py", python_tool(header=header))
+    assert not call("registry_help", name="side_effect").is_error
+    assert "side_effect" in call("registry_search", query="greet").text
+    sign(call, "side_effect")
+    assert not marker.exists()
+
+
+def test_validation_names_file_field_and_fix_and_signing_refuses(root: Path, user_space: Path, call: Call) -> None:
+    text = python_tool(version="one", tool_type="script", executor=None, category="", body="    pass") \
+        .replace("def main(name):", "def helper(name):")
+    path = write(root, ".ai/tools/broken.py", text + "CONFIG = make_config()\n")
+    before = snapshot(root)
+    refused = call("registry_execute", name="broken", action="sign")
+    assert refused.is_error and "was not signed" in refused.text
+    for expected in (".ai/tools/broken.py: __version__: 'one' is not a semantic version",
+                     "__tool_type__: 'script' is not a tool type", "Fix: use one of python, api, mcp_tool",
+                     "__category__", "CONFIG: assigned an expression at line", "Fix:"):
+        assert expected in refused.text, expected
+    assert without_state(snapshot(root)) == without_state(before)
+    helped = call("registry_help", name="broken")
+    assert "Problems:" in helped.text and "semantic version" in helped.text
+    assert "invalid" in call("registry_search", query="greet").text
+    path.write_text("def main(:\n")
+    syntax = call("registry_execute", name="broken", action="sign")
+    assert syntax.is_error and "not valid Python (line 1" in syntax.text
+
+
+def test_unsigned_and_tampered_tools_do_not_run(root: Path, user_space: Path, call: Call) -> None:
+    path = write(root, ".ai/tools/greet.py", python_tool())
+    before = snapshot(root)
+    unsigned = call("registry_execute", name="greet", params={"name": "Ada"})
+    assert unsigned.is_error and "greet is not signed, so it does not run" in unsigned.text
+    assert "codeward sign greet" in unsigned.text
+    assert without_state(snapshot(root)) == without_state(before)
+
+    sign(call, "greet")
+    assert "Hello, Ada!" in call("registry_execute", name="greet", params={"name": "Ada"}).text
+    data = path.read_bytes()
+    path.write_bytes(data.replace(b"Hello, ", b"Hallo, "))
+    before = snapshot(root)
+    tampered = call("registry_execute", name="greet", params={"name": "Ada"})
+    assert tampered.is_error and "was modified after it was signed" in tampered.text
+    assert "re-sign" in tampered.text
+    assert without_state(snapshot(root)) == without_state(before)
+    assert "MODIFIED" in call("registry_help", name="greet").text
+
+    sign(call, "greet")
+    assert "Hallo, Ada!" in call("registry_execute", name="greet", params={"name": "Ada"}).text
+
+
+def test_chain_cycle_missing_link_and_wrong_primitive_are_refused(root: Path, user_space: Path, call: Call) -> None:
+    write(root, ".ai/tools/runtimes/ring_a.py", runtime("ring_a", "ring_b"))
+    write(root, ".ai/tools/runtimes/ring_b.py", runtime("ring_b", "ring_a"))
+    write(root, ".ai/tools/looped.py", python_tool(executor="ring_a"))
+    write(root, ".ai/tools/orphan.py", python_tool(executor="no_such_runtime"))
+    write(root, ".ai/tools/misrouted.py", python_tool(executor="http_client"))
+    for name in ("ring_a", "ring_b", "looped", "orphan", "misrouted"):
+        sign(call, name)
+    before = snapshot(root)
+    loop = call("registry_execute", name="looped", params={"name": "x"})
+    assert loop.is_error and "the executor chain loops: looped → ring_a → ring_b → ring_a" in loop.text
+    missing = call("registry_execute", name="orphan", params={"name": "x"})
+    assert missing.is_error and "'no_such_runtime', which does not exist" in missing.text
+    assert "python_runtime" in missing.text
+    wrong = call("registry_execute", name="misrouted", params={"name": "x"})
+    assert wrong.is_error and "python tools run on subprocess" in wrong.text
+    as_tool = call("registry_execute", name="ring_a")
+    assert as_tool.is_error and "is a runtime" in as_tool.text
+    assert without_state(snapshot(root)) == without_state(before)
+    assert "broken chain" in call("registry_help", name="looped").text
+
+
+def test_an_unsigned_runtime_in_the_chain_stops_the_run(root: Path, user_space: Path, call: Call) -> None:
+    write(root, ".ai/tools/runtimes/py_env.py", runtime("py_env", "subprocess", '{"timeout": 5}'))
+    write(root, ".ai/tools/greet.py", python_tool(executor="py_env"))
+    sign(call, "greet")
+    refused = call("registry_execute", name="greet", params={"name": "x"})
+    assert refused.is_error and "py_env is not signed" in refused.text
+    sign(call, "py_env")
+    ran = call("registry_execute", name="greet", params={"name": "x"})
+    assert not ran.is_error and "greet → py_env → subprocess" in ran.text
+
+
+def test_search_ranks_with_bm25_and_follows_file_changes(root: Path, user_space: Path, call: Call) -> None:
+    write(root, ".ai/tools/text/word_count.py", python_tool(description="Count the words of a text."))
+    write(root, ".ai/tools/text/slugify_title.py", python_tool(description="Turn a title into a URL slug."))
+    write(root, ".ai/tools/net/ping_host.py", python_tool(description="Check that a host answers.", category="net"))
+    write(root, ".ai/knowledge/words.md", "---\ndescription: Style guide for word choice\n---\nPrefer short words.\n")
+    found = call("registry_search", query="count words").text.splitlines()
+    assert found[1].startswith("- word_count [tool, project, utility, v1.0.0, unsigned]")
+    assert "words [knowledge, project]" in found[2]
+    only_tools = call("registry_search", query="words", kind="tool").text
+    assert "word_count" in only_tools and "[knowledge" not in only_tools
+    assert "ping_host" in call("registry_search", query="net").text  # category
+
+    registry = Registry(Workspace.create([root]), RegistrySettings.from_env())
+    with registry.index() as index:
+        assert index.refresh(registry.spaces.files()) == 0  # nothing changed since the last search
+    slug = root / ".ai/tools/text/slugify_title.py"
+    slug.write_text(python_tool(description="Turn a headline into a hyphenated identifier."))
+    os.utime(slug, ns=(slug.stat().st_atime_ns, slug.stat().st_mtime_ns + 1_000_000))
+    (root / ".ai/tools/net/ping_host.py").unlink()
+    with registry.index() as index:
+        assert index.refresh(registry.spaces.files()) == 0  # index() already caught up
+        names = index.names()
+    assert "ping_host" not in names
+    assert "slugify_title" in call("registry_search", query="hyphenated headline").text
+    assert "nothing in" in call("registry_search", query="ping").text
+
+
+def test_project_shadows_user_and_load_copies_between_spaces(root: Path, user_space: Path, call: Call) -> None:
+    write(user_space, "tools/shared/greet.py", python_tool(description="The user's greeting."))
+    write(root, ".ai/tools/greet.py", python_tool(description="The project's greeting."))
+    sign(call, "greet")  # the project one
+    assert "The project's greeting." in call("registry_help", name="greet").text
+    user_copy = call("registry_load", name="greet", source="user")
+    assert "The user's greeting." in user_copy.text and "tool greet (user: " in user_copy.text
+
+    (root / ".ai/tools/greet.py").unlink()
+    assert "The user's greeting." in call("registry_help", name="greet").text
+    sign(call, "greet")  # now the user one
+    copied = call("registry_load", name="greet", destination="project")
+    assert not copied.is_error and "Copied to .ai/tools/shared/greet.py" in copied.text
+    project_file = root / ".ai/tools/shared/greet.py"
+    assert project_file.read_bytes() == (user_space / "tools/shared/greet.py").read_bytes()
+    ran = call("registry_execute", name="greet", params={"name": "Lin"})  # the copy keeps a valid signature
+    assert not ran.is_error and "Hello, Lin!" in ran.text
+
+    project_file.write_text(python_tool(description="Edited in the project."))
+    before = snapshot(root)
+    conflict = call("registry_load", name="greet", source="user", destination="project")
+    assert conflict.is_error and "already exists with other content" in conflict.text and "overwrite" in conflict.text
+    assert without_state(snapshot(root)) == without_state(before)
+    replaced = call("registry_load", name="greet", source="user", destination="project", overwrite=True)
+    assert not replaced.is_error
+    assert project_file.read_bytes() == (user_space / "tools/shared/greet.py").read_bytes()
+
+    write(root, ".ai/knowledge/team.md", "---\ndescription: Team conventions\n---\nUse pytest.\n")
+    shared = call("registry_load", name="team", destination="user")
+    assert not shared.is_error and (user_space / "knowledge/team.md").read_text().endswith("Use pytest.\n")
+
+
+def test_bad_inputs_get_clear_errors_and_change_nothing(root: Path, user_space: Path, call: Call) -> None:
+    write(root, ".ai/tools/greet.py", python_tool(
+        schema='{"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}'))
+    sign(call, "greet")
+    before = snapshot(root)
+    unknown = call("registry_execute", name="gret", params={})
+    assert unknown.is_error and "no tool named 'gret'" in unknown.text and "greet" in unknown.text
+    wrong = call("registry_execute", name="greet", params={"name": 3})
+    assert wrong.is_error and "invalid params for greet: name: 3 is not of type 'string'" in wrong.text
+    missing = call("registry_execute", name="greet", params={})
+    assert missing.is_error and "'name' is a required property" in missing.text
+    not_object = call("registry_execute", name="greet", params=[1, 2])
+    assert not_object.is_error and "params" in not_object.text
+    bad_action = call("registry_execute", name="greet", action="delete")
+    assert bad_action.is_error and "action" in bad_action.text
+    no_timeout = call("registry_execute", name="greet", params={"name": "x"}, timeout=-1)
+    assert no_timeout.is_error and "timeout" in no_timeout.text
+    assert call("registry_load", name="").is_error
+    assert "no item named 'nothing'" in call("registry_load", name="nothing").text
+    assert call("registry_help", name="nothing").is_error
+    assert call("registry_search", query="x", limit=0).is_error
+    assert without_state(snapshot(root)) == without_state(before)
+
+
+def test_links_out_of_the_project_are_not_items(root: Path, user_space: Path, tmp_path: Path, call: Call) -> None:
+    outside = write(tmp_path / "elsewhere", "evil.py", python_tool(description="Outside the project."))
+    (root / ".ai" / "tools").mkdir(parents=True)
+    (root / ".ai" / "tools" / "evil.py").symlink_to(outside)
+    (root / ".ai" / "knowledge").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    assert "nothing in" in call("registry_search", query="outside").text
+    assert call("registry_execute", name="evil", action="sign").is_error
+    assert not outside.read_text().startswith("# codeward")
