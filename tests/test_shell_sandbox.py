@@ -179,3 +179,19 @@ def test_a_script_cannot_leave_a_setuid_file_in_the_workspace(catalog: Catalog, 
     assert "plain=0" in outcome.text  # ordinary modes still work
     set_id = [p.name for p in root.iterdir() if p.is_file() and p.stat().st_mode & 0o6000]
     assert set_id == []
+
+
+@needs_bwrap
+def test_tracked_files_outside_the_roots_are_writable_and_their_neighbours_are_not(
+        catalog: Catalog, root: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    tracked, neighbour = elsewhere / "tracked.txt", elsewhere / "neighbour.txt"
+    tracked.write_text("old\n")
+    neighbour.write_text("untouched\n")
+    ctx = ToolContext(Workspace.create([root], files=[tracked]))
+    script = f"echo new > {tracked}; cat {neighbour}; echo neighbour=$?"
+    outcome = catalog.call("run_shell", {"script": script}, ctx)
+    assert tracked.read_text() == "new\n"
+    assert "untouched" not in outcome.text and "neighbour=1" in outcome.text
+    assert neighbour.read_text() == "untouched\n"

@@ -42,7 +42,9 @@ def confine(workspace: Workspace, hide_secrets: bool, extra_protected: list[Path
     """The binds that give a script the workspace, minus its secrets and git's executable parts."""
     plan = Confinement()
     plan.writable = [str(root) for root in workspace.roots]
-    plan.writable += [str(f) for f in sorted(workspace.allowed_files) if f.is_file() and not workspace.contains(f)]
+    for tracked in sorted(workspace.allowed_files):
+        if tracked.is_file() and not under_a_root(workspace, tracked) and not workspace.blacklist_reason(tracked):
+            plan.writable.append(str(tracked))
     for root in workspace.roots:
         for relative in GIT_PROTECTED:
             candidate = root / relative
@@ -59,6 +61,10 @@ def confine(workspace: Workspace, hide_secrets: bool, extra_protected: list[Path
             plan.notes.append(f"WARNING: the secret scan stopped after {MAX_SCANNED_ENTRIES} entries; "
                               "blacklisted files beyond were not hidden")
     return plan
+
+
+def under_a_root(workspace: Workspace, path: Path) -> bool:
+    return any(path == root or path.is_relative_to(root) for root in workspace.roots)
 
 
 def blacklisted_entries(workspace: Workspace) -> tuple[list[Path], bool]:

@@ -22,7 +22,7 @@ from codeward.coding.sandbox import Sandbox, SandboxRequest, SandboxResult, Sand
 from codeward.coding.sandbox.model import DEFAULT_PATH
 from codeward.coding.sandbox.runner import kill_tree, minimal_env
 from codeward.result import ErrorKind, Result
-from codeward.shell.confine import confine
+from codeward.shell.confine import confine, under_a_root
 from codeward.shell.envfile import ENV_FILE_NAME, EnvFile, build_environment, load_env_file, prepended_dirs
 from codeward.shell.host import HOST_BACKEND, run_on_host
 from codeward.shell.log import ShellLogEntry, append_entry, log_dir
@@ -206,6 +206,10 @@ Prepared = Result[tuple[SandboxRequest, list[str]] | None]
 
 def _sandboxed_request(ctx: ToolContext, command: ShellCommand, settings: ShellSettings, env_file: EnvFile) -> Prepared:
     primary = ctx.workspace.primary
+    if not under_a_root(ctx.workspace, primary):
+        return Result.fail(ErrorKind.PERMISSION, f"the working directory {primary} is not inside a workspace root "
+                           "(this session allows only tracked files), so the sandbox cannot give it to a script",
+                           "Serve the project directory as a root to run scripts in it.", data=None)
     base = {**minimal_env({}, "/tmp", DEFAULT_PATH), **host_variables(settings.pass_env)}
     env = build_environment(base, env_file, primary)
     found = find_shell(command.shell, DEFAULT_PATH)
