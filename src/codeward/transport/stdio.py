@@ -82,17 +82,7 @@ class _Pipes:
         with anyio.CancelScope(shield=True):
             self.reader.close()
             self.writer.close()
-            transport = self.write_protocol.transport
-            if transport is not None:
-                transport.close()  # writes out the buffer first
-                with anyio.move_on_after(FLUSH_TIMEOUT):
-                    await self.write_protocol.closed
-                if not self.write_protocol.closed.done():
-                    logger.warning("the client did not read the last %d bytes; dropping them",
-                                   transport.get_write_buffer_size())
-                    transport.abort()
-                    await self.write_protocol.closed
-            await self.read_protocol.closed
+            await _close_transports(self.read_protocol, self.write_protocol, FLUSH_TIMEOUT)
             _flush(sys.stdout)  # stray prints made while serving go to stderr, not to the restored wire
             self.stdout.release()
             self.stdin.release()
@@ -107,38 +97,53 @@ async def _open_pipes() -> _Pipes | None:
     if not (_backed_by(sys.stdin, 0) and _backed_by(sys.stdout, 1)):
         return None
     stdin = claim(0, writing=False)
-    if stdin is None:
-        return None
-    stdout = claim(1, writing=True)
-    if stdout is None:
-        _discard(stdin)
-        return None
-    if not (_pollable(loop, stdin.wire, writing=False) and _pollable(loop, stdout.wire, writing=True)):
-        _discard(stdin)
-        _discard(stdout)
+    stdout = claim(1, writing=True) if stdin is not None else None
+    if stdin is None or stdout is None or not (
+        _pollable(loop, stdin.wire, writing=False) and _pollable(loop, stdout.wire, writing=True)
+    ):
+        for claimed in (stdin, stdout):
+            if claimed is not None:
+                _discard(claimed)
         return None
     read_protocol = LineReaderProtocol(loop)
     write_protocol = WriterProtocol(loop)
+    stdin_file = os.fdopen(stdin.wire, "rb", buffering=0)  # from here on the files own the wires
+    stdout_file = os.fdopen(stdout.wire, "wb", buffering=0)
     try:
-        await loop.connect_read_pipe(lambda: read_protocol, os.fdopen(stdin.wire, "rb", buffering=0))
-    except (OSError, ValueError):
-        _discard(stdin)
-        _discard(stdout)
-        return None
-    try:
-        await loop.connect_write_pipe(lambda: write_protocol, os.fdopen(stdout.wire, "wb", buffering=0))
-    except (OSError, ValueError):
-        if read_protocol.transport is not None:
-            read_protocol.transport.close()
-            await read_protocol.closed
+        await loop.connect_read_pipe(lambda: read_protocol, stdin_file)
+        await loop.connect_write_pipe(lambda: write_protocol, stdout_file)
+        _flush(sys.stdout)
+        stdin.divert(open_null_for_reading)
+        stdout.divert(open_stderr_for_writing)
+    except (OSError, ValueError) as exc:
+        logger.debug("cannot drive stdin/stdout from the event loop (%s)", exc)
+        with anyio.CancelScope(shield=True):
+            await _close_transports(read_protocol, write_protocol, 0)
+        stdin_file.close()
+        stdout_file.close()
+        stdout.release()
         stdin.release()
-        _discard(stdout)
         return None
-    _flush(sys.stdout)
-    stdin.divert(open_null_for_reading)
-    stdout.divert(open_stderr_for_writing)
     return _Pipes(stdin, stdout, read_protocol, write_protocol, MessageReader(read_protocol),
                   MessageWriter(write_protocol))
+
+
+async def _close_transports(read: LineReaderProtocol, write: WriterProtocol, flush_timeout: float) -> None:
+    """Close both pipe transports, giving the client ``flush_timeout`` seconds to take buffered output."""
+    if read.transport is not None:
+        read.transport.close()
+    transport = write.transport
+    if transport is not None:
+        transport.close()  # writes out the buffer first
+        with anyio.move_on_after(flush_timeout):
+            await write.closed
+        if not write.closed.done():
+            if unread := transport.get_write_buffer_size():
+                logger.warning("the client did not read the last %d bytes; dropping them", unread)
+            transport.abort()
+            await write.closed
+    if read.transport is not None:
+        await read.closed
 
 
 def _backed_by(stream: TextIO | Any, fd: int) -> bool:
