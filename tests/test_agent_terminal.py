@@ -177,14 +177,15 @@ def test_reply_cmd_lines_run_only_after_a_yes(root: Path, tmp_path: Path) -> Non
             shell.type_line("y")
             shell.wait_for("run `touch refused.txt`?")
             shell.type_line("n")
-            shell.wait_for("[exit code 0]")
+            shell.wait_for("EXIT CODE: 0")
             shell.type_line("ok")
             shell.wait_for("Thanks.")
         finally:
             shell.close()
     assert not (root / "refused.txt").exists()
     sent = fake.messages(1)[-1]["content"]
-    assert sent.startswith("[exec: ls -1]\nvisible.txt") and sent.endswith("ok")
+    assert sent.startswith("[exec: ls -1]\nSTDOUT:\nvisible.txt\n") and sent.endswith("ok")
+    assert "EXIT CODE: 0" in sent
 
 
 def test_tracked_files_go_to_the_model_once_and_are_restored_on_resume(root: Path, tmp_path: Path) -> None:

@@ -30,6 +30,10 @@ def context_extras(config: Config) -> dict[str, Any]:
     extras[WEB_KEY] = _settings(config, "web", WebSettings, exclude={"resolver"})
     extras[BEADS_KEY] = _settings(config, "beads", BeadsSettings)
     extras["coding_settings"] = _coding_settings(config)
+    from codeward.shell.settings import EXTRAS_KEY as SHELL_KEY
+    from codeward.shell.settings import shell_settings_from_config
+
+    extras[SHELL_KEY] = shell_settings_from_config(config)
     return extras
 
 

@@ -10,10 +10,12 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from codeward.agent.approval import ApprovingSurface
 from codeward.agent.loop import LoopSettings
 from codeward.agent.model import ModelClient, ModelProfile, resolve_profile
+from codeward.assembly import context_extras
 from codeward.catalog import Catalog
 from codeward.config import Config
 from codeward.context import ToolContext
@@ -42,11 +44,12 @@ class AgentSession:
     surface: CompositeSurface
     settings: LoopSettings
     config: Config
+    extras: dict[str, Any]
     client_factory: Callable[[ModelProfile], ModelClient] = ModelClient
     """How :meth:`switch_model` makes the new client (the control plane swaps in an observed one)."""
 
     def context(self) -> ToolContext:
-        return ToolContext(self.workspace, settings=self.config.settings)
+        return ToolContext(self.workspace, settings=self.config.settings, extras=self.extras)
 
     def system_prompt(self) -> str:
         return SYSTEM_PROMPT.format(root=self.workspace.primary)
@@ -91,6 +94,7 @@ async def open_session(
             if gateway_config.servers:
                 await gateway.wait_settled(gateway_config.startup_wait)
             surface = CompositeSurface([native, gateway])
-            yield AgentSession(profile, client, workspace, catalog, gateway, native, surface, settings, config)
+            yield AgentSession(profile, client, workspace, catalog, gateway, native, surface, settings, config,
+                               context_extras(config))
     finally:
         await client.close()

@@ -104,12 +104,19 @@ class ChatShell:
         resolved_dirs = None if base_dirs is None else tuple(
             (self.session.workspace.primary / d).resolve() for d in base_dirs)
         self.tracked = TrackedFiles(self.session.workspace, resolved_dirs)
+        if "run_shell" in self.session.catalog:
+            self.command_runner = self._run_in_sandbox
         self.budget_tokens = int(agent.get("context_budget_tokens", DEFAULT_BUDGET_TOKENS))
 
     def loop(self) -> ToolLoop:
         return ToolLoop(self.session.client, self.session.surface, self.conversation, self.view,
                         self.session.context, self.session.settings, before_request=self._rebuild_allowlist,
                         after_tools=self.tracked.refresh)
+
+    def _run_in_sandbox(self, command: str, cwd: Path) -> str:
+        """``CMD:`` lines run through the run_shell tool: sandboxed, no network, the roots writable."""
+        outcome = self.session.catalog.call("run_shell", {"script": command}, self.session.context())
+        return outcome.text
 
     def _rebuild_allowlist(self) -> None:
         """The seed's Layer 1: reset and rebuild the allowlist before each model request."""
