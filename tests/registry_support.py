@@ -19,8 +19,11 @@ def user_space(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
-def python_tool(body: str = "    return {'greeting': 'Hello, ' + name + '!'}", *, executor: str | None = "python_runtime",
-                version: str = "1.0.0", category: str = "utility", params: str = "name",
+GREETING = "    return {'greeting': 'Hello, ' + name + '!'}"
+
+
+def python_tool(body: str = GREETING, *, executor: str | None = "python_runtime", version: str = "1.0.0",
+                category: str = "utility", params: str = "name",
                 schema: str = "", header: str = "", tool_type: str = "python",
                 description: str = "Greet someone by name.") -> str:
     """A tool file's text (unsigned)."""

@@ -101,8 +101,12 @@ def run_tool(registry: Registry, name: str, params: dict[str, Any] | None, ctx: 
     if not ran.ok or ran.data is None:
         record.update({"status": "error", "errors": [e.to_dict() for e in ran.errors]})
         saved = save_output(ctx.workspace, chain.tool.name, record, registry.settings.keep_outputs)
-        note = f"(this failed run is saved as {ctx.workspace.display(saved.data)})" if saved.ok else ""
-        return Result(data=None, errors=list(ran.errors), notes=[note] if note else [])
+        errors = list(ran.errors)
+        if saved.ok and errors:
+            first = errors[0]
+            errors[0] = ErrorInfo(first.kind, f"{first.message}\n(this failed run is saved as "
+                                  f"{ctx.workspace.display(saved.data)})", first.hint, first.source)
+        return Result(data=None, errors=errors)
     result, stderr, _child_seconds = ran.data
     record.update({"status": "ok", "result": result, "stderr": stderr})
     saved = save_output(ctx.workspace, chain.tool.name, record, registry.settings.keep_outputs)

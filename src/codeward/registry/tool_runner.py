@@ -60,6 +60,15 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, "result": result}
 
 
+def _tool_traceback(exc: BaseException, path: str) -> str:
+    """The traceback from the tool's own frames on (the runner's frames are noise)."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == path] or \
+        traceback.extract_tb(exc.__traceback__)[-3:]
+    lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames[-8:]),
+             *traceback.format_exception_only(type(exc), exc)]
+    return "".join(lines)
+
+
 def main() -> None:
     real_stdout = sys.stdout
     sys.stdout = sys.stderr
@@ -71,8 +80,7 @@ def main() -> None:
     try:
         payload = _run(request)
     except BaseException as exc:  # the tool's own failure, reported as data
-        frames = traceback.format_exception(type(exc), exc, exc.__traceback__)
-        payload = _failure(type(exc).__name__, str(exc), "".join(frames[-6:]))
+        payload = _failure(type(exc).__name__, str(exc), _tool_traceback(exc, request.get("path", "")))
     _answer(real_stdout, payload)
 
 

@@ -1,0 +1,140 @@
+"""The registry through real MCP sessions: directives as prompts, knowledge as resources, and the
+lazy meta-tool mode in which four tools reach the whole catalog and the gateway's upstreams."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from codeward.registry.settings import USER_DIR_ENV
+from tests.registry_support import python_tool, write
+
+pytestmark = pytest.mark.anyio
+META_TOOLS = {"registry_search", "registry_load", "registry_execute", "registry_help"}
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _env(user_dir: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONUNBUFFERED": "1", USER_DIR_ENV: str(user_dir)}
+
+
+def _serve(root: Path, user_dir: Path, *extra: str) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve", str(root), *extra],
+                                 env=_env(user_dir))
+
+
+def _text(result: Any) -> str:
+    return "\n".join(getattr(block, "text", "") for block in result.content)
+
+
+DIRECTIVE = """---
+description: Review a file for security problems
+category: review
+arguments:
+  - name: path
+    description: The file to review
+    required: true
+  - name: focus
+    description: What to look at first
+---
+Review {{path}} for injection and path traversal. Start with {{focus}}. Keep {{unknown}} as written.
+"""
+
+
+async def test_directives_are_prompts_and_knowledge_items_are_resources(tmp_path: Path) -> None:
+    root, user = tmp_path / "project", tmp_path / "home" / ".ai"
+    write(root, ".ai/directives/security_review.md", DIRECTIVE)
+    write(root, ".ai/directives/broken.md", "---\ndescription: [unclosed\n---\nbody\n")
+    write(user, "directives/daily_standup.md", "---\ndescription: Summarize yesterday's work\n---\nList commits.\n")
+    write(root, ".ai/knowledge/api_conventions.md", "---\ndescription: How our HTTP APIs are shaped\n---\n"
+          "# API conventions\n\nPlural nouns, JSON bodies.\n")
+    write(user, "knowledge/api_conventions.md", "---\ndescription: The user's older notes\n---\nShadowed.\n")
+    write(user, "knowledge/shell_tips.md", "# Shell tips\n\nQuote your variables.\n")
+    async with Client(_serve(root, user)) as client:
+        prompts = {p.name: p for p in (await client.list_prompts()).prompts}
+        assert set(prompts) == {"security_review", "daily_standup"}  # the invalid one is not offered
+        review = prompts["security_review"]
+        assert review.description == "Review a file for security problems"
+        assert [(a.name, a.required) for a in review.arguments or []] == [("path", True), ("focus", False)]
+        got = await client.get_prompt("security_review", {"path": "app.py", "focus": "SQL"})
+        text = got.messages[0].content.text  # type: ignore[union-attr]
+        assert text.startswith("Review app.py for injection") and "Start with SQL." in text
+        assert "{{unknown}}" in text
+        with pytest.raises(Exception, match="needs the argument"):
+            await client.get_prompt("security_review", {})
+
+        resources = {str(r.uri): r for r in (await client.list_resources()).resources}
+        assert {"registry://knowledge/api_conventions", "registry://knowledge/shell_tips"} <= set(resources)
+        conventions = resources["registry://knowledge/api_conventions"]
+        assert conventions.description == "How our HTTP APIs are shaped" and conventions.mime_type == "text/markdown"
+        read = await client.read_resource("registry://knowledge/api_conventions")
+        assert "Plural nouns, JSON bodies." in read.contents[0].text  # type: ignore[union-attr]
+        tips = await client.read_resource("registry://knowledge/shell_tips")
+        assert "Quote your variables." in tips.contents[0].text  # type: ignore[union-attr]
+        with pytest.raises(Exception, match="no knowledge named 'nope'"):
+            await client.read_resource("registry://knowledge/nope")
+        templates = [t.uri_template for t in (await client.list_resource_templates()).resource_templates]
+        assert "registry://knowledge/{name}" in templates
+
+        write(root, ".ai/knowledge/fresh_note.md", "A note added while serving.\n")
+        assert "registry://knowledge/fresh_note" in {str(r.uri) for r in (await client.list_resources()).resources}
+
+
+async def test_meta_mode_lists_four_tools_that_reach_the_whole_catalog(tmp_path: Path) -> None:
+    root, user = tmp_path / "project", tmp_path / "home" / ".ai"
+    write(root, "shapes.py", "class Circle:\n    def area(self, r):\n        return 3.14159 * r * r\n")
+    write(root, ".ai/tools/double.py", python_tool(body="    return n * 2", params="n: int",
+                                                    description="Double a number."))
+    async with Client(_serve(root, user, "--meta")) as client:
+        listed = (await client.list_tools()).tools
+        assert {t.name for t in listed} == META_TOOLS
+
+        found = _text(await client.call_tool("registry_search", {"query": "python definition source of a symbol"}))
+        assert "- py_get_definition [tool, codeward, python]" in found
+        helped = _text(await client.call_tool("registry_help", {"name": "py_get_definition"}))
+        assert '"path"' in helped and '"name"' in helped and "registry_execute" in helped
+        ran = await client.call_tool("registry_execute", {"name": "py_get_definition",
+                                                           "params": {"path": "shapes.py", "name": "Circle.area"}})
+        assert not ran.is_error and "return 3.14159 * r * r" in _text(ran)
+        planned = await client.call_tool("registry_execute", {"name": "py_get_definition", "dry_run": True,
+                                                               "params": {"path": "shapes.py"}})
+        assert "would refuse these params" in _text(planned) and "'name' is a required property" in _text(planned)
+        refused = await client.call_tool("registry_execute", {"name": "read_file", "params": {"path": "../x"}})
+        assert refused.is_error and "outside the workspace" in _text(refused)
+
+        overview = _text(await client.call_tool("registry_help", {}))
+        assert "python (" in overview and "py_get_definition" in overview and "files (" in overview
+
+        signed = await client.call_tool("registry_execute", {"name": "double", "action": "sign"})
+        assert not signed.is_error, _text(signed)
+        doubled = await client.call_tool("registry_execute", {"name": "double", "params": {"n": 21}})
+        assert _text(doubled).startswith("42")
+
+
+@pytest.mark.xdist_group("registry-gateway")
+async def test_meta_mode_over_a_gateway_reaches_an_upstream_tool(tmp_path: Path) -> None:
+    root, user = tmp_path / "project", tmp_path / "home" / ".ai"
+    root.mkdir()
+    params = StdioServerParameters(command=sys.executable,
+                                   args=[str(REPO / "tests" / "registry_gateway_server.py"), str(root)],
+                                   env={**_env(user), "PYTHONPATH": str(REPO)})
+    async with Client(params) as client:
+        assert {t.name for t in (await client.list_tools()).tools} == META_TOOLS
+        found = _text(await client.call_tool("registry_search", {"query": "current time in a timezone"}))
+        assert "time__get_current_time [tool, gateway time]" in found
+        helped = _text(await client.call_tool("registry_help", {"name": "time__get_current_time"}))
+        assert "a tool of gateway server 'time'" in helped and "timezone" in helped
+        ran = await client.call_tool("registry_execute", {"name": "time__get_current_time",
+                                                           "params": {"timezone": "Europe/Paris"}})
+        assert not ran.is_error, _text(ran)
+        assert '"timezone": "Europe/Paris"' in _text(ran) and '"datetime"' in _text(ran)
+        wrong = await client.call_tool("registry_execute", {"name": "time__get_current_time",
+                                                             "params": {"timezone": "Mars/Olympus"}})
+        assert wrong.is_error
+        native = await client.call_tool("registry_execute", {"name": "list_directory", "params": {"path": "."}})
+        assert not native.is_error
