@@ -9,6 +9,7 @@ Whatever goes wrong while asking, the answer is "no": a call never runs because 
 
 from __future__ import annotations
 
+import logging
 import sys
 from typing import Any
 
@@ -16,6 +17,8 @@ import anyio
 import anyio.to_thread
 
 from codeward.gateway.policy import ApprovalRequest
+
+logger = logging.getLogger("codeward.gateway")
 
 APPROVE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -36,7 +39,9 @@ async def confirm_with_client(request: ApprovalRequest) -> bool:
                + (f"\n\n{request.description.splitlines()[0]}" if request.description else ""))
     try:
         answer = await anyio.to_thread.run_sync(peer.elicit, message, APPROVE_SCHEMA)
-    except Exception:
+    except Exception as exc:  # no elicitation support, a closed session...: the answer is no
+        logger.info("gateway: could not ask the client to approve %s (%s: %s); denying",
+                    request.name, type(exc).__name__, exc)
         return False
     content = answer.get("content") or {}
     return answer.get("action") == "accept" and content.get("approve") is True
