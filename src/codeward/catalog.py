@@ -12,6 +12,8 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -69,6 +71,10 @@ class ToolSpec:
     """Arguments naming files this tool changes: calls touching the same file are serialized."""
     schema_dialect: bool = False
     """Declare ``$schema`` (JSON Schema 2020-12, which pydantic emits) in the input schema."""
+    quick: bool = False
+    """Read-only work bounded by the size of the files its ``*path`` arguments name: on small
+    regular files :meth:`Catalog.acall` runs it on the event loop, where a worker-thread hop
+    would cost more than the call (such a tool must not use ``ctx.progress`` or ``ctx.peer``)."""
 
     @property
     def input_schema(self) -> dict[str, Any]:
@@ -97,6 +103,7 @@ def tool(
     output: type[BaseModel] | None = None,
     write_paths: tuple[str, ...] | None = None,
     schema_dialect: bool = False,
+    quick: bool = False,
 ) -> Callable[[Callable[..., Result[Any]]], Callable[..., Result[Any]]]:
     """Declare a function a tool. Its docstring is the description; its signature the schema.
 
@@ -121,6 +128,7 @@ def tool(
             title=title,
             write_paths=writes,
             schema_dialect=schema_dialect,
+            quick=quick and read_only,
         )
         setattr(func, SPEC_ATTRIBUTE, spec)
         return func
@@ -245,7 +253,14 @@ class Catalog:
         return self._finish(name, spec, result, ctx, started)
 
     async def acall(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext) -> ToolOutcome:
-        """:meth:`call` in a worker thread, so independent calls run in parallel."""
+        """:meth:`call` in a worker thread, so independent calls run in parallel.
+
+        A ``quick`` tool on small files runs right here instead: the thread hop would cost more
+        than the call (two wake-ups, and on a busy machine two waits for a CPU).
+        """
+        spec = self._table.get(name)
+        if spec is not None and spec.quick and names_only_small_files(arguments, ctx):
+            return self.call(name, arguments, ctx)
         return await anyio.to_thread.run_sync(self.call, name, arguments, ctx, abandon_on_cancel=True)
 
     def dispatch(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext) -> str:
@@ -310,6 +325,32 @@ class Catalog:
                                               "parameters": s.input_schema}}
             for s in self._table.values()
         ]
+
+
+QUICK_FILE_BYTES = 256 * 1024
+"""Files up to this size are read on the event loop by ``quick`` tools (well under a millisecond)."""
+
+
+def names_only_small_files(arguments: Mapping[str, Any] | None, ctx: ToolContext) -> bool:
+    """Whether every ``*path`` argument names a small regular file, or nothing (a quick error).
+
+    Only a scheduling hint: the path is not resolved here (the call itself goes through the
+    Workspace gate); anything else — a directory, a FIFO, a device, a big file — goes to a thread.
+    """
+    if not isinstance(arguments, Mapping):
+        return False
+    for key, value in arguments.items():
+        if not key.endswith("path"):
+            continue
+        if not isinstance(value, str) or "\x00" in value:
+            return False
+        try:
+            info = os.stat(ctx.workspace.primary / value)
+        except (OSError, ValueError):
+            continue
+        if not stat.S_ISREG(info.st_mode) or info.st_size > QUICK_FILE_BYTES:
+            return False
+    return True
 
 
 def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> Result[BaseModel | None]:

@@ -59,7 +59,7 @@ def _line_range_error(start: int, end: int, total: int, display: str) -> Result[
     return None
 
 
-@tool(toolset="files", read_only=True, title="Read a file")
+@tool(toolset="files", read_only=True, quick=True, title="Read a file")
 def read_file(
     ctx: ToolContext,
     path: PathArg,
@@ -168,7 +168,7 @@ def search_files(
     return Result.success("\n".join(matches))
 
 
-@tool(toolset="files", read_only=True, title="Read a line range")
+@tool(toolset="files", read_only=True, quick=True, title="Read a line range")
 def get_file_slice(
     ctx: ToolContext,
     path: PathArg,
