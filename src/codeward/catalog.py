@@ -339,13 +339,14 @@ def names_only_small_files(arguments: Mapping[str, Any] | None, ctx: ToolContext
     """
     if not isinstance(arguments, Mapping):
         return False
+    primary = os.fspath(ctx.workspace.primary)
     for key, value in arguments.items():
         if not key.endswith("path"):
             continue
         if not isinstance(value, str) or "\x00" in value:
             return False
         try:
-            info = os.stat(ctx.workspace.primary / value)
+            info = os.stat(os.path.join(primary, value))
         except (OSError, ValueError):
             continue
         if not stat.S_ISREG(info.st_mode) or info.st_size > QUICK_FILE_BYTES:
