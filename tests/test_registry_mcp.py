@@ -3,6 +3,7 @@ lazy meta-tool mode in which four tools reach the whole catalog and the gateway'
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -16,7 +17,6 @@ from tests.registry_support import python_tool, write
 
 pytestmark = pytest.mark.anyio
 META_TOOLS = {"registry_search", "registry_load", "registry_execute", "registry_help"}
-REPO = Path(__file__).resolve().parents[1]
 
 
 def _env(user_dir: Path) -> dict[str, str]:
@@ -116,13 +116,30 @@ async def test_meta_mode_lists_four_tools_that_reach_the_whole_catalog(tmp_path:
         assert _text(doubled).startswith("42")
 
 
+GATEWAY = """
+import sys
+from codeward.gateway.cli import run_gateway_cli
+sys.exit(run_gateway_cli(sys.argv[1], roots=[sys.argv[2]], meta=True))
+"""
+
+
 @pytest.mark.xdist_group("registry-gateway")
 async def test_meta_mode_over_a_gateway_reaches_an_upstream_tool(tmp_path: Path) -> None:
     root, user = tmp_path / "project", tmp_path / "home" / ".ai"
     root.mkdir()
-    params = StdioServerParameters(command=sys.executable,
-                                   args=[str(REPO / "tests" / "registry_gateway_server.py"), str(root)],
-                                   env={**_env(user), "PYTHONPATH": str(REPO)})
+    config = tmp_path / "codeward.toml"
+    config.write_text(f"""
+[mcp]
+auto_approve = ["time__*"]
+native = true
+
+[mcp.servers.time]
+command = {json.dumps(sys.executable)}
+args = ["-m", "mcp_server_time", "--local-timezone", "UTC"]
+timeout = 30
+""")
+    params = StdioServerParameters(command=sys.executable, args=["-c", GATEWAY, str(config), str(root)],
+                                   env=_env(user))
     async with Client(params) as client:
         assert {t.name for t in (await client.list_tools()).tools} == META_TOOLS
         found = _text(await client.call_tool("registry_search", {"query": "current time in a timezone"}))

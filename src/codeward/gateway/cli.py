@@ -51,11 +51,13 @@ def run_gateway_cli(
     urls: Sequence[str] = (),
     yes: bool = False,
     allow_remote: bool = False,
+    meta: bool = False,
 ) -> int:
     """Serve every configured upstream's tools (and native ones if configured) over MCP.
 
     Calls not covered by ``auto_approve`` are confirmed by the client's user through MCP
     elicitation; ``yes=True`` approves every call (for trusted, unattended setups only).
+    ``meta=True`` lists only the four registry meta-tools, which find and run all the others.
     """
     from codeward.gateway.approval import confirm_with_client
 
@@ -66,12 +68,12 @@ def run_gateway_cli(
         raise ValueError(f"binding to {host} exposes every upstream tool to the network; "
                          "pass allow_remote (--allow-remote) and a bearer token (--token-env VAR) to do it")
     confirm: ConfirmCallback = approve_everything if yes else confirm_with_client
-    anyio.run(_serve, config, transport, host, port, token, list(roots), confirm)
+    anyio.run(_serve, config, transport, host, port, token, list(roots), confirm, meta)
     return 0
 
 
 async def _serve(config: GatewayConfig, transport: str, host: str, port: int, token: str | None,
-                 roots: list[str | Path], confirm: ConfirmCallback) -> None:
+                 roots: list[str | Path], confirm: ConfirmCallback, meta: bool = False) -> None:
     from codeward.gateway.native import native_surface
     from codeward.server import CodewardServer
     from codeward.surface import CompositeSurface, ToolSurface
@@ -85,8 +87,12 @@ async def _serve(config: GatewayConfig, transport: str, host: str, port: int, to
         await gateway.wait_settled()
         _print_summary(gateway.statuses(), len(gateway.tool_infos()), sys.stderr)
         surfaces: list[ToolSurface] = [native, gateway] if native else [gateway]
-        server = CodewardServer(CompositeSurface(surfaces), workspace, name="codeward-gateway",
-                                roots_from_client=not roots)
+        surface: ToolSurface = CompositeSurface(surfaces)
+        if meta:
+            from codeward.registry.meta import MetaSurface
+
+            surface = MetaSurface(surface)
+        server = CodewardServer(surface, workspace, name="codeward-gateway", roots_from_client=not roots)
         if transport == "http":
             print(f"codeward gateway: serving at http://{host}:{port}/mcp", file=sys.stderr, flush=True)
             await server.run_http(host=host, port=port, token=token)
