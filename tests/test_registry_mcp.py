@@ -84,6 +84,14 @@ async def test_directives_are_prompts_and_knowledge_items_are_resources(tmp_path
         write(root, ".ai/knowledge/fresh_note.md", "A note added while serving.\n")
         assert "registry://knowledge/fresh_note" in {str(r.uri) for r in (await client.list_resources()).resources}
 
+        # Full mode lists every tool, and the registry tools reach them too.
+        assert {"read_file", *META_TOOLS} <= {t.name for t in (await client.list_tools()).tools}
+        found = _text(await client.call_tool("registry_search", {"query": "knowledge conventions read file"}))
+        assert "api_conventions [knowledge, project]" in found and "read_file [tool, codeward, files]" in found
+        read = await client.call_tool("registry_execute", {"name": "read_file",
+                                                            "params": {"path": ".ai/knowledge/fresh_note.md"}})
+        assert not read.is_error and "A note added while serving." in _text(read)
+
 
 async def test_meta_mode_lists_four_tools_that_reach_the_whole_catalog(tmp_path: Path) -> None:
     root, user = tmp_path / "project", tmp_path / "home" / ".ai"

@@ -78,6 +78,22 @@ def test_dry_run_checks_everything_and_runs_nothing(root: Path, user_space: Path
     assert not marker.exists() and without_state(snapshot(root)) == without_state(before)
 
 
+def test_a_large_result_is_returned_bounded_with_the_path_of_the_whole(root: Path, user_space: Path,
+                                                                         call: Call) -> None:
+    write(root, ".ai/tools/big.py", python_tool(body="    return [f'line {i:06d}' for i in range(n)]",
+                                                params="n: int"))
+    sign(call, "big")
+    ran = call("registry_execute", name="big", params={"n": 5000})
+    assert not ran.is_error
+    assert '"line 000000"' in ran.text and '"line 004999"' not in ran.text
+    saved = outputs(root, "big")[-1]
+    shown = saved.relative_to(root).as_posix()
+    assert f"the whole result is saved as {shown}: read it with read_file" in ran.text
+    assert json.loads(saved.read_text())["result"][-1] == "line 004999"
+    whole = call("read_file", path=shown, offset=5000, limit=20)
+    assert '"line 004999"' in whole.text
+
+
 def test_the_tool_runs_the_signed_bytes_in_its_own_process(root: Path, user_space: Path, call: Call) -> None:
     body = "\n".join([
         "    import os, sys",
