@@ -1,0 +1,189 @@
+"""Call paths across files: what a function calls, what those call, to a depth.
+
+The symbol index says where every function is defined and which bytes of each file are
+comments or strings. A function's calls are the identifiers in its body that are followed
+by ``(`` (comments and strings blanked, keywords and nested definitions skipped); each is
+resolved to a definition by name, preferring the same class for ``self.x()``/``this.x()``,
+then the same file, then the same directory, and real bodies over prototypes. Names the
+index does not define (builtins, libraries) are listed, not followed.
+
+Static name resolution cannot see through dynamic dispatch; it shows what a reader would
+follow by hand, fast, for any language the index knows.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from codeward.code.symbol_index import CALLABLE_KINDS, LineTable, Symbol, SymbolIndex
+from codeward.code.tags import Extractors, blank_spans
+
+CALL = re.compile(rb"(?<![A-Za-z0-9_\x80-\xff\\])([A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*)\s*(?:<[^<>()]*>\s*)?\(")
+"""An identifier followed by ``(`` (C++/Java/TS generic arguments allowed in between)."""
+DEFINING_WORDS = frozenset({b"def", b"class", b"function", b"fn", b"func", b"fun", b"struct", b"interface"})
+SELF_RECEIVERS = (b"self.", b"this.", b"cls.", b"this->", b"self::", b"static::", b"$this->")
+MAX_CALLS_PER_FUNCTION = 60
+MAX_NODES = 400
+FOLLOWED_KINDS = frozenset(CALLABLE_KINDS)
+
+
+@dataclass
+class CallNode:
+    """One function in the tree: where it is, what it calls (resolved and not)."""
+
+    symbol: Symbol
+    note: str = ""
+    alternatives: int = 0
+    calls: list[CallNode] = field(default_factory=list)
+    unresolved: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class CallSite:
+    name: str
+    through_self: bool
+    attribute: bool
+
+
+@dataclass
+class CallGraphBuilder:
+    """Expands call trees from one index; remembers what it expanded (one tree per builder)."""
+
+    index: SymbolIndex
+    max_depth: int
+    extractors: Extractors = field(default_factory=Extractors)
+    expanded: set[int] = field(default_factory=set)
+    nodes: int = 0
+    truncated: bool = False
+    _code: dict[str, tuple[bytes, LineTable] | None] = field(default_factory=dict)
+
+    def build(self, root: Symbol) -> CallNode:
+        node = CallNode(root)
+        self.nodes = 1
+        self._expand(node, depth=1, path=(root.id,))
+        return node
+
+    def _expand(self, node: CallNode, depth: int, path: tuple[int, ...]) -> None:
+        symbol = node.symbol
+        if symbol.id in self.expanded:
+            node.note = "expanded above"
+            return
+        self.expanded.add(symbol.id)
+        target = self._body_owner(symbol)
+        for site in self.calls_of(target)[:MAX_CALLS_PER_FUNCTION]:
+            resolved, alternatives = self.resolve(site, target)
+            if resolved is None:
+                if site.name not in node.unresolved:
+                    node.unresolved.append(site.name)
+                continue
+            if self.nodes >= MAX_NODES:
+                self.truncated = True
+                return
+            child = CallNode(resolved, alternatives=alternatives)
+            self.nodes += 1
+            node.calls.append(child)
+            if resolved.id in path:
+                child.note = "recursive"
+            elif depth >= self.max_depth:
+                child.note = "depth limit"
+            else:
+                self._expand(child, depth + 1, (*path, resolved.id))
+
+    def _body_owner(self, symbol: Symbol) -> Symbol:
+        """A class is followed through its constructor (``__init__``, ``constructor``, ``Name``)."""
+        if symbol.kind not in ("class", "struct"):
+            return symbol
+        for name in ("__init__", "constructor", "initialize", symbol.name):
+            rows, _total = self.index.find(f"{symbol.qualname}.{name}", mode="exact", limit=1)
+            if rows and rows[0].path == symbol.path:
+                return rows[0]
+        return symbol
+
+    def calls_of(self, symbol: Symbol) -> list[CallSite]:
+        """The distinct calls in a definition's body, in order of first appearance."""
+        if symbol.kind in ("class", "struct"):
+            return []
+        loaded = self._load(symbol.path)
+        if loaded is None:
+            return []
+        blanked, lines = loaded
+        start = lines.offset(symbol.line)
+        end = lines.offset(symbol.end_line + 1)
+        keywords = self._keywords(symbol.language)
+        seen: dict[str, CallSite] = {}
+        for match in CALL.finditer(blanked, start, end):
+            word = match.group(1)
+            name = word.decode("utf-8", "replace")
+            if name in keywords or name in seen:
+                continue
+            line_start = blanked.rfind(b"\n", start, match.start()) + 1
+            before = blanked[max(line_start, match.start() - 80) : match.start()].rstrip()
+            if _last_word(before) in DEFINING_WORDS:
+                continue  # a nested definition, not a call
+            if name == symbol.name and lines.locate(match.start())[0] == symbol.name_line:
+                continue  # the definition's own header (C, Java, ...)
+            attribute = before.endswith((b".", b"->", b"::", b":"))
+            seen[name] = CallSite(name, before.endswith(SELF_RECEIVERS), attribute)
+        return list(seen.values())
+
+    def resolve(self, site: CallSite, caller: Symbol) -> tuple[Symbol | None, int]:
+        """The definition a call most likely reaches, and how many other candidates there were."""
+        rows, _total = self.index.find(site.name, mode="exact", kinds=FOLLOWED_KINDS, limit=500)
+        family = _family(caller.language)
+        candidates = [row for row in rows if row.name == site.name and _family(row.language) == family]
+        if not candidates:
+            return None, 0
+        caller_dir = str(PurePosixPath(caller.path).parent)
+        owner = caller.parent
+
+        def score(candidate: Symbol) -> tuple[int, str, int]:
+            points = 0
+            if site.through_self and candidate.parent and candidate.parent == owner:
+                points += 8
+            if candidate.path == caller.path:
+                points += 4
+            if str(PurePosixPath(candidate.path).parent) == caller_dir:
+                points += 1
+            if candidate.kind in ("function", "method"):
+                points += 2
+            elif candidate.kind in ("macro", "class", "struct"):
+                points += 1
+            if site.attribute != (candidate.kind == "method"):
+                points -= 1
+            return -points, candidate.path, candidate.line
+
+        ordered = sorted(candidates, key=score)
+        return ordered[0], len(ordered) - 1
+
+    def _load(self, rel: str) -> tuple[bytes, LineTable] | None:
+        if rel not in self._code:
+            loaded = self.index.load_code(rel)
+            if loaded is None:
+                self._code[rel] = None
+            else:
+                source, spans = loaded
+                blanked = blank_spans(source, spans)
+                self._code[rel] = (blanked, LineTable(blanked))
+        return self._code[rel]
+
+    def _keywords(self, language: str) -> frozenset[str]:
+        try:
+            return self.extractors.get(language).keywords
+        except Exception:  # an unavailable grammar: no keywords to skip
+            return frozenset()
+
+
+def _family(language: str) -> str:
+    """Languages whose files call each other: C and C++ headers, JavaScript and TypeScript."""
+    if language in ("c", "cpp"):
+        return "c"
+    if language in ("javascript", "typescript", "tsx"):
+        return "js"
+    return language
+
+
+def _last_word(text: bytes) -> bytes:
+    match = re.search(rb"([A-Za-z_]+)\s*$", text)
+    return match.group(1) if match else b""

@@ -1,0 +1,794 @@
+"""The repository symbol index: definitions and identifier use, in SQLite, kept up to date.
+
+Parsing a repository on every question does not scale, so the index keeps, per file, the
+tags of :mod:`codeward.code.tags` in ``<root>/.codeward/index.sqlite``:
+
+* ``files``   — path (relative to the root), mtime, size, language;
+* ``symbols`` — every definition with its kind, qualified name, line range, parent, bases;
+* ``bases``   — class -> base name (the last component), for hierarchies;
+* ``refs``    — identifier -> the files using it in code, with a count;
+* ``masks``   — the comment and string spans of each file, so that exact usage positions are
+  found at query time by scanning only the files that use a name, never by re-parsing.
+
+:meth:`SymbolIndex.refresh` walks the root through the workspace gate (``.gitignore``
+honoured), compares (path, mtime, size) with the table and re-tags only what changed; a
+cold build tags files in a process pool. SQLite runs in WAL mode so readers never wait for
+a refresh; refreshes themselves take a file lock, so two of them never parse the same files.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import re
+import sqlite3
+import threading
+import time
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from codeward.code.tags import Extractors, FileTags, extract_files, tagged_language, unpack_spans
+from codeward.code.walk import walk
+from codeward.result import ErrorKind, Result
+from codeward.workspace import Access, Workspace
+
+SCHEMA_VERSION = 1
+INDEX_DIR = ".codeward"
+INDEX_FILE = "index.sqlite"
+MAX_FILE_BYTES = 4 * 1024 * 1024
+"""Larger files (generated tables, amalgamations) are not indexed."""
+POOL_MIN_FILES = 64
+"""Below this many files to tag, starting worker processes costs more than it saves."""
+BATCH_FILES = 16
+COMMIT_EVERY_SECONDS = 1.0
+CALLABLE_KINDS = ("function", "method", "prototype", "macro", "class", "struct")
+CLASS_KINDS = ("class", "struct", "interface", "trait", "protocol", "record", "object", "enum", "union")
+WORD_CHARS = rb"A-Za-z0-9_\x80-\xff"
+
+ProgressFn = Callable[[int, int | None, str], None]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
+    language TEXT NOT NULL, error TEXT NOT NULL DEFAULT '');
+CREATE TABLE IF NOT EXISTS symbols (
+    id INTEGER PRIMARY KEY, file_id INTEGER NOT NULL, name TEXT NOT NULL, qualname TEXT NOT NULL,
+    kind TEXT NOT NULL, line INTEGER NOT NULL, end_line INTEGER NOT NULL, name_line INTEGER NOT NULL,
+    parent TEXT NOT NULL, bases TEXT NOT NULL, signature TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS bases (symbol_id INTEGER NOT NULL, file_id INTEGER NOT NULL, base TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS refs (
+    file_id INTEGER NOT NULL, name TEXT NOT NULL, count INTEGER NOT NULL, PRIMARY KEY (file_id, name)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS masks (file_id INTEGER PRIMARY KEY, spans BLOB NOT NULL);
+"""
+_LOOKUP_INDEXES = """
+CREATE INDEX IF NOT EXISTS symbols_name ON symbols (name);
+CREATE INDEX IF NOT EXISTS symbols_qualname ON symbols (qualname);
+CREATE INDEX IF NOT EXISTS symbols_file ON symbols (file_id);
+CREATE INDEX IF NOT EXISTS bases_base ON bases (base);
+CREATE INDEX IF NOT EXISTS bases_file ON bases (file_id);
+CREATE INDEX IF NOT EXISTS refs_name ON refs (name, file_id);
+"""
+_DROP_LOOKUP_INDEXES = """
+DROP INDEX IF EXISTS symbols_name; DROP INDEX IF EXISTS symbols_qualname; DROP INDEX IF EXISTS symbols_file;
+DROP INDEX IF EXISTS bases_base; DROP INDEX IF EXISTS bases_file; DROP INDEX IF EXISTS refs_name;
+"""
+_SYMBOL_COLUMNS = ("s.id, s.name, s.qualname, s.kind, f.path, s.line, s.end_line, s.name_line, f.language, "
+                   "s.parent, s.bases, s.signature")
+
+
+@dataclass(frozen=True, slots=True)
+class Symbol:
+    """A definition as the index knows it; ``path`` is relative to the index root."""
+
+    id: int
+    name: str
+    qualname: str
+    kind: str
+    path: str
+    line: int
+    end_line: int
+    name_line: int
+    language: str
+    parent: str
+    bases: tuple[str, ...]
+    signature: str
+
+    @classmethod
+    def from_row(cls, row: Sequence[object]) -> Symbol:
+        bases = str(row[10])
+        return cls(int(str(row[0])), str(row[1]), str(row[2]), str(row[3]), str(row[4]), int(str(row[5])),
+                   int(str(row[6])), int(str(row[7])), str(row[8]), str(row[9]),
+                   tuple(bases.split("\x1f")) if bases else (), str(row[11]))
+
+    @property
+    def location(self) -> str:
+        return f"{self.path}:{self.line}-{self.end_line}" if self.end_line > self.line else f"{self.path}:{self.line}"
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """One occurrence of a name in code: 1-based line and (character) column."""
+
+    path: str
+    line: int
+    column: int
+    text: str
+    definition: bool = False
+
+
+@dataclass
+class RefreshStats:
+    """What a refresh did."""
+
+    scanned: int = 0
+    parsed: int = 0
+    removed: int = 0
+    skipped: int = 0
+    failed: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    cancelled: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.parsed or self.removed)
+
+    def describe(self) -> str:
+        text = (f"{self.scanned} source files, {self.parsed} (re)indexed, {self.removed} removed "
+                f"in {self.seconds:.2f}s")
+        if self.skipped:
+            text += f"; {self.skipped} skipped (over {MAX_FILE_BYTES // (1024 * 1024)} MB)"
+        if self.failed:
+            text += f"; {len(self.failed)} could not be read or parsed"
+        if self.cancelled:
+            text += " (cancelled: the index holds what was finished)"
+        return text
+
+
+@dataclass(frozen=True, slots=True)
+class _Seen:
+    path: Path
+    mtime_ns: int
+    size: int
+    language: str
+
+
+@dataclass
+class _Rows:
+    """Rows waiting to be written, with ids assigned here so that inserts can be batched."""
+
+    next_file: int
+    next_symbol: int
+    files: list[tuple[object, ...]] = field(default_factory=list)
+    symbols: list[tuple[object, ...]] = field(default_factory=list)
+    bases: list[tuple[object, ...]] = field(default_factory=list)
+    refs: list[tuple[object, ...]] = field(default_factory=list)
+    masks: list[tuple[object, ...]] = field(default_factory=list)
+
+    @classmethod
+    def starting_after(cls, db: sqlite3.Connection) -> _Rows:
+        files, symbols = db.execute(
+            "SELECT (SELECT COALESCE(MAX(id), 0) FROM files), (SELECT COALESCE(MAX(id), 0) FROM symbols)"
+        ).fetchone()
+        return cls(int(files) + 1, int(symbols) + 1)
+
+    def add(self, rel: str, info: _Seen, file_id: int | None, tags: FileTags) -> None:
+        if file_id is None:
+            file_id = self.next_file
+            self.next_file += 1
+        self.files.append((file_id, rel, info.mtime_ns, info.size, tags.language, tags.error))
+        symbol_id = self.next_symbol
+        for d in tags.definitions:
+            self.symbols.append((symbol_id, file_id, d.name, d.qualname, d.kind, d.line, d.end_line, d.name_line,
+                                 d.parent, "\x1f".join(d.bases), d.signature))
+            self.bases.extend((symbol_id, file_id, base_key(base)) for base in d.bases)
+            symbol_id += 1
+        self.next_symbol = symbol_id
+        self.refs.extend((file_id, name, count) for name, count in tags.identifiers.items())
+        if tags.masked:
+            self.masks.append((file_id, tags.masked))
+
+    def flush(self, db: sqlite3.Connection) -> None:
+        db.executemany("INSERT OR REPLACE INTO files (id, path, mtime_ns, size, language, error)"
+                       " VALUES (?, ?, ?, ?, ?, ?)", self.files)
+        db.executemany("INSERT INTO symbols (id, file_id, name, qualname, kind, line, end_line, name_line, parent,"
+                       " bases, signature) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", self.symbols)
+        db.executemany("INSERT INTO bases (symbol_id, file_id, base) VALUES (?, ?, ?)", self.bases)
+        db.executemany("INSERT INTO refs (file_id, name, count) VALUES (?, ?, ?)", self.refs)
+        db.executemany("INSERT INTO masks (file_id, spans) VALUES (?, ?)", self.masks)
+        for rows in (self.files, self.symbols, self.bases, self.refs, self.masks):
+            rows.clear()
+
+
+def index_root_for(workspace: Workspace, real: Path) -> Path:
+    """The workspace root whose index covers a resolved path (the primary one otherwise)."""
+    for root in workspace.roots:
+        if real == root or real.is_relative_to(root):
+            return root
+    return workspace.primary
+
+
+def default_index_path(root: Path) -> Path:
+    return root / INDEX_DIR / INDEX_FILE
+
+
+def _fallback_index_path(root: Path) -> Path:
+    """Where the index of a read-only root lives: the user's cache directory."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    digest = hashlib.sha256(str(root).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return cache / "codeward" / "index" / f"{digest}.sqlite"
+
+
+class SymbolIndex:
+    """The index of one root. Open one per call or thread (a connection is not shared)."""
+
+    def __init__(self, workspace: Workspace, root: Path, db_path: Path, connection: sqlite3.Connection) -> None:
+        self.workspace = workspace
+        self.root = root
+        self.db_path = db_path
+        self._db = connection
+
+    # -- opening --------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, workspace: Workspace, root: Path | None = None, db_path: Path | None = None) -> Result[SymbolIndex]:
+        """Open (creating if needed) the index of ``root`` (default: the primary root).
+
+        The database goes to ``<root>/.codeward/index.sqlite`` unless ``db_path`` is given;
+        a root that cannot be written to gets its index in the user's cache directory.
+        """
+        root = root or workspace.primary
+        notes: list[str] = []
+        if db_path is None:
+            db_path = default_index_path(root)
+            checked = workspace.resolve(str(db_path), Access.WRITE, param="index path")
+            if not checked.ok:
+                return checked.cast(None)  # type: ignore[arg-type]
+            if not _can_create(db_path):
+                db_path = _fallback_index_path(root)
+                notes.append(f"[{root} is not writable: the index is kept in {db_path}]")
+        try:
+            db_path.parent.mkdir(parents=True, exist_ok=True)
+            connection = _connect(db_path)
+        except (OSError, sqlite3.Error) as exc:
+            return Result.fail(ErrorKind.UNAVAILABLE, f"cannot open the symbol index at {db_path}: {exc}",
+                               "Check that the directory is writable and the disk is not full.")
+        return Result(data=cls(workspace, root, db_path, connection), notes=notes)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> SymbolIndex:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # -- refreshing -----------------------------------------------------------------------
+
+    def refresh(
+        self,
+        *,
+        progress: ProgressFn | None = None,
+        cancelled: threading.Event | None = None,
+        workers: int | None = None,
+        rebuild: bool = False,
+    ) -> RefreshStats:
+        """Bring the index up to date with the files on disk; returns what changed."""
+        started = time.perf_counter()
+        with self._refresh_lock():
+            if rebuild:
+                self._clear()
+            stats = RefreshStats()
+            seen = self._scan(stats, progress)
+            known = {path: (file_id, mtime, size) for file_id, path, mtime, size in
+                     self._db.execute("SELECT id, path, mtime_ns, size FROM files")}
+            changed = [rel for rel, info in seen.items()
+                       if known.get(rel, (0, -1, -1))[1:] != (info.mtime_ns, info.size)]
+            removed = [known[rel][0] for rel in known.keys() - seen.keys()]
+            if changed or removed:
+                self._apply(seen, known, changed, removed, stats, progress, cancelled, workers)
+        stats.seconds = time.perf_counter() - started
+        return stats
+
+    def _scan(self, stats: RefreshStats, progress: ProgressFn | None) -> dict[str, _Seen]:
+        seen: dict[str, _Seen] = {}
+        for entry in walk(self.workspace, self.root, include_dirs=False):
+            language = tagged_language(entry.rel)
+            if language is None or entry.rel.startswith(INDEX_DIR + "/"):
+                continue
+            try:
+                info = os.stat(entry.path)
+            except OSError:
+                continue
+            if info.st_size > MAX_FILE_BYTES:
+                stats.skipped += 1
+                continue
+            seen[entry.rel] = _Seen(entry.path, info.st_mtime_ns, info.st_size, language)
+            if progress and len(seen) % 2000 == 0:
+                progress(len(seen), None, f"scanning: {len(seen)} source files found")
+        stats.scanned = len(seen)
+        return seen
+
+    def _apply(
+        self,
+        seen: dict[str, _Seen],
+        known: dict[str, tuple[int, int, int]],
+        changed: list[str],
+        removed: list[int],
+        stats: RefreshStats,
+        progress: ProgressFn | None,
+        cancelled: threading.Event | None,
+        workers: int | None,
+    ) -> None:
+        by_path = {str(seen[rel].path): rel for rel in changed}
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if not known:  # a cold build: lookup indexes are cheaper to build once at the end
+                _run_script(db, _DROP_LOOKUP_INDEXES)
+            for file_id in removed:
+                self._forget(file_id, drop_file=True)
+            stats.removed = len(removed)
+            rows = _Rows.starting_after(db)
+            last_commit = time.perf_counter()
+            total = len(changed)
+            for done, (path, tags) in enumerate(self._tag(seen, changed, cancelled, workers), 1):
+                rel = by_path[path]
+                previous = known.get(rel)
+                if previous is not None:
+                    self._forget(previous[0], drop_file=False)
+                rows.add(rel, seen[rel], previous[0] if previous else None, tags)
+                stats.parsed += 1
+                if tags.error:
+                    stats.failed.append(f"{rel}: {tags.error}")
+                if time.perf_counter() - last_commit > COMMIT_EVERY_SECONDS:
+                    rows.flush(db)
+                    db.execute("COMMIT")
+                    db.execute("BEGIN IMMEDIATE")
+                    last_commit = time.perf_counter()
+                    if progress:
+                        progress(done, total, f"indexed {done}/{total} files")
+            rows.flush(db)
+            stats.cancelled = bool(cancelled and cancelled.is_set() and stats.parsed < total)
+            if progress:
+                progress(stats.parsed, total, "building lookup tables")
+            _run_script(db, _LOOKUP_INDEXES)
+            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('refreshed', ?)", (str(time.time()),))
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+
+    def _tag(
+        self,
+        seen: dict[str, _Seen],
+        changed: list[str],
+        cancelled: threading.Event | None,
+        workers: int | None,
+    ) -> Iterator[tuple[str, FileTags]]:
+        jobs = [(str(seen[rel].path), seen[rel].language) for rel in changed]
+        count = workers if workers is not None else (os.cpu_count() or 1)
+        if len(jobs) < POOL_MIN_FILES or count <= 1:
+            extractors = Extractors()
+            for path, language in jobs:
+                if cancelled and cancelled.is_set():
+                    return
+                yield from extract_files_with(extractors, [(path, language)])
+            return
+        yield from _tag_in_pool(jobs, count, cancelled)
+
+    def _forget(self, file_id: int, *, drop_file: bool) -> None:
+        for table in ("symbols", "bases", "refs", "masks"):
+            self._db.execute(f"DELETE FROM {table} WHERE file_id = ?", (file_id,))
+        if drop_file:
+            self._db.execute("DELETE FROM files WHERE id = ?", (file_id,))
+
+    def _clear(self) -> None:
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        for table in ("files", "symbols", "bases", "refs", "masks"):
+            db.execute(f"DELETE FROM {table}")
+        db.execute("COMMIT")
+
+    @contextmanager
+    def _refresh_lock(self) -> Iterator[None]:
+        lock_path = self.db_path.with_name(self.db_path.name + ".lock")
+        with open(lock_path, "a+b") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    # -- questions ------------------------------------------------------------------------
+
+    def counts(self) -> dict[str, int]:
+        """How much the index holds: files, definitions, identifier rows."""
+        row = self._db.execute(
+            "SELECT (SELECT COUNT(*) FROM files), (SELECT COUNT(*) FROM symbols), (SELECT COUNT(*) FROM refs)"
+        ).fetchone()
+        return {"files": int(row[0]), "definitions": int(row[1]), "identifiers": int(row[2])}
+
+    def find(
+        self,
+        query: str,
+        *,
+        mode: str = "auto",
+        kinds: Iterable[str] = (),
+        under: str = "",
+        language: str = "",
+        limit: int = 50,
+    ) -> tuple[list[Symbol], int]:
+        """Definitions whose name or qualified name matches; returns (first ``limit``, total).
+
+        ``mode``: ``exact`` (name or qualified name; ``::`` may stand for ``.``), ``glob``
+        (``*``/``?``/``[...]``, case-sensitive), ``regex`` (Python syntax, searched in the
+        qualified name), or ``auto`` (glob when the query has glob characters, else exact).
+        """
+        text = query.strip().replace("::", ".")
+        if mode == "auto":
+            mode = "glob" if any(ch in text for ch in "*?[") else "exact"
+        where: list[str] = []
+        params: list[object] = []
+        if mode == "exact":
+            where.append("(s.name = ? OR s.qualname = ?)" if "." not in text else "s.qualname = ?")
+            params.extend([text, text] if "." not in text else [text])
+        elif mode == "glob":
+            column = "s.qualname" if "." in text else "s.name"
+            where.append(f"{column} GLOB ?")
+            params.append(text)
+        else:
+            pattern = re.compile(text)
+            self._db.create_function("codeward_regexp", 1, lambda value: pattern.search(value) is not None,
+                                     deterministic=True)
+            where.append("codeward_regexp(s.qualname)")
+        rows = self._select_symbols(where, params, kinds, under, language)
+        ordered = sorted(rows, key=_symbol_order(text))
+        return ordered[:limit], len(ordered)
+
+    def _select_symbols(
+        self, where: list[str], params: list[object], kinds: Iterable[str], under: str, language: str
+    ) -> list[Symbol]:
+        where = list(where)
+        params = list(params)
+        kind_list = list(kinds)
+        if kind_list:
+            where.append(f"s.kind IN ({', '.join('?' for _ in kind_list)})")
+            params.extend(kind_list)
+        if under and under != ".":
+            where.append("(f.path = ? OR f.path GLOB ?)")
+            params.extend([under, _glob_escape(under.rstrip("/")) + "/*"])
+        if language:
+            where.append("f.language = ?")
+            params.append(language)
+        sql = (f"SELECT {_SYMBOL_COLUMNS} FROM symbols s JOIN files f ON f.id = s.file_id"
+               f" WHERE {' AND '.join(where) or '1'}")
+        return [Symbol.from_row(row) for row in self._db.execute(sql, params)]
+
+    def definitions_in(self, rel: str) -> list[Symbol]:
+        """Every definition of one file, in source order."""
+        return sorted(self._select_symbols(["f.path = ?"], [rel], (), "", ""), key=lambda s: (s.line, s.id))
+
+    def symbol(self, symbol_id: int) -> Symbol | None:
+        rows = self._select_symbols(["s.id = ?"], [symbol_id], (), "", "")
+        return rows[0] if rows else None
+
+    def closest_names(self, name: str, n: int = 5, *, language: str = "") -> list[str]:
+        """Defined names that look like ``name`` (for "did you mean" hints)."""
+        import difflib
+
+        word = name.replace("::", ".").rsplit(".", 1)[-1]
+        if not word:
+            return []
+        head = word[:2].lower()
+        sql = ("SELECT DISTINCT s.name FROM symbols s JOIN files f ON f.id = s.file_id"
+               " WHERE (lower(substr(s.name, 1, 2)) = ? OR instr(lower(s.name), ?) > 0)")
+        params: list[object] = [head, word.lower()[:6]]
+        if language:
+            sql += " AND f.language = ?"
+            params.append(language)
+        candidates = [row[0] for row in self._db.execute(sql + " LIMIT 20000", params)]
+        by_lower = {c.lower(): c for c in candidates}
+        close = difflib.get_close_matches(word.lower(), list(by_lower), n=n, cutoff=0.6)
+        ordered = [by_lower[c] for c in close]
+        for candidate in candidates:
+            if len(ordered) >= n:
+                break
+            if word.lower() in candidate.lower() and candidate not in ordered:
+                ordered.append(candidate)
+        return ordered[:n]
+
+    def files_using(self, name: str, *, under: str = "", language: str = "") -> list[tuple[str, int]]:
+        """(path, count) of files whose code mentions identifier ``name``."""
+        sql = "SELECT f.path, r.count FROM refs r JOIN files f ON f.id = r.file_id WHERE r.name = ?"
+        params: list[object] = [name]
+        if under and under != ".":
+            sql += " AND (f.path = ? OR f.path GLOB ?)"
+            params.extend([under, _glob_escape(under.rstrip("/")) + "/*"])
+        if language:
+            sql += " AND f.language = ?"
+            params.append(language)
+        return [(str(path), int(count)) for path, count in self._db.execute(sql + " ORDER BY f.path", params)]
+
+    def usages(
+        self, name: str, *, under: str = "", language: str = "", limit: int = 500
+    ) -> tuple[list[Usage], int]:
+        """Occurrences of ``name`` (an identifier, or a dotted ``a.b``) in code, in path order.
+
+        Returns (first ``limit`` usages, total count). Comments and strings never match.
+        """
+        last = name.rsplit(".", 1)[-1]
+        files = self.files_using(last, under=under, language=language)
+        found: list[Usage] = []
+        total = 0
+        pattern = usage_pattern(name)
+        for rel, count in files:
+            if len(found) >= limit:
+                total += count if "." not in name else 0
+                continue
+            hits = self.usages_in_file(rel, pattern)
+            total += len(hits)
+            found.extend(hits[: limit - len(found)])
+        return found, max(total, len(found))
+
+    def usages_in_file(self, rel: str, pattern: re.Pattern[bytes]) -> list[Usage]:
+        """The matches of a compiled usage pattern in one indexed file, outside comments/strings."""
+        loaded = self.load_code(rel)
+        if loaded is None:
+            return []
+        source, spans = loaded
+        starts = [start for start, _end in spans]
+        lines = LineTable(source)
+        definitions = {(s.name, s.name_line) for s in self.definitions_in(rel)}
+        usages: list[Usage] = []
+        for match in pattern.finditer(source):
+            at = bisect_right(starts, match.start()) - 1
+            if at >= 0 and spans[at][1] > match.start():
+                continue
+            line, column, text = lines.locate(match.start())
+            word = match.group().decode("utf-8", "replace").rsplit(".", 1)[-1]
+            usages.append(Usage(rel, line, column, text, (word, line) in definitions))
+        return usages
+
+    def load_code(self, rel: str) -> tuple[bytes, list[tuple[int, int]]] | None:
+        """An indexed file's bytes and its comment/string spans (re-tagged if it changed)."""
+        path = self.root / rel
+        if not self.workspace.visible(path):
+            return None
+        try:
+            source = path.read_bytes()
+            info = os.stat(path)
+        except OSError:
+            return None
+        row = self._db.execute(
+            "SELECT f.mtime_ns, f.size, f.language, m.spans FROM files f LEFT JOIN masks m ON m.file_id = f.id"
+            " WHERE f.path = ?", (rel,)).fetchone()
+        if row is None:
+            return None
+        mtime_ns, size, language, packed = row
+        if (mtime_ns, size) != (info.st_mtime_ns, info.st_size) or len(source) != size:
+            packed = Extractors().extract(language, source).masked
+        return source, unpack_spans(packed or b"")
+
+    def subclasses(self, class_name: str, *, language: str = "", transitive: bool = True,
+                   limit: int = 2000) -> list[tuple[Symbol, str, int]]:
+        """Classes deriving from ``class_name``: (class, the base it names, depth), breadth first."""
+        results: list[tuple[Symbol, str, int]] = []
+        frontier = [(base_key(class_name), 1)]
+        visited = {base_key(class_name)}
+        while frontier and len(results) < limit:
+            key, depth = frontier.pop(0)
+            sql = (f"SELECT {_SYMBOL_COLUMNS} FROM bases b JOIN symbols s ON s.id = b.symbol_id"
+                   " JOIN files f ON f.id = s.file_id WHERE b.base = ?")
+            params: list[object] = [key]
+            if language:
+                sql += " AND f.language = ?"
+                params.append(language)
+            for row in self._db.execute(sql + " ORDER BY f.path, s.line", params):
+                symbol = Symbol.from_row(row)
+                results.append((symbol, key, depth))
+                if transitive and symbol.name not in visited:
+                    visited.add(symbol.name)
+                    frontier.append((symbol.name, depth + 1))
+        return results[:limit]
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The read connection, for modules that ask questions the methods above do not."""
+        return self._db
+
+
+class LineTable:
+    """Byte offset -> (line, column, line text) for one file's bytes."""
+
+    __slots__ = ("source", "starts")
+
+    def __init__(self, source: bytes) -> None:
+        self.source = source
+        self.starts = [0]
+        self.starts.extend(m.end() for m in re.finditer(b"\n", source))
+
+    def locate(self, offset: int) -> tuple[int, int, str]:
+        index = bisect_right(self.starts, offset) - 1
+        begin = self.starts[index]
+        end = self.source.find(b"\n", begin)
+        line = self.source[begin : end if end != -1 else len(self.source)]
+        column = len(self.source[begin:offset].decode("utf-8", "replace")) + 1
+        return index + 1, column, line.decode("utf-8", "replace").rstrip("\r")
+
+    def offset(self, line: int) -> int:
+        """The byte offset where a 1-based line starts (the end of the file past the last)."""
+        return self.starts[line - 1] if 0 < line <= len(self.starts) else len(self.source)
+
+
+def usage_pattern(name: str) -> re.Pattern[bytes]:
+    """A name as a whole identifier (a dotted name matches with optional spaces around dots)."""
+    parts = [re.escape(part.encode("utf-8")) for part in name.split(".")]
+    body = rb"\s*\.\s*".join(parts)
+    return re.compile(rb"(?<![" + WORD_CHARS + rb"\\])" + body + rb"(?![" + WORD_CHARS + rb"])")
+
+
+def base_key(base: str) -> str:
+    """The name a base class is looked up by: ``pkg.mod.Base[T]`` / ``ns::Base<T>`` -> ``Base``."""
+    text = re.sub(r"<[^<>]*>|\[[^\[\]]*\]|\([^()]*\)", "", base)
+    text = text.replace("::", ".").strip()
+    return text.rsplit(".", 1)[-1].strip()
+
+
+def extract_files_with(extractors: Extractors, batch: list[tuple[str, str]]) -> list[tuple[str, FileTags]]:
+    """:func:`extract_files` with extractors kept by the caller (in-process refreshes)."""
+    results: list[tuple[str, FileTags]] = []
+    for path, language in batch:
+        try:
+            source = Path(path).read_bytes()
+        except OSError as exc:
+            results.append((path, FileTags(language, error=f"cannot read: {exc.strerror}")))
+            continue
+        results.append((path, extractors.extract(language, source)))
+    return results
+
+
+def _tag_in_pool(
+    jobs: list[tuple[str, str]], workers: int, cancelled: threading.Event | None
+) -> Iterator[tuple[str, FileTags]]:
+    """Tag files in worker processes (spawned: forking a threaded server is unsafe)."""
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+
+    # Big files first, so that no worker is left with one huge file at the end.
+    jobs = sorted(jobs, key=lambda job: -_size(job[0]))
+    batches = [jobs[i : i + BATCH_FILES] for i in range(0, len(jobs), BATCH_FILES)]
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        pending: set[Future[list[tuple[str, FileTags]]]] = set()
+        queue = iter(batches)
+        for batch in queue:
+            pending.add(pool.submit(extract_files, batch))
+            if len(pending) >= workers * 4:
+                break
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                yield from future.result()
+            if cancelled and cancelled.is_set():
+                for future in pending:
+                    future.cancel()
+                return
+            for batch in queue:
+                pending.add(pool.submit(extract_files, batch))
+                if len(pending) >= workers * 4:
+                    break
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def _connect(db_path: Path) -> sqlite3.Connection:
+    connection = sqlite3.connect(db_path, timeout=30.0, isolation_level=None, check_same_thread=False)
+    connection.execute("PRAGMA journal_mode = WAL")
+    connection.execute("PRAGMA synchronous = NORMAL")
+    connection.execute("PRAGMA temp_store = MEMORY")
+    connection.execute("PRAGMA cache_size = -32000")
+    version = connection.execute("PRAGMA user_version").fetchone()[0]
+    if version != SCHEMA_VERSION:
+        with _exclusive(connection):
+            if connection.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                for (table,) in connection.execute(
+                        "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+                    connection.execute(f'DROP TABLE IF EXISTS "{table}"')
+                _run_script(connection, _SCHEMA + _LOOKUP_INDEXES)
+                connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    return connection
+
+
+def _run_script(connection: sqlite3.Connection, script: str) -> None:
+    """Run ``;``-separated statements inside the current transaction (``executescript`` commits)."""
+    for statement in script.split(";"):
+        if statement.strip():
+            connection.execute(statement)
+
+
+@contextmanager
+def _exclusive(connection: sqlite3.Connection) -> Iterator[None]:
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        connection.execute("COMMIT")
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+
+
+def _can_create(db_path: Path) -> bool:
+    if db_path.exists():
+        return os.access(db_path, os.W_OK) and os.access(db_path.parent, os.W_OK)
+    parent = db_path.parent
+    while not parent.exists():
+        parent = parent.parent
+    return os.access(parent, os.W_OK)
+
+
+def _glob_escape(text: str) -> str:
+    return re.sub(r"([*?\[])", r"[\1]", text)
+
+
+def _symbol_order(query: str) -> Callable[[Symbol], tuple[int, int, str, int]]:
+    """Exact qualified-name hits first, then real definitions before prototypes, then by path."""
+
+    def key(symbol: Symbol) -> tuple[int, int, str, int]:
+        exact = 0 if symbol.qualname == query else 1
+        prototype = 1 if symbol.kind in ("prototype", "variable") else 0
+        return exact, prototype, symbol.path, symbol.line
+
+    return key
+
+
+def run_index_cli(path: str, *, rebuild: bool) -> int:
+    """``codeward index [PATH]``: build or refresh the index of a directory, with a progress bar."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    try:
+        workspace = Workspace.create([path])
+    except ValueError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        return 2
+    opened = SymbolIndex.open(workspace)
+    if not opened.ok:
+        console.print(f"[red]error:[/red] {opened.error_text()}")
+        return 1
+    for note in opened.notes:
+        console.print(note)
+    with opened.data as index, Progress(
+        TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TimeElapsedColumn(), console=console, transient=True,
+    ) as bar:
+        task = bar.add_task("scanning", total=None)
+
+        def report(done: int, total: int | None, message: str) -> None:
+            bar.update(task, completed=done, total=total, description=message)
+
+        try:
+            stats = index.refresh(progress=report, rebuild=rebuild)
+        except KeyboardInterrupt:
+            console.print("interrupted: the index keeps the files finished so far")
+            return 130
+        counts = index.counts()
+    console.print(f"indexed {workspace.primary}: {stats.describe()}")
+    console.print(f"{counts['files']} files, {counts['definitions']} definitions, "
+                  f"{counts['identifiers']} identifier rows in {index.db_path}")
+    for failure in stats.failed[:10]:
+        console.print(f"  [yellow]warning:[/yellow] {failure}")
+    return 0

@@ -1,0 +1,561 @@
+"""Analysis tools: symbol search, repository map, usages, class hierarchies, call paths,
+file summaries and git diffs.
+
+Repository-wide questions go to the symbol index (:mod:`codeward.code.symbol_index`),
+refreshed incrementally before each answer, so they cost milliseconds after the first
+build instead of a parse of every file.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field
+
+from codeward.catalog import tool
+from codeward.code import git_diff
+from codeward.code.call_graph import CallGraphBuilder, CallNode
+from codeward.code.file_summary import summarize
+from codeward.code.repo_map import build_repo_map
+from codeward.code.symbol_index import (
+    CALLABLE_KINDS,
+    CLASS_KINDS,
+    LineTable,
+    Symbol,
+    SymbolIndex,
+    index_root_for,
+    usage_pattern,
+)
+from codeward.code.tags import Extractors, tagged_language, unpack_spans
+from codeward.code.textfile import read_text
+from codeward.context import ToolContext
+from codeward.result import ErrorKind, Result
+from codeward.workspace import Access
+
+TOOLSET = "analysis"
+BIG_REFRESH_FILES = 200
+MAX_USAGES = 500
+IDENTIFIER_NAME = re.compile(r"^(?!\d)\w+(\.(?!\d)\w+)*$")
+r"""A name or a dotted name (``\w`` covers Unicode letters, as Python identifiers do)."""
+TARGET_WITH_PATH = re.compile(r"^(.*?[^:]):(?!:)(.+)$")
+"""``path:name`` (the first single colon; ``ns::f`` has none)."""
+
+PathArg = Annotated[str, Field(description="File path, relative to the workspace root or absolute inside it.")]
+ScopeArg = Annotated[str, Field(description="File or directory to search, relative to the workspace root "
+                                            "('.' is the whole workspace).")]
+
+
+# -- output models ----------------------------------------------------------------------------
+
+
+class SymbolEntry(BaseModel):
+    name: str
+    qualname: str
+    kind: str
+    path: str
+    line: int
+    end_line: int
+    language: str
+    signature: str
+    bases: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, symbol: Symbol, display: str) -> SymbolEntry:
+        return cls(name=symbol.name, qualname=symbol.qualname, kind=symbol.kind, path=display, line=symbol.line,
+                   end_line=symbol.end_line, language=symbol.language, signature=symbol.signature,
+                   bases=list(symbol.bases))
+
+    def location(self) -> str:
+        return f"{self.path}:{self.line}-{self.end_line}" if self.end_line > self.line else f"{self.path}:{self.line}"
+
+
+class SymbolMatches(BaseModel):
+    query: str
+    total: int
+    symbols: list[SymbolEntry]
+
+    def render(self) -> str:
+        lines = [f"{self.total} definition{'s' if self.total != 1 else ''} of {self.query!r}"
+                 + (f" (showing {len(self.symbols)})" if self.total > len(self.symbols) else "") + ":"]
+        lines.extend(f"{s.location()}  {s.kind} {s.qualname}  │ {s.signature}" for s in self.symbols)
+        return "\n".join(lines)
+
+
+class UsageEntry(BaseModel):
+    path: str
+    line: int
+    column: int
+    text: str
+    definition: bool = False
+    in_comment_or_string: bool = False
+
+
+class UsageReport(BaseModel):
+    name: str
+    scope: str
+    total: int
+    usages: list[UsageEntry]
+
+    def render(self) -> str:
+        if not self.usages:
+            return f"no usages of {self.name!r} in {self.scope}"
+        head = f"{self.total} usage{'s' if self.total != 1 else ''} of {self.name!r} in {self.scope}"
+        if self.total > len(self.usages):
+            head += f" (showing the first {len(self.usages)})"
+        lines = [head + ":"]
+        for usage in self.usages:
+            mark = " [definition]" if usage.definition else (" [comment/string]" if usage.in_comment_or_string
+                                                             else "")
+            lines.append(f"{usage.path}:{usage.line}:{usage.column}:{mark} {usage.text.strip()}")
+        return "\n".join(lines)
+
+
+class HierarchyEntry(BaseModel):
+    name: str
+    qualname: str
+    path: str
+    line: int
+    base: str
+    depth: int
+
+
+class Hierarchy(BaseModel):
+    class_name: str
+    scope: str
+    defined_at: list[str]
+    subclasses: list[HierarchyEntry]
+
+    def render(self) -> str:
+        where = ", ".join(self.defined_at) if self.defined_at else "not defined in the index"
+        lines = [f"{self.class_name} ({where})"]
+        if not self.subclasses:
+            lines.append(f"  no subclasses in {self.scope}")
+        for entry in self.subclasses:
+            lines.append(f"{'  ' * entry.depth}└─ {entry.qualname} ({entry.path}:{entry.line})"
+                         + (f" via {entry.base}" if entry.depth > 1 else ""))
+        return "\n".join(lines)
+
+
+class CallPathNode(BaseModel):
+    name: str
+    qualname: str
+    kind: str
+    path: str
+    line: int
+    end_line: int
+    note: str = ""
+    other_candidates: int = 0
+    calls: list[CallPathNode] = Field(default_factory=list)
+    unresolved_calls: list[str] = Field(default_factory=list)
+
+
+class CodePath(BaseModel):
+    target: str
+    max_depth: int
+    functions: int
+    truncated: bool
+    root: CallPathNode
+
+    def render(self) -> str:
+        lines: list[str] = []
+        _render_node(self.root, "", "", lines)
+        if self.truncated:
+            lines.append("[... stopped: the tree is large; lower max_depth or start from a narrower function]")
+        return "\n".join(lines)
+
+
+def _render_node(node: CallPathNode, prefix: str, child_prefix: str, lines: list[str]) -> None:
+    span = f"{node.path}:{node.line}" + (f"-{node.end_line}" if node.end_line > node.line else "")
+    notes = [node.note] if node.note else []
+    if node.other_candidates:
+        notes.append(f"{node.other_candidates} other definition{'s' if node.other_candidates > 1 else ''}")
+    lines.append(f"{prefix}{node.qualname} ({span})" + (f" [{'; '.join(notes)}]" if notes else ""))
+    for position, child in enumerate(node.calls):
+        last = position == len(node.calls) - 1 and not node.unresolved_calls
+        _render_node(child, child_prefix + ("└── " if last else "├── "), child_prefix + ("    " if last else "│   "),
+                     lines)
+    if node.unresolved_calls:
+        shown = ", ".join(node.unresolved_calls[:12]) + (" ..." if len(node.unresolved_calls) > 12 else "")
+        lines.append(f"{child_prefix}└── (not in the index: {shown})")
+
+
+CallPathNode.model_rebuild()
+
+
+# -- shared plumbing --------------------------------------------------------------------------
+
+
+def _resolve_existing(ctx: ToolContext, raw: str, param: str = "path") -> Result[Path]:
+    resolved = ctx.workspace.resolve(raw, Access.READ, param=param)
+    if not resolved.ok:
+        return resolved
+    if not resolved.data.exists():
+        display = ctx.workspace.display(resolved.data)
+        return Result.fail(ErrorKind.NOT_FOUND, f"{param} {display!r} does not exist",
+                           "List the parent directory (list_directory) to see what exists.", data=resolved.data)
+    return resolved
+
+
+def _open_index(ctx: ToolContext, real: Path) -> Result[SymbolIndex]:
+    """The index of the root holding ``real``, refreshed (with progress) before use."""
+    root = index_root_for(ctx.workspace, real)
+    opened = SymbolIndex.open(ctx.workspace, root)
+    if not opened.ok:
+        return opened
+    index = opened.data
+
+    def report(done: int, total: int | None, message: str) -> None:
+        ctx.progress(done, total, f"symbol index: {message}")
+
+    try:
+        stats = index.refresh(progress=report, cancelled=ctx.cancelled)
+    except Exception:
+        index.close()
+        raise
+    notes = list(opened.notes)
+    if stats.parsed >= BIG_REFRESH_FILES:
+        notes.append(f"[symbol index updated: {stats.describe()}]")
+    if stats.cancelled:
+        notes.append("[the index refresh was cancelled; answers may miss files]")
+    return Result(data=index, notes=notes)
+
+
+def _scope_of(index: SymbolIndex, real: Path) -> str:
+    """A resolved path as the index's relative scope ('' for the whole root)."""
+    if real == index.root:
+        return ""
+    return real.relative_to(index.root).as_posix()
+
+
+def _display(ctx: ToolContext, index: SymbolIndex, rel: str) -> str:
+    return ctx.workspace.display(index.root / rel)
+
+
+def _not_found_hint(index: SymbolIndex, name: str, *, language: str = "", what: str = "definitions") -> str:
+    close = index.closest_names(name, language=language)
+    part = name.replace("::", ".").rsplit(".", 1)[-1]
+    if close:
+        return f"Closest defined names: {', '.join(close)}. Check the spelling, or search by part: '*{part}*'."
+    return f"No {what} look like it either; search by part with a glob such as '*{part}*'."
+
+
+# -- tools ------------------------------------------------------------------------------------
+
+
+@tool(toolset=TOOLSET, read_only=True, title="Find where a symbol is defined", output=SymbolMatches)
+def find_symbol(
+    ctx: ToolContext,
+    name: Annotated[str, Field(description="A name ('parse'), a qualified name ('Parser.parse', 'ns::Foo::bar'), "
+                                           "a glob ('parse_*', 'Http*Handler'), or a regex with match='regex'.")],
+    kind: Annotated[str, Field(description="Only this kind: class, function, method, struct, interface, enum, "
+                                           "macro, typedef, variable, ... ('' for any).")] = "",
+    path: ScopeArg = ".",
+    match: Annotated[Literal["auto", "exact", "glob", "regex"],
+                     Field(description="auto: glob when the name has * ? [, else exact.")] = "auto",
+    limit: Annotated[int, Field(ge=1, le=500, description="Most definitions to list.")] = 50,
+) -> Result[SymbolMatches | None]:
+    """Find where a symbol is defined across the repository: file, line range, kind, signature."""
+    if not name.strip():
+        return Result.fail(ErrorKind.INVALID_INPUT, "name is empty",
+                           "Give a symbol name such as 'main', 'Parser.parse' or a glob like 'test_*'.")
+    if match == "regex":
+        try:
+            re.compile(name)
+        except re.error as exc:
+            return Result.fail(ErrorKind.INVALID_INPUT, f"name {name!r} is not a valid regular expression: {exc}",
+                               "Fix the pattern, or use match='glob' with * and ?.")
+    resolved = _resolve_existing(ctx, path)
+    if not resolved.ok:
+        return resolved.cast(None)
+    opened = _open_index(ctx, resolved.data)
+    if not opened.ok:
+        return opened.cast(None)
+    with opened.data as index:
+        kinds = [k.strip() for k in kind.split(",") if k.strip()]
+        symbols, total = index.find(name, mode=match, kinds=kinds, under=_scope_of(index, resolved.data),
+                                    limit=limit)
+        if not symbols:
+            scope = ctx.workspace.display(resolved.data)
+            what = f" of kind {kind!r}" if kind else ""
+            return Result(data=None, errors=Result.fail(
+                ErrorKind.NOT_FOUND, f"no definition{what} matches {name!r} in {scope}",
+                _not_found_hint(index, name)).errors, notes=opened.notes)
+        entries = [SymbolEntry.of(s, _display(ctx, index, s.path)) for s in symbols]
+        return Result(data=SymbolMatches(query=name, total=total, symbols=entries), notes=opened.notes)
+
+
+@tool(toolset=TOOLSET, read_only=True, title="Repository map")
+def repo_map(
+    ctx: ToolContext,
+    path: Annotated[str, Field(description="Directory to map ('.' is the whole workspace).")] = ".",
+    max_tokens: Annotated[int, Field(ge=64, le=32000, description="Token budget of the map (about 4 characters "
+                                                                   "per token).")] = 1024,
+    focus: Annotated[list[str], Field(description="Files you are working on: the ranking favours what they use "
+                                                  "and what uses them.")] = [],  # noqa: B006
+) -> Result[str]:
+    """The most important definitions of a repository, ranked by how much the code uses them, within a token budget."""
+    resolved = _resolve_existing(ctx, path)
+    if not resolved.ok:
+        return resolved.cast("")
+    if not resolved.data.is_dir():
+        return Result.fail(ErrorKind.INVALID_INPUT, f"{ctx.workspace.display(resolved.data)} is a file",
+                           "Give a directory; for one file use get_file_summary.", data="")
+    opened = _open_index(ctx, resolved.data)
+    if not opened.ok:
+        return opened.cast("")
+    with opened.data as index:
+        focus_rel: list[str] = []
+        for raw in focus:
+            focused = _resolve_existing(ctx, raw, param="focus")
+            if not focused.ok:
+                return focused.cast("")
+            if not focused.data.is_relative_to(index.root):
+                return Result.fail(ErrorKind.INVALID_INPUT, f"focus {raw!r} is not under the mapped root",
+                                   "Give files inside the directory being mapped.", data="")
+            focus_rel.append(focused.data.relative_to(index.root).as_posix())
+        built = build_repo_map(index, under=_scope_of(index, resolved.data), focus=tuple(focus_rel),
+                               max_tokens=max_tokens)
+        scope = ctx.workspace.display(resolved.data)
+        if not built.text:
+            return Result(data=f"no definitions indexed under {scope} (no supported source files?)",
+                          notes=opened.notes)
+        header = (f"Repository map of {scope}: {built.shown} of {built.definitions} definitions in "
+                  f"{built.files} files, ranked by use (≈{built.tokens} tokens)\n")
+        return Result(data=header + built.text, notes=opened.notes)
+
+
+@tool(toolset=TOOLSET, read_only=True, title="Find usages of a Python name", output=UsageReport)
+def py_find_usages(
+    ctx: ToolContext,
+    path: ScopeArg,
+    name: Annotated[str, Field(description="Identifier to find ('parse', or dotted 'os.path.join').")],
+) -> Result[UsageReport | None]:
+    """Find every use of a name in a Python file or directory (whole-identifier, exact match)."""
+    if not IDENTIFIER_NAME.match(name.strip()):
+        return Result.fail(ErrorKind.INVALID_INPUT, f"name {name!r} is not an identifier",
+                           "Give a Python name such as 'load_config' or a dotted one such as 'os.path.join'.")
+    name = name.strip()
+    resolved = _resolve_existing(ctx, path)
+    if not resolved.ok:
+        return resolved.cast(None)
+    real = resolved.data
+    scope = ctx.workspace.display(real)
+    if real.is_file():
+        return _usages_in_file(ctx, real, name)
+    opened = _open_index(ctx, real)
+    if not opened.ok:
+        return opened.cast(None)
+    with opened.data as index:
+        found, total = index.usages(name, under=_scope_of(index, real), language="python", limit=MAX_USAGES)
+        entries = [UsageEntry(path=_display(ctx, index, u.path), line=u.line, column=u.column, text=u.text,
+                              definition=u.definition) for u in found]
+        if not entries:
+            hint = _not_found_hint(index, name, language="python", what="names")
+            return Result(data=UsageReport(name=name, scope=scope, total=0, usages=[]),
+                          notes=[*opened.notes, f"[no Python code in {scope} uses {name!r}. {hint}]"])
+        return Result(data=UsageReport(name=name, scope=scope, total=total, usages=entries), notes=opened.notes)
+
+
+def _usages_in_file(ctx: ToolContext, real: Path, name: str) -> Result[UsageReport | None]:
+    """One file, as the seed did it: every exact occurrence, comments and strings marked."""
+    display = ctx.workspace.display(real)
+    loaded = read_text(real, display)
+    if not loaded.ok:
+        return loaded.cast(None)
+    source = loaded.data.text.encode("utf-8", "surrogateescape")
+    language = tagged_language(real.name)
+    spans = unpack_spans(Extractors().extract(language, source).masked) if language else []
+    starts = [start for start, _end in spans]
+    lines = LineTable(source)
+    usages: list[UsageEntry] = []
+    for match in usage_pattern(name).finditer(source):
+        at = bisect.bisect_right(starts, match.start()) - 1
+        masked = at >= 0 and spans[at][1] > match.start()
+        line, column, text = lines.locate(match.start())
+        usages.append(UsageEntry(path=display, line=line, column=column, text=text, in_comment_or_string=masked))
+    return Result.success(UsageReport(name=name, scope=display, total=len(usages), usages=usages[:MAX_USAGES]))
+
+
+@tool(toolset=TOOLSET, read_only=True, title="Python class hierarchy", output=Hierarchy)
+def py_get_hierarchy(
+    ctx: ToolContext,
+    path: ScopeArg,
+    class_name: Annotated[str, Field(description="Base class name ('Base' or 'pkg.module.Base').")],
+) -> Result[Hierarchy | None]:
+    """List the subclasses of a class, transitively, found in a Python file or directory."""
+    class_name = class_name.strip()
+    if not IDENTIFIER_NAME.match(class_name):
+        return Result.fail(ErrorKind.INVALID_INPUT, f"class_name {class_name!r} is not a class name",
+                           "Give a name such as 'BaseModel' or 'pkg.module.BaseModel'.")
+    resolved = _resolve_existing(ctx, path)
+    if not resolved.ok:
+        return resolved.cast(None)
+    opened = _open_index(ctx, resolved.data)
+    if not opened.ok:
+        return opened.cast(None)
+    with opened.data as index:
+        scope = _scope_of(index, resolved.data)
+        short = class_name.rsplit(".", 1)[-1]
+        definitions, _total = index.find(short, mode="exact", kinds=CLASS_KINDS, language="python", limit=20)
+        found = index.subclasses(short, language="python")
+        in_scope = [(s, base, depth) for s, base, depth in found
+                    if not scope or s.path == scope or s.path.startswith(scope.rstrip("/") + "/")]
+        if not definitions and not found:
+            return Result(data=None, errors=Result.fail(
+                ErrorKind.NOT_FOUND, f"no Python class named {class_name!r} is defined or subclassed in the "
+                f"workspace", _not_found_hint(index, short, language="python", what="classes")).errors,
+                notes=opened.notes)
+        entries = [HierarchyEntry(name=s.name, qualname=s.qualname, path=_display(ctx, index, s.path), line=s.line,
+                                  base=base, depth=depth) for s, base, depth in _tree_order(in_scope)]
+        defined = [f"{_display(ctx, index, d.path)}:{d.line}" for d in definitions]
+        hierarchy = Hierarchy(class_name=class_name, scope=ctx.workspace.display(resolved.data), defined_at=defined,
+                              subclasses=entries)
+        notes = list(opened.notes)
+        if entries:
+            notes.append("[bases are matched by name; classes named alike in different modules are not told apart]")
+        return Result(data=hierarchy, notes=notes)
+
+
+def _tree_order(found: list[tuple[Symbol, str, int]]) -> list[tuple[Symbol, str, int]]:
+    """Breadth-first results reordered depth-first, so each subclass follows its base."""
+    children: dict[str, list[tuple[Symbol, str, int]]] = {}
+    for item in found:
+        children.setdefault(item[1], []).append(item)
+    ordered: list[tuple[Symbol, str, int]] = []
+    seen: set[int] = set()
+
+    def visit(key: str, depth: int) -> None:
+        for item in children.get(key, []):
+            symbol = item[0]
+            if symbol.id in seen or item[2] != depth:
+                continue
+            seen.add(symbol.id)
+            ordered.append(item)
+            visit(symbol.name, depth + 1)
+
+    roots = sorted({item[1] for item in found if item[2] == 1})
+    for root in roots:
+        visit(root, 1)
+    ordered.extend(item for item in found if item[0].id not in seen)
+    return ordered
+
+
+@tool(toolset=TOOLSET, read_only=True, title="Trace a call path", output=CodePath)
+def derive_code_path(
+    ctx: ToolContext,
+    target: Annotated[str, Field(description="Function to start from: 'name', 'Class.method', or "
+                                             "'path/to/file.py:name' when the name is defined in several files.")],
+    max_depth: Annotated[int, Field(ge=1, le=10, description="How many calls deep to follow.")] = 3,
+) -> Result[CodePath | None]:
+    """Trace what a function calls, across files, to max_depth levels: a call tree from the symbol index."""
+    parsed = _parse_target(ctx, target)
+    if not parsed.ok:
+        return parsed.cast(None)
+    real, name = parsed.data
+    opened = _open_index(ctx, real or ctx.workspace.primary)
+    if not opened.ok:
+        return opened.cast(None)
+    with opened.data as index:
+        under = _scope_of(index, real) if real is not None else ""
+        candidates, _total = index.find(name, mode="exact", kinds=CALLABLE_KINDS, under=under, limit=50)
+        exact = [c for c in candidates if c.qualname == name.replace("::", ".")]
+        candidates = exact or candidates
+        if not candidates:
+            return Result(data=None, errors=Result.fail(
+                ErrorKind.NOT_FOUND, f"no function or method named {name!r}"
+                + (f" in {ctx.workspace.display(real)}" if real is not None else " in the workspace"),
+                _not_found_hint(index, name)).errors, notes=opened.notes)
+        bodies = [c for c in candidates if c.kind != "prototype"] or candidates
+        if len({(c.path, c.qualname) for c in bodies}) > 1:
+            listed = "; ".join(f"{_display(ctx, index, c.path)}:{c.qualname}" for c in bodies[:10])
+            return Result(data=None, errors=Result.fail(
+                ErrorKind.CONFLICT, f"{name!r} is defined {len(bodies)} times: {listed}",
+                "Pick one with 'path:name', e.g. target='" + f"{_display(ctx, index, bodies[0].path)}:"
+                f"{bodies[0].qualname}'.").errors, notes=opened.notes)
+        builder = CallGraphBuilder(index, max_depth)
+        tree = builder.build(bodies[0])
+        result = CodePath(target=target, max_depth=max_depth, functions=builder.nodes, truncated=builder.truncated,
+                          root=_to_model(ctx, index, tree))
+        notes = [*opened.notes, "[calls are resolved by name (static); dynamic dispatch is not followed]"]
+        return Result(data=result, notes=notes)
+
+
+def _parse_target(ctx: ToolContext, target: str) -> Result[tuple[Path | None, str]]:
+    text = target.strip()
+    if not text:
+        return Result.fail(ErrorKind.INVALID_INPUT, "target is empty",
+                           "Give a function name such as 'main' or 'app.py:main'.", data=(None, ""))
+    with_path = TARGET_WITH_PATH.match(text)
+    real: Path | None = None
+    if with_path:
+        resolved = _resolve_existing(ctx, with_path.group(1).strip(), param="target path")
+        if not resolved.ok:
+            return resolved.cast((None, ""))
+        text = with_path.group(2).strip()
+        real = resolved.data
+    if not IDENTIFIER_NAME.match(text.replace("::", ".")):
+        return Result.fail(ErrorKind.INVALID_INPUT, f"target {target!r} does not name a function",
+                           "Give 'name', 'Class.method' or 'path/to/file.py:name'.", data=(None, ""))
+    return Result.success((real, text))
+
+
+def _to_model(ctx: ToolContext, index: SymbolIndex, node: CallNode) -> CallPathNode:
+    symbol = node.symbol
+    return CallPathNode(
+        name=symbol.name, qualname=symbol.qualname, kind=symbol.kind, path=_display(ctx, index, symbol.path),
+        line=symbol.line, end_line=symbol.end_line, note=node.note, other_candidates=node.alternatives,
+        calls=[_to_model(ctx, index, child) for child in node.calls], unresolved_calls=list(node.unresolved),
+    )
+
+
+@tool(toolset=TOOLSET, read_only=True, title="Summarize a file")
+def get_file_summary(ctx: ToolContext, path: PathArg) -> Result[str]:
+    """Summarize a file: Python imports/classes/functions/constants, TOML tables, Markdown headings, outlines."""
+    resolved = _resolve_existing(ctx, path)
+    if not resolved.ok:
+        return resolved.cast("")
+    display = ctx.workspace.display(resolved.data)
+    if resolved.data.is_dir():
+        return Result.fail(ErrorKind.INVALID_INPUT, f"{display} is a directory",
+                           "Give a file; for a directory use repo_map or get_tree.", data="")
+    loaded = read_text(resolved.data, display)
+    if not loaded.ok:
+        return loaded.cast("")
+    return summarize(loaded.data.text, display)
+
+
+@tool(toolset=TOOLSET, read_only=True, title="Git diff")
+def get_git_diff(
+    ctx: ToolContext,
+    path: Annotated[str, Field(description="File or directory inside a git work tree ('.' is the root).")] = ".",
+    base_rev: Annotated[str, Field(description="Revision to compare from (HEAD, main, HEAD~3, a hash); '' "
+                                               "compares the index (staged) with the work tree.")] = "HEAD",
+    head_rev: Annotated[str, Field(description="Revision to compare to; '' means the files on disk.")] = "",
+    context_lines: Annotated[int, Field(ge=0, le=50, description="Unchanged lines around each change.")] = 3,
+) -> Result[str]:
+    """Show the git diff of a file or directory between two revisions (default: HEAD to the files on disk)."""
+    resolved = _resolve_existing(ctx, path)
+    if not resolved.ok:
+        return resolved.cast("")
+    revisions: list[str] = []
+    for param, value in (("base_rev", base_rev), ("head_rev", head_rev)):
+        if not value.strip():
+            revisions.append("")
+            continue
+        checked = git_diff.check_revision(value, param)
+        if not checked.ok:
+            return checked
+        revisions.append(checked.data)
+    if not revisions[0] and revisions[1]:
+        return Result.fail(ErrorKind.INVALID_INPUT, "head_rev is set but base_rev is empty",
+                           "Give base_rev too (e.g. base_rev='HEAD~1', head_rev='HEAD').", data="")
+    ran = git_diff.diff(resolved.data, revisions[0], revisions[1], context_lines)
+    if not ran.ok or ran.data:
+        return ran
+    display = ctx.workspace.display(resolved.data)
+    base = revisions[0] or "the index"
+    head = revisions[1] or "the files on disk"
+    return Result.success(f"no differences in {display} between {base} and {head}")
