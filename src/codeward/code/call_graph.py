@@ -45,6 +45,8 @@ class CallSite:
     name: str
     through_self: bool
     attribute: bool
+    receiver: str = ""
+    """The identifier before the dot of ``receiver.name()`` ('' for plain calls)."""
 
 
 @dataclass
@@ -58,6 +60,7 @@ class CallGraphBuilder:
     nodes: int = 0
     truncated: bool = False
     _code: dict[str, tuple[bytes, LineTable] | None] = field(default_factory=dict)
+    _names: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def build(self, root: Symbol) -> CallNode:
         node = CallNode(root)
@@ -109,7 +112,7 @@ class CallGraphBuilder:
         if loaded is None:
             return []
         blanked, lines = loaded
-        start = lines.offset(symbol.line)
+        start = lines.offset(symbol.name_line)  # decorators run at definition time, not on a call
         end = lines.offset(symbol.end_line + 1)
         keywords = self._keywords(symbol.language)
         seen: dict[str, CallSite] = {}
@@ -125,25 +128,50 @@ class CallGraphBuilder:
             if name == symbol.name and lines.locate(match.start())[0] == symbol.name_line:
                 continue  # the definition's own header (C, Java, ...)
             attribute = before.endswith((b".", b"->", b"::", b":"))
-            seen[name] = CallSite(name, before.endswith(SELF_RECEIVERS), attribute)
+            receiver = _last_word(before.rstrip(b".:->")).decode("utf-8", "replace") if attribute else ""
+            seen[name] = CallSite(name, before.endswith(SELF_RECEIVERS), attribute, receiver)
         return list(seen.values())
 
     def resolve(self, site: CallSite, caller: Symbol) -> tuple[Symbol | None, int]:
-        """The definition a call most likely reaches, and how many other candidates there were."""
+        """The definition a call most likely reaches, and how many other candidates there were.
+
+        ``x.name()`` on anything but ``self``/``this`` is only followed to a method whose class
+        (or module) the calling file mentions: otherwise it is far more likely a library call
+        (``items.append()``) than a call into a same-named method elsewhere.
+        """
         rows, _total = self.index.find(site.name, mode="exact", kinds=FOLLOWED_KINDS, limit=500)
         family = _family(caller.language)
         candidates = [row for row in rows if row.name == site.name and _family(row.language) == family]
         if not candidates:
             return None, 0
+        mentioned = self._names_used(caller.path)
         caller_dir = str(PurePosixPath(caller.path).parent)
         owner = caller.parent
 
-        def score(candidate: Symbol) -> tuple[int, str, int]:
+        def evidence(candidate: Symbol) -> int:
             points = 0
-            if site.through_self and candidate.parent and candidate.parent == owner:
-                points += 8
             if candidate.path == caller.path:
                 points += 4
+            if site.through_self and candidate.parent and candidate.parent == owner:
+                points += 8
+            owner_class = candidate.parent.rsplit(".", 1)[-1]
+            stem = PurePosixPath(candidate.path).stem
+            receiver = site.receiver.lstrip("_").lower()
+            if owner_class:
+                if owner_class == site.receiver:
+                    points += 6  # Class.method()
+                elif receiver and receiver in owner_class.lower():
+                    points += 3  # index.refresh() and class SymbolIndex
+                if owner_class in mentioned:
+                    points += 3
+            if site.receiver and site.receiver == stem:
+                points += 2  # module.function()
+            elif not site.attribute and stem in mentioned:
+                points += 2  # from module import function
+            return points
+
+        def score(candidate: Symbol) -> tuple[int, str, int]:
+            points = evidence(candidate)
             if str(PurePosixPath(candidate.path).parent) == caller_dir:
                 points += 1
             if candidate.kind in ("function", "method"):
@@ -155,7 +183,17 @@ class CallGraphBuilder:
             return -points, candidate.path, candidate.line
 
         ordered = sorted(candidates, key=score)
-        return ordered[0], len(ordered) - 1
+        best = ordered[0]
+        if site.attribute and not site.through_self and evidence(best) == 0:
+            return None, 0
+        return best, len(ordered) - 1
+
+    def _names_used(self, rel: str) -> frozenset[str]:
+        if rel not in self._names:
+            rows = self.index.connection.execute(
+                "SELECT r.name FROM refs r JOIN files f ON f.id = r.file_id WHERE f.path = ?", (rel,))
+            self._names[rel] = frozenset(str(name) for (name,) in rows)
+        return self._names[rel]
 
     def _load(self, rel: str) -> tuple[bytes, LineTable] | None:
         if rel not in self._code:

@@ -484,9 +484,14 @@ class SymbolIndex:
         """Defined names that look like ``name`` (for "did you mean" hints)."""
         import difflib
 
-        word = name.replace("::", ".").rsplit(".", 1)[-1]
+        dotted = name.replace("::", ".").strip(".")
+        word = dotted.rsplit(".", 1)[-1]
         if not word:
             return []
+        if "." in dotted:
+            qualified = self._closest_qualnames(dotted, word, n, language)
+            if qualified:
+                return qualified
         head = word[:2].lower()
         sql = ("SELECT DISTINCT s.name FROM symbols s JOIN files f ON f.id = s.file_id"
                " WHERE (lower(substr(s.name, 1, 2)) = ? OR instr(lower(s.name), ?) > 0)")
@@ -494,16 +499,31 @@ class SymbolIndex:
         if language:
             sql += " AND f.language = ?"
             params.append(language)
-        candidates = [row[0] for row in self._db.execute(sql + " LIMIT 20000", params)]
-        by_lower = {c.lower(): c for c in candidates}
-        close = difflib.get_close_matches(word.lower(), list(by_lower), n=n, cutoff=0.6)
-        ordered = [by_lower[c] for c in close]
+        candidates = [str(row[0]) for row in self._db.execute(sql + " LIMIT 20000", params)]
+        lowered = word.lower()
+        matcher = difflib.SequenceMatcher(autojunk=False)
+        matcher.set_seq2(lowered)
+        scored: list[tuple[float, float, str]] = []
         for candidate in candidates:
-            if len(ordered) >= n:
-                break
-            if word.lower() in candidate.lower() and candidate not in ordered:
-                ordered.append(candidate)
-        return ordered[:n]
+            matcher.set_seq1(candidate.lower())
+            plausible = matcher.real_quick_ratio() >= 0.6 and matcher.quick_ratio() >= 0.6
+            similar = matcher.ratio() if plausible else 0.0
+            if similar < 0.6 and lowered not in candidate.lower():
+                continue
+            exact_case = difflib.SequenceMatcher(None, word, candidate).ratio()
+            scored.append((similar, exact_case, candidate))
+        scored.sort(key=lambda item: (-item[0], -item[1], item[2]))
+        return [candidate for _similar, _case, candidate in scored[:n]]
+
+    def _closest_qualnames(self, dotted: str, word: str, n: int, language: str) -> list[str]:
+        """Qualified names ending in (something like) the last part, closest to the whole first."""
+        import difflib
+
+        sql = ("SELECT DISTINCT s.qualname FROM symbols s JOIN files f ON f.id = s.file_id WHERE s.name = ?"
+               + (" AND f.language = ?" if language else "") + " LIMIT 5000")
+        rows = [str(r[0]) for r in self._db.execute(sql, [word, language] if language else [word])]
+        ranked = sorted(rows, key=lambda q: -difflib.SequenceMatcher(None, dotted.lower(), q.lower()).ratio())
+        return ranked[:n]
 
     def files_using(self, name: str, *, under: str = "", language: str = "") -> list[tuple[str, int]]:
         """(path, count) of files whose code mentions identifier ``name``."""

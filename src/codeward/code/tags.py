@@ -36,6 +36,8 @@ MAX_SIGNATURE_CHARS = 200
 IDENTIFIER = re.compile(rb"(?<![0-9\\])[A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*")
 """An identifier in any of the supported languages (non-ASCII bytes count as letters, so
 UTF-8 identifiers are kept whole); the look-behind skips hex digits and escape letters."""
+BLANKING = bytes(10 if byte == 10 else 32 for byte in range(256))
+"""A ``bytes.translate`` table: every byte becomes a space except newlines (lines stay put)."""
 CLASS_LIKE = frozenset({"class", "struct", "interface", "trait", "impl", "object", "protocol", "extension",
                         "enum", "union", "module", "record"})
 WRAPPERS = frozenset({"decorated_definition", "template_declaration", "export_statement"})
@@ -388,7 +390,7 @@ class Extractor:
         blanked = bytearray(source)
         for node in captures.get("mask", ()):
             start, end = node.start_byte, node.end_byte
-            blanked[start:end] = b" " * (end - start)
+            blanked[start:end] = source[start:end].translate(BLANKING)
             spans.append(start)
             spans.append(end)
         definitions = self._definitions(captures, source)
@@ -590,10 +592,10 @@ def unpack_spans(packed: bytes) -> list[tuple[int, int]]:
 
 
 def blank_spans(source: bytes, spans: list[tuple[int, int]]) -> bytes:
-    """``source`` with the given spans replaced by spaces (offsets kept)."""
+    """``source`` with the given spans blanked: offsets and line breaks kept."""
     buffer = bytearray(source)
     for start, end in spans:
-        buffer[start:end] = b" " * (end - start)
+        buffer[start:end] = source[start:end].translate(BLANKING)
     return bytes(buffer)
 
 
