@@ -7,6 +7,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from codeward.catalog import ToolOutcome
 from codeward.cli import main as cli_main
 from codeward.registry import Registry, RegistrySettings
@@ -224,3 +226,41 @@ def test_links_out_of_the_project_are_not_items(root: Path, user_space: Path, tm
     assert "nothing in" in call("registry_search", query="outside").text
     assert call("registry_execute", name="evil", action="sign").is_error
     assert not outside.read_text().startswith("# codeward")
+
+
+def test_publish_to_and_pull_from_a_shared_hub(root: Path, user_space: Path, tmp_path: Path, call: Call,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    write(root, ".ai/tools/greet.py", python_tool())
+    refused = call("registry_load", name="greet", destination="hub")
+    assert refused.is_error and "no registry hub is configured" in refused.text
+    hub = tmp_path / "team-hub"
+    hub.mkdir()
+    monkeypatch.setenv("CODEWARD_REGISTRY_HUB", str(hub))
+    unsigned = call("registry_load", name="greet", destination="hub")
+    assert unsigned.is_error and "greet is unsigned; only signed, unmodified items are published" in unsigned.text
+    sign(call, "greet")
+    published = call("registry_load", name="greet", destination="hub")
+    assert not published.is_error and "Copied to hub:tools/greet.py" in published.text
+    assert (hub / "tools/greet.py").read_bytes() == (root / ".ai/tools/greet.py").read_bytes()
+    assert "greet [tool, hub" in call("registry_search", query="greet", source="hub").text
+
+    (root / ".ai/tools/greet.py").write_text(python_tool(body="    return 'hi ' + name"))
+    sign(call, "greet")
+    before = snapshot(hub)
+    same_version = call("registry_load", name="greet", destination="hub")
+    assert same_version.is_error and "the hub already has greet 1.0.0 with other content" in same_version.text
+    assert "Bump __version__" in same_version.text and snapshot(hub) == before
+    (root / ".ai/tools/greet.py").write_text(python_tool(body="    return 'hi ' + name", version="1.1.0"))
+    sign(call, "greet")
+    assert not call("registry_load", name="greet", destination="hub").is_error
+    assert '__version__ = "1.1.0"' in (hub / "tools/greet.py").read_text()
+
+    (root / ".ai/tools/greet.py").unlink()
+    direct = call("registry_execute", name="greet", params={"name": "x"})
+    assert direct.is_error and "hub items do not run there" in direct.text and "Pull it" in direct.text
+    assert cli_main(["registry", "pull", "greet", "--root", str(root)]) == 0
+    pulled = root / ".ai/tools/greet.py"
+    assert pulled.read_text().startswith('"""Greet someone')  # arrives without the publisher's signature
+    assert "is not signed" in call("registry_execute", name="greet", params={"name": "x"}).text
+    sign(call, "greet")
+    assert "hi x" in call("registry_execute", name="greet", params={"name": "x"}).text

@@ -1,4 +1,4 @@
-"""``codeward registry search|load|run|sign|help|new`` and ``codeward sign NAME``.
+"""``codeward registry search|load|run|sign|publish|pull|help|new`` and ``codeward sign NAME``.
 
 A thin layer: each command calls the same meta-tool a model would (through a catalog of the
 four), with the built-in tools served alongside so ``search``, ``help`` and ``run`` cover them
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 KINDS = ("tool", "directive", "knowledge")
+SPACES = ("project", "user", "hub")
 
 
 class StderrReporter:
@@ -37,15 +38,15 @@ def add_registry_commands(subparsers: Any) -> None:
     search = _command(commands, "search", "find items and tools by meaning (BM25)")
     search.add_argument("query", nargs="*", help="words to look for (none: list everything)")
     search.add_argument("--kind", choices=("all", *KINDS), default="all")
-    search.add_argument("--source", choices=("all", "project", "user", "served"), default="all")
+    search.add_argument("--source", choices=("all", "project", "user", "hub", "served"), default="all")
     search.add_argument("--limit", type=int, default=20)
     search.set_defaults(handler=_search)
 
     load = _command(commands, "load", "print an item; --to copies it between project and user space")
     load.add_argument("name")
     load.add_argument("--kind", choices=KINDS)
-    load.add_argument("--source", choices=("project", "user"))
-    load.add_argument("--to", dest="destination", choices=("project", "user"), help="copy the item there first")
+    load.add_argument("--source", choices=SPACES)
+    load.add_argument("--to", dest="destination", choices=SPACES, help="copy the item there first")
     load.add_argument("--overwrite", action="store_true", help="replace an item of the same name there")
     load.set_defaults(handler=_load)
 
@@ -55,14 +56,28 @@ def add_registry_commands(subparsers: Any) -> None:
     run.add_argument("--params", help="all parameters as one JSON object")
     run.add_argument("--dry-run", action="store_true", help="check and show the plan without running")
     run.add_argument("--timeout", type=float)
-    run.add_argument("--source", choices=("project", "user"))
+    run.add_argument("--source", choices=SPACES)
     run.set_defaults(handler=_run)
 
     for parent, name in ((commands, "sign"), (subparsers, "sign")):
         sign = _command(parent, name, "validate an item and sign it (it runs only while unmodified)")
         sign.add_argument("name")
-        sign.add_argument("--source", choices=("project", "user"))
+        sign.add_argument("--source", choices=SPACES)
         sign.set_defaults(handler=_sign)
+
+    publish = _command(commands, "publish", "copy a signed item to the hub (CODEWARD_REGISTRY_HUB)")
+    publish.add_argument("name")
+    publish.add_argument("--kind", choices=KINDS)
+    publish.add_argument("--source", choices=("project", "user"))
+    publish.add_argument("--overwrite", action="store_true", help="replace the published copy of this version")
+    publish.set_defaults(handler=_publish)
+
+    pull = _command(commands, "pull", "copy an item from the hub (it arrives unsigned: review, then sign)")
+    pull.add_argument("name")
+    pull.add_argument("--kind", choices=KINDS)
+    pull.add_argument("--to", dest="destination", choices=("project", "user"), default="project")
+    pull.add_argument("--overwrite", action="store_true", help="replace an item of the same name there")
+    pull.set_defaults(handler=_pull)
 
     help_ = _command(commands, "help", "explain a tool or item, or give an overview")
     help_.add_argument("name", nargs="?")
@@ -123,6 +138,16 @@ def _search(args: argparse.Namespace) -> int:
 
 def _load(args: argparse.Namespace) -> int:
     return _call(args, "registry_load", {"name": args.name, "kind": args.kind, "source": args.source,
+                                         "destination": args.destination, "overwrite": args.overwrite})
+
+
+def _publish(args: argparse.Namespace) -> int:
+    return _call(args, "registry_load", {"name": args.name, "kind": args.kind, "source": args.source,
+                                         "destination": "hub", "overwrite": args.overwrite})
+
+
+def _pull(args: argparse.Namespace) -> int:
+    return _call(args, "registry_load", {"name": args.name, "kind": args.kind, "source": "hub",
                                          "destination": args.destination, "overwrite": args.overwrite})
 
 

@@ -160,6 +160,10 @@ def _verified(registry: Registry, item: Item) -> Result[tuple[Item, bytes] | Non
     """The item re-read, valid and carrying an intact signature (built-ins need none)."""
     if item.space is Space.BUILTIN:
         return Result.success((item, b""))
+    if item.space is Space.HUB:
+        return Result.fail(ErrorKind.PERMISSION, f"{item.name} is in the shared hub, and hub items do not run there",
+                           f"Pull it (`codeward registry pull {item.name}` or registry_load with source=\"hub\" and "
+                           "destination=\"project\"), review it, then sign it.", data=None)
     read = registry.fresh(item)
     if not read.ok or read.data is None:
         return read

@@ -26,6 +26,7 @@ WEIGHTS = "10.0, 4.0, 2.0, 1.0"
 """BM25 column weights: name, description, category, content."""
 FTS_COLUMNS = "name, description, category, content"
 TOKEN = re.compile(r"\w+", re.UNICODE)
+SPACE_RANK = "CASE space WHEN 'project' THEN 0 WHEN 'user' THEN 1 ELSE 2 END"
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -168,9 +169,9 @@ class RegistryIndex:
         return [(_load(row[0]), float(row[1])) for row in self._db.execute(sql, args)]
 
     def items(self, kind: Kind | None = None, space: Space | None = None) -> Iterator[Item]:
-        """Every indexed item, project before user, by kind and name."""
+        """Every indexed item, project before user before hub, by kind and name."""
         sql = "SELECT item FROM files WHERE (? IS NULL OR kind = ?) AND (? IS NULL OR space = ?) " \
-              "ORDER BY space = 'user', kind, name, path"
+              f"ORDER BY {SPACE_RANK}, kind, name, path"
         k = kind.value if kind else None
         s = space.value if space else None
         for row in self._db.execute(sql, (k, k, s, s)):
@@ -178,7 +179,7 @@ class RegistryIndex:
 
     def named(self, name: str, kind: Kind | None = None) -> list[Item]:
         """Items with this name, project space first (the first is the one that resolves)."""
-        sql = "SELECT item FROM files WHERE name = ? AND (? IS NULL OR kind = ?) ORDER BY space = 'user', path"
+        sql = f"SELECT item FROM files WHERE name = ? AND (? IS NULL OR kind = ?) ORDER BY {SPACE_RANK}, path"
         k = kind.value if kind else None
         return [_load(row[0]) for row in self._db.execute(sql, (name, k, k))]
 

@@ -28,11 +28,17 @@ class Kind(StrEnum):
 
 
 class Space(StrEnum):
-    """Where an item lives. Project items shadow user items of the same name."""
+    """Where an item lives. Project items shadow user items, which shadow hub items."""
 
     PROJECT = "project"
     USER = "user"
+    HUB = "hub"
+    """A shared registry folder (a team's git checkout or network share) to publish to and pull from."""
     BUILTIN = "builtin"
+
+    @property
+    def rank(self) -> int:
+        return (Space.PROJECT, Space.USER, Space.HUB, Space.BUILTIN).index(self)
 
 
 class ToolType(StrEnum):

@@ -19,7 +19,7 @@ from codeward.registry.index import RegistryIndex
 from codeward.registry.items import Item, Kind, Space
 from codeward.registry.loader import load_item
 from codeward.registry.settings import INDEX_FILE_NAME, STATE_DIR_NAME, RegistrySettings, registry_settings_of
-from codeward.registry.signing import sign
+from codeward.registry.signing import SignatureStatus, check_signature, sign, split_signature
 from codeward.registry.spaces import Spaces
 from codeward.result import ErrorKind, Result
 from codeward.workspace import Access, Workspace
@@ -117,18 +117,53 @@ class Registry:
         if destination is None or destination is item.space:
             return Result.success(Loaded(item, text))
         assert item.path is not None
+        if destination is Space.HUB:
+            allowed = self._publishable(item, data)
+            if not allowed.ok:
+                return allowed.cast(None)
+        if item.space is Space.HUB:  # pulled items must be reviewed and signed here before they run
+            data = split_signature(data, markdown=item.kind is not Kind.TOOL)[1]
         source_root = self.spaces.folder(item.space, item.kind)
         try:
             relative = item.path.relative_to(source_root.resolve())
         except ValueError:
             relative = Path(item.path.name)
         target = self.spaces.folder(destination, item.kind) / relative
+        if destination is Space.HUB and target.is_file() and not overwrite and target.read_bytes() != data:
+            published = load_item(target, item.kind, Space.HUB, str(target))
+            if not self._newer_than_published(item, published):
+                shown = published.version or "(no version)"
+                return Result.fail(ErrorKind.CONFLICT, f"the hub already has {item.name} {shown} with other "
+                                   "content; a published version never changes",
+                                   "Bump __version__ (version: in front matter), sign it, and publish again — or "
+                                   "pass overwrite=true to replace the published copy.", data=None)
+            overwrite = True
         written = self._write(target, destination, data, overwrite)
         if not written.ok:
             return written.cast(None)
         display = self.spaces.display(written.data, destination)
         copied = load_item(written.data, item.kind, destination, display, data)
         return Result.success(Loaded(copied, text, display))
+
+    def _publishable(self, item: Item, data: bytes) -> Result[None]:
+        """Only valid items whose signature is intact go to the hub."""
+        if self.settings.hub_dir is None:
+            return Result.fail(ErrorKind.UNAVAILABLE, "no registry hub is configured",
+                               "Set CODEWARD_REGISTRY_HUB to the shared folder (e.g. a git checkout) to publish to.",
+                               data=None)
+        if item.problems:
+            return Result.fail(ErrorKind.INVALID_INPUT, f"{item.name} has invalid metadata and cannot be published: "
+                               + "; ".join(p.render() for p in item.problems), "Fix it and sign it first.", data=None)
+        status = check_signature(data, markdown=item.kind is not Kind.TOOL).status
+        if status is not SignatureStatus.VALID:
+            return Result.fail(ErrorKind.PERMISSION, f"{item.name} is {status.value}; only signed, unmodified items "
+                               "are published", f"Review it, then sign it: `codeward sign {item.name}`.", data=None)
+        return Result.success(None)
+
+    @staticmethod
+    def _newer_than_published(item: Item, published: Item) -> bool:
+        """Whether ``item`` may replace the hub's copy: a version published once never changes."""
+        return bool(item.version and published.version and _version_key(item.version) > _version_key(published.version))
 
     def sign(self, name: str, kind: Kind | None = None, space: Space | None = None) -> Result[Signed | None]:
         """Validate an item and write its signature line; refused while it has problems."""
@@ -176,6 +211,9 @@ class Registry:
         return self._write(folder / f"{name}{kind.suffix}", space, text.encode("utf-8"), overwrite=False)
 
     def _write(self, target: Path, space: Space, data: bytes, overwrite: bool) -> Result[Path]:
+        if space is Space.HUB and not self.spaces.root(space).is_dir():
+            return Result.fail(ErrorKind.NOT_FOUND, f"the registry hub {self.spaces.root(space)} does not exist",
+                               "Create the folder, or point CODEWARD_REGISTRY_HUB at an existing one.", data=target)
         if space is Space.USER:
             try:
                 self.spaces.user_dir.mkdir(parents=True, exist_ok=True)
@@ -202,3 +240,8 @@ class Registry:
             return Result.fail(ErrorKind.PERMISSION, f"cannot write {display}: {exc.strerror}",
                                "Check the folder's permissions.", data=real)
         return Result.success(real)
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    core = version.split("-")[0].split("+")[0]
+    return tuple(int(part) for part in core.split(".") if part.isdigit())

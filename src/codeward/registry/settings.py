@@ -2,7 +2,7 @@
 
 The settings travel in ``ToolContext.extras["registry_settings"]`` (see :func:`registry_settings_of`);
 when absent they are read from the environment at call time (``CODEWARD_USER_AI_DIR``,
-``CODEWARD_VENV_DIR``), so a server started by a client picks them up without a config file.
+``CODEWARD_VENV_DIR``, ``CODEWARD_REGISTRY_HUB``), so a server started by a client picks them up without a config file.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 EXTRAS_KEY = "registry_settings"
 USER_DIR_ENV = "CODEWARD_USER_AI_DIR"
 VENV_DIR_ENV = "CODEWARD_VENV_DIR"
+HUB_DIR_ENV = "CODEWARD_REGISTRY_HUB"
 PROJECT_DIR_NAME = ".ai"
 STATE_DIR_NAME = ".codeward"
 INDEX_FILE_NAME = "registry.sqlite3"
@@ -30,6 +31,8 @@ class RegistrySettings:
     venv_dir: Path | None = None
     """Where per-tool virtual environments live; ``None``: ``.codeward/venvs`` of the project
     for project tools, the user cache directory for user tools."""
+    hub_dir: Path | None = None
+    """A shared registry folder items are published to and pulled from (``CODEWARD_REGISTRY_HUB``)."""
     keep_outputs: int = 10
     """Saved outputs kept per tool; older ones are deleted."""
     default_timeout: float = 60.0
@@ -45,7 +48,9 @@ class RegistrySettings:
         env = os.environ if environ is None else environ
         user = env.get(USER_DIR_ENV) or str(Path.home() / PROJECT_DIR_NAME)
         venvs = env.get(VENV_DIR_ENV)
-        return cls(user_dir=Path(user).expanduser(), venv_dir=Path(venvs).expanduser() if venvs else None)
+        hub = env.get(HUB_DIR_ENV)
+        return cls(user_dir=Path(user).expanduser(), venv_dir=Path(venvs).expanduser() if venvs else None,
+                   hub_dir=Path(hub).expanduser() if hub else None)
 
     def user_cache_dir(self, environ: Mapping[str, str] | None = None) -> Path:
         """The cache for user-space tools' environments (``$XDG_CACHE_HOME/codeward``)."""

@@ -1,5 +1,5 @@
-"""The two places items live — ``.ai/`` under the primary root and the user's ``~/.ai/`` — and
-the item files in them.
+"""The places items live — ``.ai/`` under the primary root, the user's ``~/.ai/`` and, when one
+is configured, a shared hub folder — and the item files in them.
 
 Both are walked with the same gate as every listing tool (:func:`codeward.code.walk.walk`), so
 a symlink cannot pull an outside file into the registry and blacklisted files never appear.
@@ -44,6 +44,8 @@ class Spaces:
         return self.settings.user_dir
 
     def root(self, space: Space) -> Path:
+        if space is Space.HUB:
+            return self.settings.hub_dir or self.user_dir / "hub-not-configured"
         return self.project_dir if space is Space.PROJECT else self.user_dir
 
     def folder(self, space: Space, kind: Kind) -> Path:
@@ -53,6 +55,11 @@ class Spaces:
         """Project paths relative to the root (``.ai/tools/x.py``); user paths as ``~/.ai/...``."""
         if space is Space.PROJECT:
             return self.workspace.display(path)
+        if space is Space.HUB:
+            try:
+                return f"hub:{path.relative_to(self.root(Space.HUB).resolve()).as_posix()}"
+            except ValueError:
+                return str(path)
         try:
             rel = path.relative_to(self.user_dir)
         except ValueError:
@@ -65,14 +72,16 @@ class Spaces:
         """The workspace that checks paths of a space (``None`` if the user space does not exist)."""
         if space is Space.PROJECT:
             return self.workspace
+        if space is Space.HUB and self.settings.hub_dir is None:
+            return None
         try:
-            return Workspace.create([self.user_dir], blacklist=self.workspace.blacklist_globs)
+            return Workspace.create([self.root(space)], blacklist=self.workspace.blacklist_globs)
         except ValueError:
             return None
 
     def files(self) -> Iterator[ItemFile]:
         """Every item file of both spaces, project first."""
-        for space in (Space.PROJECT, Space.USER):
+        for space in (Space.PROJECT, Space.USER, Space.HUB):
             gate = self.gate(space)
             if gate is None:
                 continue

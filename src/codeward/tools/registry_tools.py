@@ -24,8 +24,9 @@ from codeward.result import ErrorKind, Result
 Name = Annotated[str, Field(description="Item or tool name, as registry_search shows it.")]
 KindArg = Annotated[Literal["tool", "directive", "knowledge"] | None,
                     Field(description="Item kind, when a name is used by several.")]
-SpaceArg = Annotated[Literal["project", "user"] | None,
-                     Field(description="Registry space: project (.ai/) or user (~/.ai/). Default: project first.")]
+SpaceArg = Annotated[Literal["project", "user", "hub"] | None,
+                     Field(description="Registry space: project (.ai/), user (~/.ai/) or the shared hub. "
+                           "Default: project first.")]
 
 
 @tool(toolset="registry", read_only=True, title="Search tools, directives and knowledge")
@@ -33,7 +34,7 @@ def registry_search(
     ctx: ToolContext,
     query: Annotated[str, Field(description="Words to look for; empty lists everything.")] = "",
     kind: Annotated[Literal["all", "tool", "directive", "knowledge"], Field(description="Only this kind.")] = "all",
-    source: Annotated[Literal["all", "project", "user", "served"],
+    source: Annotated[Literal["all", "project", "user", "hub", "served"],
                       Field(description="Only registry spaces or only served tools.")] = "all",
     limit: Annotated[int, Field(ge=1, le=100, description="Most results to return.")] = 10,
 ) -> Result[str]:
@@ -43,7 +44,7 @@ def registry_search(
     hits: list[Hit] = []
     total = 0
     if source != "served":
-        space = Space(source) if source in ("project", "user") else None
+        space = Space(source) if source in ("project", "user", "hub") else None
         with registry.index() as index:
             total = len(index.names())
             hits += [item_hit(registry, item, score) for item, score in index.search(query, wanted_kind, space, limit)]
@@ -61,11 +62,11 @@ def registry_load(
     name: Name,
     kind: KindArg = None,
     source: SpaceArg = None,
-    destination: Annotated[Literal["project", "user"] | None,
-                           Field(description="Copy the item into this space first.")] = None,
+    destination: Annotated[Literal["project", "user", "hub"] | None,
+                           Field(description="Copy the item into this space first (hub: publish).")] = None,
     overwrite: Annotated[bool, Field(description="Replace an item of the same name at the destination.")] = False,
 ) -> Result[str]:
-    """Show a registry item's full text and metadata; with destination, copy it between project and user space."""
+    """Show a registry item's text and metadata; with destination, copy it between spaces (publish/pull: hub)."""
     registry = Registry.for_context(ctx)
     loaded = registry.load(name, Kind(kind) if kind else None, Space(source) if source else None,
                            Space(destination) if destination else None, overwrite)
