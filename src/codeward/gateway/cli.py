@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import anyio
 
@@ -25,6 +25,9 @@ from codeward.gateway.gateway import Gateway
 from codeward.gateway.names import split_name
 from codeward.gateway.policy import ConfirmCallback, approve_everything
 from codeward.gateway.upstream import ServerState, ServerStatus
+
+if TYPE_CHECKING:
+    from codeward.control.plane import ControlOptions, ControlPlane
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -52,12 +55,15 @@ def run_gateway_cli(
     yes: bool = False,
     allow_remote: bool = False,
     meta: bool = False,
+    control: ControlOptions | None = None,
 ) -> int:
     """Serve every configured upstream's tools (and native ones if configured) over MCP.
 
     Calls not covered by ``auto_approve`` are confirmed by the client's user through MCP
     elicitation; ``yes=True`` approves every call (for trusted, unattended setups only).
     ``meta=True`` lists only the four registry meta-tools, which find and run all the others.
+    ``control`` serves the Hook API and console beside it (approvals there race the client's)
+    and/or writes session logs.
     """
     from codeward.gateway.approval import confirm_with_client
 
@@ -68,12 +74,22 @@ def run_gateway_cli(
         raise ValueError(f"binding to {host} exposes every upstream tool to the network; "
                          "pass allow_remote (--allow-remote) and a bearer token (--token-env VAR) to do it")
     confirm: ConfirmCallback = approve_everything if yes else confirm_with_client
-    anyio.run(_serve, config, transport, host, port, token, list(roots), confirm, meta)
+    anyio.run(_serve, config, transport, host, port, token, list(roots), confirm, meta, control)
     return 0
 
 
 async def _serve(config: GatewayConfig, transport: str, host: str, port: int, token: str | None,
-                 roots: list[str | Path], confirm: ConfirmCallback, meta: bool = False) -> None:
+                 roots: list[str | Path], confirm: ConfirmCallback, meta: bool = False,
+                 control: ControlOptions | None = None) -> None:
+    from codeward.control.plane import control_plane
+
+    async with control_plane(control, "gateway") as plane:
+        await _serve_gateway(config, transport, host, port, token, roots,
+                             plane.approvals(confirm, notify=_note), meta, plane)
+
+
+async def _serve_gateway(config: GatewayConfig, transport: str, host: str, port: int, token: str | None,
+                         roots: list[str | Path], confirm: ConfirmCallback, meta: bool, plane: ControlPlane) -> None:
     from codeward.gateway.native import native_surface
     from codeward.server import CodewardServer
     from codeward.surface import CompositeSurface, ToolSurface
@@ -87,7 +103,8 @@ async def _serve(config: GatewayConfig, transport: str, host: str, port: int, to
         await gateway.wait_settled()
         _print_summary(gateway.statuses(), len(gateway.tool_infos()), sys.stderr)
         surfaces: list[ToolSurface] = [native, gateway] if native else [gateway]
-        surface: ToolSurface = CompositeSurface(surfaces)
+        surface: ToolSurface = plane.observe_surface(CompositeSurface(surfaces))
+        plane.watch_gateway(gateway, roots=[str(r) for r in workspace.roots], transport=transport)
         if meta:
             from codeward.registry.meta import MetaSurface
 
@@ -98,6 +115,10 @@ async def _serve(config: GatewayConfig, transport: str, host: str, port: int, to
             await server.run_http(host=host, port=port, token=token)
         else:
             await server.run_stdio()
+
+
+def _note(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
 def list_servers_cli(

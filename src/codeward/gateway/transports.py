@@ -117,15 +117,21 @@ async def open_transport(
     """Yield ``(read_stream, write_stream)`` for ``server`` through the SDK's own transport."""
     async with AsyncExitStack() as stack:
         if server.transport == "stdio":
-            import sys
-
-            from mcp.client.stdio import StdioServerParameters, stdio_client
+            from codeward.gateway.stdio_client import event_loop_usable, fast_stdio_client
 
             assert server.command is not None
-            params = StdioServerParameters(command=server.command, args=list(server.args), env=dict(server.env),
-                                           cwd=server.cwd)
-            stderr = cast(TextIO, errlog or sys.stderr)
-            read, write = await stack.enter_async_context(stdio_client(params, errlog=stderr))
+            if event_loop_usable():
+                read, write = await stack.enter_async_context(fast_stdio_client(
+                    server.command, list(server.args), env=server.env, cwd=server.cwd, errlog=errlog))
+            else:
+                import sys
+
+                from mcp.client.stdio import StdioServerParameters, stdio_client
+
+                params = StdioServerParameters(command=server.command, args=list(server.args),
+                                               env=dict(server.env), cwd=server.cwd)
+                stderr = cast(TextIO, errlog or sys.stderr)
+                read, write = await stack.enter_async_context(stdio_client(params, errlog=stderr))
         elif server.transport == "http":
             from mcp.client.streamable_http import streamable_http_client
 

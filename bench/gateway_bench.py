@@ -1,0 +1,140 @@
+"""What the gateway adds per call: p50 direct to an upstream vs through the gateway, same run.
+
+One stdio upstream (the node ``@modelcontextprotocol/server-everything``, tool ``echo``, when
+installed under tests/node/node_modules; else codeward's test peer) is measured three ways:
+
+- ``direct``: the official Python client talks to the upstream itself — the baseline;
+- ``gateway-inproc``: :meth:`Gateway.call` in this process (naming, policy, the upstream
+  client, result conversion) — the gateway's own logic;
+- ``gateway-stdio``: the official client talks to ``codeward gateway`` over stdio, which
+  forwards to the upstream over stdio — the real two-hop set-up.
+
+Each gets ``--warmup`` untimed calls, then ``--calls`` timed ones, one at a time. The target
+is at most 0.5 ms added at p50 for ``gateway-stdio`` over ``direct``.
+
+    .venv/bin/python bench/gateway_bench.py [--calls 2000] [--warmup 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client, StdioServerParameters
+
+REPO = Path(__file__).resolve().parent.parent
+EVERYTHING = REPO / "tests/node/node_modules/.bin/mcp-server-everything"
+PEER = REPO / "tests/gateway_peer.py"
+TARGET_MS = 0.5
+
+SERVE = """
+import sys
+from codeward.gateway.cli import run_gateway_cli
+sys.exit(run_gateway_cli(sys.argv[1]))
+"""
+
+
+def upstream() -> tuple[list[str], str, dict[str, Any]]:
+    """The upstream command line, its tool and the tool's arguments."""
+    if EVERYTHING.exists():
+        return [str(EVERYTHING), "stdio"], "echo", {"message": "ping"}
+    return [sys.executable, str(PEER), "stdio"], "echo", {"text": "ping"}
+
+
+Call = Callable[[], Awaitable[Any]]
+
+
+async def direct(stack: AsyncExitStack, command: list[str], tool: str, args: dict[str, Any]) -> Call:
+    params = StdioServerParameters(command=command[0], args=command[1:])
+    client = await stack.enter_async_context(Client(params, mode="legacy"))
+    return lambda: client.call_tool(tool, args)
+
+
+async def gateway_inproc(stack: AsyncExitStack, command: list[str], tool: str, args: dict[str, Any]) -> Call:
+    from codeward.context import ToolContext
+    from codeward.gateway import Gateway, parse_gateway_table
+    from codeward.workspace import Workspace
+
+    config = parse_gateway_table({"servers": {"up": {"command": command[0], "args": command[1:]}},
+                                  "auto_approve": ["up__*"]})
+    scratch = stack.enter_context(tempfile.TemporaryDirectory())
+    ctx = ToolContext(Workspace.create([Path(scratch)]))
+    gateway = await stack.enter_async_context(Gateway(config))
+    await gateway.wait_settled(30)
+    name = f"up__{tool}"
+
+    async def call() -> None:
+        outcome = await gateway.call(name, args, ctx)
+        if outcome.is_error:
+            raise RuntimeError(outcome.text)
+
+    return call
+
+
+async def gateway_stdio(stack: AsyncExitStack, command: list[str], tool: str, args: dict[str, Any]) -> Call:
+    scratch = stack.enter_context(tempfile.TemporaryDirectory())
+    config = Path(scratch) / "codeward.toml"
+    config.write_text(f'[mcp]\nauto_approve = ["up__*"]\n[mcp.servers.up]\ncommand = {json.dumps(command[0])}\n'
+                      f"args = {json.dumps(command[1:])}\n")
+    params = StdioServerParameters(command=sys.executable, args=["-c", SERVE, str(config)], cwd=scratch)
+    client = await stack.enter_async_context(Client(params, mode="legacy"))
+    return lambda: client.call_tool(f"up__{tool}", args)
+
+
+async def measure(calls: dict[str, Call], warmup: int, total: int, rounds: int) -> dict[str, list[float]]:
+    """Every path in turn, round after round, so background load hits them all alike."""
+    samples: dict[str, list[float]] = {label: [] for label in calls}
+    for call in calls.values():
+        for _ in range(warmup):
+            await call()
+    per_round = max(1, total // rounds)
+    for _ in range(rounds):
+        for label, call in calls.items():
+            for _ in range(per_round):
+                started = time.perf_counter()
+                await call()
+                samples[label].append((time.perf_counter() - started) * 1000)
+    return samples
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--warmup", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=20)
+    options = parser.parse_args()
+    command, tool, args = upstream()
+    print(f"upstream: {' '.join(Path(c).name for c in command)} (tool {tool}); {options.calls} calls per path "
+          f"in {options.rounds} rounds taking turns, after {options.warmup} warm-up calls each\n")
+    async with AsyncExitStack() as stack:
+        calls = {label: await open_path(stack, command, tool, args)
+                 for label, open_path in (("direct", direct), ("gateway-inproc", gateway_inproc),
+                                          ("gateway-stdio", gateway_stdio))}
+        results = await measure(calls, options.warmup, options.calls, options.rounds)
+    base = statistics.median(results["direct"])
+    print(f"{'path':<16} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'added p50':>10} {'x direct':>9}")
+    for label, samples in results.items():
+        p50 = statistics.median(samples)
+        print(f"{label:<16} {p50:>8.3f} {percentile(samples, 0.9):>8.3f} {percentile(samples, 0.99):>8.3f} "
+              f"{p50 - base:>+10.3f} {p50 / base:>9.2f}")
+    added = statistics.median(results["gateway-stdio"]) - base
+    verdict = "meets" if added <= TARGET_MS else "misses"
+    print(f"\ngateway over stdio adds {added:.3f} ms at p50 ({verdict} the {TARGET_MS} ms target)")
+
+
+if __name__ == "__main__":
+    anyio.run(main)
