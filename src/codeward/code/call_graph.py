@@ -17,12 +17,13 @@ import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from codeward.code.symbol_index import CALLABLE_KINDS, LineTable, Symbol, SymbolIndex
+from codeward.code.symbol_index import CALLABLE_KINDS, LineTable, Symbol, SymbolIndex, base_key
 from codeward.code.tags import Extractors, blank_spans
 
 CALL = re.compile(rb"(?<![A-Za-z0-9_\x80-\xff\\])([A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*)\s*(?:<[^<>()]*>\s*)?\(")
 """An identifier followed by ``(`` (C++/Java/TS generic arguments allowed in between)."""
 DEFINING_WORDS = frozenset({b"def", b"class", b"function", b"fn", b"func", b"fun", b"struct", b"interface"})
+SUPER_CALL = re.compile(rb"\bsuper\s*\([^()]*\)\s*\.$")
 SELF_RECEIVERS = (b"self.", b"this.", b"cls.", b"this->", b"self::", b"static::", b"$this->")
 MAX_CALLS_PER_FUNCTION = 60
 MAX_NODES = 400
@@ -47,6 +48,8 @@ class CallSite:
     attribute: bool
     receiver: str = ""
     """The identifier before the dot of ``receiver.name()`` ('' for plain calls)."""
+    through_super: bool = False
+    """``super().name()`` / ``super(C, self).name()``: a base class's method, never the caller."""
 
 
 @dataclass
@@ -129,7 +132,8 @@ class CallGraphBuilder:
                 continue  # the definition's own header (C, Java, ...)
             attribute = before.endswith((b".", b"->", b"::", b":"))
             receiver = _last_word(before.rstrip(b".:->")).decode("utf-8", "replace") if attribute else ""
-            seen[name] = CallSite(name, before.endswith(SELF_RECEIVERS), attribute, receiver)
+            through_super = attribute and SUPER_CALL.search(before) is not None
+            seen[name] = CallSite(name, before.endswith(SELF_RECEIVERS), attribute, receiver, through_super)
         return list(seen.values())
 
     def resolve(self, site: CallSite, caller: Symbol) -> tuple[Symbol | None, int]:
@@ -142,9 +146,12 @@ class CallGraphBuilder:
         rows, _total = self.index.find(site.name, mode="exact", kinds=FOLLOWED_KINDS, limit=500)
         family = _family(caller.language)
         candidates = [row for row in rows if row.name == site.name and _family(row.language) == family]
+        if site.through_super:
+            candidates = [c for c in candidates if c.id != caller.id]
         if not candidates:
             return None, 0
         mentioned = self._names_used(caller.path)
+        caller_bases = self._bases_of(caller) if site.through_super else ()
         caller_dir = str(PurePosixPath(caller.path).parent)
         owner = caller.parent
 
@@ -153,6 +160,8 @@ class CallGraphBuilder:
             if candidate.path == caller.path:
                 points += 4
             if site.through_self and candidate.parent and candidate.parent == owner:
+                points += 8
+            if caller_bases and candidate.parent.rsplit(".", 1)[-1] in caller_bases:
                 points += 8
             owner_class = candidate.parent.rsplit(".", 1)[-1]
             stem = PurePosixPath(candidate.path).stem
@@ -187,6 +196,14 @@ class CallGraphBuilder:
         if site.attribute and not site.through_self and evidence(best) == 0:
             return None, 0
         return best, len(ordered) - 1
+
+    def _bases_of(self, method: Symbol) -> tuple[str, ...]:
+        """The base class names of the class a method belongs to (for ``super()`` calls)."""
+        if not method.parent:
+            return ()
+        owners, _total = self.index.find(method.parent, mode="exact", limit=5)
+        bases = [base_key(b) for owner in owners if owner.path == method.path for b in owner.bases]
+        return tuple(bases)
 
     def _names_used(self, rel: str) -> frozenset[str]:
         if rel not in self._names:

@@ -779,7 +779,7 @@ def run_index_cli(path: str, *, rebuild: bool) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)
     try:
         workspace = Workspace.create([path])
     except ValueError as exc:

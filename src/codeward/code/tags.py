@@ -388,7 +388,7 @@ class Extractor:
         captures = QueryCursor(self.query).captures(tree.root_node)
         spans = array("I")
         blanked = bytearray(source)
-        for node in captures.get("mask", ()):
+        for node in sorted(captures.get("mask", ()), key=_start):  # captures of several patterns interleave
             start, end = node.start_byte, node.end_byte
             blanked[start:end] = source[start:end].translate(BLANKING)
             spans.append(start)
