@@ -264,3 +264,12 @@ def test_publish_to_and_pull_from_a_shared_hub(root: Path, user_space: Path, tmp
     assert "is not signed" in call("registry_execute", name="greet", params={"name": "x"}).text
     sign(call, "greet")
     assert "hi x" in call("registry_execute", name="greet", params={"name": "x"}).text
+
+
+def test_a_project_without_ai_folder_gets_no_files(root: Path, user_space: Path, call: Call) -> None:
+    write(user_space, "knowledge/tips.md", "Quote your variables.\n")
+    (root / "main.py").write_text("print('hi')\n")
+    before = snapshot(root)
+    assert "tips [knowledge, user]" in call("registry_search", query="").text
+    assert "Registry items: 1 knowledge (user)" in call("registry_help").text
+    assert snapshot(root) == before and not (root / ".codeward").exists()

@@ -55,9 +55,16 @@ class Registry:
 
     @contextmanager
     def index(self) -> Iterator[RegistryIndex]:
-        """The index, brought up to date with the files (only changed files are re-read)."""
-        resolved = self.workspace.resolve(f"{STATE_DIR_NAME}/{INDEX_FILE_NAME}", Access.WRITE, param="index")
-        with RegistryIndex(resolved.data if resolved.ok else None) as index:
+        """The index, brought up to date with the files (only changed files are re-read).
+
+        A project without ``.ai/`` gets no index file (an in-memory one serves the other spaces),
+        so merely listing resources never leaves a file in a project that does not use the registry.
+        """
+        path: Path | None = None
+        if self.spaces.project_dir.is_dir():
+            resolved = self.workspace.resolve(f"{STATE_DIR_NAME}/{INDEX_FILE_NAME}", Access.WRITE, param="index")
+            path = resolved.data if resolved.ok else None
+        with RegistryIndex(path) as index:
             index.refresh(self.spaces.files())
             yield index
 
