@@ -107,6 +107,25 @@ async def test_everything_over_stdio_round_trips_text_images_and_structure(ctx: 
         structured = await gateway.call("every__get-structured-content", {"location": "New York"}, ctx)
         assert structured.structured is not None and "temperature" in structured.structured
 
+        progress = _Progress()
+        watched = ctx.child(reporter=progress)
+        done = await gateway.call("every__trigger-long-running-operation", {"duration": 0.3, "steps": 3}, watched)
+        assert "completed" in done.text
+        assert progress.updates[:2] == [(1, 3), (2, 3)], "upstream progress reaches the caller"
+
+
+class _Progress:
+    """The caller's progress channel (what the MCP server turns into notifications/progress)."""
+
+    def __init__(self) -> None:
+        self.updates: list[tuple[float, float | None]] = []
+
+    def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
+        self.updates.append((done, total))
+
+    def log(self, level: str, message: str) -> None:
+        return None
+
 
 @needs_everything
 async def test_everything_over_streamable_http_and_legacy_sse(
@@ -404,6 +423,12 @@ async def test_filters_and_read_only_auto_approval(ctx: ToolContext) -> None:
         asked.append(request.name)
         return False
 
+    strict = config({"every": {"command": EVERYTHING, "args": ["stdio"], "allow": ["echo"]}})
+    async with Gateway(strict, confirm=no) as gateway:
+        assert await gateway.wait_settled(30)
+        refused = await gateway.call("every__echo", {"message": "ro"}, ctx)
+        assert refused.errors[0].source == "gateway-policy", "read-only hints count only when opted in"
+
     async with Gateway(cfg, confirm=no) as gateway:
         assert await gateway.wait_settled(30)
         names = _names(gateway)
@@ -414,4 +439,4 @@ async def test_filters_and_read_only_auto_approval(ctx: ToolContext) -> None:
         assert denied.errors[0].source == "gateway-policy"
         hidden = await gateway.call("every__get-env", {}, ctx)
         assert hidden.errors[0].kind.value == "not_found" and "allow/deny" in hidden.text
-    assert asked == ["every__toggle-simulated-logging"]
+    assert asked == ["every__echo", "every__toggle-simulated-logging"]
