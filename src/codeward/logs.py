@@ -125,6 +125,7 @@ class SessionLogs:
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._handlers: dict[str, logging.handlers.RotatingFileHandler] = {}
         self._closed = False
+        self._watch: SubprocessWatch | None = None
         formatter = logging.Formatter("%(message)s")
         for name in LOG_FILES:
             path = directory / name
@@ -161,48 +162,35 @@ class SessionLogs:
 
     def cli_call(self, command: Sequence[str] | str, *, stdin: str = "", stdout: str = "", stderr: str = "",
                  latency_s: float | None = None, exit_code: int | None = None, cwd: str | None = None,
-                 kind: str = "run") -> None:
-        """A subprocess: what ran, what it was given and printed, how it ended and how long it took."""
-        self._write("clicalls.log", {"kind": kind, "command": command if isinstance(command, str) else list(command),
-                                     "cwd": cwd, "stdin": stdin, "stdout": stdout, "stderr": stderr,
-                                     "exit_code": exit_code,
-                                     "latency_s": None if latency_s is None else round(latency_s, 6)})
+                 kind: str = "run", **extra: Any) -> None:
+        """A subprocess: what ran, what it was given and printed, how it ended and how long it took.
+
+        ``kind`` is ``run`` (a command the session ran itself, with its input and output),
+        ``spawn`` or ``exit`` (any subprocess, seen by :class:`SubprocessWatch`).
+        """
+        record: dict[str, Any] = {"kind": kind, **extra,
+                                  "command": command if isinstance(command, str) else list(command)}
+        if cwd is not None:
+            record["cwd"] = cwd
+        if kind == "run":
+            record.update(stdin=stdin, stdout=stdout, stderr=stderr)
+        if kind != "spawn":
+            record.update(exit_code=exit_code, latency_s=None if latency_s is None else round(latency_s, 6))
+        self._write("clicalls.log", record)
 
     def watch_subprocesses(self) -> None:
-        """Record every subprocess this Python process starts from now on (command and cwd).
-
-        Uses a runtime audit hook (``subprocess.Popen`` and ``os.system`` events), so it also sees
-        processes started by tools and libraries that know nothing about logging. Audit hooks
-        cannot be removed; after :meth:`close` the hook does nothing, and it holds the logs only
-        weakly.
-        """
-        ref = weakref.ref(self)
-
-        def hook(event: str, args: tuple[Any, ...]) -> None:
-            if event != "subprocess.Popen" and event != "os.system":
-                return
-            logs = ref()
-            if logs is None or logs._closed:
-                return
-            try:
-                if event == "os.system":
-                    command: Any = os.fsdecode(args[0])
-                    cwd = None
-                else:
-                    command = [os.fsdecode(a) if isinstance(a, (bytes, os.PathLike)) else str(a)
-                               for a in (args[1] if isinstance(args[1], (list, tuple)) else [args[1]])]
-                    cwd = os.fsdecode(args[2]) if args[2] is not None else os.getcwd()
-                logs.cli_call(command, cwd=cwd, kind="spawn")
-            except Exception:  # an audit hook must never break the process that triggered it
-                return
-
-        sys.addaudithook(hook)
+        """Record every subprocess this Python process starts from now on: command and cwd at
+        the start, exit code and latency at the end (see :class:`SubprocessWatch`)."""
+        if self._watch is None:
+            self._watch = SubprocessWatch(self)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     def close(self) -> None:
         if self._closed:
             return
+        if self._watch is not None:
+            self._watch.stop()
         self._closed = True
         for handler in self._handlers.values():
             handler.close()
@@ -219,6 +207,102 @@ class SessionLogs:
         line = {"time": _timestamp(), **self.redactor.value(record)}
         text = self.redactor.text(json.dumps(line, ensure_ascii=False, default=str))
         self._handlers[name].handle(logging.makeLogRecord({"msg": text, "args": None}))
+
+
+class SubprocessWatch:
+    """Sees every subprocess the process starts, including those of tools and libraries.
+
+    A runtime audit hook (``subprocess.Popen``, ``os.system``) logs each start. For a
+    ``Popen`` the hook also finds the object being started, and a watcher thread logs its exit
+    code and latency once its owner has reaped it (the watcher only reads ``returncode``; it
+    never waits on or polls a process itself, so it cannot steal an exit status). Latency is
+    accurate to the watcher's tick. Audit hooks cannot be removed: after :meth:`stop` the hook
+    does nothing, and it holds the logs only weakly. Output stays with the owner: the tool
+    results in ``toolcalls.log`` carry it, and commands the session runs itself are logged
+    with their stdin and output through :meth:`SessionLogs.cli_call`.
+    """
+
+    TICK_S = 0.05
+
+    def __init__(self, logs: SessionLogs) -> None:
+        self._logs = weakref.ref(logs)
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._tracked: list[tuple[Any, float, int, list[str]]] = []
+        self._count = 0
+        self._stopped = False
+        self._thread = threading.Thread(target=self._watch, name="codeward-subprocess-watch", daemon=True)
+        self._thread.start()
+        sys.addaudithook(self._hook)
+
+    def _hook(self, event: str, args: tuple[Any, ...]) -> None:
+        if (event != "subprocess.Popen" and event != "os.system") or self._stopped:
+            return
+        logs = self._logs()
+        if logs is None or logs.closed:
+            return
+        try:
+            if event == "os.system":
+                logs.cli_call(os.fsdecode(args[0]), cwd=os.getcwd(), kind="spawn")
+                return
+            raw = args[1] if isinstance(args[1], (list, tuple)) else [args[1]]
+            command = [os.fsdecode(a) if isinstance(a, (bytes, os.PathLike)) else str(a) for a in raw]
+            cwd = os.fsdecode(args[2]) if args[2] is not None else os.getcwd()
+            with self._lock:
+                self._count += 1
+                number = self._count
+            logs.cli_call(command, cwd=cwd, kind="spawn", spawn=number)
+            process = _starting_popen(sys._getframe(1))
+            if process is not None:
+                with self._lock:
+                    self._tracked.append((process, time.perf_counter(), number, command))
+                self._wake.set()
+        except Exception:  # an audit hook must never break the process that triggered it
+            return
+
+    def _watch(self) -> None:
+        while not self._stopped:
+            with self._lock:
+                busy = bool(self._tracked)
+            if not busy:
+                self._wake.wait()
+                self._wake.clear()
+                continue
+            time.sleep(self.TICK_S)
+            self._sweep(final=False)
+
+    def _sweep(self, final: bool) -> None:
+        logs = self._logs()
+        now = time.perf_counter()
+        with self._lock:
+            done = [t for t in self._tracked if final or getattr(t[0], "returncode", None) is not None]
+            self._tracked = [t for t in self._tracked if t not in done]
+        if logs is None:
+            return
+        for process, started, number, command in done:
+            code = getattr(process, "returncode", None)
+            logs.cli_call(command, kind="exit" if code is not None else "running_at_close", spawn=number,
+                          pid=getattr(process, "pid", None), exit_code=code, latency_s=now - started)
+
+    def stop(self) -> None:
+        """Log what is still tracked and stop watching (the session is closing)."""
+        self._sweep(final=True)
+        self._stopped = True
+        self._wake.set()
+
+
+def _starting_popen(frame: Any) -> Any:
+    """The ``subprocess.Popen`` whose start raised the audit event, found on the caller's frames."""
+    import subprocess
+
+    for _ in range(4):
+        if frame is None:
+            return None
+        candidate = frame.f_locals.get("self")
+        if isinstance(candidate, subprocess.Popen):
+            return candidate
+        frame = frame.f_back
+    return None
 
 
 def _timestamp() -> str:

@@ -10,6 +10,7 @@ reachable over HTTP.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
@@ -172,8 +173,19 @@ class _Api:
                              "Leave it out for the default, or send e.g. \"timeout\": 30.")
         asks = self.state.asks
         pending = asks.open(data)
+        waiting = asyncio.ensure_future(asks.wait(pending, float(timeout)))
+        hangup = asyncio.ensure_future(_disconnected(request))
         try:
-            response = await asks.wait(pending, float(timeout))
+            await asyncio.wait({waiting, hangup}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            hangup.cancel()
+        if not waiting.done():  # the asker left: withdraw the question (ask_cancelled)
+            waiting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await waiting
+            return _json({"error": "gone"}, status=499)
+        try:
+            response = waiting.result()
         except AskTimeout:
             return _json({"error": "timeout", "request_id": pending.request_id,
                           "message": f"nobody answered within {timeout:g} s; the question was withdrawn"},
@@ -191,6 +203,12 @@ class _Api:
                              "It was already answered, it timed out, or the id is wrong; GET /api/asks lists "
                              "the open ones.", status=404)
         return _json({"status": "ok"})
+
+
+async def _disconnected(request: Request) -> None:
+    """Returns when the client hangs up (the body has been read, so only that can arrive)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 async def _body(request: Request) -> dict[str, Any]:

@@ -12,7 +12,6 @@ after the timeout.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -23,6 +22,7 @@ from codeward.gateway.policy import ApprovalRequest, ConfirmCallback
 
 CALL_ID_KEY = "control.call_id"
 """``ToolContext.extras`` key under which the observed surface passes the call's id."""
+CANCEL_GRACE_S = 1.0
 APPROVING_WORDS = frozenset({"approve", "approved", "allow", "allowed", "yes", "y", "ok", "true", "accept"})
 
 
@@ -56,6 +56,34 @@ def ask_data(request: ApprovalRequest) -> dict[str, Any]:
     }
 
 
+class Abstain(Exception):
+    """Raised by an asker that cannot ask (no client support): the other askers decide."""
+
+
+async def ask_mcp_client(request: ApprovalRequest) -> bool:
+    """The gateway's MCP-elicitation prompt, abstaining (not saying no) when it cannot ask.
+
+    :func:`codeward.gateway.approval.confirm_with_client` answers "no" for a client without
+    elicitation — right when it is the only asker, wrong in a race with the console, where
+    "could not ask" must leave the decision to the person at the console.
+    """
+    import anyio.to_thread
+
+    from codeward.gateway.approval import APPROVE_SCHEMA
+
+    peer = getattr(request.context, "peer", None)
+    if peer is None:
+        raise Abstain("no MCP client to ask")
+    message = (f"codeward gateway: allow {request.summary()} on server {request.alias!r}?"
+               + (f"\n\n{request.description.splitlines()[0]}" if request.description else ""))
+    try:
+        answer = await anyio.to_thread.run_sync(peer.elicit, message, APPROVE_SCHEMA)
+    except Exception as exc:  # no elicitation support, a closed session
+        raise Abstain(f"the MCP client cannot be asked: {exc}") from exc
+    content = answer.get("content") or {}
+    return answer.get("action") == "accept" and content.get("approve") is True
+
+
 class ApprovalDesk:
     """A confirm callback answering from the terminal or the control API, whichever is first."""
 
@@ -75,8 +103,11 @@ class ApprovalDesk:
         console = asyncio.ensure_future(self.state.asks.wait(pending, self.timeout))
         prompt = asyncio.ensure_future(self.terminal(request)) if self.terminal is not None else None
         try:
-            waiting = {console} if prompt is None else {console, prompt}
-            done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait({console} if prompt is None else {console, prompt},
+                                         return_when=asyncio.FIRST_COMPLETED)
+            if prompt in done and isinstance(prompt.exception(), Abstain):
+                prompt = None  # that asker could not ask: the console decides alone
+                done, _ = await asyncio.wait({console})
         except asyncio.CancelledError:
             await _cancel(console, prompt)
             raise
@@ -104,8 +135,19 @@ class ApprovalDesk:
 
 
 async def _cancel(*tasks: asyncio.Future[Any] | None) -> None:
-    for task in tasks:
-        if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+    """Cancel the losing asker and give it a moment to tidy up (a terminal prompt redraws).
+
+    An asker that cannot be interrupted (an MCP elicitation waiting in a worker thread) is
+    left to finish on its own; its late answer is ignored.
+    """
+    pending = [t for t in tasks if t is not None and not t.done()]
+    for task in pending:
+        task.cancel()
+        task.add_done_callback(_consume)
+    if pending:
+        await asyncio.wait(pending, timeout=CANCEL_GRACE_S)
+
+
+def _consume(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()  # retrieved, so asyncio does not log it as never retrieved

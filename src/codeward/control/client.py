@@ -170,17 +170,19 @@ class ApiHookClient:
         Events of other types drained meanwhile are gone, as with :meth:`get_events`.
         """
         deadline = time.monotonic() + timeout
+        pause = _Backoff()
         while True:
             for event in self.get_events():
                 if event.get("type") == event_type and (where is None or where(event)):
                     return event
             if time.monotonic() >= deadline:
                 return None
-            time.sleep(0.05)
+            pause.sleep(deadline)
 
     def wait_for_value(self, path: str, expected: Any, timeout: float = 5.0) -> bool:
         """Poll :meth:`get_value` until it equals ``expected``; False after ``timeout``."""
         deadline = time.monotonic() + timeout
+        pause = _Backoff()
         while True:
             try:
                 if self.get_value(path) == expected:
@@ -189,7 +191,7 @@ class ApiHookClient:
                 pass
             if time.monotonic() >= deadline:
                 return False
-            time.sleep(0.05)
+            pause.sleep(deadline)
 
     # -- writing -----------------------------------------------------------------------------------
 
@@ -232,6 +234,18 @@ class ApiHookClient:
 
     def deny(self, request_id: str) -> bool:
         return self.respond(request_id, {"approved": False})
+
+
+class _Backoff:
+    """Polling pauses that start short (answers often come quickly) and grow to a ceiling."""
+
+    def __init__(self, first: float = 0.02, ceiling: float = 0.25) -> None:
+        self.delay = first
+        self.ceiling = ceiling
+
+    def sleep(self, deadline: float) -> None:
+        time.sleep(max(0.0, min(self.delay, deadline - time.monotonic())))
+        self.delay = min(self.delay * 2, self.ceiling)
 
 
 def _payload(error: urllib.error.HTTPError) -> Any:

@@ -21,11 +21,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codeward.control.approval import ApprovalDesk
+from codeward.control.approval import ApprovalDesk, ask_mcp_client
 from codeward.control.observe import ObservedModelClient, ObservedSurface, SessionObserver
 from codeward.control.server import DEFAULT_HOST, DEFAULT_PORT, ControlServer
 from codeward.control.state import ControlState
-from codeward.gateway.policy import ConfirmCallback, deny_unlisted
+from codeward.gateway.policy import ConfirmCallback, approve_everything, deny_unlisted
 from codeward.logs import Redactor, SessionLogs
 from codeward.surface import ToolSurface
 
@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 
 DEFAULT_APPROVAL_TIMEOUT = 300.0
 SERVER_POLL_S = 1.0
-EXIT_CODE = re.compile(r"\[exit code (-?\d+)\]\s*$")
+EXIT_CODE = re.compile(r"(?:\[exit code (-?\d+)\]|EXIT CODE: (-?\d+))\s*$")
+RUN_SHELL_OUTPUT = re.compile(r"\ASTDOUT:\n(?P<out>.*)\nSTDERR:\n(?P<err>.*)\nEXIT CODE: -?\d+\s*\Z", re.S)
 
 CommandRunner = Callable[[str, Path], str]
 
@@ -92,10 +93,15 @@ class ControlPlane:
                   notify: Callable[[str], None] | None = None) -> ConfirmCallback:
         """The confirm callback for this run: the terminal raced against the console when the
         API is served, else the terminal (or ``fallback`` when there is none)."""
-        if self.state is None:
+        from codeward.gateway.approval import confirm_with_client
+
+        if self.state is None or terminal is approve_everything:  # nobody needs asking
             return terminal or fallback
-        return ApprovalDesk(self.state, terminal=terminal, notify=notify,
-                            timeout=None if terminal is not None else self.approval_timeout)
+        if terminal is confirm_with_client:  # it says "no" when it cannot ask; in a race it must abstain
+            terminal = ask_mcp_client
+        # a person at a terminal may take their time; without one, silence ends in a denial
+        timeout = None if terminal is not None and terminal is not ask_mcp_client else self.approval_timeout
+        return ApprovalDesk(self.state, terminal=terminal, notify=notify, timeout=timeout)
 
     # -- watching ----------------------------------------------------------------------------------
 
@@ -136,11 +142,17 @@ class ControlPlane:
     def observe_surface(self, surface: ToolSurface) -> ToolSurface:
         return self.observe_surfaces([surface])[0]
 
-    def watch_gateway(self, gateway: Gateway) -> None:
-        """Keep the state's list of upstream servers current (polled on the gateway's own loop)."""
+    def watch_gateway(self, gateway: Gateway, **project: Any) -> None:
+        """Keep the state's list of upstream servers current (polled on the gateway's own loop);
+        ``project`` fields, when given, describe a gateway run (roots, transport...)."""
         if self.state is None:
             return
         state = self.state
+        if project:
+            state.set_project({"label": self.label, **project, "servers": len(gateway.statuses()),
+                               "tools": len(gateway.tool_infos()),
+                               "logs": str(self.logs.directory) if self.logs else None})
+            state.set_session({"id": self.session_id, "entries": []})
 
         async def poll() -> None:
             while True:
@@ -159,10 +171,12 @@ class ControlPlane:
         def logged(command: str, cwd: Path) -> str:
             started = time.perf_counter()
             output = run(command, cwd)
-            found = EXIT_CODE.search(output)
-            observer.cli_call(["bash", "-c", command], cwd=cwd, stdout=output,
+            code = EXIT_CODE.search(output)
+            parts = RUN_SHELL_OUTPUT.match(output)
+            stdout, stderr = (parts.group("out"), parts.group("err")) if parts else (output, "")
+            observer.cli_call(["bash", "-c", command], cwd=cwd, stdout=stdout, stderr=stderr,
                               latency_s=time.perf_counter() - started,
-                              exit_code=int(found.group(1)) if found else None)
+                              exit_code=int(code.group(1) or code.group(2)) if code else None)
             return output
 
         return logged
@@ -184,33 +198,54 @@ class ControlPlane:
             self.logs.close()
 
 
+@dataclass(frozen=True)
+class ControlOptions:
+    """What a run asked for: the API served (``serve``), logs written (``logs``), where, how long to wait."""
+
+    serve: bool = False
+    logs: bool = False
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    allow_remote: bool = False
+    approval_timeout: float | None = DEFAULT_APPROVAL_TIMEOUT
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ControlOptions:
+        """From the flags of :func:`add_control_arguments` (missing flags keep their defaults)."""
+        return cls(serve=bool(getattr(args, "control", False)), logs=bool(getattr(args, "logs", False)),
+                   host=getattr(args, "control_host", DEFAULT_HOST), port=getattr(args, "control_port", DEFAULT_PORT),
+                   allow_remote=bool(getattr(args, "control_allow_remote", False)),
+                   approval_timeout=getattr(args, "approval_timeout", DEFAULT_APPROVAL_TIMEOUT))
+
+
 @asynccontextmanager
-async def control_plane(args: argparse.Namespace, label: str, *, announce: Callable[[str], None] | None = None,
+async def control_plane(options: ControlOptions | argparse.Namespace | None, label: str, *,
+                        announce: Callable[[str], None] | None = None,
                         data_home: Path | None = None) -> AsyncIterator[ControlPlane]:
-    """The plane for a command run, from its flags (see :func:`add_control_arguments`)."""
+    """The plane for a command run; inert unless ``options`` ask to serve the API or write logs."""
     from codeward.agent.history import data_home as default_home
     from codeward.control.client import token_file
 
-    serve = bool(getattr(args, "control", False))
-    log = serve or bool(getattr(args, "logs", False))
+    if isinstance(options, argparse.Namespace):
+        options = ControlOptions.from_args(options)
+    options = options or ControlOptions()
     session_id = new_session_id()
-    if not log:
+    if not (options.serve or options.logs):
         yield ControlPlane(label, session_id)
         return
     home = data_home or default_home()
     logs = SessionLogs.for_session(home / "logs", session_id, Redactor())
     logs.watch_subprocesses()
-    plane = ControlPlane(label, session_id, logs=logs, approval_timeout=getattr(args, "approval_timeout", None))
+    plane = ControlPlane(label, session_id, logs=logs, approval_timeout=options.approval_timeout)
     say = announce or _stderr
     try:
-        if serve:
+        if options.serve:
             state = ControlState(label)
-            server = ControlServer(state, host=args.control_host, port=args.control_port,
-                                   allow_remote=args.control_allow_remote, logs=logs,
-                                   token_dir=token_file(0, home).parent)
+            server = ControlServer(state, host=options.host, port=options.port, allow_remote=options.allow_remote,
+                                   logs=logs, token_dir=token_file(0, home).parent)
             await asyncio.to_thread(server.start)
             plane = ControlPlane(label, session_id, state=state, server=server, logs=logs,
-                                 approval_timeout=plane.approval_timeout)
+                                 approval_timeout=options.approval_timeout)
             say(f"[codeward] control API at {server.url} (token in {server.token_file_path})\n"
                 f"[codeward] web console: {server.console_url}")
         say(f"[codeward] session logs: {logs.directory}")

@@ -42,6 +42,7 @@ class ControlServer:
         self.logs = logs
         self.ask_timeout = ask_timeout
         self._requested_port = port
+        self._port = port
         self._socket: socket.socket | None = None
         self._server: Any = None
         self._thread: threading.Thread | None = None
@@ -53,9 +54,8 @@ class ControlServer:
 
     @property
     def port(self) -> int:
-        if self._socket is None:
-            return self._requested_port
-        return int(self._socket.getsockname()[1])
+        """The port asked for, or once bound the real one (port 0 picks a free port)."""
+        return self._port
 
     @property
     def url(self) -> str:
@@ -76,6 +76,7 @@ class ControlServer:
         from codeward.control.app import create_app
 
         self._socket = _bind(self.host, self._requested_port)
+        self._port = int(self._socket.getsockname()[1])
         remote = not is_loopback(self.host)
         wildcard = self.host in ("0.0.0.0", "::")
         app = create_app(self.state, self.token, logs=self.logs, ask_timeout=self.ask_timeout,

@@ -57,7 +57,7 @@ class ControlState:
     def set_project(self, project: Mapping[str, Any], by: str = "session") -> None:
         with self.lock:
             self._project = _json_copy(project)
-            self.events.publish("project_updated", project=self._project, by=by)
+            self.events.publish("project_updated", project=copy.deepcopy(self._project), by=by)
 
     def session(self) -> dict[str, Any]:
         with self.lock:
@@ -71,7 +71,8 @@ class ControlState:
             entries = record.get("entries")
             record["entries"] = list(entries)[-self._entries_kept:] if isinstance(entries, list) else []
             self._session = record
-            self.events.publish("session_updated", session=self._session, by=by)
+            # events carry copies: the live record keeps changing after they are queued
+            self.events.publish("session_updated", session=copy.deepcopy(record), by=by)
 
     def add_entry(self, entry: Mapping[str, Any]) -> None:
         """One more conversation turn (user, assistant, tool)."""
@@ -80,7 +81,7 @@ class ControlState:
             entries: list[Any] = self._session.setdefault("entries", [])
             entries.append(item)
             del entries[: max(0, len(entries) - self._entries_kept)]
-            self.events.publish("session_entry", entry=item, index=len(entries) - 1)
+            self.events.publish("session_entry", entry=copy.deepcopy(item), index=len(entries) - 1)
 
     # -- tool calls ----------------------------------------------------------------------------
 
@@ -151,7 +152,7 @@ class ControlState:
             if fresh == self._servers:
                 return
             self._servers = fresh
-            self.events.publish("servers", servers=fresh)
+            self.events.publish("servers", servers=copy.deepcopy(fresh))
 
     def servers(self) -> list[dict[str, Any]]:
         with self.lock:

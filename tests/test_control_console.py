@@ -1,0 +1,110 @@
+"""The web console in a real headless Chromium, watching a running ``codeward ask --control``:
+live tool calls appear, a click approves a pending call and the call proceeds, a click denies."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.control_support import Lines, agent_env, finish
+from tests.fake_openai import FakeOpenAI, text, tool_calls
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+               "--disable-component-update", "--disable-sync"]
+
+pytestmark = pytest.mark.xdist_group("browser")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Chromium is not installed (Debian package 'chromium')")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def test_console_shows_live_calls_and_approves_and_denies_by_click(browser: Any, root: Path, tmp_path: Path) -> None:
+    replies = [
+        tool_calls(("write_file", '{"path": "x.txt", "content": "approved by a click"}')),
+        tool_calls(("read_file", '{"path": "x.txt"}')),
+        tool_calls(("write_file", '{"path": "y.txt", "content": "should not exist"}')),
+        text("Wrote x.txt; y.txt was refused."),
+    ]
+    with FakeOpenAI(replies) as fake:
+        proc = subprocess.Popen([sys.executable, "-m", "codeward", "ask", "write two files", "--control",
+                                 "--control-port", "0"], cwd=root, env=agent_env(fake, tmp_path / "home"),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stderr = Lines(proc.stderr)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        try:
+            console_url = stderr.wait_for(re.compile(r"web console: (\S+)")).group(1)
+            page.goto(console_url)
+            assert page.url.endswith("/console/")  # the token left the address bar for a cookie
+            page.wait_for_selector("#connection[data-state='live']")
+
+            first = page.locator("article.ask[data-tool='write_file']")
+            first.wait_for()
+            assert "approved by a click" in first.inner_text()
+            row = page.locator("#calls tr[data-tool='write_file']").first
+            assert row.get_attribute("data-status") == "awaiting_approval"
+            assert not (root / "x.txt").exists()
+
+            first.get_by_role("button", name="Approve").click()
+            page.wait_for_selector("#calls tr[data-tool='write_file'][data-status='ok']")
+            # a call that started after the page loaded arrives live, with its result preview
+            read = page.locator("#calls tr[data-tool='read_file'][data-status='ok']")
+            read.wait_for()
+            assert "approved by a click" in read.inner_text()
+
+            second = page.locator("article.ask[data-tool='write_file']")
+            second.wait_for()
+            assert "y.txt" in second.inner_text()
+            page.wait_for_selector("#figures dd")
+            page.locator("#conversation li.turn.user").first.wait_for()
+            assert "write two files" in page.locator("#conversation").inner_text()
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "control-console.png"), full_page=True)
+
+            second.get_by_role("button", name="Deny").click()
+            page.wait_for_selector("#calls tr[data-status='denied']")
+            assert page.locator("article.ask").count() == 0
+            out = finish(proc)
+        finally:
+            page.close()
+            proc.kill()
+    assert proc.returncode == 0 and out.strip() == "Wrote x.txt; y.txt was refused."
+    assert (root / "x.txt").read_text() == "approved by a click" and not (root / "y.txt").exists()
+    log = stderr.text()
+    assert "write_file: approved in the console" in log and "write_file: denied in the console" in log
+    assert (ARTIFACTS / "control-console.png").stat().st_size > 10_000
+
+
+def test_console_without_the_token_says_how_to_get_in(browser: Any, root: Path, tmp_path: Path) -> None:
+    from codeward.control.server import ControlServer
+    from codeward.control.state import ControlState
+
+    with ControlServer(ControlState(), port=0) as server:
+        page = browser.new_page()
+        try:
+            response = page.goto(f"{server.url}/console/")
+            assert response is not None and response.status == 401
+            assert "console URL printed in the terminal" in page.inner_text("body")
+            page.goto(server.console_url)
+            page.wait_for_selector("#connection[data-state='live']")
+            assert page.inner_text("#approvals") == "Nothing is waiting for you."
+        finally:
+            page.close()
