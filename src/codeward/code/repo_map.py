@@ -87,7 +87,10 @@ def rank_definitions(index: SymbolIndex, *, under: str = "", focus: tuple[str, .
         exported.add((fid, qualname))
         if kind == "method":
             methods.add(name)
-    edges = _edges(index, files, definers, methods)
+    sites: dict[tuple[int, str], int] = defaultdict(int)
+    for fid, name, *_rest in definitions:
+        sites[(fid, name)] += 1
+    edges = _edges(index, files, definers, methods, sites)
     ranks = _pagerank(list(files), edges, {fid for fid, path in files.items() if path in focus})
     out_weight: dict[int, float] = defaultdict(float)
     for (src, _dst, _name), weight in edges.items():
@@ -114,15 +117,17 @@ def _reachable(fid: int, qualname: str, kinds: dict[tuple[int, str], str]) -> bo
     return True
 
 
-def _edges(index: SymbolIndex, files: dict[int, str], definers: dict[str, set[int]], methods: set[str]
-           ) -> dict[tuple[int, int, str], float]:
+def _edges(index: SymbolIndex, files: dict[int, str], definers: dict[str, set[int]], methods: set[str],
+           sites: dict[tuple[int, str], int]) -> dict[tuple[int, int, str], float]:
+    """Weighted use edges between files; a file's own definitions of a name are not uses of it."""
     db = index.connection
     useful = {name: owners for name, owners in definers.items() if len(owners) <= IGNORED_DEFINERS}
     db.execute("CREATE TEMP TABLE IF NOT EXISTS map_names (name TEXT PRIMARY KEY)")
     db.execute("DELETE FROM map_names")
     db.executemany("INSERT INTO map_names (name) VALUES (?)", [(name,) for name in useful])
-    rows = [(int(fid), str(name), int(count)) for fid, name, count in db.execute(
+    rows = [(int(fid), str(name), int(count) - sites.get((int(fid), str(name)), 0)) for fid, name, count in db.execute(
         "SELECT r.file_id, r.name, r.count FROM refs r JOIN map_names m ON m.name = r.name") if fid in files]
+    rows = [row for row in rows if row[2] > 0]
     users: dict[str, int] = defaultdict(int)
     for _fid, name, _count in rows:
         users[name] += 1

@@ -44,6 +44,7 @@ MAX_FILE_BYTES = 4 * 1024 * 1024
 POOL_MIN_FILES = 64
 """Below this many files to tag, starting worker processes costs more than it saves."""
 BATCH_FILES = 16
+MAX_SUGGESTION_POOL = 20000
 COMMIT_EVERY_SECONDS = 1.0
 CALLABLE_KINDS = ("function", "method", "prototype", "macro", "class", "struct")
 CLASS_KINDS = ("class", "struct", "interface", "trait", "protocol", "record", "object", "enum", "union")
@@ -482,24 +483,29 @@ class SymbolIndex:
 
     def closest_names(self, name: str, n: int = 5, *, language: str = "") -> list[str]:
         """Defined names that look like ``name`` (for "did you mean" hints)."""
-        import difflib
 
         dotted = name.replace("::", ".").strip(".")
         word = dotted.rsplit(".", 1)[-1]
         if not word:
             return []
+        words = self._closest_words(word, n, language)
         if "." in dotted:
-            qualified = self._closest_qualnames(dotted, word, n, language)
+            qualified = self._closest_qualnames(dotted, [word, *words], n, language)
             if qualified:
                 return qualified
-        head = word[:2].lower()
-        sql = ("SELECT DISTINCT s.name FROM symbols s JOIN files f ON f.id = s.file_id"
-               " WHERE (lower(substr(s.name, 1, 2)) = ? OR instr(lower(s.name), ?) > 0)")
-        params: list[object] = [head, word.lower()[:6]]
-        if language:
-            sql += " AND f.language = ?"
-            params.append(language)
-        candidates = [str(row[0]) for row in self._db.execute(sql + " LIMIT 20000", params)]
+        return words
+
+    def _closest_words(self, word: str, n: int, language: str) -> list[str]:
+        import difflib
+
+        filters = " AND f.language = ?" if language else ""
+        base = f"SELECT DISTINCT s.name FROM symbols s JOIN files f ON f.id = s.file_id WHERE 1{filters}"
+        params: list[object] = [language] if language else []
+        candidates = [str(r[0]) for r in self._db.execute(base + f" LIMIT {MAX_SUGGESTION_POOL + 1}", params)]
+        if len(candidates) > MAX_SUGGESTION_POOL:  # a big index: names sharing the first letter, or the word
+            sql = base + " AND (lower(substr(s.name, 1, 1)) = ? OR instr(lower(s.name), ?) > 0)"
+            candidates = [str(r[0]) for r in self._db.execute(
+                sql + f" LIMIT {MAX_SUGGESTION_POOL}", [*params, word[0].lower(), word.lower()])]
         lowered = word.lower()
         matcher = difflib.SequenceMatcher(autojunk=False)
         matcher.set_seq2(lowered)
@@ -515,13 +521,15 @@ class SymbolIndex:
         scored.sort(key=lambda item: (-item[0], -item[1], item[2]))
         return [candidate for _similar, _case, candidate in scored[:n]]
 
-    def _closest_qualnames(self, dotted: str, word: str, n: int, language: str) -> list[str]:
-        """Qualified names ending in (something like) the last part, closest to the whole first."""
+    def _closest_qualnames(self, dotted: str, words: list[str], n: int, language: str) -> list[str]:
+        """Qualified names whose last part is (like) the query's, closest to the whole first."""
         import difflib
 
-        sql = ("SELECT DISTINCT s.qualname FROM symbols s JOIN files f ON f.id = s.file_id WHERE s.name = ?"
+        marks = ", ".join("?" for _ in words)
+        sql = (f"SELECT DISTINCT s.qualname FROM symbols s JOIN files f ON f.id = s.file_id WHERE s.name IN ({marks})"
                + (" AND f.language = ?" if language else "") + " LIMIT 5000")
-        rows = [str(r[0]) for r in self._db.execute(sql, [word, language] if language else [word])]
+        rows = [str(r[0]) for r in self._db.execute(sql, [*words, language] if language else words)]
+        rows = [q for q in rows if "." in q] or rows
         ranked = sorted(rows, key=lambda q: -difflib.SequenceMatcher(None, dotted.lower(), q.lower()).ratio())
         return ranked[:n]
 
