@@ -47,8 +47,9 @@ class ServedTools:
         return name not in META_TOOL_NAMES and self.surface.has(name)
 
     def group(self, name: str) -> str:
-        """The toolset of a native tool, or the gateway alias of an upstream tool."""
-        self._sync()
+        """The toolset of a native tool, or the gateway alias of an upstream tool (as of the last sync)."""
+        if not self._fingerprint:
+            self._sync()
         return self._groups.get(name, "")
 
     def search(self, query: str, limit: int) -> list[tuple[ToolInfo, float]]:
