@@ -440,3 +440,20 @@ async def test_filters_and_read_only_auto_approval(ctx: ToolContext) -> None:
         hidden = await gateway.call("every__get-env", {}, ctx)
         assert hidden.errors[0].kind.value == "not_found" and "allow/deny" in hidden.text
     assert asked == ["every__echo", "every__toggle-simulated-logging"]
+
+
+async def test_bad_arguments_and_huge_results_are_handled(tmp_path: Path) -> None:
+    from codeward.context import Settings
+
+    ctx = ToolContext(Workspace.create([tmp_path]), settings=Settings(output_cap_chars=2_000))
+    async with Gateway(config({"p": stdio_peer()}), confirm=approve_everything) as gateway:
+        assert await gateway.wait_settled(30)
+        wrong = await gateway.call("p__echo", ["not", "an", "object"], ctx)  # type: ignore[arg-type]
+        assert wrong.errors[0].kind.value == "invalid_input" and "JSON object" in wrong.text
+        missing = await gateway.call("p__echo", {}, ctx)
+        assert missing.is_error and "text" in missing.text, "the upstream's own validation message comes back"
+        huge = await gateway.call("p__echo", {"text": "x" * 150_000}, ctx)
+    assert huge.truncated and not huge.is_error and len(huge.text) < 3_000
+    assert "output truncated" in huge.text
+    saved = list((tmp_path / ".codeward" / "outputs").iterdir())
+    assert len(saved) == 1 and saved[0].read_text() == "x" * 150_000

@@ -54,6 +54,8 @@ logger = logging.getLogger("codeward.gateway")
 
 CLIENT_NAME = "codeward-gateway"
 MAX_PAGES = 100
+STABLE_AFTER = 5.0
+"""A connection that lasted this long (seconds) resets the reconnect backoff; a shorter one counts as a failure."""
 STDERR_TAIL = 1200
 
 ElicitHandler = Callable[[str, dict[str, Any]], Awaitable[tuple[str, dict[str, Any] | None]]]
@@ -176,13 +178,16 @@ class Upstream:
     async def _supervise(self) -> None:
         failures = 0
         while True:
+            started = anyio.current_time()
             error, was_ready = await self._connect_once()
             if was_ready:
-                failures = 0
                 self.reconnects += 1
                 logger.info("gateway: server %r disconnected (%s); reconnecting", self.alias,
                             error.message if error else "closed")
-                continue
+                if anyio.current_time() - started >= STABLE_AFTER:
+                    failures = 0
+                    continue
+                # up only briefly: a crash loop, so back off as for a failed attempt
             failures += 1
             if not self._ever_ready or failures > self.retries:
                 self._give_up(error, failures)
@@ -231,7 +236,8 @@ class Upstream:
                         read, write, message_handler=self._on_message, elicitation_callback=self._on_elicit,
                         client_info=types.Implementation(name=CLIENT_NAME, version=__version__)))
                     await self._handshake(session)
-                    tools = await self._list_tools(session)
+                    offers_tools = session.server_capabilities is None or session.server_capabilities.tools
+                    tools = await self._list_tools(session) if offers_tools else ()
                     scope.deadline = math.inf
                     conn = _Connection(session, failures, lost)
                     self._conn = conn
