@@ -15,17 +15,17 @@ import threading
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from pathlib import Path
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
 import anyio
 import anyio.from_thread
 import mcp_types as types
-from mcp_types.version import is_version_at_least
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp_types.version import is_version_at_least
 
 from codeward import __version__
 from codeward.catalog import ToolOutcome
@@ -414,9 +414,8 @@ class CodewardServer:
         """A Starlette app serving streamable HTTP, with DNS-rebinding protection and optional bearer auth."""
         from mcp.server.transport_security import TransportSecuritySettings
 
-        from codeward.transport.http_auth import BearerTokenMiddleware
-
         from codeward.transport.event_store import BoundedEventStore
+        from codeward.transport.http_auth import BearerTokenMiddleware
 
         options.setdefault("event_store", BoundedEventStore())
         options.setdefault("retry_interval", 1000)
