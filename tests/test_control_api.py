@@ -453,3 +453,42 @@ def test_client_gives_up_with_a_clear_error() -> None:
 def test_get_value_rejects_unknown_endpoints(client: ApiHookClient) -> None:
     with pytest.raises(ValueError, match="unknown endpoint 'gui'"):
         client.get_value("gui.button")
+
+
+def test_events_from_many_threads_arrive_once_and_in_order(server: ControlServer) -> None:
+    state = server.state
+    connection, response = open_stream(server, query="?snapshot=0")
+    try:
+        def work(n: int) -> None:
+            for i in range(100):
+                state.add_entry({"role": "user", "content": f"{n}-{i}"})
+
+        workers = [threading.Thread(target=work, args=(n,)) for n in range(6)]
+        for thread in workers:
+            thread.start()
+        for thread in workers:
+            thread.join()
+        events = read_events(response, 600)
+    finally:
+        connection.close()
+    assert [e["seq"] for e in events] == list(range(events[0]["seq"], events[0]["seq"] + 600))
+    assert sorted(e["entry"]["content"] for e in events) == sorted(f"{n}-{i}" for n in range(6) for i in range(100))
+    assert [e["index"] for e in events] == list(range(600))
+    assert len(state.session()["entries"]) == 600
+
+
+def test_a_watcher_that_cannot_keep_up_is_cut_off() -> None:
+    import asyncio
+
+    from codeward.control.events import SUBSCRIBER_QUEUE, EventHub
+
+    async def scenario() -> tuple[bool, Any]:
+        hub = EventHub()
+        subscription, _ = hub.subscribe()
+        for n in range(SUBSCRIBER_QUEUE + 5):
+            hub.publish("tick", n=n)
+        await asyncio.sleep(0)  # let the hand-overs run
+        return subscription.lagged, await subscription.next(timeout=1)
+
+    lagged, last = asyncio.run(scenario())
+    assert lagged and last is None
