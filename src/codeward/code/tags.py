@@ -34,6 +34,9 @@ if TYPE_CHECKING:
 
 MAX_SIGNATURE_CHARS = 200
 IDENTIFIER = re.compile(rb"(?<![0-9\\])[A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*")
+TOKEN = re.compile(rb"[0-9][A-Za-z0-9_]*|\\[A-Za-z0-9_]|[A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*")
+"""Numbers and escapes matched whole (then dropped), so that ``0x1F`` or ``\\n`` never yield a
+name; cheaper than :data:`IDENTIFIER`'s look-behind when scanning whole files."""
 """An identifier in any of the supported languages (non-ASCII bytes count as letters, so
 UTF-8 identifiers are kept whole); the look-behind skips hex digits and escape letters."""
 BLANKING = bytes(10 if byte == 10 else 32 for byte in range(256))
@@ -87,6 +90,8 @@ class LanguageTags:
     ``@qualifier`` on an explicit owner (a Go receiver, a Lua table)."""
     masked: tuple[str, ...]
     """Node types blanked before identifiers are scanned (comments and string literals)."""
+    kept: str = ""
+    """Query: ``@keep`` on code inside masked nodes (the expression of an f-string ``{...}``)."""
     bases: str = ""
     """Query: ``@class`` on a class-like definition node, ``@base`` on each base it names."""
     keywords: frozenset[str] | None = None
@@ -100,7 +105,8 @@ PYTHON = LanguageTags(
 (module (assignment left: (identifier) @name) @definition.variable)
 (class_definition body: (block (assignment left: (identifier) @name) @definition.variable))
 """,
-    masked=("comment", "string_start", "string_content"),
+    masked=("comment", "string"),
+    kept="(interpolation expression: (_) @keep)",
     bases="""
 (class_definition superclasses: (argument_list [(identifier) (attribute)] @base)) @class
 """,
@@ -376,6 +382,7 @@ class Extractor:
         text = spec.definitions + "\n" + spec.bases
         if masked_types:
             text += "\n[" + " ".join(f"({t})" for t in masked_types) + "] @mask"
+        text += "\n" + spec.kept
         kinds = tuple(dict.fromkeys(re.findall(r"@definition\.(\w+)", spec.definitions)))
         keywords = spec.keywords if spec.keywords is not None else _grammar_keywords(grammar, language)
         return cls(language, get_parser(language), Query(grammar, text), kinds, keywords)
@@ -393,15 +400,20 @@ class Extractor:
             blanked[start:end] = source[start:end].translate(BLANKING)
             spans.append(start)
             spans.append(end)
+        kept = captures.get("keep")
+        if kept:
+            spans = _unmask(blanked, source, spans, sorted((n.start_byte, n.end_byte) for n in kept))
         definitions = self._definitions(captures, source)
         return FileTags(self.language, definitions, self.identifier_counts(bytes(blanked)), spans.tobytes())
 
     def identifier_counts(self, blanked: bytes) -> dict[str, int]:
         """How often each identifier occurs in code (comments and strings already blanked)."""
-        counts = Counter(IDENTIFIER.findall(blanked))
+        counts = Counter(TOKEN.findall(blanked))
         keywords = self.keywords
         result: dict[str, int] = {}
         for word, count in counts.items():
+            if word[0] < 65 or word[0] == 92:  # a number or an escape (0-9 are below "A", 92 is "\\")
+                continue
             name = word.decode("utf-8", "replace")
             if name not in keywords:
                 result[name] = count
@@ -431,6 +443,31 @@ class Extractor:
             found.append(_Match(start, end, kind, node, name_node, qualifier))
         bases = _bases_by_class(captures.get("class", []), captures.get("base", []))
         return _nest(found, bases, source, cut_at_brace=self.language != "python")
+
+
+def _unmask(blanked: bytearray, source: bytes, spans: array[int], kept: list[tuple[int, int]]) -> array[int]:
+    """Restore code inside masked spans (interpolations) and cut those holes out of the spans."""
+    for start, end in kept:
+        blanked[start:end] = source[start:end]
+    result = array("I")
+    holes = iter(kept)
+    hole = next(holes, None)
+    for at in range(0, len(spans), 2):
+        start, end = spans[at], spans[at + 1]
+        while hole is not None and hole[1] <= start:
+            hole = next(holes, None)
+        while hole is not None and hole[0] < end:
+            if hole[0] > start:
+                result.append(start)
+                result.append(hole[0])
+            start = max(start, hole[1])
+            if hole[1] > end:
+                break
+            hole = next(holes, None)
+        if start < end:
+            result.append(start)
+            result.append(end)
+    return result
 
 
 class _Match(NamedTuple):

@@ -1,0 +1,199 @@
+"""The symbol index against universal-ctags and ripgrep, measured in one run.
+
+Corpora: the Python standard library (the ``sysconfig`` stdlib directory, copied without
+``site-packages`` and ``__pycache__`` so that all three tools read the same files) and
+``/usr/include``. For each:
+
+* **cold index** — an empty index built from scratch, against ``ctags -R`` (target ≤ 1x);
+* **no-change re-index** — a refresh when nothing changed (target ≤ 0.3 s);
+* **definition lookup** — ``find`` of sampled names, median and p95 per lookup (target
+  ≤ 5 ms); ``readtags`` on ctags' sorted tags file is shown for reference (it includes a
+  process start);
+* **repository-wide usages** — every use of sampled names (exact positions and line text),
+  against ``rg -w -n NAME`` over the same tree (target ≤ 1x).
+
+    .venv/bin/python bench/index_bench.py [--corpus stdlib|include|all] [--samples N]
+
+Timings are wall-clock on this machine, under whatever else it is running: the load
+average is printed first, and each ratio compares runs made seconds apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from codeward.code.symbol_index import SymbolIndex
+from codeward.workspace import Workspace
+
+NO_CHANGE_TARGET = 0.3
+LOOKUP_TARGET_MS = 5.0
+
+
+@dataclass
+class Row:
+    corpus: str
+    metric: str
+    ours: float
+    baseline: float | None
+    baseline_name: str
+    unit: str
+    target: str
+
+    def ratio(self) -> str:
+        return f"{self.ours / self.baseline:.2f}x" if self.baseline else "—"
+
+
+@dataclass
+class Report:
+    rows: list[Row] = field(default_factory=list)
+
+    def add(self, *args: object) -> None:
+        self.rows.append(Row(*args))  # type: ignore[arg-type]
+        row = self.rows[-1]
+        base = f"{row.baseline:.3f} {row.unit} ({row.baseline_name})" if row.baseline else row.baseline_name
+        print(f"  {row.metric:<22} ours {row.ours:.3f} {row.unit}   baseline {base}   ratio {row.ratio()}",
+              flush=True)
+
+    def table(self) -> str:
+        header = f"{'corpus':<10} {'metric':<24} {'codeward':>12} {'baseline':>28} {'ratio':>8}  target"
+        lines = [header, "-" * len(header)]
+        for row in self.rows:
+            ours = f"{row.ours:.3f} {row.unit}"
+            base = f"{row.baseline:.3f} {row.unit} {row.baseline_name}" if row.baseline else row.baseline_name
+            lines.append(f"{row.corpus:<10} {row.metric:<24} {ours:>12} {base:>28} {row.ratio():>8}  {row.target}")
+        return "\n".join(lines)
+
+
+def timed(action: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def run_quiet(command: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=False)
+
+
+def copy_stdlib(target: Path) -> Path:
+    source = Path(sysconfig.get_paths()["stdlib"])
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("site-packages", "__pycache__"), symlinks=True)
+    return target
+
+
+def bench_corpus(label: str, tree: Path, work: Path, samples: int, report: Report) -> None:
+    print(f"\n== {label}: {tree}", flush=True)
+    workspace = Workspace.create([tree])
+    db_path = work / f"{label}.sqlite"
+    for stale in work.glob(f"{label}.sqlite*"):
+        stale.unlink()
+
+    index = SymbolIndex.open(workspace, db_path=db_path).data
+    with index:
+        cold = timed(index.refresh)
+        counts = index.counts()
+        print(f"  indexed {counts['files']} files, {counts['definitions']} definitions, "
+              f"{counts['identifiers']} identifier rows", flush=True)
+    tags = work / f"{label}.tags"
+    ctags = timed(lambda: run_quiet(["ctags", "-R", "-f", str(tags), str(tree)]))
+    report.add(label, "cold index", cold, ctags, "ctags -R", "s", "≤ 1x ctags")
+
+    with SymbolIndex.open(workspace, db_path=db_path).data as index:
+        no_change = statistics.median(timed(index.refresh) for _ in range(5))
+        report.add(label, "no-change re-index", no_change, None, "(ctags: none)", "s", f"≤ {NO_CHANGE_TARGET} s")
+
+        rng = random.Random(7)
+        all_names = [row[0] for row in index.connection.execute(
+            "SELECT DISTINCT name FROM symbols WHERE kind IN ('class', 'function', 'method', 'struct', 'macro',"
+            " 'typedef', 'prototype') ORDER BY name")]
+        names = rng.sample(all_names, min(samples, len(all_names)))
+        lookups = []
+        for name in names:
+            started = time.perf_counter()
+            index.find(name)
+            lookups.append((time.perf_counter() - started) * 1000)
+        lookups.sort()
+        readtags = []
+        for name in names[:20]:
+            started = time.perf_counter()
+            run_quiet(["readtags", "-t", str(tags), name])
+            readtags.append((time.perf_counter() - started) * 1000)
+        report.add(label, "lookup median", statistics.median(lookups), statistics.median(readtags),
+                   "readtags", "ms", f"≤ {LOOKUP_TARGET_MS:.0f} ms")
+        report.add(label, "lookup p95", lookups[int(len(lookups) * 0.95) - 1], None, "", "ms",
+                   f"≤ {LOOKUP_TARGET_MS:.0f} ms")
+
+        usage_names = _usage_sample(index, rng, max(5, samples // 20))
+        ours_total = 0.0
+        rg_total = 0.0
+        found_ours = 0
+        found_rg = 0
+        for name in usage_names:
+            started = time.perf_counter()
+            usages, _total = index.usages(name, limit=1_000_000)
+            ours_total += time.perf_counter() - started
+            found_ours += len(usages)
+            started = time.perf_counter()
+            done = run_quiet(["rg", "-w", "-n", "--no-heading", "-F", name, str(tree)])
+            rg_total += time.perf_counter() - started
+            found_rg += done.stdout.count(b"\n")
+        count = len(usage_names)
+        report.add(label, "usages (mean)", ours_total / count, rg_total / count, "rg -w", "s", "≤ 1x rg")
+        print(f"  usages of {count} names: {found_ours} in code (ours), {found_rg} matching lines (rg, "
+              "comments and strings included)", flush=True)
+
+
+def _usage_sample(index: SymbolIndex, rng: random.Random, count: int) -> list[str]:
+    """Defined names spread over rare and common ones (by how many files use them)."""
+    rows = [(str(name), int(files)) for name, files in index.connection.execute(
+        "SELECT r.name, COUNT(*) FROM refs r WHERE r.name IN (SELECT name FROM symbols WHERE kind IN"
+        " ('class', 'function', 'method', 'struct', 'prototype', 'macro')) GROUP BY r.name ORDER BY 2, 1")]
+    if not rows:
+        return []
+    step = max(1, len(rows) // count)
+    picked = [rows[i][0] for i in range(0, len(rows), step)][:count]
+    rng.shuffle(picked)
+    return picked
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", choices=["stdlib", "include", "all"], default="all")
+    parser.add_argument("--samples", type=int, default=200, help="names sampled for lookups")
+    args = parser.parse_args()
+    for tool in ("ctags", "rg", "readtags"):
+        if shutil.which(tool) is None:
+            print(f"{tool} is not installed (apt-get install universal-ctags ripgrep); nothing to compare against")
+            return 0
+    load = os.getloadavg()
+    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores")
+    report = Report()
+    with tempfile.TemporaryDirectory(prefix="index-bench-") as scratch:
+        work = Path(scratch)
+        if args.corpus in ("stdlib", "all"):
+            tree = copy_stdlib(work / "stdlib")
+            bench_corpus("stdlib", tree, work, args.samples, report)
+        if args.corpus in ("include", "all"):
+            include = Path("/usr/include")
+            if include.is_dir():
+                bench_corpus("include", include, work, args.samples, report)
+            else:
+                print("/usr/include is absent; skipped")
+    print()
+    print(report.table())
+    return 0
+
+
+if __name__ == "__main__":  # the index builds in spawned worker processes: keep the guard
+    sys.exit(main())
