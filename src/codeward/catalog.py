@@ -441,11 +441,17 @@ def _input_model(func: Callable[..., Any], tool_name: str) -> type[BaseModel]:
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """Drop pydantic's titles, which only cost tokens."""
+    """Drop pydantic's titles and spell optionals plainly: both only cost tokens."""
+    from codeward.wire_schema import simplify_optionals
+
+    return simplify_optionals(_drop_titles(schema))  # type: ignore[no-any-return]
+
+
+def _drop_titles(schema: dict[str, Any]) -> dict[str, Any]:
     if isinstance(schema, dict):
-        return {k: _clean_schema(v) for k, v in schema.items() if k != "title" or not isinstance(v, str)}
+        return {k: _drop_titles(v) for k, v in schema.items() if k != "title" or not isinstance(v, str)}
     if isinstance(schema, list):
-        return [_clean_schema(v) for v in schema]  # type: ignore[return-value]
+        return [_drop_titles(v) for v in schema]  # type: ignore[return-value]
     return schema
 
 

@@ -34,6 +34,7 @@ from codeward.context import Settings, ToolContext
 from codeward.file_resources import FileResources
 from codeward.providers import PromptProvider, ResourceProvider
 from codeward.surface import ToolSurface
+from codeward.wire_schema import wire_hints, wire_output_schema
 from codeward.workspace import Workspace
 
 logger = logging.getLogger("codeward.server")
@@ -195,24 +196,17 @@ class CodewardServer:
     # -- tools ---------------------------------------------------------------------------
 
     async def _list_tools(self, ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListToolsResult:
-        tools = [
-            types.Tool(
+        tools = []
+        for info in self.surface.tool_infos():
+            hints = wire_hints(info.annotations)
+            tools.append(types.Tool(
                 name=info.name,
                 title=info.title,
                 description=info.description,
                 input_schema=info.input_schema,
-                output_schema=info.output_schema,
-                annotations=types.ToolAnnotations(
-                    read_only_hint=info.annotations.get("readOnlyHint"),
-                    destructive_hint=info.annotations.get("destructiveHint"),
-                    idempotent_hint=info.annotations.get("idempotentHint"),
-                    open_world_hint=info.annotations.get("openWorldHint"),
-                )
-                if info.annotations
-                else None,
-            )
-            for info in self.surface.tool_infos()
-        ]
+                output_schema=wire_output_schema(info.output_schema),
+                annotations=types.ToolAnnotations.model_validate(hints) if hints else None,
+            ))
         return types.ListToolsResult(tools=tools)
 
     async def _call_tool(

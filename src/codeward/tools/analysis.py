@@ -36,6 +36,8 @@ from codeward.result import ErrorKind, Result
 from codeward.workspace import Access
 
 TOOLSET = "analysis"
+PYTHON_TOOLSET = "python"
+"""``py_find_usages`` and ``py_get_hierarchy`` sit with the other ``py_*`` tools."""
 BIG_REFRESH_FILES = 200
 MAX_USAGES = 500
 IDENTIFIER_NAME = re.compile(r"^(?!\d)\w+(\.(?!\d)\w+)*$")
@@ -43,7 +45,7 @@ r"""A name or a dotted name (``\w`` covers Unicode letters, as Python identifier
 TARGET_WITH_PATH = re.compile(r"^(.*?[^:]):(?!:)(.+)$")
 """``path:name`` (the first single colon; ``ns::f`` has none)."""
 
-PathArg = Annotated[str, Field(description="File path, relative to the workspace root or absolute inside it.")]
+PathArg = Annotated[str, Field(description="File path (relative to the workspace root).")]
 ScopeArg = Annotated[str, Field(description="File or directory to search, relative to the workspace root "
                                             "('.' is the whole workspace).")]
 
@@ -327,7 +329,7 @@ def repo_map(
         return Result(data=header + built.text, notes=opened.notes)
 
 
-@tool(toolset=TOOLSET, read_only=True, title="Find usages of a Python name", output=UsageReport)
+@tool(toolset=PYTHON_TOOLSET, read_only=True, title="Find usages of a Python name", output=UsageReport)
 def py_find_usages(
     ctx: ToolContext,
     path: ScopeArg,
@@ -379,7 +381,7 @@ def _usages_in_file(ctx: ToolContext, real: Path, name: str) -> Result[UsageRepo
     return Result.success(UsageReport(name=name, scope=display, total=len(usages), usages=usages[:MAX_USAGES]))
 
 
-@tool(toolset=TOOLSET, read_only=True, title="Python class hierarchy", output=Hierarchy)
+@tool(toolset=PYTHON_TOOLSET, read_only=True, title="Python class hierarchy", output=Hierarchy)
 def py_get_hierarchy(
     ctx: ToolContext,
     path: ScopeArg,

@@ -16,7 +16,7 @@ from codeward.context import ToolContext
 from codeward.result import ErrorKind, Result
 from codeward.workspace import Access
 
-PathArg = Annotated[str, Field(description="File path, relative to the workspace root or absolute inside it.")]
+PathArg = Annotated[str, Field(description="File path (relative to the workspace root).")]
 DirArg = Annotated[str, Field(description="Directory path, relative to the workspace root ('.' is the root).")]
 MAX_LISTED = 2000
 MAX_MATCHES = 1000

@@ -61,12 +61,11 @@ from codeward.context import ToolContext
 from codeward.result import ErrorKind, Result
 from codeward.workspace import Access
 
-PathArg = Annotated[str, Field(description="Python file, relative to the workspace root or absolute inside it.")]
+PathArg = Annotated[str, Field(description="Python file (relative to the workspace root).")]
 NameArg = Annotated[str, Field(
-    description="Symbol name; dot notation for members: 'func', 'MyClass', 'MyClass.method', 'Outer.Inner.method'.")]
+    description="Symbol: 'func', 'MyClass', 'MyClass.method', 'Outer.Inner.method'.")]
 OccurrenceArg = Annotated[int | None, Field(
-    ge=1, description="When the name is defined several times (overloads, if/else variants): which one, "
-    "1-based in file order. Reads return all when omitted; writes require it then.")]
+    ge=1, description="Which definition (1-based) when the name occurs several times; writes need it then.")]
 AnchorArg = Annotated[Literal["start", "end", "before", "after"], Field(
     description="'start'/'end' of the file, or of the class body named by anchor_symbol; "
     "'before'/'after' the definition or variable named by anchor_symbol.")]

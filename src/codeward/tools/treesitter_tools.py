@@ -28,13 +28,11 @@ from codeward.context import ToolContext
 from codeward.result import ErrorKind, Result
 from codeward.workspace import Access
 
-PathArg = Annotated[str, Field(description="Source file path, relative to the workspace root or absolute inside it.")]
+PathArg = Annotated[str, Field(description="Source file (relative to the workspace root).")]
 NameArg = Annotated[str, Field(description=(
-    "Symbol name, qualified or not: 'Foo', 'Foo::bar', 'ns::Foo::bar' ('.' works too: 'Foo.bar'). "
-    "Append @LINE to pick one of several overloads, e.g. 'Foo::bar@42'."))]
+    "Symbol: 'Foo', 'Foo::bar', 'ns::Foo::bar' or 'Foo.bar'; 'Foo::bar@42' picks an overload by line."))]
 ContentArg = Annotated[str, Field(description=(
-    "The complete new definition (signature and body) replacing the old one. Unindented text is "
-    "indented like the definition it replaces."))]
+    "The whole new definition (signature and body); indented like the one it replaces."))]
 MAX_SOURCE_BYTES = 8_000_000
 C_FAMILY = frozenset({"c", "cpp"})
 
