@@ -6,6 +6,8 @@ installed under tests/node/node_modules; else codeward's test peer) is measured 
 - ``direct``: the official Python client talks to the upstream itself — the baseline;
 - ``gateway-inproc``: :meth:`Gateway.call` in this process (naming, policy, the upstream
   client, result conversion) — the gateway's own logic;
+- ``server-hop``: the official client talks to codeward's MCP server answering an echo tool
+  itself (no upstream) — what the extra hop through codeward's server costs on its own;
 - ``gateway-stdio``: the official client talks to ``codeward gateway`` over stdio, which
   forwards to the upstream over stdio — the real two-hop set-up.
 
@@ -40,6 +42,25 @@ SERVE = """
 import sys
 from codeward.gateway.cli import run_gateway_cli
 sys.exit(run_gateway_cli(sys.argv[1]))
+"""
+
+ECHO_SERVER = """
+import sys, tempfile
+import anyio
+from codeward.catalog import ToolOutcome
+from codeward.server import CodewardServer
+from codeward.surface import ToolInfo
+from codeward.workspace import Workspace
+
+class Echo:
+    infos = [ToolInfo("echo", "Echo the message.", {"type": "object", "properties": {"message": {"type": "string"}}})]
+    def tool_infos(self): return self.infos
+    def has(self, name): return name == "echo"
+    async def call(self, name, arguments, ctx):
+        return ToolOutcome(name=name, text="Echo: " + str((arguments or {}).get("message")), is_error=False)
+
+with tempfile.TemporaryDirectory() as root:
+    anyio.run(CodewardServer(Echo(), Workspace.create([root])).run_stdio)
 """
 
 
@@ -90,6 +111,13 @@ async def gateway_stdio(stack: AsyncExitStack, command: list[str], tool: str, ar
     return lambda: client.call_tool(f"up__{tool}", args)
 
 
+async def server_hop(stack: AsyncExitStack, command: list[str], tool: str, args: dict[str, Any]) -> Call:
+    """codeward's MCP server answering in-process, no upstream: the cost of the extra hop alone."""
+    params = StdioServerParameters(command=sys.executable, args=["-c", ECHO_SERVER])
+    client = await stack.enter_async_context(Client(params, mode="legacy"))
+    return lambda: client.call_tool("echo", {"message": "ping"})
+
+
 async def measure(calls: dict[str, Call], warmup: int, total: int, rounds: int) -> dict[str, list[float]]:
     """Every path in turn, round after round, so background load hits them all alike."""
     samples: dict[str, list[float]] = {label: [] for label in calls}
@@ -123,7 +151,7 @@ async def main() -> None:
     async with AsyncExitStack() as stack:
         calls = {label: await open_path(stack, command, tool, args)
                  for label, open_path in (("direct", direct), ("gateway-inproc", gateway_inproc),
-                                          ("gateway-stdio", gateway_stdio))}
+                                          ("server-hop", server_hop), ("gateway-stdio", gateway_stdio))}
         results = await measure(calls, options.warmup, options.calls, options.rounds)
     base = statistics.median(results["direct"])
     print(f"{'path':<16} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'added p50':>10} {'x direct':>9}")

@@ -31,8 +31,11 @@ from typing import IO, Any
 import anyio
 import mcp_types as types
 from mcp import ClientSession
+from mcp.shared.dispatcher import CallOptions
 from mcp.shared.dispatcher import ProgressFnT as ProgressHandler
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import MCP_NAME_HEADER, MCP_PROTOCOL_VERSION_HEADER, encode_header_value
+from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, REQUEST_TIMEOUT
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 from pydantic import ValidationError
@@ -93,6 +96,8 @@ class ServerStatus:
 @dataclass(eq=False)
 class _Connection:
     session: ClientSession
+    dispatcher: JSONRPCDispatcher[Any]
+    version: str
     failures: HttpFailures
     lost: anyio.Event
     closed: anyio.Event = field(default_factory=anyio.Event)
@@ -232,14 +237,15 @@ class Upstream:
                     read, write = await stack.enter_async_context(
                         open_transport(self.config, failures=failures, ended=lost, errlog=self._stderr,
                                        environ=self.environ))
+                    dispatcher: JSONRPCDispatcher[Any] = JSONRPCDispatcher(read, write)
                     session = await stack.enter_async_context(ClientSession(
-                        read, write, message_handler=self._on_message, elicitation_callback=self._on_elicit,
+                        dispatcher=dispatcher, message_handler=self._on_message, elicitation_callback=self._on_elicit,
                         client_info=types.Implementation(name=CLIENT_NAME, version=__version__)))
-                    await self._handshake(session)
+                    version = await self._handshake(session)
                     offers_tools = session.server_capabilities is None or session.server_capabilities.tools
                     tools = await self._list_tools(session) if offers_tools else ()
                     scope.deadline = math.inf
-                    conn = _Connection(session, failures, lost)
+                    conn = _Connection(session, dispatcher, version, failures, lost)
                     self._conn = conn
                     self._ever_ready = True
                     self.latency_ms = (time.perf_counter() - started) * 1000
@@ -271,7 +277,7 @@ class Upstream:
             await conn.lost.wait()
             tg.cancel_scope.cancel()
 
-    async def _handshake(self, session: ClientSession) -> None:
+    async def _handshake(self, session: ClientSession) -> str:
         """``initialize`` that logs and tolerates a protocol version this SDK does not know."""
         capabilities = types.ClientCapabilities(
             elicitation=types.ElicitationCapability(form=types.FormElicitationCapability()))
@@ -290,6 +296,7 @@ class Upstream:
         await session.send_notification(types.InitializedNotification())
         self.protocol_version = answered
         self.server_name = result.server_info.name if result.server_info else None
+        return result.protocol_version
 
     async def _list_tools(self, session: ClientSession) -> tuple[types.Tool, ...]:
         tools: list[types.Tool] = []
@@ -404,9 +411,7 @@ class Upstream:
             if elicit is not None:
                 self._elicitors.append(elicit)
             try:
-                return await conn.session.call_tool(tool, dict(arguments or {}),
-                                                    read_timeout_seconds=self.config.call_timeout,
-                                                    progress_callback=progress)
+                return await self._send_call(conn, tool, arguments, progress)
             except MCPError as exc:
                 error, retry = await self._call_error(conn, tool, exc, seen, idempotent)
                 if retry and attempt == 0:
@@ -420,6 +425,20 @@ class Upstream:
                 if elicit is not None:
                     self._elicitors.remove(elicit)
         raise AssertionError("unreachable")
+
+    async def _send_call(self, conn: _Connection, tool: str, arguments: Mapping[str, Any] | None,
+                         progress: ProgressHandler | None) -> types.CallToolResult:
+        """``tools/call`` straight through the dispatcher: the gateway forwards the result as it
+        came (validated as a ``CallToolResult``), so the session's extra passes are skipped."""
+        options: CallOptions = {
+            "timeout": self.config.call_timeout,
+            "headers": {MCP_PROTOCOL_VERSION_HEADER: conn.version, MCP_NAME_HEADER: encode_header_value(tool)},
+        }
+        if progress is not None:
+            options["on_progress"] = progress
+        raw = await conn.dispatcher.send_raw_request("tools/call", {"name": tool, "arguments": dict(arguments or {})},
+                                                     options)
+        return types.CallToolResult.model_validate(raw, by_name=False)
 
     async def _ready(self) -> _Connection:
         """The live connection, waiting (bounded) while the server connects or reconnects."""
