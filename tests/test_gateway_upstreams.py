@@ -457,3 +457,29 @@ async def test_bad_arguments_and_huge_results_are_handled(tmp_path: Path) -> Non
     assert "output truncated" in huge.text
     saved = list((tmp_path / ".codeward" / "outputs").iterdir())
     assert len(saved) == 1 and saved[0].read_text() == "x" * 150_000
+
+
+async def test_servers_are_added_removed_and_reconnected_at_run_time(ctx: ToolContext) -> None:
+    from codeward.gateway.config import server_from_url
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    async with Gateway(config({"late": {"url": url, "timeout": 5}}), confirm=approve_everything) as gateway:
+        assert await gateway.wait_settled(30)
+        late = gateway.upstream("late")
+        assert late is not None and late.state == ServerState.FAILED
+        with background(peer_http(port), port):
+            assert gateway.reconnect("late")
+            with anyio.fail_after(20):
+                while late.state != ServerState.READY:
+                    await anyio.sleep(0.05)
+            assert (await gateway.call("late__echo", {"text": "now up"}, ctx)).text == "now up"
+
+            extra = server_from_url(url, taken=["late"])
+            assert extra.alias == "local-" + str(port)
+            await gateway.add_server(extra)
+            assert (await gateway.call(f"{extra.alias}__echo", {"text": "added"}, ctx)).text == "added"
+            assert gateway.remove_server(extra.alias)
+            assert not any(n.startswith(extra.alias) for n in _names(gateway))
+            gone = await gateway.call(f"{extra.alias}__echo", {"text": "x"}, ctx)
+            assert gone.errors[0].kind.value == "not_found"
