@@ -124,3 +124,34 @@ def test_run_executes_a_program_in_the_sandbox_with_its_exit_code(root: Path) ->
     assert done.returncode == 3 and done.stdout == "hello world\n"
     missing = run("run", "nope.py", cwd=root)
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
+
+
+def _time_server_config(root: Path, extra: str = "") -> None:
+    (root / "codeward.toml").write_text(
+        f'[mcp]\n{extra}\n[mcp.servers.time]\ncommand = "{sys.executable}"\nargs = ["-m", "mcp_server_time"]\n')
+
+
+def test_servers_and_call_through_the_gateway(root: Path) -> None:
+    _time_server_config(root, 'auto_approve = ["time__*"]')
+    listed = run("servers", "--json", cwd=root)
+    assert listed.returncode == 0, listed.stderr
+    [server] = json.loads(listed.stdout)
+    assert server["alias"] == "time" and server["state"] == "ready" and server["tools"] >= 2
+    called = run("call", "time__get_current_time", "timezone=UTC", "--json", cwd=root)
+    assert called.returncode == 0, called.stderr
+    assert '"timezone": "UTC"' in json.loads(called.stdout)["text"]
+
+
+def test_gateway_serves_upstream_tools_to_an_mcp_client(root: Path) -> None:
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    _time_server_config(root)
+
+    async def session() -> list[str]:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "codeward", "gateway", "--config",
+                                                                     str(root / "codeward.toml")], cwd=str(root))
+        async with Client(params) as client:
+            return [tool.name for tool in (await client.list_tools()).tools]
+
+    assert "time__get_current_time" in anyio.run(session)

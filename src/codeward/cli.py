@@ -82,6 +82,34 @@ def build_parser() -> argparse.ArgumentParser:
     call.add_argument("--json", action="store_true", help="print the outcome as JSON")
     call.set_defaults(handler=cmd_call)
 
+    gateway = sub.add_parser("gateway", help="serve other MCP servers' tools (alias__tool) as one server",
+                             description="Connect the MCP servers of [mcp.servers] in codeward.toml (or an "
+                             "mcpServers JSON file) and serve their tools, namespaced alias__tool, over MCP.")
+    gateway.add_argument("--config", default=argparse.SUPPRESS, help="codeward.toml or mcpServers JSON file")
+    gateway.add_argument("--url", action="append", default=[], help="also connect this MCP server URL (repeatable)")
+    gateway.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
+    gateway.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
+    gateway.add_argument("--port", type=int, default=8766, help="HTTP port (default 8766)")
+    gateway.add_argument("--token-env", metavar="VAR", help="require 'Authorization: Bearer $VAR' over HTTP")
+    gateway.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host (needs a token)")
+    gateway.add_argument("--root", action="append", help="workspace root for native tools (repeatable)")
+    gateway.add_argument("--yes", action="store_true",
+                         help="approve every call without asking (trusted, unattended setups only)")
+    gateway.add_argument("--meta", action="store_true",
+                         help="list only the four registry meta-tools, which find and run every other tool")
+    from codeward.control.plane import add_control_arguments
+
+    add_control_arguments(gateway)
+    gateway.set_defaults(handler=cmd_gateway)
+
+    servers = sub.add_parser("servers", help="connect the configured MCP servers and show their state")
+    servers.add_argument("--config", default=argparse.SUPPRESS, help="codeward.toml or mcpServers JSON file")
+    servers.add_argument("--url", action="append", default=[], help="also connect this MCP server URL")
+    servers.add_argument("--json", action="store_true", help="print JSON")
+    servers.add_argument("--tools", action="store_true", help="list each server's tools too")
+    servers.add_argument("--repin", action="store_true", help="accept the current tool definitions as pinned")
+    servers.set_defaults(handler=cmd_servers)
+
     review = sub.add_parser("review", help="static review with quality gates (CI-ready exit code)",
                             description="Analyze a file or folder (ruff, mypy, bandit, radon/lizard, vulture), "
                             "write a report and check quality gates: exit 1 when a gate fails.")
@@ -246,6 +274,11 @@ def cmd_call(args: argparse.Namespace) -> int:
     config = _config(args)
     catalog = _catalog_for(config)
     spec = catalog.get(args.tool)
+    if spec is None and "__" in args.tool:
+        from codeward.gateway.cli import call_cli
+
+        return call_cli(str(config.path) if config.path else None, args.tool, args.arguments, as_json=args.json,
+                        roots=args.root or ())
     if spec is None:
         import difflib
 
@@ -264,6 +297,35 @@ def cmd_call(args: argparse.Namespace) -> int:
         stream = sys.stderr if outcome.is_error else sys.stdout
         print(outcome.text, file=stream)
     return 1 if outcome.is_error else 0
+
+
+def _gateway_config_path(args: argparse.Namespace) -> str | None:
+    from codeward.config import find_config
+
+    explicit = getattr(args, "config", None)
+    found = find_config(explicit)
+    return str(found) if found else None
+
+
+def cmd_gateway(args: argparse.Namespace) -> int:
+    from codeward.control.plane import ControlOptions
+    from codeward.gateway.cli import run_gateway_cli
+
+    token = None
+    if args.token_env:
+        token = os.environ.get(args.token_env)
+        if not token:
+            raise UsageError(f"--token-env {args.token_env}: that environment variable is empty or unset")
+    return run_gateway_cli(_gateway_config_path(args), "http" if args.http else "stdio", args.host, args.port,
+                           token=token, roots=args.root or (), urls=args.url, yes=args.yes,
+                           allow_remote=args.allow_remote, meta=args.meta, control=ControlOptions.from_args(args))
+
+
+def cmd_servers(args: argparse.Namespace) -> int:
+    from codeward.gateway.cli import list_servers_cli
+
+    return list_servers_cli(_gateway_config_path(args), urls=args.url, as_json=args.json, show_tools=args.tools,
+                            repin=args.repin)
 
 
 def cmd_review(args: argparse.Namespace) -> int:
