@@ -249,3 +249,27 @@ async def test_web_settings_from_codeward_toml_reach_the_tools(root: Path) -> No
             fetched = await client.call_tool("fetch_url", {"url": f"{base_url}/article"})
     assert not fetched.is_error and "/article" in seen
     assert "#" in _text(fetched)
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_gateway_approval_by_elicitation_in_both_protocol_eras(root: Path, mode: str) -> None:
+    """Modern sessions answer through an input round, handshake ones through elicitation/create."""
+    from mcp_types import ElicitResult
+
+    (root / "codeward.toml").write_text(
+        f'[mcp.servers.time]\ncommand = "{sys.executable}"\nargs = ["-m", "mcp_server_time"]\n')
+    asked: list[str] = []
+    verdict = {"approve": True}
+
+    async def elicit(context: Any, params: Any) -> ElicitResult:
+        asked.append(params.message)
+        return ElicitResult(action="accept", content={"approve": verdict["approve"]})
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "codeward", "gateway"], cwd=str(root))
+    async with Client(params, elicitation_callback=elicit, mode=mode) as client:
+        approved = await client.call_tool("time__get_current_time", {"timezone": "UTC"})
+        verdict["approve"] = False
+        denied = await client.call_tool("time__get_current_time", {"timezone": "Europe/Paris"})
+    assert not approved.is_error and '"timezone": "UTC"' in _text(approved)
+    assert denied.is_error and "not approved" in _text(denied)
+    assert len(asked) == 2 and "time__get_current_time" in asked[0]

@@ -9,6 +9,8 @@ are resources; providers add more resources and prompts.
 from __future__ import annotations
 
 import base64
+import hashlib
+import json
 import logging
 import sys
 import threading
@@ -117,24 +119,64 @@ class _RequestReporter:
                 coro.close()
 
 
-class _SessionPeer:
-    """Sampling and elicitation through the client, callable from a tool thread."""
+class InputRequired(BaseException):
+    """A tool asked the client something on a 2026-07-28 session: answer with an input round.
 
-    def __init__(self, ctx: ServerRequestContext[Any, Any]) -> None:
+    Modern sessions have no back-channel for server requests; the call returns an
+    ``InputRequiredResult`` and the client retries it with the answer, which the peer then
+    finds. A BaseException on purpose: the "a broken prompt means no" handlers of the approval
+    paths must let it through rather than turn it into a denial.
+    """
+
+    def __init__(self, key: str, request: types.ElicitRequest | types.CreateMessageRequest) -> None:
+        super().__init__(key)
+        self.key = key
+        self.request = request
+
+
+class _SessionPeer:
+    """Sampling and elicitation through the client, callable from a tool thread.
+
+    Handshake-era sessions get a server-to-client request mid-call; 2026-07-28 sessions get an
+    input round (:class:`InputRequired`), answered on the retry from ``answers``.
+    """
+
+    def __init__(self, ctx: ServerRequestContext[Any, Any], answers: Mapping[str, Any]) -> None:
         self._ctx = ctx
+        self._answers = answers
+        self._modern = is_version_at_least(ctx.protocol_version, MODERN_ERA)
+
+    def _answer(self, kind: str, payload: Any, request: types.ElicitRequest | types.CreateMessageRequest) -> Any:
+        key = f"codeward.{kind}.{hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]}"
+        if key not in self._answers:
+            raise InputRequired(key, request)
+        return self._answers[key]
 
     def sample(self, prompt: str, max_tokens: int = 256) -> str:
+        message = types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))
+        if self._modern:
+            request = types.CreateMessageRequest(params=types.CreateMessageRequestParams(
+                messages=[message], max_tokens=max_tokens))
+            answer = types.CreateMessageResult.model_validate(
+                self._answer("sample", [prompt, max_tokens], request), from_attributes=True)
+            content = answer.content
+            return content.text if isinstance(content, types.TextContent) else str(content)
+
         async def ask() -> str:
-            result = await self._ctx.session.create_message(
-                messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))],
-                max_tokens=max_tokens,
-            )
+            result = await self._ctx.session.create_message(messages=[message], max_tokens=max_tokens)
             content = result.content
             return content.text if isinstance(content, types.TextContent) else str(content)
 
         return anyio.from_thread.run(ask)
 
     def elicit(self, message: str, schema: dict[str, Any]) -> dict[str, Any]:
+        if self._modern:
+            request = types.ElicitRequest(params=types.ElicitRequestFormParams(message=message,
+                                                                               requested_schema=schema))
+            answer = types.ElicitResult.model_validate(self._answer("elicit", [message, schema], request),
+                                                       from_attributes=True)
+            return {"action": answer.action, "content": answer.content}
+
         async def ask() -> dict[str, Any]:
             result = await self._ctx.session.elicit_form(message=message, requested_schema=schema)
             return {"action": result.action, "content": result.content}
@@ -212,17 +254,22 @@ class CodewardServer:
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
-        workspace = await self._current_workspace(ctx, getattr(params, "input_responses", None) or {})
+        answers = getattr(params, "input_responses", None) or {}
+        workspace = await self._current_workspace(ctx, answers)
         if isinstance(workspace, types.InputRequiredResult):
             return workspace
         tool_ctx = ToolContext(
             workspace=workspace,
             settings=self.settings,
             reporter=_RequestReporter(ctx, lambda: self._log_level),
-            peer=_SessionPeer(ctx),
+            peer=_SessionPeer(ctx, answers),
             extras={**self.extras, "close_sse_stream": ctx.close_sse_stream},
         )
-        outcome = await self.surface.call(params.name, params.arguments, tool_ctx)
+        try:
+            outcome = await self.surface.call(params.name, params.arguments, tool_ctx)
+        except InputRequired as needed:
+            return types.InputRequiredResult(input_requests={needed.key: needed.request},
+                                             result_type="input_required")
         for observe in self.observers:
             try:
                 observe(params.name, params.arguments, outcome)
