@@ -634,21 +634,3 @@ def blank_spans(source: bytes, spans: list[tuple[int, int]]) -> bytes:
     for start, end in spans:
         buffer[start:end] = source[start:end].translate(BLANKING)
     return bytes(buffer)
-
-
-def extract_files(batch: list[tuple[str, str]]) -> list[tuple[str, FileTags]]:
-    """Read and tag files: ``(path, language)`` pairs in, ``(path, tags)`` out.
-
-    The unit of work of the index's process pool, so it must stay a top-level function.
-    """
-    extractors = Extractors()
-    results: list[tuple[str, FileTags]] = []
-    for path, language in batch:
-        try:
-            with open(path, "rb") as handle:
-                source = handle.read()
-        except OSError as exc:
-            results.append((path, FileTags(language, error=f"cannot read: {exc.strerror}")))
-            continue
-        results.append((path, extractors.extract(language, source)))
-    return results
