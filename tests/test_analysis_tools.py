@@ -350,3 +350,18 @@ def test_index_follows_edits_between_calls(project: Path, call: Call) -> None:
     assert "app/storage.py:9-10" in call("find_symbol", name="store").text
     assert sources(project) == {rel: data for rel, data in snapshot(project).items()
                                 if not rel.startswith(".codeward")}
+
+
+def test_allowed_file_outside_the_roots_is_not_indexed(project: Path, tmp_path: Path, catalog: object) -> None:
+    from codeward.catalog import Catalog
+    from codeward.context import ToolContext
+    from codeward.workspace import Workspace
+
+    lone = tmp_path / "lone.py"
+    lone.write_text("def solo():\n    return 1\n", encoding="utf-8")
+    ctx = ToolContext(Workspace.create([project], files=[lone]))
+    assert isinstance(catalog, Catalog)
+    outcome = catalog.call("find_symbol", {"name": "solo", "path": str(lone)}, ctx)
+    assert outcome.is_error and "outside the workspace roots" in outcome.text
+    summary = catalog.call("get_file_summary", {"path": str(lone)}, ctx)
+    assert not summary.is_error and "def solo()" in summary.text

@@ -263,3 +263,22 @@ def test_run_index_cli(project: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert "6 (re)indexed" in capsys.readouterr().err
     assert run_index_cli(str(project / "pkg" / "base.py"), rebuild=False) == 2
     assert "not a directory" in capsys.readouterr().err
+
+
+def test_a_damaged_index_is_rebuilt(project: Path, workspace: Workspace) -> None:
+    db_path = default_index_path(project)
+    db_path.parent.mkdir()
+    db_path.write_bytes(b"this is not an SQLite database" * 100)
+    opened = SymbolIndex.open(workspace)
+    assert opened.ok and "unreadable" in opened.notes[0]
+    with opened.data as index:
+        assert index.refresh().parsed == 6 and names(index, "Base")
+
+
+def test_index_directory_symlinked_outside_is_refused(project: Path, workspace: Workspace, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (project / ".codeward").symlink_to(elsewhere)
+    opened = SymbolIndex.open(workspace)
+    assert not opened.ok and opened.errors[0].kind.value == "permission"
+    assert list(elsewhere.iterdir()) == []

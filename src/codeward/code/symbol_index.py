@@ -272,7 +272,15 @@ class SymbolIndex:
                 notes.append(f"[{root} is not writable: the index is kept in {db_path}]")
         try:
             db_path.parent.mkdir(parents=True, exist_ok=True)
-            connection = _connect(db_path)
+            try:
+                connection = _connect(db_path)
+            except sqlite3.DatabaseError as exc:
+                if isinstance(exc, sqlite3.OperationalError):
+                    raise
+                # Not a database, or a damaged one: the index is a cache, so start it over.
+                _remove_database(db_path)
+                connection = _connect(db_path)
+                notes.append(f"[the symbol index at {db_path} was unreadable ({exc}); it is rebuilt]")
         except (OSError, sqlite3.Error) as exc:
             return Result.fail(ErrorKind.UNAVAILABLE, f"cannot open the symbol index at {db_path}: {exc}",
                                "Check that the directory is writable and the disk is not full.")
@@ -746,6 +754,14 @@ def _connect(db_path: Path) -> sqlite3.Connection:
                 _run_script(connection, _SCHEMA + _LOOKUP_INDEXES)
                 connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     return connection
+
+
+def _remove_database(db_path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            os.unlink(f"{db_path}{suffix}")
+        except FileNotFoundError:
+            pass
 
 
 def _run_script(connection: sqlite3.Connection, script: str) -> None:

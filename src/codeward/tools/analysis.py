@@ -204,6 +204,10 @@ def _resolve_existing(ctx: ToolContext, raw: str, param: str = "path") -> Result
 def _open_index(ctx: ToolContext, real: Path) -> Result[SymbolIndex]:
     """The index of the root holding ``real``, refreshed (with progress) before use."""
     root = index_root_for(ctx.workspace, real)
+    if not (real == root or real.is_relative_to(root)):
+        return Result.fail(ErrorKind.INVALID_INPUT, f"{ctx.workspace.display(real)} is an allowed file outside "
+                           "the workspace roots, which the symbol index does not cover",
+                           "Ask about a path under one of the roots, or use the per-file tools (py_*, code_*).")
     opened = SymbolIndex.open(ctx.workspace, root)
     if not opened.ok:
         return opened
