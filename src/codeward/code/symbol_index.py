@@ -27,7 +27,7 @@ import threading
 import time
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -758,10 +758,8 @@ def _connect(db_path: Path) -> sqlite3.Connection:
 
 def _remove_database(db_path: Path) -> None:
     for suffix in ("", "-wal", "-shm"):
-        try:
+        with suppress(FileNotFoundError):
             os.unlink(f"{db_path}{suffix}")
-        except FileNotFoundError:
-            pass
 
 
 def _run_script(connection: sqlite3.Connection, script: str) -> None:
