@@ -282,3 +282,34 @@ def test_index_directory_symlinked_outside_is_refused(project: Path, workspace: 
     opened = SymbolIndex.open(workspace)
     assert not opened.ok and opened.errors[0].kind.value == "permission"
     assert list(elsewhere.iterdir()) == []
+
+
+def test_readers_do_not_wait_for_a_refresh(project: Path, workspace: Workspace) -> None:
+    with open_index(workspace) as index:
+        index.refresh()
+    (project / "pkg" / "extra.py").write_text("def extra():\n    pass\n", encoding="utf-8")
+    inside = threading.Event()
+    release = threading.Event()
+
+    def hold(done: int, total: int | None, message: str) -> None:
+        if message.startswith("indexing"):
+            inside.set()
+            release.wait(10)
+
+    def refresh() -> None:
+        with open_index(workspace) as writer:
+            writer.refresh(progress=hold)
+
+    worker = threading.Thread(target=refresh)
+    worker.start()
+    try:
+        assert inside.wait(10)
+        # The writer holds the refresh lock and an open write transaction: a reader opens and reads.
+        with open_index(workspace) as reader:
+            assert names(reader, "Base") == [("Base", "class", "pkg/base.py", 4, 8)]
+            assert names(reader, "extra") == []
+    finally:
+        release.set()
+        worker.join()
+    with open_index(workspace) as reader:
+        assert names(reader, "extra") == [("extra", "function", "pkg/extra.py", 1, 2)]

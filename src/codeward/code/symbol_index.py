@@ -25,11 +25,13 @@ import re
 import sqlite3
 import threading
 import time
+from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from codeward.code.tags import Extractors, FileTags, tagged_language, unpack_spans
 from codeward.code.walk import walk
@@ -278,7 +280,8 @@ class SymbolIndex:
                 if isinstance(exc, sqlite3.OperationalError):
                     raise
                 # Not a database, or a damaged one: the index is a cache, so start it over.
-                _remove_database(db_path)
+                with _exclusive_lock(db_path):
+                    _remove_database(db_path)
                 connection = _connect(db_path)
                 notes.append(f"[the symbol index at {db_path} was unreadable ({exc}); it is rebuilt]")
         except (OSError, sqlite3.Error) as exc:
@@ -372,6 +375,8 @@ class SymbolIndex:
                     file_ids[rel] = next_id
                     next_id += 1
             jobs = [(str(seen[rel].path), seen[rel].language, file_ids[rel]) for rel in changed]
+            if progress:
+                progress(0, len(jobs), f"indexing {len(jobs)} files")
             rows = _Rows()
             last_commit = time.perf_counter()
             total = len(changed)
@@ -431,13 +436,8 @@ class SymbolIndex:
 
     @contextmanager
     def _refresh_lock(self) -> Iterator[None]:
-        lock_path = self.db_path.with_name(self.db_path.name + ".lock")
-        with open(lock_path, "a+b") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        with _exclusive_lock(self.db_path):
+            yield
 
     # -- questions ------------------------------------------------------------------------
 
@@ -583,39 +583,56 @@ class SymbolIndex:
         """Occurrences of ``name`` (an identifier, or a dotted ``a.b``) in code, in path order.
 
         Returns (first ``limit`` usages, total count). Comments and strings never match.
+        Only the files the index says use the name are read; none is parsed.
         """
         last = name.rsplit(".", 1)[-1]
-        files = self.files_using(last, under=under, language=language)
+        sql = ("SELECT f.id, f.path, f.mtime_ns, f.size, f.language, r.count, m.spans FROM refs r"
+               " JOIN files f ON f.id = r.file_id LEFT JOIN masks m ON m.file_id = f.id WHERE r.name = ?")
+        params: list[object] = [last]
+        if under and under != ".":
+            sql += " AND (f.path = ? OR f.path GLOB ?)"
+            params.extend([under, _glob_escape(under.rstrip("/")) + "/*"])
+        if language:
+            sql += " AND f.language = ?"
+            params.append(language)
+        rows = self._db.execute(sql + " ORDER BY f.path", params).fetchall()
+        definitions = {(int(fid), int(line)) for fid, line in self._db.execute(
+            "SELECT file_id, name_line FROM symbols WHERE name = ?", (last,))}
+        pattern = usage_pattern(name)
         found: list[Usage] = []
         total = 0
-        pattern = usage_pattern(name)
-        for rel, count in files:
+        for file_id, rel, mtime_ns, size, file_language, count, packed in rows:
             if len(found) >= limit:
-                total += count if "." not in name else 0
+                total += int(count) if "." not in name else 0
                 continue
-            hits = self.usages_in_file(rel, pattern)
-            total += len(hits)
-            found.extend(hits[: limit - len(found)])
+            code = self._current_code(str(rel), int(mtime_ns), int(size), str(file_language), packed)
+            if code is None:
+                continue
+            source, spans = code
+            for match in locate_matches(source, pattern, spans):
+                if match.masked:
+                    continue
+                total += 1
+                if len(found) < limit:
+                    found.append(Usage(str(rel), match.line, match.column, match.text,
+                                       (int(file_id), match.line) in definitions))
         return found, max(total, len(found))
 
-    def usages_in_file(self, rel: str, pattern: re.Pattern[bytes]) -> list[Usage]:
-        """The matches of a compiled usage pattern in one indexed file, outside comments/strings."""
-        loaded = self.load_code(rel)
-        if loaded is None:
-            return []
-        source, spans = loaded
-        starts = [start for start, _end in spans]
-        lines = LineTable(source)
-        definitions = {(s.name, s.name_line) for s in self.definitions_in(rel)}
-        usages: list[Usage] = []
-        for match in pattern.finditer(source):
-            at = bisect_right(starts, match.start()) - 1
-            if at >= 0 and spans[at][1] > match.start():
-                continue
-            line, column, text = lines.locate(match.start())
-            word = match.group().decode("utf-8", "replace").rsplit(".", 1)[-1]
-            usages.append(Usage(rel, line, column, text, (word, line) in definitions))
-        return usages
+    def _current_code(self, rel: str, mtime_ns: int, size: int, language: str, packed: bytes | None
+                      ) -> tuple[bytes, SpanTable] | None:
+        """A file's bytes and comment/string spans; re-tagged in memory if it changed on disk."""
+        path = self.root / rel
+        if not self.workspace.visible(path):
+            return None
+        try:
+            with open(path, "rb") as handle:
+                info = os.fstat(handle.fileno())
+                source = handle.read()
+        except OSError:
+            return None
+        if (mtime_ns, size) != (info.st_mtime_ns, info.st_size) or len(source) != size:
+            packed = Extractors().extract(language, source).masked
+        return source, SpanTable.unpack(packed or b"")
 
     def load_code(self, rel: str) -> tuple[bytes, list[tuple[int, int]]] | None:
         """An indexed file's bytes and its comment/string spans (re-tagged if it changed)."""
@@ -689,6 +706,52 @@ class LineTable:
         return self.starts[line - 1] if 0 < line <= len(self.starts) else len(self.source)
 
 
+class SpanTable:
+    """Sorted, non-overlapping byte spans (comments and strings) with a fast membership test."""
+
+    __slots__ = ("ends", "starts")
+
+    def __init__(self, starts: array[int], ends: array[int]) -> None:
+        self.starts = starts
+        self.ends = ends
+
+    @classmethod
+    def unpack(cls, packed: bytes) -> SpanTable:
+        flat = array("I")
+        flat.frombytes(packed)
+        return cls(flat[0::2], flat[1::2])
+
+    def covers(self, offset: int) -> bool:
+        at = bisect_right(self.starts, offset) - 1
+        return at >= 0 and self.ends[at] > offset
+
+
+class Match(NamedTuple):
+    offset: int
+    line: int
+    column: int
+    text: str
+    masked: bool
+
+
+def locate_matches(source: bytes, pattern: re.Pattern[bytes], spans: SpanTable) -> list[Match]:
+    """Every match of ``pattern`` with its 1-based line and column and line text; ``masked``
+    tells those inside a comment or string. Lines are counted as matches go, never tabled."""
+    matches: list[Match] = []
+    line = 1
+    counted = 0
+    for found in pattern.finditer(source):
+        offset = found.start()
+        line += source.count(b"\n", counted, offset)
+        counted = offset
+        begin = source.rfind(b"\n", 0, offset) + 1
+        end = source.find(b"\n", offset)
+        text = source[begin : end if end != -1 else len(source)].decode("utf-8", "replace").rstrip("\r")
+        column = len(source[begin:offset].decode("utf-8", "replace")) + 1
+        matches.append(Match(offset, line, column, text, spans.covers(offset)))
+    return matches
+
+
 def usage_pattern(name: str) -> re.Pattern[bytes]:
     """A name as a whole identifier (a dotted name matches with optional spaces around dots)."""
     parts = [re.escape(part.encode("utf-8")) for part in name.split(".")]
@@ -739,21 +802,47 @@ def _size(path: str) -> int:
 
 
 def _connect(db_path: Path) -> sqlite3.Connection:
+    """A connection to a ready index; the schema is created or upgraded (under the file lock)
+    only when needed, so opening an existing index never waits for a running refresh."""
     connection = sqlite3.connect(db_path, timeout=30.0, isolation_level=None, check_same_thread=False)
-    connection.execute("PRAGMA journal_mode = WAL")
-    connection.execute("PRAGMA synchronous = OFF")  # a cache: rebuilt if a crash ever damages it
-    connection.execute("PRAGMA temp_store = MEMORY")
-    connection.execute("PRAGMA cache_size = -131072")
-    version = connection.execute("PRAGMA user_version").fetchone()[0]
-    if version != SCHEMA_VERSION:
-        with _exclusive(connection):
-            if connection.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-                for (table,) in connection.execute(
-                        "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
-                    connection.execute(f'DROP TABLE IF EXISTS "{table}"')
-                _run_script(connection, _SCHEMA + _LOOKUP_INDEXES)
-                connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    try:
+        connection.execute("PRAGMA synchronous = OFF")  # a cache: rebuilt if a crash ever damages it
+        connection.execute("PRAGMA temp_store = MEMORY")
+        connection.execute("PRAGMA cache_size = -131072")
+        if not _is_ready(connection):
+            with _exclusive_lock(db_path):
+                _prepare(connection)
+    except BaseException:
+        connection.close()
+        raise
     return connection
+
+
+def _is_ready(connection: sqlite3.Connection) -> bool:
+    mode = str(connection.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+    return mode == "wal" and connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def _prepare(connection: sqlite3.Connection) -> None:
+    connection.execute("PRAGMA journal_mode = WAL")
+    if connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+        return
+    with _exclusive(connection):
+        for (table,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+            connection.execute(f'DROP TABLE IF EXISTS "{table}"')
+        _run_script(connection, _SCHEMA + _LOOKUP_INDEXES)
+        connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+@contextmanager
+def _exclusive_lock(db_path: Path) -> Iterator[None]:
+    """An exclusive lock on ``<db>.lock``, across processes and threads (each opens its own file)."""
+    with open(db_path.with_name(db_path.name + ".lock"), "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _remove_database(db_path: Path) -> None:

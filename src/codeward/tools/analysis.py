@@ -8,7 +8,6 @@ build instead of a parse of every file.
 
 from __future__ import annotations
 
-import bisect
 import re
 from pathlib import Path
 from typing import Annotated, Literal
@@ -23,13 +22,14 @@ from codeward.code.repo_map import build_repo_map
 from codeward.code.symbol_index import (
     CALLABLE_KINDS,
     CLASS_KINDS,
-    LineTable,
+    SpanTable,
     Symbol,
     SymbolIndex,
     index_root_for,
+    locate_matches,
     usage_pattern,
 )
-from codeward.code.tags import Extractors, tagged_language, unpack_spans
+from codeward.code.tags import Extractors, tagged_language
 from codeward.code.textfile import read_text
 from codeward.context import ToolContext
 from codeward.result import ErrorKind, Result
@@ -373,15 +373,9 @@ def _usages_in_file(ctx: ToolContext, real: Path, name: str) -> Result[UsageRepo
         return loaded.cast(None)
     source = loaded.data.text.encode("utf-8", "surrogateescape")
     language = tagged_language(real.name)
-    spans = unpack_spans(Extractors().extract(language, source).masked) if language else []
-    starts = [start for start, _end in spans]
-    lines = LineTable(source)
-    usages: list[UsageEntry] = []
-    for match in usage_pattern(name).finditer(source):
-        at = bisect.bisect_right(starts, match.start()) - 1
-        masked = at >= 0 and spans[at][1] > match.start()
-        line, column, text = lines.locate(match.start())
-        usages.append(UsageEntry(path=display, line=line, column=column, text=text, in_comment_or_string=masked))
+    spans = SpanTable.unpack(Extractors().extract(language, source).masked if language else b"")
+    usages = [UsageEntry(path=display, line=m.line, column=m.column, text=m.text, in_comment_or_string=m.masked)
+              for m in locate_matches(source, usage_pattern(name), spans)]
     return Result.success(UsageReport(name=name, scope=display, total=len(usages), usages=usages[:MAX_USAGES]))
 
 
