@@ -155,3 +155,15 @@ def test_gateway_serves_upstream_tools_to_an_mcp_client(root: Path) -> None:
             return [tool.name for tool in (await client.list_tools()).tools]
 
     assert "time__get_current_time" in anyio.run(session)
+
+
+def test_index_command_builds_what_find_symbol_uses(root: Path) -> None:
+    source = "class Shape:\n    def area(self):\n        return helper()\n\n\ndef helper():\n    return 1\n"
+    (root / "m.py").write_text(source)
+    built = run("index", ".", cwd=root)
+    assert built.returncode == 0 and "indexed" in built.stdout + built.stderr
+    assert (root / ".codeward" / "index.sqlite").is_file()
+    found = run("call", "find_symbol", "name=helper", cwd=root)
+    assert found.returncode == 0 and "m.py:6-7" in found.stdout and "function helper" in found.stdout
+    missing = run("index", "nowhere", cwd=root)
+    assert missing.returncode != 0 and "Traceback" not in missing.stderr

@@ -82,6 +82,13 @@ def build_parser() -> argparse.ArgumentParser:
     call.add_argument("--json", action="store_true", help="print the outcome as JSON")
     call.set_defaults(handler=cmd_call)
 
+    index = sub.add_parser("index", help="build or refresh the repository symbol index (.codeward/index.sqlite)",
+                           description="Index definitions and references of a directory for find_symbol, "
+                           "repo_map, py_find_usages, py_get_hierarchy and derive_code_path.")
+    index.add_argument("path", nargs="?", default=".", help="directory to index (default: .)")
+    index.add_argument("--rebuild", action="store_true", help="start from scratch instead of refreshing")
+    index.set_defaults(handler=cmd_index)
+
     gateway = sub.add_parser("gateway", help="serve other MCP servers' tools (alias__tool) as one server",
                              description="Connect the MCP servers of [mcp.servers] in codeward.toml (or an "
                              "mcpServers JSON file) and serve their tools, namespaced alias__tool, over MCP.")
@@ -297,6 +304,12 @@ def cmd_call(args: argparse.Namespace) -> int:
         stream = sys.stderr if outcome.is_error else sys.stdout
         print(outcome.text, file=stream)
     return 1 if outcome.is_error else 0
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    from codeward.code.symbol_index import run_index_cli
+
+    return run_index_cli(args.path, rebuild=args.rebuild)
 
 
 def _gateway_config_path(args: argparse.Namespace) -> str | None:
