@@ -12,7 +12,6 @@ from codeward.agent.conversation import Conversation
 from codeward.agent.history import SessionLog, data_home, find_session, load_session, sessions_dir
 from codeward.agent.loop import ToolLoop
 from codeward.agent.render import PlainView
-from codeward.agent.session import open_session
 from codeward.config import Config
 from codeward.control.plane import add_control_arguments, control_plane
 from codeward.gateway.policy import ApprovalRequest
@@ -35,6 +34,7 @@ async def _chat(args: argparse.Namespace, config: Config, catalog: Any) -> int:
     from prompt_toolkit.history import FileHistory
     from rich.console import Console
 
+    from codeward.agent.session import open_session
     from codeward.agent.shell import ChatShell
 
     home = data_home()
@@ -86,6 +86,8 @@ def run_ask(args: argparse.Namespace, config: Config, catalog: Any) -> int:
 
 
 async def _ask(args: argparse.Namespace, config: Config, catalog: Any) -> int:
+    from codeward.agent.session import open_session
+
     async def deny(request: ApprovalRequest) -> bool:
         print(f"[codeward] denied {request.summary(120)}: not auto-approved (use --auto-approve)",
               file=sys.stderr, flush=True)

@@ -6,37 +6,27 @@ connection), the typed upstream errors, and the CLI entry points in
 :mod:`codeward.gateway.cli`.
 """
 
-from codeward.gateway.config import GatewayConfig, ServerConfig, load_gateway_config, parse_gateway_table
-from codeward.gateway.errors import (
-    UpstreamDisconnected,
-    UpstreamError,
-    UpstreamHttpError,
-    UpstreamProtocolError,
-    UpstreamRpcError,
-    UpstreamTimeout,
-    UpstreamUnreachable,
-)
-from codeward.gateway.gateway import Gateway
-from codeward.gateway.policy import ApprovalPolicy, ApprovalRequest, ConfirmCallback
-from codeward.gateway.upstream import ServerState, ServerStatus, Upstream
+from importlib import import_module
+from typing import Any
 
-__all__ = [
-    "ApprovalPolicy",
-    "ApprovalRequest",
-    "ConfirmCallback",
-    "Gateway",
-    "GatewayConfig",
-    "ServerConfig",
-    "ServerState",
-    "ServerStatus",
-    "Upstream",
-    "UpstreamDisconnected",
-    "UpstreamError",
-    "UpstreamHttpError",
-    "UpstreamProtocolError",
-    "UpstreamRpcError",
-    "UpstreamTimeout",
-    "UpstreamUnreachable",
-    "load_gateway_config",
-    "parse_gateway_table",
-]
+# Names are imported on first use, so that importing one light module (the policy, the config)
+# does not load the MCP client stack.
+_HOMES = {
+    "GatewayConfig": "config", "ServerConfig": "config", "load_gateway_config": "config",
+    "parse_gateway_table": "config",
+    "UpstreamDisconnected": "errors", "UpstreamError": "errors", "UpstreamHttpError": "errors",
+    "UpstreamProtocolError": "errors", "UpstreamRpcError": "errors", "UpstreamTimeout": "errors",
+    "UpstreamUnreachable": "errors",
+    "Gateway": "gateway",
+    "ApprovalPolicy": "policy", "ApprovalRequest": "policy", "ConfirmCallback": "policy",
+    "ServerState": "upstream", "ServerStatus": "upstream", "Upstream": "upstream",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'codeward.gateway' has no attribute {name!r}")
+    return getattr(import_module(f"codeward.gateway.{home}"), name)
