@@ -101,6 +101,12 @@ async def measure(top: int) -> None:
         reference = count(compact(lists["reference filesystem"]))
         print(f"full / reference: {full / reference:.1f}x for {len(lists['codeward full'])} vs "
               f"{len(lists['reference filesystem'])} tools; meta / reference: {meta / reference:.2f}x")
+    print("\nwhat a model is sent (clients forward name, description and input schema as the `tools` array; "
+          "titles, annotations and output schemas stay with the client):")
+    for name, tools in lists.items():
+        visible = [{k: tool[k] for k in ("name", "description", "inputSchema") if k in tool} for tool in tools]
+        tokens = count(compact(visible))
+        print(f"  {name:<22} {tokens:>8,} tokens ({tokens / max(len(tools), 1):.0f} per tool)")
     parts: dict[str, int] = {}
     for tool in lists["codeward full"]:
         for key, value in tool.items():
