@@ -309,6 +309,10 @@ class SymbolIndex:
         rebuild: bool = False,
     ) -> RefreshStats:
         """Bring the index up to date with the files on disk; returns what changed."""
+        if _in_spawned_import():
+            raise RuntimeError(
+                "SymbolIndex.refresh() ran while a worker process imported the main script: the script "
+                "builds an index at import time; put that code under `if __name__ == \"__main__\":`")
         started = time.perf_counter()
         with self._refresh_lock():
             if rebuild:
@@ -772,6 +776,7 @@ def _tag_in_pool(
     """Tag files in worker processes (spawned: forking a threaded server is unsafe)."""
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
 
     # Few, big batches: each batch compiles its languages' queries once (0.1 s for C++).
     # Dealt round-robin from the largest file down, so batches weigh about the same.
@@ -780,18 +785,39 @@ def _tag_in_pool(
     batches = [jobs[i::count] for i in range(count)]
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
     finished = False
+    remaining = {job[0]: job for job in jobs}
     try:
         pending: set[Future[list[TaggedFile]]] = {pool.submit(tag_files, batch) for batch in batches}
         while pending:
             done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
             for future in done:
-                yield from future.result()
+                for tagged in future.result():
+                    remaining.pop(tagged.path, None)
+                    yield tagged
             if cancelled and cancelled.is_set():
                 return
+        finished = True
+    except BrokenProcessPool:
+        # Workers could not start or died (a script without a __main__ guard, memory):
+        # finish the job here rather than fail the refresh.
+        extractors = Extractors()
+        for job in list(remaining.values()):
+            if cancelled and cancelled.is_set():
+                return
+            yield from tag_files([job], extractors)
         finished = True
     finally:
         # Cancelled or failed: do not wait for batches still running in the workers.
         pool.shutdown(wait=finished, cancel_futures=True)
+
+
+def _in_spawned_import() -> bool:
+    """True in a spawned worker while it re-imports the parent's main script."""
+    import sys
+
+    # multiprocessing.spawn runs the script as "__mp_main__" before making it "__main__".
+    importing = sys.modules.get("__mp_main__")
+    return importing is not None and sys.modules.get("__main__") is not importing
 
 
 def _size(path: str) -> int:
