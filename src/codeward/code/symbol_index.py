@@ -52,6 +52,8 @@ COMMIT_EVERY_SECONDS = 1.0
 CALLABLE_KINDS = ("function", "method", "prototype", "macro", "class", "struct")
 CLASS_KINDS = ("class", "struct", "interface", "trait", "protocol", "record", "object", "enum", "union")
 WORD_CHARS = rb"A-Za-z0-9_\x80-\xff"
+NOT_BEFORE_NAME = frozenset(
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_\\" + bytes(range(0x80, 0x100)))
 
 ProgressFn = Callable[[int, int | None, str], None]
 
@@ -746,6 +748,8 @@ def locate_matches(source: bytes, pattern: re.Pattern[bytes], spans: SpanTable) 
     counted = 0
     for found in pattern.finditer(source):
         offset = found.start()
+        if offset and source[offset - 1] in NOT_BEFORE_NAME:
+            continue  # the tail of a longer identifier, or an escape such as \n
         line += source.count(b"\n", counted, offset)
         counted = offset
         begin = source.rfind(b"\n", 0, offset) + 1
@@ -757,10 +761,15 @@ def locate_matches(source: bytes, pattern: re.Pattern[bytes], spans: SpanTable) 
 
 
 def usage_pattern(name: str) -> re.Pattern[bytes]:
-    """A name as a whole identifier (a dotted name matches with optional spaces around dots)."""
+    """A name as a whole identifier (a dotted name matches with optional spaces around dots).
+
+    The pattern starts with the name itself, so the regex engine can skip ahead to it; the
+    byte before a match is checked by :func:`locate_matches` (a look-behind here would make
+    the engine try every position of the file).
+    """
     parts = [re.escape(part.encode("utf-8")) for part in name.split(".")]
     body = rb"\s*\.\s*".join(parts)
-    return re.compile(rb"(?<![" + WORD_CHARS + rb"\\])" + body + rb"(?![" + WORD_CHARS + rb"])")
+    return re.compile(body + rb"(?![" + WORD_CHARS + rb"])")
 
 
 def base_key(base: str) -> str:
