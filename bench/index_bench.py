@@ -10,7 +10,9 @@ Corpora: the Python standard library (the ``sysconfig`` stdlib directory, copied
   ≤ 5 ms); ``readtags`` on ctags' sorted tags file is shown for reference (it includes a
   process start);
 * **repository-wide usages** — every use of sampled names (exact positions and line text),
-  against ``rg -w -n NAME`` over the same tree (target ≤ 1x).
+  against ``rg -w -n NAME`` over the same tree (target ≤ 1x);
+* on the standard library, **parsing alone**: stdlib ``ast.parse`` against tree-sitter's
+  Python grammar, one process, CPU time (why the index parses Python with tree-sitter).
 
     .venv/bin/python bench/index_bench.py [--corpus stdlib|include|all] [--samples N]
 
@@ -21,6 +23,7 @@ average is printed first, and each ratio compares runs made seconds apart.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import shutil
@@ -160,6 +163,29 @@ def bench_corpus(label: str, tree: Path, work: Path, samples: int, report: Repor
               f"comments, strings and other file types included); worst: {worst[2]!r}", flush=True)
 
 
+def bench_parsers(tree: Path, report: Report) -> None:
+    """CPU seconds to parse every .py file once: ``ast.parse`` against tree-sitter."""
+    import ast
+    import warnings
+
+    from codeward.code.treesitter import get_parser
+
+    sources = [path.read_bytes() for path in sorted(tree.rglob("*.py"))]
+    parser = get_parser("python")
+    started = time.process_time()
+    for source in sources:
+        parser.parse(source)
+    sitter = time.process_time() - started
+    started = time.process_time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for source in sources:
+            with contextlib.suppress(SyntaxError, ValueError):  # a few test files are invalid on purpose
+                ast.parse(source)
+    stdlib_ast = time.process_time() - started
+    report.add("stdlib", "parse .py: tree-sitter", sitter, stdlib_ast, "ast.parse", "s", "(CPU, 1 process)")
+
+
 def _usage_sample(index: SymbolIndex, rng: random.Random, count: int) -> list[str]:
     """Defined names from rare to the most used (by how many files use them): quantiles
     of that distribution, so the heavy names that cost a usage search most are in."""
@@ -194,6 +220,7 @@ def main() -> int:
         if args.corpus in ("stdlib", "all"):
             tree = copy_stdlib(work / "stdlib")
             bench_corpus("stdlib", tree, work, args.samples, report)
+            bench_parsers(tree, report)
         if args.corpus in ("include", "all"):
             include = Path("/usr/include")
             if include.is_dir():

@@ -144,7 +144,8 @@ class RefreshStats:
         return bool(self.parsed or self.removed)
 
     def describe(self) -> str:
-        text = (f"{self.scanned} source files, {self.parsed} (re)indexed, {self.removed} removed "
+        files = "source file" if self.scanned == 1 else "source files"
+        text = (f"{self.scanned} {files}, {self.parsed} (re)indexed, {self.removed} removed "
                 f"in {self.seconds:.2f}s")
         if self.skipped:
             text += f"; {self.skipped} skipped (over {MAX_FILE_BYTES // (1024 * 1024)} MB)"
