@@ -152,9 +152,16 @@ class _SessionPeer:
             raise InputRequired(key, request)
         return self._answers[key]
 
+    def _require(self, capability: str) -> None:
+        """A client that did not declare the capability cannot answer: fail like a missing back-channel."""
+        declared = self._ctx.session.client_capabilities
+        if declared is None or getattr(declared, capability, None) is None:
+            raise RuntimeError(f"the client does not support {capability}")
+
     def sample(self, prompt: str, max_tokens: int = 256) -> str:
         message = types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))
         if self._modern:
+            self._require("sampling")
             request = types.CreateMessageRequest(params=types.CreateMessageRequestParams(
                 messages=[message], max_tokens=max_tokens))
             answer = types.CreateMessageResult.model_validate(
@@ -171,6 +178,7 @@ class _SessionPeer:
 
     def elicit(self, message: str, schema: dict[str, Any]) -> dict[str, Any]:
         if self._modern:
+            self._require("elicitation")
             request = types.ElicitRequest(params=types.ElicitRequestFormParams(message=message,
                                                                                requested_schema=schema))
             answer = types.ElicitResult.model_validate(self._answer("elicit", [message, schema], request),

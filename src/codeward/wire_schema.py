@@ -5,7 +5,8 @@ A model reads every tool's schema on every request, so what goes on the wire is 
 * optional arguments (``anyOf: [X, null]`` with ``default: null``) become plain ``X``, not required;
 * annotation hints are sent only where they differ from the protocol's defaults
   (``readOnlyHint=false``, ``destructiveHint=true``, ``idempotentHint=false``, ``openWorldHint=true``)
-  and mean something (destructive and idempotent hints only for tools that write);
+  and mean something (destructive and idempotent hints only for tools that write; every tool that
+  writes states ``destructiveHint`` outright, it is the one hint approval prompts lean on);
 * output schemas keep their top-level shape (property names and types, ``required``) and drop
   the nested detail — results still conform, and the full shape is in ``docs/tools.md``.
 """
@@ -46,7 +47,10 @@ def wire_hints(annotations: Mapping[str, Any] | None) -> dict[str, bool]:
     if hints.get("readOnlyHint"):  # the other two hints only mean something for tools that write
         hints.pop("destructiveHint", None)
         hints.pop("idempotentHint", None)
-    return {k: v for k, v in hints.items() if HINT_DEFAULTS[k] != v}
+    kept = {k: v for k, v in hints.items() if HINT_DEFAULTS[k] != v}
+    if "destructiveHint" in hints and not hints.get("readOnlyHint"):
+        kept["destructiveHint"] = hints["destructiveHint"]  # said outright for every tool that writes
+    return kept
 
 
 def wire_output_schema(schema: Mapping[str, Any] | None) -> dict[str, Any] | None:
