@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Literal
@@ -251,10 +252,33 @@ def _commit(loaded: LoadedPython, new_text: str, what: str, done: str) -> Result
     return Result.success(done)
 
 
-def _occurrences(symbols: list[Symbol], display: str, name: str, what: str, texts: list[str | None]) -> SymbolTexts:
-    items = [SymbolText(name=s.qualname, kind=s.kind.value, start_line=s.start_line, end_line=s.end_line, text=t)
-             for s, t in zip(symbols, texts, strict=True)]
-    return SymbolTexts(path=display, name=name, what=what, occurrences=items)
+def _symbol_texts(ctx: ToolContext, path: str, name: str, occurrence: int | None, what: str,
+                  text_of: Callable[[PythonModule, Symbol], str | None], *,
+                  variables: bool = False) -> Result[SymbolTexts | None]:
+    """``text_of`` each definition named ``name`` (each declaration, with ``variables``), as a read tool answers."""
+    loaded = _load(ctx, path)
+    if not loaded.ok or loaded.data is None:
+        return loaded.cast(None)
+    module, display = loaded.data.module, loaded.data.display
+    found = lookup(module, name, display, occurrence=occurrence, definitions=not variables, variables=variables)
+    if not found.ok:
+        return found.cast(None)
+    items = [SymbolText(name=s.qualname, kind=s.kind.value, start_line=s.start_line, end_line=s.end_line,
+                        text=text_of(module, s)) for s in found.data]
+    return Result.success(SymbolTexts(path=display, name=name, what=what, occurrences=items))
+
+
+def _load_symbol(ctx: ToolContext, path: str, name: str, occurrence: int | None, *, variables: bool = False,
+                 param: str = "path") -> Result[tuple[LoadedPython, Symbol] | None]:
+    """Load a file for writing and pick the one definition (or, with ``variables``, declaration) to edit."""
+    loaded = _load(ctx, path, Access.WRITE, param)
+    if not loaded.ok or loaded.data is None:
+        return loaded.cast(None)
+    found = lookup_one(loaded.data.module, name, loaded.data.display, occurrence=occurrence,
+                       definitions=not variables, variables=variables)
+    if not found.ok or found.data is None:
+        return found.cast(None)
+    return Result.success((loaded.data, found.data))
 
 
 def _definition_node(symbol: Symbol) -> DefinitionNode:
@@ -302,30 +326,15 @@ def _decorator_name(node: ast.expr) -> str:
 def py_get_definition(ctx: ToolContext, path: PathArg, name: NameArg,
                       occurrence: OccurrenceArg = None) -> Result[SymbolTexts | None]:
     """Full source of a class, function or method (decorators included), exactly as in the file."""
-    loaded = _load(ctx, path)
-    if not loaded.ok or loaded.data is None:
-        return loaded.cast(None)
-    module, display = loaded.data.module, loaded.data.display
-    found = lookup(module, name, display, occurrence=occurrence)
-    if not found.ok:
-        return found.cast(None)
-    texts: list[str | None] = [module.source.span_lines(s.start_line, s.end_line) for s in found.data]
-    return Result.success(_occurrences(found.data, display, name, "source", texts))
+    return _symbol_texts(ctx, path, name, occurrence, "source",
+                         lambda module, s: module.source.span_lines(s.start_line, s.end_line))
 
 
 @tool(toolset=TOOLSET, read_only=True, title="Python signature", output=SymbolTexts)
 def py_get_signature(ctx: ToolContext, path: PathArg, name: NameArg,
                      occurrence: OccurrenceArg = None) -> Result[SymbolTexts | None]:
     """The header of a def or class, from 'def'/'async def'/'class' through its colon, as written."""
-    loaded = _load(ctx, path)
-    if not loaded.ok or loaded.data is None:
-        return loaded.cast(None)
-    module, display = loaded.data.module, loaded.data.display
-    found = lookup(module, name, display, occurrence=occurrence)
-    if not found.ok:
-        return found.cast(None)
-    texts: list[str | None] = [signature_text(module, s) for s in found.data]
-    return Result.success(_occurrences(found.data, display, name, "signature", texts))
+    return _symbol_texts(ctx, path, name, occurrence, "signature", signature_text)
 
 
 @tool(toolset=TOOLSET, read_only=True, title="Python docstring", output=SymbolTexts)
@@ -334,20 +343,17 @@ def py_get_docstring(ctx: ToolContext, path: PathArg,
                                                 "module docstring.")] = "",
                      occurrence: OccurrenceArg = None) -> Result[SymbolTexts | None]:
     """The docstring of the module, a class, a function or a method, cleaned like inspect.getdoc."""
+    if name.strip():
+        return _symbol_texts(ctx, path, name, occurrence, "docstring",
+                             lambda _, s: ast.get_docstring(_definition_node(s), clean=True))
     loaded = _load(ctx, path)
     if not loaded.ok or loaded.data is None:
         return loaded.cast(None)
     module, display = loaded.data.module, loaded.data.display
-    if not name.strip():
-        doc = ast.get_docstring(module.tree, clean=True)
-        total = len(module.source.lines)
-        item = SymbolText(name="<module>", kind="module", start_line=1, end_line=max(total, 1), text=doc)
-        return Result.success(SymbolTexts(path=display, name=display, what="module docstring", occurrences=[item]))
-    found = lookup(module, name, display, occurrence=occurrence)
-    if not found.ok:
-        return found.cast(None)
-    texts: list[str | None] = [ast.get_docstring(_definition_node(s), clean=True) for s in found.data]
-    return Result.success(_occurrences(found.data, display, name, "docstring", texts))
+    doc = ast.get_docstring(module.tree, clean=True)
+    total = len(module.source.lines)
+    item = SymbolText(name="<module>", kind="module", start_line=1, end_line=max(total, 1), text=doc)
+    return Result.success(SymbolTexts(path=display, name=display, what="module docstring", occurrences=[item]))
 
 
 @tool(toolset=TOOLSET, read_only=True, title="Python class summary")
@@ -411,18 +417,12 @@ def py_get_var_declaration(ctx: ToolContext, path: PathArg,
                                                       "class-level one.")],
                            occurrence: OccurrenceArg = None) -> Result[SymbolTexts | None]:
     """The assignment line(s) declaring a module-level or class-level variable (x = ..., x: T = ...)."""
-    loaded = _load(ctx, path)
-    if not loaded.ok or loaded.data is None:
-        return loaded.cast(None)
-    module, display = loaded.data.module, loaded.data.display
-    found = lookup(module, name, display, occurrence=occurrence, definitions=False, variables=True)
-    if not found.ok:
-        return found.cast(None)
-    texts: list[str | None] = []
-    for symbol in found.data:
-        start, end, _ = statement_region(module, symbol.node)
-        texts.append(module.text[start:end])
-    return Result.success(_occurrences(found.data, display, name, "declaration", texts))
+    return _symbol_texts(ctx, path, name, occurrence, "declaration", _declaration_text, variables=True)
+
+
+def _declaration_text(module: PythonModule, symbol: Symbol) -> str:
+    start, end, _ = statement_region(module, symbol.node)
+    return module.text[start:end]
 
 
 @tool(toolset=TOOLSET, read_only=True, title="Python imports", output=Imports)
@@ -502,14 +502,10 @@ def py_update_definition(ctx: ToolContext, path: PathArg, name: NameArg,
                                                            "included; it is re-indented to the old one's place.")],
                          occurrence: OccurrenceArg = None) -> Result[str]:
     """Replace a class, function or method (decorators included) with new source; refuses syntax errors."""
-    loaded = _load(ctx, path, Access.WRITE)
-    if not loaded.ok or loaded.data is None:
-        return loaded.cast("")
-    data = loaded.data
-    found = lookup_one(data.module, name, data.display, occurrence=occurrence)
-    if not found.ok or found.data is None:
-        return found.cast("")
-    symbol = found.data
+    picked = _load_symbol(ctx, path, name, occurrence)
+    if not picked.ok or picked.data is None:
+        return picked.cast("")
+    data, symbol = picked.data
     indent = data.module.source.indentation(symbol.start_line)
     block = reindent(new_content, indent)
     if not block:
@@ -536,14 +532,10 @@ def py_set_signature(ctx: ToolContext, path: PathArg, name: NameArg,
                                                          "decorators to replace those too.")],
                      occurrence: OccurrenceArg = None) -> Result[str]:
     """Replace only the header of a def or class (through its colon); the body stays byte for byte."""
-    loaded = _load(ctx, path, Access.WRITE)
-    if not loaded.ok or loaded.data is None:
-        return loaded.cast("")
-    data = loaded.data
-    found = lookup_one(data.module, name, data.display, occurrence=occurrence)
-    if not found.ok or found.data is None:
-        return found.cast("")
-    symbol = found.data
+    picked = _load_symbol(ctx, path, name, occurrence)
+    if not picked.ok or picked.data is None:
+        return picked.cast("")
+    data, symbol = picked.data
     node = _definition_node(symbol)
     header = _parse_header(new_signature, isinstance(node, ast.ClassDef))
     if not header.ok or header.data is None:
@@ -597,14 +589,10 @@ def py_set_var_declaration(ctx: ToolContext, path: PathArg,
                                                                  "'TIMEOUT: float = 2.5  # seconds'.")],
                            occurrence: OccurrenceArg = None) -> Result[str]:
     """Replace the statement declaring a module- or class-level variable (the lines py_get_var_declaration shows)."""
-    loaded = _load(ctx, path, Access.WRITE)
-    if not loaded.ok or loaded.data is None:
-        return loaded.cast("")
-    data = loaded.data
-    found = lookup_one(data.module, name, data.display, occurrence=occurrence, definitions=False, variables=True)
-    if not found.ok or found.data is None:
-        return found.cast("")
-    symbol = found.data
+    picked = _load_symbol(ctx, path, name, occurrence, variables=True)
+    if not picked.ok or picked.data is None:
+        return picked.cast("")
+    data, symbol = picked.data
     statement = normalize_block(new_declaration)
     checked = _check_declaration(reindent(statement, ""), symbol.name)
     if checked is not None:
@@ -642,14 +630,10 @@ def _check_declaration(statement: str, name: str) -> Result[str] | None:
 @tool(toolset=TOOLSET, destructive=True, title="Remove a Python definition")
 def py_remove_def(ctx: ToolContext, path: PathArg, name: NameArg, occurrence: OccurrenceArg = None) -> Result[str]:
     """Delete a class, function or method with its decorators (and the blank lines that separated it)."""
-    loaded = _load(ctx, path, Access.WRITE)
-    if not loaded.ok or loaded.data is None:
-        return loaded.cast("")
-    data = loaded.data
-    found = lookup_one(data.module, name, data.display, occurrence=occurrence)
-    if not found.ok or found.data is None:
-        return found.cast("")
-    symbol = found.data
+    picked = _load_symbol(ctx, path, name, occurrence)
+    if not picked.ok or picked.data is None:
+        return picked.cast("")
+    data, symbol = picked.data
     first, last = removal_lines(data.module, symbol)
     new_text = cut_lines(data.module.source, first, last)
     result = _commit(data, new_text, f"removing {symbol.qualname}",
@@ -758,14 +742,10 @@ def py_move_def(ctx: ToolContext,
                 anchor_symbol: AnchorSymbolArg = "",
                 occurrence: OccurrenceArg = None) -> Result[str]:
     """Move a def/class (decorators included) within a file or to another; both files are checked before writing."""
-    source_loaded = _load(ctx, src_path, Access.WRITE, "src_path")
-    if not source_loaded.ok or source_loaded.data is None:
-        return source_loaded.cast("")
-    src = source_loaded.data
-    found = lookup_one(src.module, name, src.display, occurrence=occurrence)
-    if not found.ok or found.data is None:
-        return found.cast("")
-    symbol = found.data
+    picked = _load_symbol(ctx, src_path, name, occurrence, param="src_path")
+    if not picked.ok or picked.data is None:
+        return picked.cast("")
+    src, symbol = picked.data
     target_name = dest_name.strip() or symbol.name
     problem = name_problem(target_name)
     if problem:
