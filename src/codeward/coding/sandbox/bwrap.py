@@ -23,7 +23,7 @@ import stat
 import subprocess
 from pathlib import Path
 
-from codeward.coding.sandbox.cgroups import CgroupEvents, CgroupLayout, RunCgroup
+from codeward.coding.sandbox.cgroups import CgroupLayout
 from codeward.coding.sandbox.model import (
     DEFAULT_PATH,
     Bind,
@@ -33,7 +33,14 @@ from codeward.coding.sandbox.model import (
     Status,
 )
 from codeward.coding.sandbox.outcome import to_result
-from codeward.coding.sandbox.runner import Launch, RunObserver, collect, minimal_env, rlimits_for, spawn
+from codeward.coding.sandbox.runner import (
+    Launch,
+    RunObserver,
+    collect_observed,
+    limit_launch,
+    minimal_env,
+    spawn_or_release,
+)
 from codeward.coding.sandbox.seccomp import filter_fd
 
 SANDBOX_UID = 1000
@@ -122,11 +129,7 @@ class BwrapSandbox:
         args += ["--", *request.argv]
         launch.argv = args
         launch.pass_fds = tuple(fds)
-        cpu = request.cpu_seconds if request.cpu_seconds is not None else int(request.timeout_s) + 1
-        address_space = request.address_space_mb if self.cgroups is None else None
-        launch.rlimits = rlimits_for(cpu, request.file_size_mb, request.open_files, address_space)
-        if self.cgroups is not None:
-            launch.cgroup = RunCgroup.create(self.cgroups, request.memory_mb, request.max_processes)
+        limit_launch(launch, request, self.cgroups)
         if self.drop_to is not None and not rw and all(_world_reachable(b.source) for b in binds):
             launch.run_as = self.drop_to
 
@@ -135,11 +138,7 @@ class BwrapSandbox:
     def start(self, request: SandboxRequest) -> tuple[subprocess.Popen[bytes], Launch]:
         """Prepare and start ``request`` without waiting (for the warm pool and sessions)."""
         launch = self.prepare(request)
-        try:
-            return spawn(launch), launch
-        except BaseException:
-            launch.release()
-            raise
+        return spawn_or_release(launch), launch
 
     def finish(
         self, proc: subprocess.Popen[bytes], launch: Launch, request: SandboxRequest, stdin: bytes,
@@ -147,13 +146,8 @@ class BwrapSandbox:
     ) -> SandboxResult:
         """Feed, collect and interpret a started run, then release its resources."""
         try:
-            tick = None
-            if observer is not None:
-                observer.started(proc, launch.cgroup)
-                tick = observer.tick
-            collected = collect(proc, stdin, request.timeout_s, request.max_output_bytes, launch.cgroup, started,
-                                tick, observer.tick_s if observer is not None else 0.1, namespace_reaps=True)
-            events = launch.cgroup.events() if launch.cgroup is not None else CgroupEvents()
+            collected, events = collect_observed(proc, launch, request, stdin, started, observer,
+                                                 namespace_reaps=True)
             status = read_status(launch.status_fd)
         except BaseException:
             launch.release()

@@ -18,10 +18,17 @@ import tempfile
 from functools import partial
 
 from codeward.coding.sandbox.bwrap import NOBODY, PRIVATE_WORKDIR
-from codeward.coding.sandbox.cgroups import CgroupEvents, CgroupLayout, RunCgroup
+from codeward.coding.sandbox.cgroups import CgroupLayout
 from codeward.coding.sandbox.model import DEFAULT_PATH, Bind, SandboxRequest, SandboxResult
 from codeward.coding.sandbox.outcome import to_result
-from codeward.coding.sandbox.runner import Launch, RunObserver, collect, minimal_env, rlimits_for, spawn
+from codeward.coding.sandbox.runner import (
+    Launch,
+    RunObserver,
+    collect_observed,
+    limit_launch,
+    minimal_env,
+    spawn_or_release,
+)
 
 
 class ProcessSandbox:
@@ -55,11 +62,7 @@ class ProcessSandbox:
             launch.env = env
             launch.cwd = rewrite(request.workdir) if request.workdir else work
             launch.pass_fds = tuple(request.inherit_fds)
-            cpu = request.cpu_seconds if request.cpu_seconds is not None else int(request.timeout_s) + 1
-            address_space = request.address_space_mb if self.cgroups is None else None
-            launch.rlimits = rlimits_for(cpu, request.file_size_mb, request.open_files, address_space)
-            if self.cgroups is not None:
-                launch.cgroup = RunCgroup.create(self.cgroups, request.memory_mb, request.max_processes)
+            limit_launch(launch, request, self.cgroups)
             if self.drop_to is not None and not rw:
                 for directory in (private, work, tmp):
                     os.chown(directory, *self.drop_to)
@@ -72,11 +75,7 @@ class ProcessSandbox:
     def start(self, request: SandboxRequest) -> tuple[subprocess.Popen[bytes], Launch]:
         """Prepare and start ``request`` without waiting (for the warm pool and sessions)."""
         launch = self.prepare(request)
-        try:
-            return spawn(launch), launch
-        except BaseException:
-            launch.release()
-            raise
+        return spawn_or_release(launch), launch
 
     def finish(
         self, proc: subprocess.Popen[bytes], launch: Launch, request: SandboxRequest, stdin: bytes,
@@ -84,13 +83,7 @@ class ProcessSandbox:
     ) -> SandboxResult:
         """Feed, collect and interpret a started run, then release its resources."""
         try:
-            tick = None
-            if observer is not None:
-                observer.started(proc, launch.cgroup)
-                tick = observer.tick
-            collected = collect(proc, stdin, request.timeout_s, request.max_output_bytes, launch.cgroup, started,
-                                tick, observer.tick_s if observer is not None else 0.1)
-            events = launch.cgroup.events() if launch.cgroup is not None else CgroupEvents()
+            collected, events = collect_observed(proc, launch, request, stdin, started, observer)
         finally:
             launch.release()
         result = to_result(collected, events, request, self.name, False)

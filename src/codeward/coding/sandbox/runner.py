@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from codeward.coding.sandbox.cgroups import RunCgroup
+from codeward.coding.sandbox.cgroups import CgroupEvents, CgroupLayout, RunCgroup
 
 if TYPE_CHECKING:
     from codeward.coding.sandbox.model import SandboxRequest, SandboxResult
@@ -129,6 +129,16 @@ def rlimits_for(
     return tuple(limits)
 
 
+def limit_launch(launch: Launch, request: SandboxRequest, cgroups: CgroupLayout | None) -> None:
+    """Give ``launch`` the request's rlimits and, where cgroups exist, its own cgroup (which
+    then bounds memory, so the address-space rlimit is left off)."""
+    cpu = request.cpu_seconds if request.cpu_seconds is not None else int(request.timeout_s) + 1
+    address_space = request.address_space_mb if cgroups is None else None
+    launch.rlimits = rlimits_for(cpu, request.file_size_mb, request.open_files, address_space)
+    if cgroups is not None:
+        launch.cgroup = RunCgroup.create(cgroups, request.memory_mb, request.max_processes)
+
+
 def _child_setup(
     procs_files: Sequence[str], rlimits: Sequence[tuple[int, int]], run_as: tuple[int, int] | None
 ) -> Callable[[], None]:
@@ -169,6 +179,31 @@ def spawn(launch: Launch) -> subprocess.Popen[bytes]:
             with contextlib.suppress(OSError):
                 os.close(fd)
         launch.parent_fds.clear()
+
+
+def spawn_or_release(launch: Launch) -> subprocess.Popen[bytes]:
+    """:func:`spawn`, releasing the launch's resources if it cannot start."""
+    try:
+        return spawn(launch)
+    except BaseException:
+        launch.release()
+        raise
+
+
+def collect_observed(
+    proc: subprocess.Popen[bytes], launch: Launch, request: SandboxRequest, stdin: bytes,
+    started: float | None, observer: RunObserver | None, *, namespace_reaps: bool = False,
+) -> tuple[Collected, CgroupEvents]:
+    """:func:`collect` a started run within the request's limits while ``observer`` watches;
+    with what its cgroup recorded (OOM kills, pids limit hits)."""
+    tick = None
+    if observer is not None:
+        observer.started(proc, launch.cgroup)
+        tick = observer.tick
+    collected = collect(proc, stdin, request.timeout_s, request.max_output_bytes, launch.cgroup, started,
+                        tick, observer.tick_s if observer is not None else 0.1, namespace_reaps=namespace_reaps)
+    events = launch.cgroup.events() if launch.cgroup is not None else CgroupEvents()
+    return collected, events
 
 
 def kill_tree(proc: subprocess.Popen[bytes], cgroup: RunCgroup | None) -> int:
