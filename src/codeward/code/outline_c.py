@@ -133,15 +133,10 @@ def _type_definition(node: Node) -> Def | None:
 
 
 def _function(node: Node) -> Def | None:
-    declarator = _function_declarator(node.child_by_field_name("declarator"))
-    if declarator is None:
+    named = _function_name(node)
+    if named is None:
         return None
-    target = declarator.child_by_field_name("declarator") if declarator.type == "function_declarator" else declarator
-    if target is None:
-        return None
-    scope, name = _split_name(target)
-    if not name:
-        return None
+    scope, name = named
     body = node.child_by_field_name("body")
     initializers = first_child_of_type(node, "field_initializer_list")
     head_end = initializers.start_byte if initializers is not None else None
@@ -151,15 +146,10 @@ def _function(node: Node) -> Def | None:
 
 
 def _prototype(node: Node) -> Def | None:
-    declarator = _function_declarator(node.child_by_field_name("declarator"))
-    if declarator is None:
+    named = _function_name(node)
+    if named is None:
         return None
-    target = declarator.child_by_field_name("declarator") if declarator.type == "function_declarator" else declarator
-    if target is None:
-        return None
-    scope, name = _split_name(target)
-    if not name:
-        return None
+    scope, name = named
     return Def("prototype", name, node, scope=scope, head_end=_before_semicolon(node), definition=False,
                also=_defined_type(node))
 
@@ -183,6 +173,18 @@ def _defined_type(node: Node) -> Node | None:
     if inner is not None and inner.type in TYPE_SPECIFIERS and inner.child_by_field_name("body") is not None:
         return inner
     return None
+
+
+def _function_name(node: Node) -> tuple[tuple[str, ...], str] | None:
+    """(scope, name) of the function a definition or prototype declares; ``None`` if it declares none."""
+    declarator = _function_declarator(node.child_by_field_name("declarator"))
+    if declarator is None:
+        return None
+    target = declarator.child_by_field_name("declarator") if declarator.type == "function_declarator" else declarator
+    if target is None:
+        return None
+    scope, name = _split_name(target)
+    return (scope, name) if name else None
 
 
 def _function_declarator(node: Node | None) -> Node | None:
