@@ -502,12 +502,9 @@ class SymbolIndex:
         if kind_list:
             where.append(f"s.kind IN ({', '.join('?' for _ in kind_list)})")
             params.extend(kind_list)
-        if under and under != ".":
-            where.append("(f.path = ? OR f.path GLOB ?)")
-            params.extend([under, _glob_escape(under.rstrip("/")) + "/*"])
-        if language:
-            where.append("f.language = ?")
-            params.append(language)
+        file_where, file_params = _file_filters(under, language)
+        where += file_where
+        params += file_params
         sql = (f"SELECT {_SYMBOL_COLUMNS} FROM symbols s JOIN files f ON f.id = s.file_id"
                f" WHERE {' AND '.join(where) or '1'}")
         return [Symbol.from_row(row) for row in self._db.execute(sql, params)]
@@ -575,13 +572,9 @@ class SymbolIndex:
     def files_using(self, name: str, *, under: str = "", language: str = "") -> list[tuple[str, int]]:
         """(path, count) of files whose code mentions identifier ``name``."""
         sql = "SELECT f.path, r.count FROM refs r JOIN files f ON f.id = r.file_id WHERE r.name = ?"
-        params: list[object] = [name]
-        if under and under != ".":
-            sql += " AND (f.path = ? OR f.path GLOB ?)"
-            params.extend([under, _glob_escape(under.rstrip("/")) + "/*"])
-        if language:
-            sql += " AND f.language = ?"
-            params.append(language)
+        file_where, file_params = _file_filters(under, language)
+        sql += "".join(f" AND {condition}" for condition in file_where)
+        params: list[object] = [name, *file_params]
         return [(str(path), int(count)) for path, count in self._db.execute(sql + " ORDER BY f.path", params)]
 
     def usages(
@@ -595,13 +588,9 @@ class SymbolIndex:
         last = name.rsplit(".", 1)[-1]
         sql = ("SELECT f.id, f.path, f.mtime_ns, f.size, f.language, r.count, m.spans FROM refs r"
                " JOIN files f ON f.id = r.file_id LEFT JOIN masks m ON m.file_id = f.id WHERE r.name = ?")
-        params: list[object] = [last]
-        if under and under != ".":
-            sql += " AND (f.path = ? OR f.path GLOB ?)"
-            params.extend([under, _glob_escape(under.rstrip("/")) + "/*"])
-        if language:
-            sql += " AND f.language = ?"
-            params.append(language)
+        file_where, file_params = _file_filters(under, language)
+        sql += "".join(f" AND {condition}" for condition in file_where)
+        params: list[object] = [last, *file_params]
         rows = self._db.execute(sql + " ORDER BY f.path", params).fetchall()
         definitions = {(int(fid), int(line)) for fid, line in self._db.execute(
             "SELECT file_id, name_line FROM symbols WHERE name = ?", (last,))}
@@ -912,6 +901,19 @@ def _can_create(db_path: Path) -> bool:
     while not parent.exists():
         parent = parent.parent
     return os.access(parent, os.W_OK)
+
+
+def _file_filters(under: str, language: str) -> tuple[list[str], list[object]]:
+    """SQL conditions (on files ``f``) and their parameters keeping files below ``under`` in ``language``."""
+    where: list[str] = []
+    params: list[object] = []
+    if under and under != ".":
+        where.append("(f.path = ? OR f.path GLOB ?)")
+        params.extend([under, _glob_escape(under.rstrip("/")) + "/*"])
+    if language:
+        where.append("f.language = ?")
+        params.append(language)
+    return where, params
 
 
 def _glob_escape(text: str) -> str:
