@@ -108,15 +108,19 @@ class Registry:
                                "It may have been deleted; search again.", data=None)
         return Result.success((load_item(checked.data, item.kind, item.space, display, data), data))
 
+    def _find_fresh(self, name: str, kind: Kind | None, space: Space | None) -> Result[tuple[Item, bytes] | None]:
+        """:meth:`find`, then :meth:`fresh`: the named item as it is on disk now."""
+        found = self.find(name, kind, space)
+        if not found.ok or found.data is None:
+            return found.cast(None)
+        return self.fresh(found.data)
+
     # -- operations ----------------------------------------------------------------------
 
     def load(self, name: str, kind: Kind | None = None, space: Space | None = None,
              destination: Space | None = None, overwrite: bool = False) -> Result[Loaded | None]:
         """An item's text and metadata; with ``destination``, first copy it to that space."""
-        found = self.find(name, kind, space)
-        if not found.ok or found.data is None:
-            return found.cast(None)
-        read = self.fresh(found.data)
+        read = self._find_fresh(name, kind, space)
         if not read.ok or read.data is None:
             return read.cast(None)
         item, data = read.data
@@ -174,10 +178,7 @@ class Registry:
 
     def sign(self, name: str, kind: Kind | None = None, space: Space | None = None) -> Result[Signed | None]:
         """Validate an item and write its signature line; refused while it has problems."""
-        found = self.find(name, kind, space)
-        if not found.ok or found.data is None:
-            return found.cast(None)
-        read = self.fresh(found.data)
+        read = self._find_fresh(name, kind, space)
         if not read.ok or read.data is None:
             return read.cast(None)
         item, data = read.data
