@@ -509,14 +509,6 @@ class SymbolIndex:
                f" WHERE {' AND '.join(where) or '1'}")
         return [Symbol.from_row(row) for row in self._db.execute(sql, params)]
 
-    def definitions_in(self, rel: str) -> list[Symbol]:
-        """Every definition of one file, in source order."""
-        return sorted(self._select_symbols(["f.path = ?"], [rel], (), "", ""), key=lambda s: (s.line, s.id))
-
-    def symbol(self, symbol_id: int) -> Symbol | None:
-        rows = self._select_symbols(["s.id = ?"], [symbol_id], (), "", "")
-        return rows[0] if rows else None
-
     def closest_names(self, name: str, n: int = 5, *, language: str = "") -> list[str]:
         """Defined names that look like ``name`` (for "did you mean" hints)."""
 

@@ -33,10 +33,9 @@ if TYPE_CHECKING:
     from tree_sitter import Language, Node, Parser, Query
 
 MAX_SIGNATURE_CHARS = 200
-IDENTIFIER = re.compile(rb"(?<![0-9\\])[A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*")
 TOKEN = re.compile(rb"[0-9][A-Za-z0-9_]*|\\[A-Za-z0-9_]|[A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*")
-"""Numbers and escapes matched whole (then dropped), so that ``0x1F`` or ``\\n`` never yield a
-name; cheaper than :data:`IDENTIFIER`'s look-behind when scanning whole files."""
+"""Identifiers, plus numbers and escapes matched whole (then dropped) so that ``0x1F`` or
+``\\n`` never yield a name. Non-ASCII bytes count as letters: UTF-8 identifiers stay whole."""
 """An identifier in any of the supported languages (non-ASCII bytes count as letters, so
 UTF-8 identifiers are kept whole); the look-behind skips hex digits and escape letters."""
 BLANKING = bytes(10 if byte == 10 else 32 for byte in range(256))
