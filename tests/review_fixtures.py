@@ -6,7 +6,16 @@ number up from the source, so the expectations follow the text instead of being 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
+
+from codeward.catalog import Catalog, ToolOutcome
+from codeward.context import ToolContext
+from codeward.workspace import Workspace
+
+Call = Callable[..., ToolOutcome]
 
 CORE = '''\
 import os  # PLANT:unused-import
@@ -106,3 +115,17 @@ def write_planted_project(root: Path) -> Path:
     clean.mkdir()
     (clean / "tidy.py").write_text(CLEAN)
     return app
+
+
+def planted_project(factory: pytest.TempPathFactory, label: str) -> Path:
+    """A fresh ``project`` folder holding the planted project, for one test module's fixtures."""
+    root = factory.mktemp(label) / "project"
+    root.mkdir()
+    write_planted_project(root)
+    return root
+
+
+def caller(root: Path, catalog: Catalog) -> Call:
+    """Call catalog tools on a workspace rooted at ``root`` (module fixtures cannot use ``call``)."""
+    ctx = ToolContext(Workspace.create([root]))
+    return lambda name, **arguments: catalog.call(name, arguments, ctx)

@@ -4,38 +4,26 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
+from codeward.catalog import Catalog
 from codeward.coding.review.runner import REVIEW_EXTRAS_KEY, ReviewConfig
 from codeward.context import ToolContext
-from codeward.workspace import Workspace
 from tests.conftest import snapshot
-from tests.review_fixtures import CORE, plant_line, write_planted_project
-
-Call = Callable[..., ToolOutcome]
+from tests.review_fixtures import CORE, Call, caller, plant_line, planted_project, write_planted_project
 
 
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("review") / "project"
-    root.mkdir()
-    write_planted_project(root)
-    return root
+    return planted_project(tmp_path_factory, "review")
 
 
 @pytest.fixture(scope="module")
 def module_call(planted: Path, catalog: Catalog) -> Call:
-    ctx = ToolContext(Workspace.create([planted]))
-
-    def run(name: str, **arguments: Any) -> ToolOutcome:
-        return catalog.call(name, arguments, ctx)
-
-    return run
+    return caller(planted, catalog)
 
 
 @pytest.fixture(scope="module")

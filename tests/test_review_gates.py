@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,26 +10,20 @@ import pytest
 from codeward.catalog import Catalog, ToolOutcome
 from codeward.coding.review.runner import REVIEW_EXTRAS_KEY, ReviewConfig
 from codeward.context import ToolContext
-from codeward.workspace import Workspace
 from tests.conftest import snapshot
-from tests.review_fixtures import write_planted_project
+from tests.review_fixtures import Call, caller, planted_project, write_planted_project
 
-Call = Callable[..., ToolOutcome]
 LENIENT = {"max_complexity": 50, "min_maintainability": 1, "max_errors": 100, "max_warnings": 100}
 
 
 @pytest.fixture(scope="module")
 def planted_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("gates") / "project"
-    root.mkdir()
-    write_planted_project(root)
-    return root
+    return planted_project(tmp_path_factory, "gates")
 
 
 @pytest.fixture(scope="module")
 def module_call(planted_root: Path, catalog: Catalog) -> Call:
-    ctx = ToolContext(Workspace.create([planted_root]))
-    return lambda name, **arguments: catalog.call(name, arguments, ctx)
+    return caller(planted_root, catalog)
 
 
 @pytest.fixture(scope="module")

@@ -5,19 +5,15 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.context import ToolContext
-from codeward.workspace import Workspace
+from codeward.catalog import Catalog
 from tests.conftest import REPO, snapshot
-from tests.review_fixtures import write_planted_project
+from tests.review_fixtures import Call, caller, planted_project
 
-Call = Callable[..., ToolOutcome]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync"]
@@ -26,16 +22,12 @@ ARTIFACTS = REPO / "test-artifacts"
 
 @pytest.fixture(scope="module")
 def planted_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("report") / "project"
-    root.mkdir()
-    write_planted_project(root)
-    return root
+    return planted_project(tmp_path_factory, "report")
 
 
 @pytest.fixture(scope="module")
 def module_call(planted_root: Path, catalog: Catalog) -> Call:
-    ctx = ToolContext(Workspace.create([planted_root]))
-    return lambda name, **arguments: catalog.call(name, arguments, ctx)
+    return caller(planted_root, catalog)
 
 
 @pytest.fixture(scope="module")
