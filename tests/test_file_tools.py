@@ -183,3 +183,12 @@ def test_get_tree_honours_gitignore_and_depth(root: Path, call: Call) -> None:
     assert "build" not in tree and "app.log" not in tree and "secret_dir" not in tree
     assert "a/" in tree and "b/" in tree and "deep.txt" not in tree
     assert "deep.txt" in call("get_tree", path=".", max_depth=4).text
+
+
+def test_bytes_that_are_not_utf8_reach_the_client_as_replacement_characters(root: Path, call: Call) -> None:
+    (root / "legacy.txt").write_bytes(b"caf\xe9\n")
+    (root / b"na\xefve.txt".decode("utf-8", "surrogateescape")).write_bytes(b"")
+    for outcome in (call("read_file", path="legacy.txt"), call("list_directory", path=".")):
+        outcome.text.encode("utf-8")  # a lone surrogate here makes the whole JSON message invalid
+    assert call("read_file", path="legacy.txt").text == "caf\ufffd\n"
+    assert "na\ufffdve.txt" in call("list_directory", path=".").text

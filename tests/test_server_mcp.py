@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2 as httpx
 import pytest
 from mcp import Client, StdioServerParameters
@@ -273,3 +274,13 @@ async def test_gateway_approval_by_elicitation_in_both_protocol_eras(root: Path,
     assert not approved.is_error and '"timezone": "UTC"' in _text(approved)
     assert denied.is_error and "not approved" in _text(denied)
     assert len(asked) == 2 and "time__get_current_time" in asked[0]
+
+
+async def test_a_file_that_is_not_utf8_does_not_break_the_session(root: Path) -> None:
+    (root / "legacy.txt").write_bytes(b"caf\xe9 na\xefve\n")
+    with anyio.fail_after(60):  # an invalid JSON reply is dropped by the client: the call would never end
+        async with Client(_stdio(root)) as client:
+            result = await client.call_tool("read_file", {"path": "legacy.txt"})
+            assert not result.is_error and _text(result) == "caf\ufffd na\ufffdve\n"
+            resource = await client.read_resource(f"file://{root.resolve()}/legacy.txt")
+            assert resource.contents[0].text == "caf\ufffd na\ufffdve\n"  # type: ignore[union-attr]

@@ -27,6 +27,7 @@ import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
+from codeward.code.textfile import displayable
 from codeward.content import RichContent
 from codeward.context import ToolContext
 from codeward.result import ErrorInfo, ErrorKind, Result
@@ -293,7 +294,7 @@ class Catalog:
                 rich = data
                 text = data.render()
             elif isinstance(data, BaseModel):
-                structured = data.model_dump(mode="json")
+                structured = _displayable_json(data.model_dump(mode="json"))
                 render = getattr(data, "render", None)
                 text = render() if callable(render) else json.dumps(structured, indent=2)
             elif isinstance(data, str):
@@ -305,6 +306,7 @@ class Catalog:
             if result.notes:
                 text = "\n".join([text, *result.notes])
         text, truncated = bound_output(text, ctx, name)
+        text = displayable(text)
         return ToolOutcome(
             name=name,
             text=text,
@@ -445,6 +447,17 @@ def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     from codeward.wire_schema import simplify_optionals
 
     return simplify_optionals(_drop_titles(schema))  # type: ignore[no-any-return]
+
+
+def _displayable_json(value: Any) -> Any:
+    """Structured output with every string made :func:`displayable` (bytes of non-UTF-8 files)."""
+    if isinstance(value, str):
+        return displayable(value)
+    if isinstance(value, dict):
+        return {displayable(k): _displayable_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_displayable_json(v) for v in value]
+    return value
 
 
 def _drop_titles(schema: dict[str, Any]) -> dict[str, Any]:

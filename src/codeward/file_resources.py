@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote, unquote, urlparse
 
-from codeward.code.textfile import decode
+from codeward.code.textfile import decode, displayable
 from codeward.code.walk import walk
 from codeward.providers import ResourceData, ResourceInfo, ResourceTemplateInfo
 from codeward.result import ErrorKind, Result
@@ -80,7 +80,7 @@ class FileResources:
         decoded = decode(data)
         if decoded is None:
             return Result.success(ResourceData(uri, mime or "application/octet-stream", blob=data))
-        return Result.success(ResourceData(uri, mime or "text/plain", text=decoded.text))
+        return Result.success(ResourceData(uri, mime or "text/plain", text=displayable(decoded.text)))
 
     def complete(self, uri_template: str, argument: str, prefix: str, workspace: Workspace) -> list[str]:
         root = next((r for r in workspace.roots if template_for(r) == uri_template), None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import codecs
 import contextlib
 import os
+import re
 import stat
 import tempfile
 from dataclasses import dataclass, replace
@@ -25,6 +26,7 @@ _BOMS: tuple[tuple[bytes, str], ...] = (
     (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
 BINARY_SNIFF_BYTES = 8192
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +47,19 @@ class TextFile:
 
     def with_text(self, text: str) -> TextFile:
         return replace(self, text=text)
+
+
+def displayable(text: str) -> str:
+    """``text`` safe to send as UTF-8 (JSON, a terminal): lone surrogates become U+FFFD.
+
+    Bytes that are not UTF-8 are decoded as lone surrogates so that writes give them back
+    unchanged; a JSON message carrying one is invalid and the client drops it whole.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _LONE_SURROGATE.sub("\ufffd", text)
+    return text
 
 
 def decode(data: bytes) -> TextFile | None:
