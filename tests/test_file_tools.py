@@ -192,3 +192,18 @@ def test_bytes_that_are_not_utf8_reach_the_client_as_replacement_characters(root
         outcome.text.encode("utf-8")  # a lone surrogate here makes the whole JSON message invalid
     assert call("read_file", path="legacy.txt").text == "caf\ufffd\n"
     assert "na\ufffdve.txt" in call("list_directory", path=".").text
+
+
+def test_ambiguous_edit_names_the_first_lines_and_only_scans_for_those(root: Path, call: Call) -> None:
+    (root / "few.txt").write_text("a\ne e\nb\ne\n")
+    outcome = call("edit_file", path="few.txt", old_string="e", new_string="E")
+    assert outcome.is_error and "occurs 3 times in few.txt (lines 2, 2, 4)" in outcome.text
+    # 200,000 matches: line numbers used to be counted from the start of the file for each one
+    # (27 s here for this 400 kB file, minutes for a few MB); only the first ten are needed.
+    (root / "many.txt").write_text("e\n" * 200_000)
+    before = snapshot(root)
+    outcome = call("edit_file", path="many.txt", old_string="e", new_string="E")
+    assert outcome.is_error and "occurs 200000 times in many.txt (lines 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)" in outcome.text
+    assert snapshot(root) == before
+    done = call("edit_file", path="many.txt", old_string="e\ne\n", new_string="", replace_all=True)
+    assert not done.is_error and "100000 occurrences" in done.text and (root / "many.txt").read_text() == ""

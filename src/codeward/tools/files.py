@@ -245,9 +245,9 @@ def edit_file(
         return Result.fail(ErrorKind.NOT_FOUND, f"old_string was not found in {display}",
                            _closest_hint(text, old), data="")
     if count > 1 and not replace_all:
-        lines = _occurrence_lines(text, old)
+        lines = _occurrence_lines(text, old, 10)
         return Result.fail(ErrorKind.CONFLICT,
-                           f"old_string occurs {count} times in {display} (lines {', '.join(map(str, lines[:10]))})",
+                           f"old_string occurs {count} times in {display} (lines {', '.join(map(str, lines))})",
                            "Include more surrounding text to make it unique, or pass replace_all=true.", data="")
     new_text = text.replace(old, new) if replace_all else text.replace(old, new, 1)
     if dry_run:
@@ -257,7 +257,7 @@ def edit_file(
     written = write_text(real, text_file, new_text, display)
     if not written.ok:
         return written.cast("")
-    first = _occurrence_lines(text, old)[0]
+    first = _occurrence_lines(text, old, 1)[0]
     what = f"{count} occurrences" if replace_all and count > 1 else f"1 occurrence (line {first})"
     return Result.success(f"Replaced {what} in {display}.")
 
@@ -282,11 +282,15 @@ def get_tree(
     return Result.success("\n".join(lines))
 
 
-def _occurrence_lines(text: str, needle: str) -> list[int]:
+def _occurrence_lines(text: str, needle: str, limit: int) -> list[int]:
+    """Line numbers of the first ``limit`` occurrences, counting newlines once (not per match)."""
     lines: list[int] = []
+    line, counted = 1, 0
     start = text.find(needle)
-    while start != -1:
-        lines.append(text.count("\n", 0, start) + 1)
+    while start != -1 and len(lines) < limit:
+        line += text.count("\n", counted, start)
+        counted = start
+        lines.append(line)
         start = text.find(needle, start + 1)
     return lines
 
