@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import codecs
+import contextlib
+import os
 import stat
 import threading
 from collections.abc import Callable
@@ -207,3 +209,36 @@ def test_ambiguous_edit_names_the_first_lines_and_only_scans_for_those(root: Pat
     assert snapshot(root) == before
     done = call("edit_file", path="many.txt", old_string="e\ne\n", new_string="", replace_all=True)
     assert not done.is_error and "100000 occurrences" in done.text and (root / "many.txt").read_text() == ""
+
+
+def test_fifos_are_refused_without_waiting_for_a_writer(root: Path, call: Call) -> None:
+    os.mkfifo(root / "pipe")
+    finished = threading.Event()
+
+    def unblock_a_stuck_reader() -> None:  # opening for writing only succeeds once a reader waits
+        while not finished.wait(0.05):
+            with contextlib.suppress(OSError):
+                os.close(os.open(root / "pipe", os.O_WRONLY | os.O_NONBLOCK))
+
+    helper = threading.Thread(target=unblock_a_stuck_reader, daemon=True)
+    helper.start()
+    try:
+        outcomes = [call("read_file", path="pipe"), call("edit_file", path="pipe", old_string="a", new_string="b")]
+    finally:
+        finished.set()
+        helper.join()
+    for outcome in outcomes:
+        assert outcome.is_error and "pipe is not a regular file (a FIFO, socket or device)" in outcome.text
+
+
+def test_files_past_the_text_limit_are_refused_before_reading(root: Path, call: Call) -> None:
+    from codeward.code.textfile import MAX_TEXT_FILE_BYTES
+
+    with open(root / "huge.log", "wb") as handle:  # sparse: no disk used
+        handle.truncate(MAX_TEXT_FILE_BYTES + 1)
+    before = snapshot(root)
+    for outcome in (call("read_file", path="huge.log", limit=10),
+                    call("edit_file", path="huge.log", old_string="a", new_string="b")):
+        assert outcome.is_error and outcome.errors[0].kind is ErrorKind.TOO_LARGE
+        assert f"huge.log is {MAX_TEXT_FILE_BYTES + 1:,} bytes" in outcome.text and "grep" in outcome.text
+    assert snapshot(root) == before

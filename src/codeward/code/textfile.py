@@ -26,6 +26,8 @@ _BOMS: tuple[tuple[bytes, str], ...] = (
     (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
 BINARY_SNIFF_BYTES = 8192
+MAX_TEXT_FILE_BYTES = 32 * 1024 * 1024
+"""Text tools refuse bigger files: each holds a file in memory several times over (text, lines, edits)."""
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -89,23 +91,63 @@ def decode(data: bytes) -> TextFile | None:
 
 
 def read_text(path: Path, display: str) -> Result[TextFile]:
-    """Read and decode a file, with clear errors for missing, directory and binary paths."""
+    """Read and decode a file, with clear errors for missing, directory, special, huge and binary paths.
+
+    The file is opened without blocking and checked on the open descriptor, so a FIFO (which
+    would wait forever for a writer) or a device is refused instead of read, and no more than
+    :data:`MAX_TEXT_FILE_BYTES` are ever read.
+    """
     empty = TextFile("")
-    if not path.exists():
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
         return Result.fail(ErrorKind.NOT_FOUND, f"file not found: {display}",
                            "Check the name with list_directory or search_files.", data=empty)
-    if path.is_dir():
-        return Result.fail(ErrorKind.INVALID_INPUT, f"{display} is a directory, not a file",
-                           "Use list_directory or get_tree for directories.", data=empty)
-    try:
-        data = path.read_bytes()
     except OSError as exc:
-        return Result.fail(ErrorKind.PERMISSION, f"cannot read {display}: {exc.strerror}", data=empty)
+        return Result.fail(ErrorKind.PERMISSION, f"cannot read {display}: {exc.strerror}",
+                           "Check the file's permissions, or use another file.", data=empty)
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            return Result.fail(ErrorKind.INVALID_INPUT, f"{display} is a directory, not a file",
+                               "Use list_directory or get_tree for directories.", data=empty)
+        if not stat.S_ISREG(info.st_mode):
+            return Result.fail(ErrorKind.INVALID_INPUT, f"{display} is not a regular file (a FIFO, socket or device)",
+                               "Only regular text files can be read or edited with these tools.", data=empty)
+        if info.st_size > MAX_TEXT_FILE_BYTES:
+            return _too_large(display, info.st_size, empty)
+        data = _read_at_most(fd, MAX_TEXT_FILE_BYTES + 1, info.st_size + 1)
+    except OSError as exc:
+        return Result.fail(ErrorKind.PERMISSION, f"cannot read {display}: {exc.strerror}",
+                           "Check the file's permissions, or use another file.", data=empty)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_TEXT_FILE_BYTES:
+        return _too_large(display, len(data), empty)
     decoded = decode(data)
     if decoded is None:
         return Result.fail(ErrorKind.INVALID_INPUT, f"{display} is a binary file ({len(data)} bytes)",
                            "Only text files can be read or edited with these tools.", data=empty)
     return Result.success(decoded)
+
+
+def _read_at_most(fd: int, limit: int, expected: int) -> bytes:
+    """Up to ``limit`` bytes; ``expected`` (the size from fstat, plus one) sizes the first read."""
+    chunks: list[bytes] = []
+    remaining = limit
+    while remaining > 0:
+        chunk = os.read(fd, min(remaining, max(expected, 1 << 16)))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(display: str, size: int, empty: TextFile) -> Result[TextFile]:
+    return Result.fail(ErrorKind.TOO_LARGE,
+                       f"{display} is {size:,} bytes; text tools read files up to {MAX_TEXT_FILE_BYTES:,} bytes",
+                       "Look inside it with a search tool, or with head/tail/grep in run_shell.", data=empty)
 
 
 def atomic_write(path: Path, data: bytes) -> None:
