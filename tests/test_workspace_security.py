@@ -265,3 +265,16 @@ def test_root_itself_must_exist(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="not a directory"):
         Workspace.create([tmp_path / "missing"])
 
+
+
+def test_a_gitignore_pointing_outside_is_not_read(root: Path, outside: Path, call: Call) -> None:
+    # Its patterns would reveal the outside file line by line through what they hide.
+    (outside / "patterns").write_text("guess_*.txt\n")
+    (root / ".gitignore").symlink_to(outside / "patterns")
+    (root / "guess_a.txt").write_text("")
+    sub = root / "sub"
+    sub.mkdir()
+    (sub / ".gitignore").symlink_to("/dev/zero")  # read whole, this ate all memory
+    (sub / "kept.txt").write_text("")
+    tree = call("get_tree", path=".").text
+    assert "guess_a.txt" in tree and "kept.txt" in tree

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pathspec
 
+from codeward.code.textfile import read_text
 from codeward.workspace import Workspace
 
 ALWAYS_SKIPPED_DIRS = frozenset({".git", ".hg", ".svn"})
@@ -41,13 +42,19 @@ class _Ignore:
         return self.spec.match_file(rel + "/" if is_dir else rel)
 
 
-def _load_ignore(directory: Path) -> _Ignore | None:
+def _load_ignore(workspace: Workspace, directory: Path) -> _Ignore | None:
+    """The directory's ``.gitignore`` when it is a visible regular text file.
+
+    A repository can make it a symlink to a file outside (its patterns would reveal that file
+    through what gets hidden), to ``/dev/zero``, or a FIFO; those are ignored.
+    """
     gitignore = directory / ".gitignore"
-    try:
-        lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
+    if not os.path.lexists(gitignore) or not workspace.visible(gitignore):
         return None
-    return _Ignore(directory, pathspec.PathSpec.from_lines("gitignore", lines))
+    loaded = read_text(gitignore, ".gitignore")
+    if not loaded.ok:
+        return None
+    return _Ignore(directory, pathspec.PathSpec.from_lines("gitignore", loaded.data.text.splitlines()))
 
 
 def walk(
@@ -64,7 +71,7 @@ def walk(
         # .gitignore files of the directories between the root and top apply too.
         for parent in reversed([top, *top.parents]):
             if workspace.contains(parent):
-                loaded = _load_ignore(parent)
+                loaded = _load_ignore(workspace, parent)
                 if loaded:
                     ignores.append(loaded)
     yield from _walk_dir(workspace, top, top, 1, max_depth, gitignore, include_dirs, ignores)
@@ -111,7 +118,7 @@ def _walk_dir(
             if not is_link and (max_depth is None or depth < max_depth):
                 child_ignores = ignores
                 if gitignore:
-                    loaded = _load_ignore(path)
+                    loaded = _load_ignore(workspace, path)
                     if loaded:
                         child_ignores = [*ignores, loaded]
                 yield from _walk_dir(workspace, top, path, depth + 1, max_depth, gitignore, include_dirs,
