@@ -242,3 +242,23 @@ def test_files_past_the_text_limit_are_refused_before_reading(root: Path, call: 
         assert outcome.is_error and outcome.errors[0].kind is ErrorKind.TOO_LARGE
         assert f"huge.log is {MAX_TEXT_FILE_BYTES + 1:,} bytes" in outcome.text and "grep" in outcome.text
     assert snapshot(root) == before
+
+
+def test_spilled_output_never_lands_outside_through_a_symlinked_folder(root: Path, tmp_path: Path,
+                                                                       catalog: Catalog) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (root / ".codeward").symlink_to(elsewhere, target_is_directory=True)  # a cloned repository can ship this
+    (root / "big.txt").write_text("row\n" * 1000)
+    ctx = ToolContext(Workspace.create([root]), settings=Settings(output_cap_chars=100))
+    outcome = catalog.call("read_file", {"path": "big.txt"}, ctx)
+    assert outcome.truncated and "Narrow the request" in outcome.text and "saved as" not in outcome.text
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_spilled_output_with_a_lone_surrogate_is_saved_not_raised(root: Path, catalog: Catalog) -> None:
+    (root / "a.txt").write_text("a\n")
+    ctx = ToolContext(Workspace.create([root]), settings=Settings(output_cap_chars=100))
+    arguments = {"path": "a.txt", "old_string": "a", "new_string": "\ud800" * 300, "dry_run": True}
+    outcome = catalog.call("edit_file", arguments, ctx)  # JSON allows "\ud800"; the diff echoes it
+    assert outcome.truncated and "saved as" in outcome.text and "\ufffd" in outcome.text

@@ -399,17 +399,11 @@ def bound_output(text: str, ctx: ToolContext, name: str) -> tuple[str, bool]:
     cap = ctx.settings.output_cap_chars
     if len(text) <= cap:
         return text, False
-    spill = ctx.workspace.primary / ctx.settings.spill_dir_name
-    saved = ""
-    try:
-        spill.mkdir(parents=True, exist_ok=True)
-        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-        target = spill / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{digest}.txt"
-        target.write_text(text, encoding="utf-8", errors="surrogateescape")
-        shown = ctx.workspace.display(target)
-        saved = f" The full output is saved as {shown}: read it with read_file and offset/limit."
-    except OSError:
+    shown = _spill(text, ctx, name)
+    if shown is None:
         saved = " Narrow the request (offset/limit, a smaller path or pattern) to see the rest."
+    else:
+        saved = f" The full output is saved as {shown}: read it with read_file and offset/limit."
     marker = (
         f"\n\n[... output truncated: {len(text):,} characters, showing the first {cap:,}."
         f"{saved} ...]"
@@ -418,6 +412,33 @@ def bound_output(text: str, ctx: ToolContext, name: str) -> tuple[str, bool]:
 
 
 # -- internals -------------------------------------------------------------------------------
+
+
+def _spill(text: str, ctx: ToolContext, name: str) -> str | None:
+    """Save a whole output in the spill folder; its path as shown, or None when it cannot be saved.
+
+    The folder goes through the gate like any write: a repository's ``.codeward`` may be a
+    symlink to anywhere.
+    """
+    spill = ctx.workspace.resolve(str(ctx.workspace.primary / ctx.settings.spill_dir_name), Access.WRITE)
+    if not spill.ok:
+        return None
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    target = spill.data / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{digest}.txt"
+    try:
+        data = text.encode("utf-8", "surrogateescape")  # undecodable bytes of a file go back as they were
+    except UnicodeEncodeError:
+        data = displayable(text).encode("utf-8")
+    try:
+        spill.data.mkdir(parents=True, exist_ok=True)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+    except FileExistsError:  # the same output (same digest) within the same second
+        pass
+    except OSError:
+        return None
+    return ctx.workspace.display(target)
 
 
 def _check_name(name: str) -> None:
