@@ -278,3 +278,10 @@ def test_a_gitignore_pointing_outside_is_not_read(root: Path, outside: Path, cal
     (sub / "kept.txt").write_text("")
     tree = call("get_tree", path=".").text
     assert "guess_a.txt" in tree and "kept.txt" in tree
+
+
+def test_lone_surrogates_in_paths_are_refused_clearly(project: Path, call: Call) -> None:
+    before = snapshot(project)
+    for tool, extra in (("read_file", {}), ("write_file", {"content": "x"}), ("list_directory", {})):
+        _refused(call(tool, path="src/\ud800.py", **extra), ErrorKind.INVALID_INPUT, "lone UTF-16 surrogate")
+    assert snapshot(project) == before

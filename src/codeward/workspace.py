@@ -175,6 +175,12 @@ class Workspace:
         if "\x00" in raw:
             return Result.fail(ErrorKind.INVALID_INPUT, f"{param} contains a NUL byte",
                                "Remove the NUL character from the path.", data="")
+        try:
+            os.fsencode(raw)
+        except UnicodeEncodeError:
+            return Result.fail(ErrorKind.INVALID_INPUT,
+                               f"{param} contains a lone UTF-16 surrogate, which no file name has",
+                               "Write the path in plain Unicode text (valid UTF-8).", data="")
         if len(raw) > MAX_PATH_CHARS:
             return Result.fail(ErrorKind.INVALID_INPUT,
                                f"{param} is {len(raw)} characters long; the limit is {MAX_PATH_CHARS}",
