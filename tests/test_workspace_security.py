@@ -285,3 +285,22 @@ def test_lone_surrogates_in_paths_are_refused_clearly(project: Path, call: Call)
     for tool, extra in (("read_file", {}), ("write_file", {"content": "x"}), ("list_directory", {})):
         _refused(call(tool, path="src/\ud800.py", **extra), ErrorKind.INVALID_INPUT, "lone UTF-16 surrogate")
     assert snapshot(project) == before
+
+
+@pytest.mark.parametrize("name", [".ENV", "Server.PEM", "deploy.Key", "ID_RSA", ".Env.local"])
+def test_secret_globs_ignore_case_as_macos_and_windows_do(project: Path, call: Call, name: str) -> None:
+    (project / name).write_text("protected\n")  # on a case-insensitive disk this *is* .env, server.pem ...
+    before = snapshot(project)
+    _refused(call("read_file", path=name), ErrorKind.PERMISSION, "blacklisted")
+    _refused(call("write_file", path=name, content="x", overwrite=True), ErrorKind.PERMISSION, "blacklisted")
+    assert name not in call("list_directory", path=".").text
+    assert snapshot(project) == before
+
+
+@pytest.mark.parametrize("folder", [".GIT", ".Git", ".g\u200cit"])
+def test_git_folder_spelled_otherwise_is_still_not_writable(project: Path, call: Call, folder: str) -> None:
+    # On macOS these open .git: writing its config (core.fsmonitor, hooks) runs code at the next git command.
+    before = snapshot(project)
+    _refused(call("write_file", path=f"{folder}/config", content="[core]\n\tfsmonitor = evil\n"),
+             ErrorKind.PERMISSION, ".git/")
+    assert snapshot(project) == before

@@ -46,6 +46,8 @@ DEFAULT_BLACKLIST_GLOBS: tuple[str, ...] = (
 MAX_PATH_CHARS = 4096
 MAX_COMPONENT_BYTES = 255
 _DRIVE = re.compile(r"^[A-Za-z]:")
+_HFS_IGNORED = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
+"""Code points macOS (HFS+) drops from names, so that '.g\u200cit' is '.git' there (as git checks)."""
 
 
 class Access(StrEnum):
@@ -112,6 +114,11 @@ class Workspace:
     @cached_property
     def _blacklist_spec(self) -> pathspec.PathSpec:  # type: ignore[type-arg]
         return pathspec.PathSpec.from_lines("gitignore", self.blacklist_globs)
+
+    @cached_property
+    def _folded_blacklist_spec(self) -> pathspec.PathSpec:  # type: ignore[type-arg]
+        """The globs case-folded: on macOS and Windows '.ENV' opens '.env'."""
+        return pathspec.PathSpec.from_lines("gitignore", [glob.casefold() for glob in self.blacklist_globs])
 
     # -- layer 3: resolution -------------------------------------------------------------
 
@@ -219,8 +226,10 @@ class Workspace:
         if name in HARD_BLACKLIST_NAMES or name.endswith(HARD_BLACKLIST_SUFFIX):
             return f"a protected file ({path.name}: history, configuration and credentials are off limits)"
         rel = self._relative(path)
-        if rel and self._blacklist_spec.match_file(unicodedata.normalize("NFKC", rel)):
-            return f"blacklisted by the workspace's secret-file globs ({path.name})"
+        if rel:
+            rel = unicodedata.normalize("NFKC", rel)
+            if self._blacklist_spec.match_file(rel) or self._folded_blacklist_spec.match_file(_fold(rel)):
+                return f"blacklisted by the workspace's secret-file globs ({path.name})"
         return ""
 
     def visible(self, entry: Path) -> bool:
@@ -253,13 +262,18 @@ class Workspace:
     def _inside_git_dir(self, real: Path) -> bool:
         rel = self._relative(real)
         parts = Path(rel).parts if rel else real.parts
-        return ".git" in parts
+        return any(_fold(part) == ".git" for part in parts)
 
     def _roots_text(self) -> str:
         places = [str(root) for root in self.roots]
         if self.allowed_files:
             places.append(f"the {len(self.allowed_files)} tracked files")
         return ", ".join(places) or "the tracked files (none yet)"
+
+
+def _fold(name: str) -> str:
+    """A name as a case-insensitive file system (macOS, Windows) compares it."""
+    return _HFS_IGNORED.sub("", name).casefold()
 
 
 def _structure(text: str) -> list[str]:
