@@ -262,3 +262,20 @@ def test_spilled_output_with_a_lone_surrogate_is_saved_not_raised(root: Path, ca
     arguments = {"path": "a.txt", "old_string": "a", "new_string": "\ud800" * 300, "dry_run": True}
     outcome = catalog.call("edit_file", arguments, ctx)  # JSON allows "\ud800"; the diff echoes it
     assert outcome.truncated and "saved as" in outcome.text and "\ufffd" in outcome.text
+
+
+def test_appending_after_a_last_line_without_newline_keeps_both_lines(root: Path, call: Call) -> None:
+    (root / "a.txt").write_text("a\nb")
+    call("set_file_slice", path="a.txt", start_line=3, end_line=2, new_content="c\n")
+    assert (root / "a.txt").read_text() == "a\nb\nc\n"
+    call("set_file_slice", path="a.txt", start_line=4, end_line=3, new_content="d")
+    assert (root / "a.txt").read_text() == "a\nb\nc\nd"
+
+
+def test_a_refused_write_file_leaves_no_new_folders(root: Path, call: Call) -> None:
+    outcome = call("write_file", path="new/deep/f.txt", content="x\ud800")  # JSON can carry a lone surrogate
+    assert outcome.is_error and "cannot be encoded" in outcome.text
+    assert list(root.iterdir()) == []
+    (root / "file").write_text("")
+    blocked = call("write_file", path="file/sub/f.txt", content="x")
+    assert blocked.is_error and "Hint:" in blocked.text and sorted(p.name for p in root.iterdir()) == ["file"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 from pathlib import Path
 from typing import Annotated
@@ -107,12 +108,17 @@ def write_file(
         loaded = read_text(real, display)
         if loaded.ok:
             original = loaded.data
+    created = [folder for folder in (real.parent, *real.parent.parents) if not folder.exists()]
     try:
         real.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        return Result.fail(ErrorKind.PERMISSION, f"cannot create the folder for {display}: {exc.strerror}", data="")
+        _remove_folders(created)
+        return Result.fail(ErrorKind.PERMISSION, f"cannot create the folder for {display}: {exc.strerror}",
+                           "Check that no file stands where a folder of the path should be, and the permissions.",
+                           data="")
     written = write_text(real, original, content, display)
     if not written.ok:
+        _remove_folders(created)  # a refused write leaves the disk as it was
         return written.cast("")
     return Result.success(f"Wrote {display} ({len(content.splitlines())} lines).")
 
@@ -208,7 +214,10 @@ def set_file_slice(
     replacement = new_content.replace("\r\n", "\n")
     if replacement and not replacement.endswith("\n") and end_line < len(lines):
         replacement += "\n"
-    new_text = "".join(lines[: start_line - 1]) + replacement + "".join(lines[end_line:])
+    head = "".join(lines[: start_line - 1])
+    if replacement and head and not head.endswith("\n"):
+        head += "\n"  # inserting after a last line without a newline: keep it a line of its own
+    new_text = head + replacement + "".join(lines[end_line:])
     written = write_text(real, text_file, new_text, display)
     if not written.ok:
         return written.cast("")
@@ -280,6 +289,13 @@ def get_tree(
             lines.append(f"[... stopped at {MAX_LISTED} entries; lower max_depth or pick a subfolder ...]")
             break
     return Result.success("\n".join(lines))
+
+
+def _remove_folders(created: list[Path]) -> None:
+    """Remove folders a failed write created (deepest first); ones that gained content stay."""
+    for folder in created:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 
 
 def _occurrence_lines(text: str, needle: str, limit: int) -> list[int]:
