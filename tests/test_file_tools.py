@@ -279,3 +279,21 @@ def test_a_refused_write_file_leaves_no_new_folders(root: Path, call: Call) -> N
     (root / "file").write_text("")
     blocked = call("write_file", path="file/sub/f.txt", content="x")
     assert blocked.is_error and "Hint:" in blocked.text and sorted(p.name for p in root.iterdir()) == ["file"]
+
+
+def test_files_with_the_longest_names_can_be_edited(root: Path, call: Call) -> None:
+    name = "n" * 252 + ".py"  # 255 bytes: the temporary sibling's name must not grow past that
+    (root / name).write_text("old\n")
+    outcome = call("edit_file", path=name, old_string="old", new_string="new")
+    assert not outcome.is_error, outcome.text
+    assert (root / name).read_text() == "new\n" and sorted(p.name for p in root.iterdir()) == [name]
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a file away needs root")
+def test_an_edit_keeps_the_file_owner(root: Path, call: Call) -> None:
+    target = root / "owned.txt"
+    target.write_text("a\n")
+    os.chown(target, 4321, 4322)
+    call("edit_file", path="owned.txt", old_string="a", new_string="b")
+    info = target.stat()
+    assert target.read_text() == "b\n" and (info.st_uid, info.st_gid) == (4321, 4322)

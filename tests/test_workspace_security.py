@@ -304,3 +304,22 @@ def test_git_folder_spelled_otherwise_is_still_not_writable(project: Path, call:
     _refused(call("write_file", path=f"{folder}/config", content="[core]\n\tfsmonitor = evil\n"),
              ErrorKind.PERMISSION, ".git/")
     assert snapshot(project) == before
+
+
+def test_a_folder_swapped_for_a_symlink_after_resolving_is_not_used(root: Path, outside: Path) -> None:
+    from codeward.code.textfile import read_text, write_text
+
+    workspace = Workspace.create([root])
+    (root / "sub").mkdir()
+    (root / "sub" / "secret.txt").write_text("inside\n")
+    real = workspace.resolve("sub/secret.txt", Access.WRITE).data
+    loaded = read_text(real, "sub/secret.txt", workspace).data
+    # What a racing process (a script run in parallel) does between resolving and opening:
+    (root / "sub").rename(root / "was_sub")
+    (root / "sub").symlink_to(outside, target_is_directory=True)
+    written = write_text(real, loaded, "overwritten\n", "sub/secret.txt", workspace)
+    assert not written.ok and "changed while being written" in written.error_text()
+    assert (outside / "secret.txt").read_text() == "top secret\n"
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
+    read = read_text(real, "sub/secret.txt", workspace)
+    assert not read.ok and "changed while being opened" in read.error_text() and "top secret" not in str(read)

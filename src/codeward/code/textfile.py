@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import errno
 import os
 import re
+import secrets
 import stat
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from codeward.result import ErrorKind, Result
+from codeward.workspace import Access, Workspace
 
 _BOMS: tuple[tuple[bytes, str], ...] = (
     (codecs.BOM_UTF32_LE, "utf-32-le"),
@@ -26,6 +28,8 @@ _BOMS: tuple[tuple[bytes, str], ...] = (
     (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
 BINARY_SNIFF_BYTES = 8192
+TEMP_NAME_KEEP = 50
+"""Characters of the file name kept in its temporary sibling's name (which must stay under 255 bytes)."""
 MAX_TEXT_FILE_BYTES = 32 * 1024 * 1024
 """Text tools refuse bigger files: each holds a file in memory several times over (text, lines, edits)."""
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -90,12 +94,13 @@ def decode(data: bytes) -> TextFile | None:
     return TextFile(text, encoding, bom, "\n")
 
 
-def read_text(path: Path, display: str) -> Result[TextFile]:
+def read_text(path: Path, display: str, workspace: Workspace | None = None) -> Result[TextFile]:
     """Read and decode a file, with clear errors for missing, directory, special, huge and binary paths.
 
     The file is opened without blocking and checked on the open descriptor, so a FIFO (which
     would wait forever for a writer) or a device is refused instead of read, and no more than
-    :data:`MAX_TEXT_FILE_BYTES` are ever read.
+    :data:`MAX_TEXT_FILE_BYTES` are ever read. With the ``workspace`` the path was resolved in,
+    the file actually opened is checked against it (a symlink swapped in after resolving).
     """
     empty = TextFile("")
     try:
@@ -107,6 +112,8 @@ def read_text(path: Path, display: str) -> Result[TextFile]:
         return Result.fail(ErrorKind.PERMISSION, f"cannot read {display}: {exc.strerror}",
                            "Check the file's permissions, or use another file.", data=empty)
     try:
+        if workspace is not None:
+            _check_opened(fd, path, None, workspace, Access.READ)
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
             return Result.fail(ErrorKind.INVALID_INPUT, f"{display} is a directory, not a file",
@@ -117,6 +124,9 @@ def read_text(path: Path, display: str) -> Result[TextFile]:
         if info.st_size > MAX_TEXT_FILE_BYTES:
             return _too_large(display, info.st_size, empty)
         data = _read_at_most(fd, MAX_TEXT_FILE_BYTES + 1, info.st_size + 1)
+    except PathChanged as exc:
+        return Result.fail(ErrorKind.PERMISSION, f"{display} changed while being opened: {exc.strerror}",
+                           "Nothing was read. It was replaced (by a symlink?); check it, then retry.", data=empty)
     except OSError as exc:
         return Result.fail(ErrorKind.PERMISSION, f"cannot read {display}: {exc.strerror}",
                            "Check the file's permissions, or use another file.", data=empty)
@@ -150,44 +160,85 @@ def _too_large(display: str, size: int, empty: TextFile) -> Result[TextFile]:
                        "Look inside it with a search tool, or with head/tail/grep in run_shell.", data=empty)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+class PathChanged(OSError):
+    """The file or its folder, once opened, turned out to lie where the workspace forbids."""
+
+
+def atomic_write(path: Path, data: bytes, workspace: Workspace | None = None) -> None:
     """Replace ``path`` with ``data`` so that readers see the old or the new file, never half.
 
     Writes a temporary file in the same directory, fsyncs it, gives it the original file's
-    permission bits, renames it over the target and fsyncs the directory.
+    permission bits and owner, renames it over the target and fsyncs the directory. Every step
+    works relative to one descriptor of the directory; with a ``workspace``, the directory that
+    descriptor really is gets checked first, so a folder swapped for a symlink after the path was
+    resolved cannot send the write outside (:class:`PathChanged`).
     """
-    directory = path.parent
+    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        mode: int | None = stat.S_IMODE(path.stat().st_mode)
+        if workspace is not None:
+            _check_opened(dir_fd, path.parent, path.name, workspace, Access.WRITE)
+        _replace_in(dir_fd, path.name, data)
+    finally:
+        os.close(dir_fd)
+
+
+def _replace_in(dir_fd: int, name: str, data: bytes) -> None:
+    try:
+        old: os.stat_result | None = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     except FileNotFoundError:
-        mode = None
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".codeward-tmp", dir=directory)
+        old = None
+    if old is not None and not stat.S_ISREG(old.st_mode):
+        old = None  # nothing to inherit from a link (which the rename replaces, not follows)
+    tmp_name = f".{name[:TEMP_NAME_KEEP]}.{secrets.token_hex(4)}.codeward-tmp"
+    fd = os.open(tmp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(tmp_name, mode)
-        else:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp_name, 0o666 & ~umask)
-        os.replace(tmp_name, path)
+            os.fsync(fd)
+            if old is None:
+                umask = os.umask(0)
+                os.umask(umask)
+                os.fchmod(fd, 0o666 & ~umask)
+            else:
+                os.fchmod(fd, stat.S_IMODE(old.st_mode))
+                created = os.fstat(fd)
+                if (created.st_uid, created.st_gid) != (old.st_uid, old.st_gid):
+                    with contextlib.suppress(OSError):  # only root may give a file away
+                        os.fchown(fd, old.st_uid, old.st_gid)
+        os.replace(tmp_name, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(tmp_name)
+            os.unlink(tmp_name, dir_fd=dir_fd)
         raise
     with contextlib.suppress(OSError):
-        dir_fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        os.fsync(dir_fd)
 
 
-def write_text(path: Path, original: TextFile, new_text: str, display: str) -> Result[None]:
-    """Atomically write ``new_text`` in ``original``'s encoding, BOM and line endings."""
+def _check_opened(fd: int, expected: Path, name: str | None, workspace: Workspace, access: Access) -> None:
+    """Raise :class:`PathChanged` unless the opened file (or ``name`` in the opened directory) is allowed.
+
+    Where the descriptor really leads is what counts; when that is the (resolved) path the
+    caller gave, the gate already said yes to it.
+    """
+    try:
+        opened = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:  # no /proc: the check made when the path was resolved stands alone
+        return
+    if opened == os.fspath(expected):
+        return
+    checked = workspace.resolve(os.path.join(opened, name) if name else opened, access)
+    if not checked.ok:
+        raise PathChanged(errno.EACCES, checked.errors[0].message)
+
+
+def write_text(path: Path, original: TextFile, new_text: str, display: str,
+               workspace: Workspace | None = None) -> Result[None]:
+    """Atomically write ``new_text`` in ``original``'s encoding, BOM and line endings.
+
+    Pass the ``workspace`` the path was resolved in: the folder actually written to is checked
+    against it once open (see :func:`atomic_write`).
+    """
     try:
         data = original.encode(new_text)
     except UnicodeEncodeError as exc:
@@ -195,7 +246,11 @@ def write_text(path: Path, original: TextFile, new_text: str, display: str) -> R
                            f"the new text cannot be encoded as {original.encoding} for {display}: {exc.reason}",
                            "Use characters the file's encoding can represent.")
     try:
-        atomic_write(path, data)
+        atomic_write(path, data, workspace)
+    except PathChanged as exc:
+        return Result.fail(ErrorKind.PERMISSION, f"{display} changed while being written: {exc.strerror}",
+                           "Nothing was written. A folder on its path was replaced (by a symlink?); check it, "
+                           "then retry.")
     except OSError as exc:
         return Result.fail(ErrorKind.PERMISSION, f"cannot write {display}: {exc.strerror}",
                            "Check the file and folder permissions.")

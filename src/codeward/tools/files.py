@@ -27,7 +27,7 @@ def _resolve_file(ctx: ToolContext, path: str, access: Access = Access.READ) -> 
     resolved = ctx.workspace.resolve(path, access)
     if not resolved.ok:
         return resolved.cast((resolved.data, TextFile("")))
-    loaded = read_text(resolved.data, ctx.workspace.display(resolved.data))
+    loaded = read_text(resolved.data, ctx.workspace.display(resolved.data), ctx.workspace)
     return loaded.cast((resolved.data, loaded.data)) if not loaded.ok else Result.success(
         (resolved.data, loaded.data))
 
@@ -116,7 +116,7 @@ def write_file(
         return Result.fail(ErrorKind.PERMISSION, f"cannot create the folder for {display}: {exc.strerror}",
                            "Check that no file stands where a folder of the path should be, and the permissions.",
                            data="")
-    written = write_text(real, original, content, display)
+    written = write_text(real, original, content, display, ctx.workspace)
     if not written.ok:
         _remove_folders(created)  # a refused write leaves the disk as it was
         return written.cast("")
@@ -218,7 +218,7 @@ def set_file_slice(
     if replacement and head and not head.endswith("\n"):
         head += "\n"  # inserting after a last line without a newline: keep it a line of its own
     new_text = head + replacement + "".join(lines[end_line:])
-    written = write_text(real, text_file, new_text, display)
+    written = write_text(real, text_file, new_text, display, ctx.workspace)
     if not written.ok:
         return written.cast("")
     added = len(replacement.splitlines())
@@ -263,7 +263,7 @@ def edit_file(
         diff = "".join(difflib.unified_diff(text.splitlines(keepends=True), new_text.splitlines(keepends=True),
                                             f"a/{display}", f"b/{display}"))
         return Result.success(diff or "(no change)", "[dry run: nothing was written]")
-    written = write_text(real, text_file, new_text, display)
+    written = write_text(real, text_file, new_text, display, ctx.workspace)
     if not written.ok:
         return written.cast("")
     first = _occurrence_lines(text, old, 1)[0]
