@@ -119,3 +119,20 @@ def test_listing_and_token_estimates(root: Path) -> None:
     assert tracked.listing() == [("a.py", 400, 100)] and tracked.tokens() == 100
     assert "[FILE: a.py]" in tracked.context_block(["a.py"])
     assert tracked.drop(["*.py"]) == ["a.py"] and tracked.listing() == []
+
+
+def test_a_tracked_file_turned_into_a_symlink_outside_is_not_read(root: Path, tmp_path: Path,
+                                                                   catalog: Catalog) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "id_key").write_text("PRIVATE KEY MATERIAL\n")
+    (root / "notes.txt").write_text("notes\n")
+    tracked = TrackedFiles(Workspace.create([root]))
+    tracked.add(["notes.txt"])
+    (root / "notes.txt").unlink()
+    (root / "notes.txt").symlink_to(outside / "id_key")  # e.g. by a script the model ran
+    assert (outside / "id_key").resolve() not in tracked.workspace().allowed_files
+    read = catalog.call("read_file", {"path": "notes.txt"}, ToolContext(tracked.workspace()))
+    assert read.is_error and "outside the workspace" in read.text
+    report = tracked.refresh()
+    assert "PRIVATE KEY" not in report and "notes.txt: changed and can no longer be read" in report

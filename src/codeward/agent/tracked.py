@@ -54,7 +54,10 @@ class TrackedFiles:
     def workspace(self) -> Workspace:
         """Layer 1, rebuilt: the tracked files plus the base directories."""
         dirs = None if self.base_dirs is None else list(self.base_dirs)
-        return self.base.with_files(list(self.files), dirs)
+        # A tracked path that now resolves elsewhere (swapped for a symlink) would carry its
+        # target into the allowlist: it is left out, and the gate judges it like any path.
+        unchanged = [path for path in self.files if os.path.realpath(path) == os.fspath(path)]
+        return self.base.with_files(unchanged, dirs)
 
     # -- adding and dropping ------------------------------------------------------------------
 
@@ -72,7 +75,7 @@ class TrackedFiles:
                 if not resolved.ok:
                     problems.append(resolved.errors[0].message)
                     continue
-                loaded = read_text(resolved.data, self.base.display(resolved.data))
+                loaded = read_text(resolved.data, self.base.display(resolved.data), self.base)
                 if not loaded.ok:
                     problems.append(loaded.errors[0].message)
                     continue
@@ -129,6 +132,7 @@ class TrackedFiles:
         """Re-stat every tracked file; a ``[SYSTEM: FILES UPDATED]`` block for the changes, or ""."""
         reports: list[str] = []
         budget = MAX_DIFF_CHARS_TOTAL
+        allowed = self.workspace()
         for path in list(self.files):
             seen = self.files[path]
             shown = self.base.display(path)
@@ -139,7 +143,7 @@ class TrackedFiles:
                 continue
             if stat.st_mtime_ns == seen.mtime_ns and stat.st_size == seen.size:
                 continue
-            loaded = read_text(path, shown)
+            loaded = read_text(path, shown, allowed)  # it may have become a symlink to anywhere
             if not loaded.ok:
                 reports.append(f"{shown}: changed and can no longer be read as text ({loaded.errors[0].message})")
                 continue
@@ -185,7 +189,7 @@ class TrackedFiles:
                         continue
                 except OSError:
                     continue
-                loaded = read_text(entry.path, entry.rel)
+                loaded = read_text(entry.path, entry.rel, self.base)
                 if loaded.ok and loaded.data.text == seen.text:
                     return entry.path
         return None
