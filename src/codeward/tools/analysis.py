@@ -368,7 +368,7 @@ def py_find_usages(
 def _usages_in_file(ctx: ToolContext, real: Path, name: str) -> Result[UsageReport | None]:
     """One file, as the seed did it: every exact occurrence, comments and strings marked."""
     display = ctx.workspace.display(real)
-    loaded = read_text(real, display)
+    loaded = read_text(real, display, ctx.workspace)
     if not loaded.ok:
         return loaded.cast(None)
     source = loaded.data.text.encode("utf-8", "surrogateescape")
@@ -521,7 +521,7 @@ def get_file_summary(ctx: ToolContext, path: PathArg) -> Result[str]:
     if resolved.data.is_dir():
         return Result.fail(ErrorKind.INVALID_INPUT, f"{display} is a directory",
                            "Give a file; for a directory use repo_map or get_tree.", data="")
-    loaded = read_text(resolved.data, display)
+    loaded = read_text(resolved.data, display, ctx.workspace)
     if not loaded.ok:
         return loaded.cast("")
     return summarize(loaded.data.text, display)

@@ -60,7 +60,7 @@ from codeward.code.python_symbols import (
 from codeward.code.textfile import TextFile, read_text, write_text
 from codeward.context import ToolContext
 from codeward.result import ErrorKind, Result
-from codeward.workspace import Access
+from codeward.workspace import Access, Workspace
 
 PathArg = Annotated[str, Field(description="Python file (relative to the workspace root).")]
 NameArg = Annotated[str, Field(
@@ -188,6 +188,8 @@ class LoadedPython:
     display: str
     file: TextFile
     module: PythonModule
+    workspace: Workspace | None = None
+    """The gate the file was resolved through: writes check the opened file against it again."""
 
 
 def _parse_cache(ctx: ToolContext) -> ParseCache:
@@ -203,7 +205,7 @@ def _read(ctx: ToolContext, path: str, access: Access, param: str = "path") -> R
     if not resolved.ok:
         return resolved.cast(None)
     display = ctx.workspace.display(resolved.data)
-    loaded = read_text(resolved.data, display)
+    loaded = read_text(resolved.data, display, ctx.workspace)
     if not loaded.ok:
         return loaded.cast(None)
     return Result.success((resolved.data, loaded.data))
@@ -226,7 +228,7 @@ def _load(
         return Result.fail(ErrorKind.INVALID_INPUT, f"cannot parse {display}{not_python}: {problem.render(display)}",
                            "Fix the syntax error first (edit_file or set_file_slice), then retry; "
                            "py_check_syntax shows where it is.")
-    return Result.success(LoadedPython(real, display, text_file, module))
+    return Result.success(LoadedPython(real, display, text_file, module, ctx.workspace))
 
 
 def _refusal(what: str, display: str, new_text: str, original: PythonModule | None) -> Result[str] | None:
@@ -246,7 +248,7 @@ def _commit(loaded: LoadedPython, new_text: str, what: str, done: str) -> Result
     refused = _refusal(what, loaded.display, new_text, loaded.module)
     if refused:
         return refused
-    written = write_text(loaded.real, loaded.file, new_text, loaded.display)
+    written = write_text(loaded.real, loaded.file, new_text, loaded.display, loaded.workspace)
     if not written.ok:
         return written.cast("")
     return Result.success(done)
@@ -826,14 +828,14 @@ def _write_pair(dest_real: Path, dest_file: TextFile | None, dest_text: str, des
         except OSError as exc:
             return Result.fail(ErrorKind.PERMISSION, f"cannot create the folder for {dest_display}: {exc.strerror}",
                                data="")
-    written = write_text(dest_real, template, dest_text, dest_display)
+    written = write_text(dest_real, template, dest_text, dest_display, src.workspace)
     if not written.ok:
         return written.cast("")
-    src_written = write_text(src.real, src.file, src_text, src.display)
+    src_written = write_text(src.real, src.file, src_text, src.display, src.workspace)
     if src_written.ok:
         return Result.success("")
     if dest_file is not None:
-        write_text(dest_real, dest_file, dest_file.text, dest_display)
+        write_text(dest_real, dest_file, dest_file.text, dest_display, src.workspace)
     else:
         dest_real.unlink(missing_ok=True)
     return src_written.cast("")

@@ -92,7 +92,7 @@ def _load(ctx: ToolContext, path: str, forced: str | None, access: Access = Acce
     if real.is_file() and real.stat().st_size > MAX_SOURCE_BYTES:
         return Result.fail(ErrorKind.TOO_LARGE, f"{display} is {real.stat().st_size:,} bytes, more than the "
                            f"{MAX_SOURCE_BYTES:,} these tools parse", "Use get_file_slice or search on it instead.")
-    loaded = read_text(real, display)
+    loaded = read_text(real, display, ctx.workspace)
     if not loaded.ok:
         return loaded.cast(None)
     try:
@@ -182,7 +182,7 @@ def _update(ctx: ToolContext, path: str, name: str, new_content: str, forced: st
     change = replaced.data
     if change.text == source.file.text:
         return Result.success(f"{symbol.qualified} in {source.display} is already exactly that; nothing was written.")
-    written = write_text(source.real, source.file, change.text, source.display)
+    written = write_text(source.real, source.file, change.text, source.display, ctx.workspace)
     if not written.ok:
         return written.cast("")
     old_lines = f"{symbol.start_line}-{symbol.end_line}"

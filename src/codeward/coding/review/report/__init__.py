@@ -65,7 +65,7 @@ def write_report(workspace: Workspace, real: Path, text: str) -> Result[int]:
     except OSError as exc:
         return Result.fail(ErrorKind.PERMISSION, f"cannot create the folder for {display}: {exc.strerror}",
                            "Choose an output path in a writable folder.", data=0)
-    written = write_text(real, TextFile(""), text, display)  # reports are always UTF-8 with \n
+    written = write_text(real, TextFile(""), text, display, workspace)  # reports are always UTF-8 with \n
     if not written.ok:
         return written.cast(0)
     return Result.success(real.stat().st_size)
