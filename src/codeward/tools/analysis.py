@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -201,6 +201,20 @@ def _resolve_existing(ctx: ToolContext, raw: str, param: str = "path") -> Result
     return resolved
 
 
+def _existing_and_index(ctx: ToolContext, path: str) -> Result[tuple[Path, SymbolIndex]]:
+    """An existing path argument and the (refreshed) index of the root that holds it."""
+    resolved = _resolve_existing(ctx, path)
+    failed: Result[Any]
+    if not resolved.ok:
+        failed = resolved.cast(None)
+        return failed
+    opened = _open_index(ctx, resolved.data)
+    if not opened.ok:
+        failed = opened.cast(None)
+        return failed
+    return Result.success((resolved.data, opened.data), *opened.notes)
+
+
 def _open_index(ctx: ToolContext, real: Path) -> Result[SymbolIndex]:
     """The index of the root holding ``real``, refreshed (with progress) before use."""
     root = index_root_for(ctx.workspace, real)
@@ -273,24 +287,22 @@ def find_symbol(
         except re.error as exc:
             return Result.fail(ErrorKind.INVALID_INPUT, f"name {name!r} is not a valid regular expression: {exc}",
                                "Fix the pattern, or use match='glob' with * and ?.")
-    resolved = _resolve_existing(ctx, path)
-    if not resolved.ok:
-        return resolved.cast(None)
-    opened = _open_index(ctx, resolved.data)
-    if not opened.ok:
-        return opened.cast(None)
-    with opened.data as index:
+    located = _existing_and_index(ctx, path)
+    if not located.ok:
+        return located.cast(None)
+    real, opened_index = located.data
+    with opened_index as index:
         kinds = [k.strip() for k in kind.split(",") if k.strip()]
-        symbols, total = index.find(name, mode=match, kinds=kinds, under=_scope_of(index, resolved.data),
+        symbols, total = index.find(name, mode=match, kinds=kinds, under=_scope_of(index, real),
                                     limit=limit)
         if not symbols:
-            scope = ctx.workspace.display(resolved.data)
+            scope = ctx.workspace.display(real)
             what = f" of kind {kind!r}" if kind else ""
             return Result(data=None, errors=Result.fail(
                 ErrorKind.NOT_FOUND, f"no definition{what} matches {name!r} in {scope}",
-                _not_found_hint(index, name)).errors, notes=opened.notes)
+                _not_found_hint(index, name)).errors, notes=located.notes)
         entries = [SymbolEntry.of(s, _display(ctx, index, s.path)) for s in symbols]
-        return Result(data=SymbolMatches(query=name, total=total, symbols=entries), notes=opened.notes)
+        return Result(data=SymbolMatches(query=name, total=total, symbols=entries), notes=located.notes)
 
 
 @tool(toolset=TOOLSET, read_only=True, title="Repository map")
@@ -390,14 +402,12 @@ def py_get_hierarchy(
     if not IDENTIFIER_NAME.match(class_name):
         return Result.fail(ErrorKind.INVALID_INPUT, f"class_name {class_name!r} is not a class name",
                            "Give a name such as 'BaseModel' or 'pkg.module.BaseModel'.")
-    resolved = _resolve_existing(ctx, path)
-    if not resolved.ok:
-        return resolved.cast(None)
-    opened = _open_index(ctx, resolved.data)
-    if not opened.ok:
-        return opened.cast(None)
-    with opened.data as index:
-        scope = _scope_of(index, resolved.data)
+    located = _existing_and_index(ctx, path)
+    if not located.ok:
+        return located.cast(None)
+    real, opened_index = located.data
+    with opened_index as index:
+        scope = _scope_of(index, real)
         short = class_name.rsplit(".", 1)[-1]
         definitions, _total = index.find(short, mode="exact", kinds=CLASS_KINDS, language="python", limit=20)
         found = index.subclasses(short, language="python")
@@ -407,13 +417,13 @@ def py_get_hierarchy(
             return Result(data=None, errors=Result.fail(
                 ErrorKind.NOT_FOUND, f"no Python class named {class_name!r} is defined or subclassed in the "
                 f"workspace", _not_found_hint(index, short, language="python", what="classes")).errors,
-                notes=opened.notes)
+                notes=located.notes)
         entries = [HierarchyEntry(name=s.name, qualname=s.qualname, path=_display(ctx, index, s.path), line=s.line,
                                   base=base, depth=depth) for s, base, depth in _tree_order(in_scope)]
         defined = [f"{_display(ctx, index, d.path)}:{d.line}" for d in definitions]
-        hierarchy = Hierarchy(class_name=class_name, scope=ctx.workspace.display(resolved.data), defined_at=defined,
+        hierarchy = Hierarchy(class_name=class_name, scope=ctx.workspace.display(real), defined_at=defined,
                               subclasses=entries)
-        notes = list(opened.notes)
+        notes = list(located.notes)
         if entries:
             notes.append("[bases are matched by name; classes named alike in different modules are not told apart]")
         return Result(data=hierarchy, notes=notes)
