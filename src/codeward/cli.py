@@ -177,6 +177,16 @@ def build_parser() -> argparse.ArgumentParser:
 # -- shared pieces -------------------------------------------------------------------------
 
 
+def _bearer_token(args: argparse.Namespace) -> str | None:
+    """The HTTP bearer token named by ``--token-env``; an empty or unset variable is a mistake."""
+    if not args.token_env:
+        return None
+    token = os.environ.get(args.token_env)
+    if not token:
+        raise UsageError(f"--token-env {args.token_env}: that environment variable is empty or unset")
+    return token
+
+
 def _config(args: argparse.Namespace) -> Config:
     return load_config(getattr(args, "config", None))
 
@@ -215,11 +225,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     config = _config(args)
     explicit = bool(args.roots) or bool(config.roots)
     workspace = _workspace_for(config, args.roots)
-    token = None
-    if args.token_env:
-        token = os.environ.get(args.token_env)
-        if not token:
-            raise UsageError(f"--token-env {args.token_env}: that environment variable is empty or unset")
+    token = _bearer_token(args)
     if args.http and args.host not in ("127.0.0.1", "localhost", "::1") and (not args.allow_remote or not token):
         raise UsageError(f"binding to {args.host} exposes the tools to the network; "
                          "pass --allow-remote and --token-env VAR to do it")
@@ -324,11 +330,7 @@ def cmd_gateway(args: argparse.Namespace) -> int:
     from codeward.control.plane import ControlOptions
     from codeward.gateway.cli import run_gateway_cli
 
-    token = None
-    if args.token_env:
-        token = os.environ.get(args.token_env)
-        if not token:
-            raise UsageError(f"--token-env {args.token_env}: that environment variable is empty or unset")
+    token = _bearer_token(args)
     return run_gateway_cli(_gateway_config_path(args), "http" if args.http else "stdio", args.host, args.port,
                            token=token, roots=args.root or (), urls=args.url, yes=args.yes,
                            allow_remote=args.allow_remote, meta=args.meta, control=ControlOptions.from_args(args))
