@@ -14,7 +14,6 @@ import json
 import re
 import shlex
 import signal
-import subprocess
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,9 +47,7 @@ HELP = """Commands:
 Anything else is sent to the model. A reply line `CMD: <command>` is offered to run."""
 
 CMD_LINE = re.compile(r"^\s*CMD:\s*`?(?P<cmd>[^`]+?)`?\s*$", re.MULTILINE)
-CMD_TIMEOUT_S = 60.0
 DEFAULT_BUDGET_TOKENS = 32_000
-CMD_OUTPUT_CHARS = 8000
 
 Ask = Callable[[str], Awaitable[str]]
 
@@ -60,25 +57,10 @@ def extract_commands(text: str) -> list[str]:
     return [m.group("cmd").strip() for m in CMD_LINE.finditer(text) if m.group("cmd").strip()]
 
 
-def run_command(command: str, cwd: Path, timeout: float = CMD_TIMEOUT_S) -> str:
-    """Run one confirmed shell command in the project root; output bounded, whole group killed on timeout."""
-    try:
-        proc = subprocess.Popen(["bash", "-c", command], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, text=True, start_new_session=True)
-    except OSError as exc:
-        return f"could not start bash: {exc}"
-    try:
-        output, _ = proc.communicate(timeout=timeout)
-        status = f"exit code {proc.returncode}"
-    except subprocess.TimeoutExpired:
-        import os
-
-        os.killpg(proc.pid, signal.SIGKILL)
-        output, _ = proc.communicate()
-        status = f"killed after {timeout:.0f} s"
-    if len(output) > CMD_OUTPUT_CHARS:
-        output = output[:CMD_OUTPUT_CHARS] + f"\n[... output cut at {CMD_OUTPUT_CHARS} characters ...]"
-    return f"{output.rstrip()}\n[{status}]"
+def shell_toolset_disabled(command: str, cwd: Path) -> str:
+    """CMD: lines run only through the sandboxed run_shell tool; without it they do not run at all."""
+    return (f"[codeward] not run: {command!r} needs the run_shell tool, and the 'shell' toolset is not enabled "
+            "([server] toolsets in codeward.toml)")
 
 
 @dataclass
@@ -90,7 +72,7 @@ class ChatShell:
     ask: Ask
     view: RichView = field(init=False)
     pending_exec: list[str] = field(default_factory=list)
-    command_runner: Callable[[str, Path], str] = run_command
+    command_runner: Callable[[str, Path], str] = shell_toolset_disabled
     """Runs a confirmed ``CMD:`` line (the control plane wraps it to log the call)."""
     tracked: TrackedFiles = field(init=False)
     pending_files: list[str] = field(default_factory=list)
