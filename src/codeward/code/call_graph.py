@@ -17,8 +17,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from codeward.code.symbol_index import CALLABLE_KINDS, LineTable, Symbol, SymbolIndex, base_key
+from codeward.code.symbol_index import CALLABLE_KINDS, Symbol, SymbolIndex, base_key
 from codeward.code.tags import Extractors, blank_spans
+from codeward.code.usage_scan import LineTable
 
 CALL = re.compile(rb"(?<![A-Za-z0-9_\x80-\xff\\])([A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*)\s*(?:<[^<>()]*>\s*)?\(")
 """An identifier followed by ``(`` (C++/Java/TS generic arguments allowed in between)."""

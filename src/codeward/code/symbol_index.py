@@ -25,15 +25,13 @@ import re
 import sqlite3
 import threading
 import time
-from array import array
-from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
 
 from codeward.code.tags import Extractors, FileTags, tagged_language, unpack_spans
+from codeward.code.usage_scan import IndexedFile, Usage, scan_usages
 from codeward.code.walk import walk
 from codeward.result import ErrorKind, Result
 from codeward.workspace import Access, Workspace
@@ -51,9 +49,6 @@ MAX_SUGGESTION_POOL = 20000
 COMMIT_EVERY_SECONDS = 1.0
 CALLABLE_KINDS = ("function", "method", "prototype", "macro", "class", "struct")
 CLASS_KINDS = ("class", "struct", "interface", "trait", "protocol", "record", "object", "enum", "union")
-WORD_CHARS = rb"A-Za-z0-9_\x80-\xff"
-NOT_BEFORE_NAME = frozenset(
-    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_\\" + bytes(range(0x80, 0x100)))
 
 ProgressFn = Callable[[int, int | None, str], None]
 
@@ -114,17 +109,6 @@ class Symbol:
     @property
     def location(self) -> str:
         return f"{self.path}:{self.line}-{self.end_line}" if self.end_line > self.line else f"{self.path}:{self.line}"
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """One occurrence of a name in code: 1-based line and (character) column."""
-
-    path: str
-    line: int
-    column: int
-    text: str
-    definition: bool = False
 
 
 @dataclass
@@ -586,41 +570,8 @@ class SymbolIndex:
         rows = self._db.execute(sql + " ORDER BY f.path", params).fetchall()
         definitions = {(int(fid), int(line)) for fid, line in self._db.execute(
             "SELECT file_id, name_line FROM symbols WHERE name = ?", (last,))}
-        pattern = usage_pattern(name)
-        found: list[Usage] = []
-        total = 0
-        for file_id, rel, mtime_ns, size, file_language, count, packed in rows:
-            if len(found) >= limit:
-                total += int(count) if "." not in name else 0
-                continue
-            code = self._current_code(str(rel), int(mtime_ns), int(size), str(file_language), packed)
-            if code is None:
-                continue
-            source, spans = code
-            for match in locate_matches(source, pattern, spans):
-                if match.masked:
-                    continue
-                total += 1
-                if len(found) < limit:
-                    found.append(Usage(str(rel), match.line, match.column, match.text,
-                                       (int(file_id), match.line) in definitions))
-        return found, max(total, len(found))
-
-    def _current_code(self, rel: str, mtime_ns: int, size: int, language: str, packed: bytes | None
-                      ) -> tuple[bytes, SpanTable] | None:
-        """A file's bytes and comment/string spans; re-tagged in memory if it changed on disk."""
-        path = self.root / rel
-        if not self.workspace.visible(path):
-            return None
-        try:
-            with open(path, "rb") as handle:
-                info = os.fstat(handle.fileno())
-                source = handle.read()
-        except OSError:
-            return None
-        if (mtime_ns, size) != (info.st_mtime_ns, info.st_size) or len(source) != size:
-            packed = Extractors().extract(language, source).masked
-        return source, SpanTable.unpack(packed or b"")
+        files = [IndexedFile(int(r[0]), str(r[1]), int(r[2]), int(r[3]), str(r[4]), int(r[5]), r[6]) for r in rows]
+        return scan_usages(self.workspace, self.root, files, name, definitions, limit)
 
     def load_code(self, rel: str) -> tuple[bytes, list[tuple[int, int]]] | None:
         """An indexed file's bytes and its comment/string spans (re-tagged if it changed)."""
@@ -669,89 +620,6 @@ class SymbolIndex:
     def connection(self) -> sqlite3.Connection:
         """The read connection, for modules that ask questions the methods above do not."""
         return self._db
-
-
-class LineTable:
-    """Byte offset -> (line, column, line text) for one file's bytes."""
-
-    __slots__ = ("source", "starts")
-
-    def __init__(self, source: bytes) -> None:
-        self.source = source
-        self.starts = [0]
-        self.starts.extend(m.end() for m in re.finditer(b"\n", source))
-
-    def locate(self, offset: int) -> tuple[int, int, str]:
-        index = bisect_right(self.starts, offset) - 1
-        begin = self.starts[index]
-        end = self.source.find(b"\n", begin)
-        line = self.source[begin : end if end != -1 else len(self.source)]
-        column = len(self.source[begin:offset].decode("utf-8", "replace")) + 1
-        return index + 1, column, line.decode("utf-8", "replace").rstrip("\r")
-
-    def offset(self, line: int) -> int:
-        """The byte offset where a 1-based line starts (the end of the file past the last)."""
-        return self.starts[line - 1] if 0 < line <= len(self.starts) else len(self.source)
-
-
-class SpanTable:
-    """Sorted, non-overlapping byte spans (comments and strings) with a fast membership test."""
-
-    __slots__ = ("ends", "starts")
-
-    def __init__(self, starts: array[int], ends: array[int]) -> None:
-        self.starts = starts
-        self.ends = ends
-
-    @classmethod
-    def unpack(cls, packed: bytes) -> SpanTable:
-        flat = array("I")
-        flat.frombytes(packed)
-        return cls(flat[0::2], flat[1::2])
-
-    def covers(self, offset: int) -> bool:
-        at = bisect_right(self.starts, offset) - 1
-        return at >= 0 and self.ends[at] > offset
-
-
-class Match(NamedTuple):
-    offset: int
-    line: int
-    column: int
-    text: str
-    masked: bool
-
-
-def locate_matches(source: bytes, pattern: re.Pattern[bytes], spans: SpanTable) -> list[Match]:
-    """Every match of ``pattern`` with its 1-based line and column and line text; ``masked``
-    tells those inside a comment or string. Lines are counted as matches go, never tabled."""
-    matches: list[Match] = []
-    line = 1
-    counted = 0
-    for found in pattern.finditer(source):
-        offset = found.start()
-        if offset and source[offset - 1] in NOT_BEFORE_NAME:
-            continue  # the tail of a longer identifier, or an escape such as \n
-        line += source.count(b"\n", counted, offset)
-        counted = offset
-        begin = source.rfind(b"\n", 0, offset) + 1
-        end = source.find(b"\n", offset)
-        text = source[begin : end if end != -1 else len(source)].decode("utf-8", "replace").rstrip("\r")
-        column = len(source[begin:offset].decode("utf-8", "replace")) + 1
-        matches.append(Match(offset, line, column, text, spans.covers(offset)))
-    return matches
-
-
-def usage_pattern(name: str) -> re.Pattern[bytes]:
-    """A name as a whole identifier (a dotted name matches with optional spaces around dots).
-
-    The pattern starts with the name itself, so the regex engine can skip ahead to it; the
-    byte before a match is checked by :func:`locate_matches` (a look-behind here would make
-    the engine try every position of the file).
-    """
-    parts = [re.escape(part.encode("utf-8")) for part in name.split(".")]
-    body = rb"\s*\.\s*".join(parts)
-    return re.compile(body + rb"(?![" + WORD_CHARS + rb"])")
 
 
 def base_key(base: str) -> str:

@@ -22,15 +22,13 @@ from codeward.code.repo_map import build_repo_map
 from codeward.code.symbol_index import (
     CALLABLE_KINDS,
     CLASS_KINDS,
-    SpanTable,
     Symbol,
     SymbolIndex,
     index_root_for,
-    locate_matches,
-    usage_pattern,
 )
 from codeward.code.tags import Extractors, tagged_language
 from codeward.code.textfile import read_text
+from codeward.code.usage_scan import SpanTable, locate_matches, usage_pattern
 from codeward.context import ToolContext
 from codeward.result import ErrorKind, Result
 from codeward.workspace import Access

@@ -1,0 +1,182 @@
+"""Finding a name's exact uses in code, at query time, in files the index points to.
+
+The index stores which files use an identifier and where each file's comments and strings
+are; this module turns that into positions: it reads the bytes, matches the name as a
+whole identifier and drops matches inside the masked spans. Nothing here parses.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from array import array
+from bisect import bisect_right
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+from codeward.code.tags import Extractors
+from codeward.workspace import Workspace
+
+WORD_CHARS = rb"A-Za-z0-9_\x80-\xff"
+NOT_BEFORE_NAME = frozenset(
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_\\" + bytes(range(0x80, 0x100)))
+
+
+class LineTable:
+    """Byte offset -> (line, column, line text) for one file's bytes."""
+
+    __slots__ = ("source", "starts")
+
+    def __init__(self, source: bytes) -> None:
+        self.source = source
+        self.starts = [0]
+        self.starts.extend(m.end() for m in re.finditer(b"\n", source))
+
+    def locate(self, offset: int) -> tuple[int, int, str]:
+        index = bisect_right(self.starts, offset) - 1
+        begin = self.starts[index]
+        end = self.source.find(b"\n", begin)
+        line = self.source[begin : end if end != -1 else len(self.source)]
+        column = len(self.source[begin:offset].decode("utf-8", "replace")) + 1
+        return index + 1, column, line.decode("utf-8", "replace").rstrip("\r")
+
+    def offset(self, line: int) -> int:
+        """The byte offset where a 1-based line starts (the end of the file past the last)."""
+        return self.starts[line - 1] if 0 < line <= len(self.starts) else len(self.source)
+
+
+class SpanTable:
+    """Sorted, non-overlapping byte spans (comments and strings) with a fast membership test."""
+
+    __slots__ = ("ends", "starts")
+
+    def __init__(self, starts: array[int], ends: array[int]) -> None:
+        self.starts = starts
+        self.ends = ends
+
+    @classmethod
+    def unpack(cls, packed: bytes) -> SpanTable:
+        flat = array("I")
+        flat.frombytes(packed)
+        return cls(flat[0::2], flat[1::2])
+
+    def covers(self, offset: int) -> bool:
+        at = bisect_right(self.starts, offset) - 1
+        return at >= 0 and self.ends[at] > offset
+
+
+class Match(NamedTuple):
+    offset: int
+    line: int
+    column: int
+    text: str
+    masked: bool
+
+
+def locate_matches(source: bytes, pattern: re.Pattern[bytes], spans: SpanTable) -> list[Match]:
+    """Every match of ``pattern`` with its 1-based line and column and line text; ``masked``
+    tells those inside a comment or string. Lines are counted as matches go, never tabled."""
+    matches: list[Match] = []
+    line = 1
+    counted = 0
+    for found in pattern.finditer(source):
+        offset = found.start()
+        if offset and source[offset - 1] in NOT_BEFORE_NAME:
+            continue  # the tail of a longer identifier, or an escape such as \n
+        line += source.count(b"\n", counted, offset)
+        counted = offset
+        begin = source.rfind(b"\n", 0, offset) + 1
+        end = source.find(b"\n", offset)
+        text = source[begin : end if end != -1 else len(source)].decode("utf-8", "replace").rstrip("\r")
+        column = len(source[begin:offset].decode("utf-8", "replace")) + 1
+        matches.append(Match(offset, line, column, text, spans.covers(offset)))
+    return matches
+
+
+def usage_pattern(name: str) -> re.Pattern[bytes]:
+    """A name as a whole identifier (a dotted name matches with optional spaces around dots).
+
+    The pattern starts with the name itself, so the regex engine can skip ahead to it; the
+    byte before a match is checked by :func:`locate_matches` (a look-behind here would make
+    the engine try every position of the file).
+    """
+    parts = [re.escape(part.encode("utf-8")) for part in name.split(".")]
+    body = rb"\s*\.\s*".join(parts)
+    return re.compile(body + rb"(?![" + WORD_CHARS + rb"])")
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """One occurrence of a name in code: 1-based line and (character) column."""
+
+    path: str
+    line: int
+    column: int
+    text: str
+    definition: bool = False
+
+
+class IndexedFile(NamedTuple):
+    """What the index knows of a file that uses a name."""
+
+    file_id: int
+    rel: str
+    mtime_ns: int
+    size: int
+    language: str
+    uses: int
+    """Occurrences of the name's last part in the file's code, when it was indexed."""
+    spans: bytes | None
+    """The packed comment and string spans, as :mod:`codeward.code.tags` stores them."""
+
+
+def scan_usages(
+    workspace: Workspace,
+    root: Path,
+    files: list[IndexedFile],
+    name: str,
+    definitions: set[tuple[int, int]],
+    limit: int,
+) -> tuple[list[Usage], int]:
+    """Uses of ``name`` in ``files`` (in the given order): the first ``limit``, and the total.
+
+    ``definitions`` holds the (file id, line) pairs where the name is defined, so that those
+    uses are marked. Files the workspace hides now are skipped.
+    """
+    pattern = usage_pattern(name)
+    found: list[Usage] = []
+    total = 0
+    for file in files:
+        if len(found) >= limit:
+            total += file.uses if "." not in name else 0
+            continue
+        code = read_current(workspace, root, file)
+        if code is None:
+            continue
+        source, spans = code
+        for match in locate_matches(source, pattern, spans):
+            if match.masked:
+                continue
+            total += 1
+            if len(found) < limit:
+                found.append(Usage(file.rel, match.line, match.column, match.text,
+                                   (file.file_id, match.line) in definitions))
+    return found, max(total, len(found))
+
+
+def read_current(workspace: Workspace, root: Path, file: IndexedFile) -> tuple[bytes, SpanTable] | None:
+    """A file's bytes and comment/string spans; re-tagged in memory if it changed on disk."""
+    path = root / file.rel
+    if not workspace.visible(path):
+        return None
+    try:
+        with open(path, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            source = handle.read()
+    except OSError:
+        return None
+    packed = file.spans
+    if (file.mtime_ns, file.size) != (info.st_mtime_ns, info.st_size) or len(source) != file.size:
+        packed = Extractors().extract(file.language, source).masked
+    return source, SpanTable.unpack(packed or b"")
