@@ -16,10 +16,12 @@ that two sessions with different roots can run side by side in one process:
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
@@ -48,6 +50,12 @@ MAX_COMPONENT_BYTES = 255
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _HFS_IGNORED = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
 """Code points macOS (HFS+) drops from names, so that '.g\u200cit' is '.git' there (as git checks)."""
+_POSIX = os.sep == "/"
+"""Paths compare as plain strings (what the fast checks below rely on) only on POSIX."""
+_PROC_FD = "/proc/self/fd/"
+_DIR_HANDLE_FLAGS = (os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) if hasattr(os, "O_PATH") else 0
+"""A handle on a directory that opens nothing for I/O (Linux); without it every read is checked fully."""
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 class Access(StrEnum):
@@ -119,6 +127,28 @@ class Workspace:
     def _folded_blacklist_spec(self) -> pathspec.PathSpec:  # type: ignore[type-arg]
         """The globs case-folded: on macOS and Windows '.ENV' opens '.env'."""
         return pathspec.PathSpec.from_lines("gitignore", [glob.casefold() for glob in self.blacklist_globs])
+
+    @cached_property
+    def _blacklisted(self) -> Callable[[str], bool]:
+        return _spec_matcher(self._blacklist_spec)
+
+    @cached_property
+    def _folded_blacklisted(self) -> Callable[[str], bool]:
+        return _spec_matcher(self._folded_blacklist_spec)
+
+    @cached_property
+    def _globs_are_folded(self) -> bool:
+        """When so, the folded globs test a folded path as the globs do: once is enough."""
+        return all(glob == glob.casefold() for glob in self.blacklist_globs)
+
+    @cached_property
+    def _root_texts(self) -> tuple[tuple[str, str], ...]:
+        """(root, root + '/') for the primary root then every root, as :meth:`_relative` tries them."""
+        return tuple((str(root), _dir_prefix(str(root))) for root in (self.primary, *self.roots))
+
+    @cached_property
+    def _allowed_texts(self) -> frozenset[str]:
+        return frozenset(str(path) for path in self.allowed_files)
 
     # -- layer 3: resolution -------------------------------------------------------------
 
@@ -218,10 +248,20 @@ class Workspace:
 
     def contains(self, real: Path) -> bool:
         """True when a resolved path is an allowed file or lies under a root."""
+        if _POSIX:
+            return self._contains_text(str(real))
         return real in self.allowed_files or any(real == root or real.is_relative_to(root) for root in self.roots)
+
+    def _contains_text(self, text: str) -> bool:
+        """:meth:`contains` for a normalized absolute POSIX path given as text."""
+        if text in self._allowed_texts:
+            return True
+        return any(text == root or text.startswith(prefix) for root, prefix in self._root_texts[1:])
 
     def blacklist_reason(self, path: Path) -> str:
         """Why a path is blacklisted ("" when it is not)."""
+        if _POSIX:
+            return self._blacklist_reason_text(str(path), path.name)
         name = unicodedata.normalize("NFKC", path.name).casefold()
         if name in HARD_BLACKLIST_NAMES or name.endswith(HARD_BLACKLIST_SUFFIX):
             return f"a protected file ({path.name}: history, configuration and credentials are off limits)"
@@ -230,6 +270,22 @@ class Workspace:
             rel = unicodedata.normalize("NFKC", rel)
             if self._blacklist_spec.match_file(rel) or self._folded_blacklist_spec.match_file(_fold(rel)):
                 return f"blacklisted by the workspace's secret-file globs ({path.name})"
+        return ""
+
+    def _blacklist_reason_text(self, text: str, name: str) -> str:
+        """:meth:`blacklist_reason` for a normalized POSIX path given as text, and its last part."""
+        folded = (name if name.isascii() else unicodedata.normalize("NFKC", name)).casefold()
+        if folded in HARD_BLACKLIST_NAMES or folded.endswith(HARD_BLACKLIST_SUFFIX):
+            return f"a protected file ({name}: history, configuration and credentials are off limits)"
+        rel = self._relative_text(text)
+        if rel:
+            if not rel.isascii():
+                rel = unicodedata.normalize("NFKC", rel)
+            if self._blacklisted(rel):
+                return f"blacklisted by the workspace's secret-file globs ({name})"
+            folded_rel = rel.casefold() if rel.isascii() else _fold(rel)
+            if (folded_rel != rel or not self._globs_are_folded) and self._folded_blacklisted(folded_rel):
+                return f"blacklisted by the workspace's secret-file globs ({name})"
         return ""
 
     def visible(self, entry: Path) -> bool:
@@ -244,7 +300,13 @@ class Workspace:
             return False
         if real.is_symlink() or not self.contains(real):
             return False
+        if real == entry:  # no symlink on the way: one path to check
+            return not self.blacklist_reason(real)
         return not (self.blacklist_reason(entry) or self.blacklist_reason(real))
+
+    def reader(self, base: Path) -> VisibleReader:
+        """Reads files under ``base`` by relative path, each only when :meth:`visible` admits it."""
+        return VisibleReader(self, base)
 
     def display(self, real: Path) -> str:
         """A path as tools show it: relative to the primary root when under it."""
@@ -252,11 +314,22 @@ class Workspace:
         return rel if rel is not None else str(real)
 
     def _relative(self, path: Path) -> str | None:
+        if _POSIX:
+            return self._relative_text(str(path))
         for root in (self.primary, *self.roots):
             if path == root:
                 return "."
             if path.is_relative_to(root):
                 return path.relative_to(root).as_posix()
+        return None
+
+    def _relative_text(self, text: str) -> str | None:
+        """:meth:`_relative` for a normalized POSIX path given as text."""
+        for root, prefix in self._root_texts:
+            if text == root:
+                return "."
+            if text.startswith(prefix):
+                return text[len(prefix):]
         return None
 
     def _inside_git_dir(self, real: Path) -> bool:
@@ -269,6 +342,143 @@ class Workspace:
         if self.allowed_files:
             places.append(f"the {len(self.allowed_files)} tracked files")
         return ", ".join(places) or "the tracked files (none yet)"
+
+
+class VisibleReader:
+    """Reads files under one directory by relative path, each only if :meth:`Workspace.visible`
+    admits it, judged on what was actually opened.
+
+    Reading many files, ``visible`` (a ``realpath`` walk and two blacklist checks) costs more
+    than the read. Here each directory is opened once as a handle (``O_PATH``) and trusted
+    only when the kernel says its real path is the expected one (no symlink on the way);
+    a file is then opened relative to that handle with ``O_NOFOLLOW``, so its real path is
+    known without resolving it, and only :meth:`Workspace.contains` and one blacklist check
+    remain. Anything else (a symlink, a directory that moved, no ``/proc``) takes the full
+    ``visible`` check. Only regular files are read; opening never blocks (a FIFO).
+    """
+
+    __slots__ = ("_base", "_dir", "_dir_handle", "_dir_trusted", "_workspace")
+
+    def __init__(self, workspace: Workspace, base: Path) -> None:
+        self._workspace = workspace
+        self._base = str(base)
+        self._dir: str | None = None
+        self._dir_handle = -1
+        self._dir_trusted = False
+
+    def __enter__(self) -> VisibleReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._dir_handle >= 0:
+            os.close(self._dir_handle)
+        self._dir, self._dir_handle, self._dir_trusted = None, -1, False
+
+    def read(self, rel: str) -> tuple[bytes, os.stat_result] | None:
+        """The bytes and status of ``base/rel``; None when hidden, missing or not a regular file."""
+        path = f"{_dir_prefix(self._base)}{rel}"
+        folder, _, name = path.rpartition("/")
+        handle = self._open_trusted(folder or "/", name) if _POSIX and name not in ("", ".", "..") else None
+        if handle is None:
+            handle = self._open_checked(path)
+        if handle < 0:
+            return None
+        try:
+            info = os.fstat(handle)
+            if not stat.S_ISREG(info.st_mode):
+                return None
+            return _read_all(handle, info.st_size), info
+        except OSError:
+            return None
+        finally:
+            os.close(handle)
+
+    def _open_trusted(self, folder: str, name: str) -> int | None:
+        """A handle opened in a trusted directory (-1: hidden or missing); None: check fully."""
+        if folder != self._dir:
+            self._enter(folder)
+        if not self._dir_trusted:
+            return None
+        try:
+            handle = os.open(name, _READ_FLAGS | os.O_NOFOLLOW, dir_fd=self._dir_handle)
+        except OSError as exc:
+            return None if exc.errno == errno.ELOOP else -1  # ELOOP: the file is a symlink now
+        path = f"{_dir_prefix(folder)}{name}"
+        workspace = self._workspace
+        if workspace._contains_text(path) and not workspace._blacklist_reason_text(path, name):
+            return handle
+        os.close(handle)
+        return -1
+
+    def _enter(self, folder: str) -> None:
+        self.close()
+        self._dir = folder
+        if not _DIR_HANDLE_FLAGS:
+            return
+        try:
+            self._dir_handle = os.open(folder, _DIR_HANDLE_FLAGS)
+            self._dir_trusted = os.readlink(f"{_PROC_FD}{self._dir_handle}") == folder
+        except OSError:
+            self._dir_trusted = False
+
+    def _open_checked(self, path: str) -> int:
+        """The full check, then the open; where the kernel tells what was opened, that is checked too."""
+        workspace = self._workspace
+        if not workspace.visible(Path(path)):
+            return -1
+        try:
+            handle = os.open(path, _READ_FLAGS)
+        except OSError:
+            return -1
+        try:
+            opened = os.readlink(f"{_PROC_FD}{handle}")
+        except OSError:
+            return handle  # no /proc: the check above is all there is, as for any tool
+        real = Path(opened)
+        if workspace.contains(real) and not workspace.blacklist_reason(real):
+            return handle
+        os.close(handle)
+        return -1
+
+
+def _read_all(handle: int, size: int) -> bytes:
+    data = os.read(handle, size + 1)  # one byte more tells a file that grew since fstat
+    if len(data) <= size:
+        return data
+    chunks = [data]
+    while chunk := os.read(handle, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _spec_matcher(spec: pathspec.PathSpec) -> Callable[[str], bool]:  # type: ignore[type-arg]
+    """``spec.match_file`` as one regular expression when that is the same test.
+
+    It is whenever every pattern includes (no ``!negation``, where the last match would
+    decide): then a path matches the spec exactly when it matches one pattern.
+    """
+    patterns = [pattern for pattern in spec.patterns if pattern.include is not None]
+    regexes = [getattr(pattern, "regex", None) for pattern in patterns]
+    usable = [regex for regex in regexes if isinstance(regex, re.Pattern) and isinstance(regex.pattern, str)]
+    if not patterns:
+        return lambda _path: False
+    if (len(usable) != len(patterns) or any(not pattern.include for pattern in patterns)
+            or any(regex.groups or regex.flags != usable[0].flags for regex in usable)):
+        return spec.match_file
+    try:
+        combined = re.compile("|".join(f"(?:{regex.pattern})" for regex in usable), usable[0].flags)
+    except re.error:
+        return spec.match_file
+    normalize = pathspec.util.normalize_file
+    return lambda path: combined.search(normalize(path)) is not None
+
+
+def _dir_prefix(directory: str) -> str:
+    """A directory as the start of the paths under it ('/' stays '/')."""
+    return directory if directory.endswith("/") else directory + "/"
 
 
 def _fold(name: str) -> str:

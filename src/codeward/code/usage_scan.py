@@ -7,16 +7,14 @@ whole identifier and drops matches inside the masked spans. Nothing here parses.
 
 from __future__ import annotations
 
-import os
 import re
 from array import array
 from bisect import bisect_right
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
 from codeward.code.tags import Extractors
-from codeward.workspace import Workspace
+from codeward.workspace import VisibleReader, Workspace
 
 WORD_CHARS = rb"A-Za-z0-9_\x80-\xff"
 NOT_BEFORE_NAME = frozenset(
@@ -65,6 +63,19 @@ class SpanTable:
         at = bisect_right(self.starts, offset) - 1
         return at >= 0 and self.ends[at] > offset
 
+    def uncovered(self, offsets: list[int]) -> list[int]:
+        """The offsets outside every span (``offsets`` ascending)."""
+        starts, ends = self.starts, self.ends
+        if not starts:
+            return offsets
+        kept: list[int] = []
+        at = 0
+        for offset in offsets:
+            at = bisect_right(starts, offset, at)
+            if not at or ends[at - 1] <= offset:
+                kept.append(offset)
+        return kept
+
 
 class Match(NamedTuple):
     offset: int
@@ -74,31 +85,57 @@ class Match(NamedTuple):
     masked: bool
 
 
+class LineCursor:
+    """Line, column and line text of increasing byte offsets in one file's bytes.
+
+    Lines are counted from the previous offset on, never tabled; a line's text is decoded
+    once however many offsets fall on it.
+    """
+
+    __slots__ = ("begin", "counted", "line", "source", "text")
+
+    def __init__(self, source: bytes) -> None:
+        self.source = source
+        self.line = 1
+        self.counted = 0
+        self.begin = -1
+        self.text = ""
+
+    def locate(self, offset: int) -> tuple[int, int, str]:
+        """(1-based line, 1-based character column, line text) of ``offset``."""
+        source = self.source
+        newlines = source.count(b"\n", self.counted, offset)
+        self.counted = offset
+        if newlines or self.begin < 0:
+            self.line += newlines
+            self.begin = source.rfind(b"\n", 0, offset) + 1
+            end = source.find(b"\n", offset)
+            self.text = source[self.begin : end if end != -1 else len(source)].decode("utf-8", "replace").rstrip("\r")
+        begin = self.begin
+        if self.text.isascii():
+            return self.line, offset - begin + 1, self.text
+        return self.line, len(source[begin:offset].decode("utf-8", "replace")) + 1, self.text
+
+
+def match_offsets(source: bytes, pattern: re.Pattern[bytes]) -> list[int]:
+    """Where :func:`usage_pattern` matches a whole identifier: not the tail of a longer one,
+    nor an escape such as ``\\n``."""
+    return [start for start in (found.start() for found in pattern.finditer(source))
+            if not (start and source[start - 1] in NOT_BEFORE_NAME)]
+
+
 def locate_matches(source: bytes, pattern: re.Pattern[bytes], spans: SpanTable) -> list[Match]:
     """Every match of ``pattern`` with its 1-based line and column and line text; ``masked``
-    tells those inside a comment or string. Lines are counted as matches go, never tabled."""
-    matches: list[Match] = []
-    line = 1
-    counted = 0
-    for found in pattern.finditer(source):
-        offset = found.start()
-        if offset and source[offset - 1] in NOT_BEFORE_NAME:
-            continue  # the tail of a longer identifier, or an escape such as \n
-        line += source.count(b"\n", counted, offset)
-        counted = offset
-        begin = source.rfind(b"\n", 0, offset) + 1
-        end = source.find(b"\n", offset)
-        text = source[begin : end if end != -1 else len(source)].decode("utf-8", "replace").rstrip("\r")
-        column = len(source[begin:offset].decode("utf-8", "replace")) + 1
-        matches.append(Match(offset, line, column, text, spans.covers(offset)))
-    return matches
+    tells those inside a comment or string."""
+    cursor = LineCursor(source)
+    return [Match(offset, *cursor.locate(offset), spans.covers(offset)) for offset in match_offsets(source, pattern)]
 
 
 def usage_pattern(name: str) -> re.Pattern[bytes]:
     """A name as a whole identifier (a dotted name matches with optional spaces around dots).
 
     The pattern starts with the name itself, so the regex engine can skip ahead to it; the
-    byte before a match is checked by :func:`locate_matches` (a look-behind here would make
+    byte before a match is checked by :func:`match_offsets` (a look-behind here would make
     the engine try every position of the file).
     """
     parts = [re.escape(part.encode("utf-8")) for part in name.split(".")]
@@ -106,8 +143,7 @@ def usage_pattern(name: str) -> re.Pattern[bytes]:
     return re.compile(body + rb"(?![" + WORD_CHARS + rb"])")
 
 
-@dataclass(frozen=True, slots=True)
-class Usage:
+class Usage(NamedTuple):
     """One occurrence of a name in code: 1-based line and (character) column."""
 
     path: str
@@ -147,35 +183,30 @@ def scan_usages(
     pattern = usage_pattern(name)
     found: list[Usage] = []
     total = 0
-    for file in files:
-        if len(found) >= limit:
-            total += file.uses if "." not in name else 0
-            continue
-        code = read_current(workspace, root, file)
-        if code is None:
-            continue
-        source, spans = code
-        for match in locate_matches(source, pattern, spans):
-            if match.masked:
+    with workspace.reader(root) as reader:
+        for file in files:
+            if len(found) >= limit:
+                total += file.uses if "." not in name else 0
                 continue
-            total += 1
-            if len(found) < limit:
-                found.append(Usage(file.rel, match.line, match.column, match.text,
-                                   (file.file_id, match.line) in definitions))
+            code = read_current(reader, file)
+            if code is None:
+                continue
+            source, spans = code
+            offsets = spans.uncovered(match_offsets(source, pattern))
+            total += len(offsets)
+            cursor = LineCursor(source)
+            for offset in offsets[: limit - len(found)]:
+                line, column, text = cursor.locate(offset)
+                found.append(Usage(file.rel, line, column, text, (file.file_id, line) in definitions))
     return found, max(total, len(found))
 
 
-def read_current(workspace: Workspace, root: Path, file: IndexedFile) -> tuple[bytes, SpanTable] | None:
+def read_current(reader: VisibleReader, file: IndexedFile) -> tuple[bytes, SpanTable] | None:
     """A file's bytes and comment/string spans; re-tagged in memory if it changed on disk."""
-    path = root / file.rel
-    if not workspace.visible(path):
+    read = reader.read(file.rel)
+    if read is None:
         return None
-    try:
-        with open(path, "rb") as handle:
-            info = os.fstat(handle.fileno())
-            source = handle.read()
-    except OSError:
-        return None
+    source, info = read
     packed = file.spans
     if (file.mtime_ns, file.size) != (info.st_mtime_ns, info.st_size) or len(source) != file.size:
         packed = Extractors().extract(file.language, source).masked
