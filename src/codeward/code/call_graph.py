@@ -17,7 +17,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from codeward.code.symbol_index import CALLABLE_KINDS, Symbol, SymbolIndex, base_key
+from codeward.code.index_rows import Symbol, base_key
+from codeward.code.symbol_index import CALLABLE_KINDS, SymbolIndex
 from codeward.code.tags import Extractors, blank_spans
 from codeward.code.usage_scan import LineTable
 

@@ -20,23 +20,28 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import itertools
 import os
 import re
+import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from codeward.code.tags import Extractors, FileTags, tagged_language, unpack_spans
+from codeward.code.ctags_tags import Ctags
+from codeward.code.index_rows import Symbol, TaggedFile, base_key, tag_files
+from codeward.code.quick_tier import QuickTier
+from codeward.code.tags import MAX_SIGNATURE_CHARS, Extractors, tagged_language, unpack_spans
 from codeward.code.usage_scan import IndexedFile, Usage, scan_usages
 from codeward.code.walk import walk
 from codeward.result import ErrorKind, Result
 from codeward.workspace import Access, Workspace
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 INDEX_DIR = ".codeward"
 INDEX_FILE = "index.sqlite"
 MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -47,6 +52,7 @@ BATCHES_PER_WORKER = 8
 MIN_BATCH_FILES = 16
 MAX_SUGGESTION_POOL = 20000
 COMMIT_EVERY_SECONDS = 1.0
+FLUSH_ROWS = 10_000
 CALLABLE_KINDS = ("function", "method", "prototype", "macro", "class", "struct")
 CLASS_KINDS = ("class", "struct", "interface", "trait", "protocol", "record", "object", "enum", "union")
 
@@ -56,7 +62,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (
     id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
-    language TEXT NOT NULL, error TEXT NOT NULL DEFAULT '');
+    language TEXT NOT NULL, error TEXT NOT NULL DEFAULT '', complete INTEGER NOT NULL DEFAULT 1);
 CREATE TABLE IF NOT EXISTS symbols (
     id INTEGER PRIMARY KEY, file_id INTEGER NOT NULL, name TEXT NOT NULL, qualname TEXT NOT NULL,
     kind TEXT NOT NULL, line INTEGER NOT NULL, end_line INTEGER NOT NULL, name_line INTEGER NOT NULL,
@@ -69,7 +75,7 @@ CREATE TABLE IF NOT EXISTS masks (file_id INTEGER PRIMARY KEY, spans BLOB NOT NU
 """
 _LOOKUP_INDEXES = """
 CREATE INDEX IF NOT EXISTS symbols_name ON symbols (name);
-CREATE INDEX IF NOT EXISTS symbols_file ON symbols (file_id, qualname);
+CREATE INDEX IF NOT EXISTS symbols_file ON symbols (file_id);
 CREATE INDEX IF NOT EXISTS bases_base ON bases (base);
 CREATE INDEX IF NOT EXISTS bases_file ON bases (file_id);
 CREATE INDEX IF NOT EXISTS refs_name ON refs (name, file_id);
@@ -82,35 +88,6 @@ _SYMBOL_COLUMNS = ("s.id, s.name, s.qualname, s.kind, f.path, s.line, s.end_line
                    "s.parent, s.bases, s.signature")
 
 
-@dataclass(frozen=True, slots=True)
-class Symbol:
-    """A definition as the index knows it; ``path`` is relative to the index root."""
-
-    id: int
-    name: str
-    qualname: str
-    kind: str
-    path: str
-    line: int
-    end_line: int
-    name_line: int
-    language: str
-    parent: str
-    bases: tuple[str, ...]
-    signature: str
-
-    @classmethod
-    def from_row(cls, row: Sequence[object]) -> Symbol:
-        bases = str(row[10])
-        return cls(int(str(row[0])), str(row[1]), str(row[2]), str(row[3]), str(row[4]), int(str(row[5])),
-                   int(str(row[6])), int(str(row[7])), str(row[8]), str(row[9]),
-                   tuple(bases.split("\x1f")) if bases else (), str(row[11]))
-
-    @property
-    def location(self) -> str:
-        return f"{self.path}:{self.line}-{self.end_line}" if self.end_line > self.line else f"{self.path}:{self.line}"
-
-
 @dataclass
 class RefreshStats:
     """What a refresh did."""
@@ -119,6 +96,8 @@ class RefreshStats:
     parsed: int = 0
     removed: int = 0
     skipped: int = 0
+    definitions_only: int = 0
+    """Files whose definitions came from ctags; their references are still to be built."""
     failed: list[str] = field(default_factory=list)
     seconds: float = 0.0
     cancelled: bool = False
@@ -131,6 +110,8 @@ class RefreshStats:
         files = "source file" if self.scanned == 1 else "source files"
         text = (f"{self.scanned} {files}, {self.parsed} (re)indexed, {self.removed} removed "
                 f"in {self.seconds:.2f}s")
+        if self.definitions_only:
+            text += f" ({self.definitions_only} by universal-ctags: definitions only, references pending)"
         if self.skipped:
             text += f"; {self.skipped} skipped (over {MAX_FILE_BYTES // (1024 * 1024)} MB)"
         if self.failed:
@@ -141,45 +122,21 @@ class RefreshStats:
 
 
 @dataclass(frozen=True, slots=True)
+class _Plan:
+    """How a refresh tags what changed."""
+
+    progress: ProgressFn | None
+    cancelled: threading.Event | None
+    workers: int | None
+    references: bool
+
+
+@dataclass(frozen=True, slots=True)
 class _Seen:
     path: Path
     mtime_ns: int
     size: int
     language: str
-
-
-@dataclass(frozen=True, slots=True)
-class TaggedFile:
-    """One file's rows, built where it was parsed (a worker), ready for ``executemany``."""
-
-    path: str
-    file_id: int
-    language: str
-    error: str
-    symbols: list[tuple[object, ...]]
-    bases: list[tuple[object, ...]]
-    refs: list[tuple[object, ...]]
-    masks: bytes
-
-
-def tag_files(batch: list[tuple[str, str, int]], extractors: Extractors | None = None) -> list[TaggedFile]:
-    """Read and tag ``(path, language, file_id)`` files into rows (the process pool's unit of work)."""
-    extractors = extractors or Extractors()
-    results: list[TaggedFile] = []
-    for path, language, file_id in batch:
-        try:
-            with open(path, "rb") as handle:
-                tags = extractors.extract(language, handle.read())
-        except OSError as exc:
-            tags = FileTags(language, error=f"cannot read: {exc.strerror}")
-        symbols: list[tuple[object, ...]] = [
-            (file_id, d.name, d.qualname, d.kind, d.line, d.end_line, d.name_line, d.parent, "\x1f".join(d.bases),
-             d.signature) for d in tags.definitions]
-        bases: list[tuple[object, ...]] = [
-            (file_id, d.qualname, base_key(base)) for d in tags.definitions for base in d.bases]
-        refs: list[tuple[object, ...]] = [(file_id, name, count) for name, count in tags.identifiers.items()]
-        results.append(TaggedFile(path, file_id, tags.language, tags.error, symbols, bases, refs, tags.masked))
-    return results
 
 
 @dataclass
@@ -193,7 +150,7 @@ class _Rows:
     masks: list[tuple[object, ...]] = field(default_factory=list)
 
     def add(self, rel: str, info: _Seen, tagged: TaggedFile) -> None:
-        self.files.append((tagged.file_id, rel, info.mtime_ns, info.size, tagged.language, tagged.error))
+        self.files.append((tagged.file_id, rel, info.mtime_ns, info.size, tagged.language, tagged.error, 1))
         self.symbols.extend(tagged.symbols)
         self.bases.extend(tagged.bases)
         self.refs.extend(tagged.refs)
@@ -201,8 +158,8 @@ class _Rows:
             self.masks.append((tagged.file_id, tagged.masks))
 
     def flush(self, db: sqlite3.Connection) -> None:
-        db.executemany("INSERT OR REPLACE INTO files (id, path, mtime_ns, size, language, error)"
-                       " VALUES (?, ?, ?, ?, ?, ?)", self.files)
+        db.executemany("INSERT OR REPLACE INTO files (id, path, mtime_ns, size, language, error, complete)"
+                       " VALUES (?, ?, ?, ?, ?, ?, ?)", self.files)
         db.executemany("INSERT INTO symbols (file_id, name, qualname, kind, line, end_line, name_line, parent,"
                        " bases, signature) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", self.symbols)
         db.executemany("INSERT INTO bases (file_id, qualname, base) VALUES (?, ?, ?)", self.bases)
@@ -294,30 +251,56 @@ class SymbolIndex:
         cancelled: threading.Event | None = None,
         workers: int | None = None,
         rebuild: bool = False,
+        references: bool = True,
     ) -> RefreshStats:
-        """Bring the index up to date with the files on disk; returns what changed."""
+        """Bring the index up to date with the files on disk; returns what changed.
+
+        With ``references=False`` only definitions must be current: when many files need
+        tagging and universal-ctags is installed, it tags them (several processes at once)
+        and their references are left for a later full refresh, which a full refresh (the
+        default) then builds with tree-sitter, replacing the ctags definitions.
+        """
         if _in_spawned_import():
             raise RuntimeError(
                 "SymbolIndex.refresh() ran while a worker process imported the main script: the script "
                 "builds an index at import time; put that code under `if __name__ == \"__main__\":`")
         started = time.perf_counter()
+        plan = _Plan(progress, cancelled, workers, references)
         with self._refresh_lock():
             if rebuild:
                 self._clear()
             stats = RefreshStats()
-            seen = self._scan(stats, progress)
-            known = {path: (file_id, mtime, size) for file_id, path, mtime, size in
-                     self._db.execute("SELECT id, path, mtime_ns, size FROM files")}
+            known: dict[str, tuple[int, int, int]] = {}
+            incomplete: set[str] = set()
+            for file_id, path, mtime, size, complete in self._db.execute(
+                    "SELECT id, path, mtime_ns, size, complete FROM files"):
+                known[path] = (file_id, mtime, size)
+                if not complete:
+                    incomplete.add(path)
+            ctags = Ctags.find() if not references else None
+            scan = self._scan(stats, progress)
+            if not known and ctags is not None:
+                head = list(itertools.islice(scan, POOL_MIN_FILES))
+                if len(head) == POOL_MIN_FILES:  # a big tree: definitions from ctags
+                    self._quick_definitions(ctags, itertools.chain(head, scan), stats, plan)
+                    stats.seconds = time.perf_counter() - started
+                    return stats
+                scan = iter(head)
+            seen = dict(scan)
             changed = [rel for rel, info in seen.items()
-                       if known.get(rel, (0, -1, -1))[1:] != (info.mtime_ns, info.size)]
+                       if known.get(rel, (0, -1, -1))[1:] != (info.mtime_ns, info.size)
+                       or (references and rel in incomplete)]
             removed = [known[rel][0] for rel in known.keys() - seen.keys()]
             if changed or removed:
-                self._apply(seen, known, changed, removed, stats, progress, cancelled, workers)
+                self._apply(seen, known, changed, removed, stats, plan)
+            if incomplete and references and not stats.cancelled:
+                self._retire_quick_tier()
         stats.seconds = time.perf_counter() - started
         return stats
 
-    def _scan(self, stats: RefreshStats, progress: ProgressFn | None) -> dict[str, _Seen]:
-        seen: dict[str, _Seen] = {}
+    def _scan(self, stats: RefreshStats, progress: ProgressFn | None) -> Iterator[tuple[str, _Seen]]:
+        """The indexable files under the root, as (relative path, what stat says), lazily."""
+        found = 0
         for entry in walk(self.workspace, self.root, include_dirs=False):
             language = tagged_language(entry.rel)
             if language is None or entry.rel.startswith(INDEX_DIR + "/"):
@@ -329,11 +312,77 @@ class SymbolIndex:
             if info.st_size > MAX_FILE_BYTES:
                 stats.skipped += 1
                 continue
-            seen[entry.rel] = _Seen(entry.path, info.st_mtime_ns, info.st_size, language)
-            if progress and len(seen) % 2000 == 0:
-                progress(len(seen), None, f"scanning: {len(seen)} source files found")
-        stats.scanned = len(seen)
-        return seen
+            found += 1
+            stats.scanned = found
+            yield entry.rel, _Seen(entry.path, info.st_mtime_ns, info.st_size, language)
+            if progress and found % 2000 == 0:
+                progress(found, None, f"scanning: {found} source files found")
+
+    def _quick_definitions(
+        self, ctags: Ctags, scan: Iterator[tuple[str, _Seen]], stats: RefreshStats, plan: _Plan
+    ) -> None:
+        """Give an empty index its definitions from ctags, several processes at once.
+
+        The tag files stay beside the database as the index's definitions (the quick tier);
+        their files are recorded with ``complete = 0`` until a full refresh tags them exactly.
+        Files ctags cannot take (languages it lacks) are tagged exactly at once.
+        """
+        directory = self.quick_dir
+        shutil.rmtree(directory, ignore_errors=True)
+        directory.mkdir(parents=True)
+        seen = dict(scan)
+        by_path = {str(info.path): rel for rel, info in seen.items()}
+        jobs = [(str(info.path), info.language, file_id, info.size) for file_id, info in enumerate(seen.values(), 1)]
+        count = plan.workers if plan.workers is not None else (os.cpu_count() or 1)
+        if plan.progress:
+            plan.progress(0, len(jobs), f"indexing {len(jobs)} files: definitions by universal-ctags")
+        quick_rows: list[tuple[object, ...]] = []
+        exact: list[tuple[str, str, int]] = []
+        for result in ctags.write_tags(jobs, directory, count, plan.cancelled):
+            for path, language, file_id, _size in result.jobs:
+                if result.tagged:
+                    info = seen[by_path[path]]
+                    quick_rows.append((file_id, by_path[path], info.mtime_ns, info.size, language, "", 0))
+                else:
+                    exact.append((path, language, file_id))
+            if plan.progress:
+                plan.progress(len(quick_rows), len(jobs), f"definitions of {len(quick_rows)}/{len(jobs)} files")
+        if plan.cancelled and plan.cancelled.is_set():
+            shutil.rmtree(directory, ignore_errors=True)
+            stats.cancelled = True
+            return
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            _run_script(db, _DROP_LOOKUP_INDEXES)
+            db.executemany("INSERT INTO files (id, path, mtime_ns, size, language, error, complete)"
+                           " VALUES (?, ?, ?, ?, ?, ?, ?)", quick_rows)
+            if quick_rows:
+                db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('quick_tier', ?)", (ctags.version,))
+            self._store(self._tag_exact(exact, plan), seen, by_path, len(exact), stats, plan)
+            stats.parsed += len(quick_rows)
+            stats.definitions_only = len(quick_rows)
+            self._finish(stats, len(seen), plan)
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+
+    @property
+    def quick_dir(self) -> Path:
+        """Where the tag files of the quick tier live, beside the database."""
+        return self.db_path.with_name(self.db_path.name + ".tags")
+
+    def _quick_tier(self) -> QuickTier | None:
+        """The quick tier, while some files have only its definitions."""
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'quick_tier'").fetchone()
+        return QuickTier(self._db, self.root, self.quick_dir) if row is not None else None
+
+    def _retire_quick_tier(self) -> None:
+        """Drop the tag files once every file is tagged exactly."""
+        if self._db.execute("SELECT 1 FROM files WHERE complete = 0 LIMIT 1").fetchone() is None:
+            self._db.execute("DELETE FROM meta WHERE key = 'quick_tier'")
+            shutil.rmtree(self.quick_dir, ignore_errors=True)
 
     def _apply(
         self,
@@ -342,9 +391,7 @@ class SymbolIndex:
         changed: list[str],
         removed: list[int],
         stats: RefreshStats,
-        progress: ProgressFn | None,
-        cancelled: threading.Event | None,
-        workers: int | None,
+        plan: _Plan,
     ) -> None:
         by_path = {str(seen[rel].path): rel for rel in changed}
         db = self._db
@@ -366,43 +413,65 @@ class SymbolIndex:
                     file_ids[rel] = next_id
                     next_id += 1
             jobs = [(str(seen[rel].path), seen[rel].language, file_ids[rel]) for rel in changed]
-            if progress:
-                progress(0, len(jobs), f"indexing {len(jobs)} files")
-            rows = _Rows()
-            last_commit = time.perf_counter()
             total = len(changed)
-            for done, tagged in enumerate(self._tag(jobs, cancelled, workers), 1):
-                rel = by_path[tagged.path]
-                rows.add(rel, seen[rel], tagged)
-                stats.parsed += 1
-                if tagged.error:
-                    stats.failed.append(f"{rel}: {tagged.error}")
-                if time.perf_counter() - last_commit > COMMIT_EVERY_SECONDS:
-                    rows.flush(db)
-                    db.execute("COMMIT")
-                    db.execute("BEGIN IMMEDIATE")
-                    last_commit = time.perf_counter()
-                    if progress:
-                        progress(done, total, f"indexed {done}/{total} files")
-            rows.flush(db)
+            if plan.progress:
+                plan.progress(0, total, f"indexing {total} files")
+            self._store(self._tag_exact(jobs, plan), seen, by_path, total, stats, plan)
             if stats.parsed < total:  # cancelled: files not tagged must not look up to date
                 untouched = [file_ids[rel] for rel in changed if rel in known]
                 db.executemany("UPDATE files SET mtime_ns = -1 WHERE id = ?", [(i,) for i in untouched])
-            stats.cancelled = bool(cancelled and cancelled.is_set() and stats.parsed < total)
-            if progress:
-                progress(stats.parsed, total, "building lookup tables")
-            _run_script(db, _LOOKUP_INDEXES)
-            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('refreshed', ?)", (str(time.time()),))
-            db.execute("COMMIT")
+            self._finish(stats, total, plan)
         except BaseException:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
 
-    def _tag(
-        self, jobs: list[tuple[str, str, int]], cancelled: threading.Event | None, workers: int | None
-    ) -> Iterator[TaggedFile]:
-        count = workers if workers is not None else (os.cpu_count() or 1)
+    def _store(
+        self,
+        tagged: Iterable[TaggedFile],
+        seen: dict[str, _Seen],
+        by_path: dict[str, str],
+        total: int | None,
+        stats: RefreshStats,
+        plan: _Plan,
+    ) -> None:
+        """Write tagged files' rows (inside the open transaction), committing every second so
+        that readers see progress and a cancelled build keeps what it finished."""
+        db = self._db
+        rows = _Rows()
+        last_commit = time.perf_counter()
+        for done, tagged_file in enumerate(tagged, 1):
+            rel = by_path[tagged_file.path]
+            rows.add(rel, seen[rel], tagged_file)
+            stats.parsed += 1
+            if tagged_file.error:
+                stats.failed.append(f"{rel}: {tagged_file.error}")
+            if len(rows.symbols) > FLUSH_ROWS:  # written while ctags or workers still run
+                rows.flush(db)
+            if time.perf_counter() - last_commit > COMMIT_EVERY_SECONDS:
+                rows.flush(db)
+                db.execute("COMMIT")
+                db.execute("BEGIN IMMEDIATE")
+                last_commit = time.perf_counter()
+                if plan.progress:
+                    plan.progress(done, total, f"indexed {done}/{total} files" if total else f"indexed {done} files")
+        rows.flush(db)
+        stats.cancelled = bool(plan.cancelled and plan.cancelled.is_set() and (total is None or stats.parsed < total))
+
+    def _finish(self, stats: RefreshStats, total: int, plan: _Plan) -> None:
+        """Build the lookup tables and commit."""
+        if plan.progress:
+            plan.progress(stats.parsed, total, "building lookup tables")
+        db = self._db
+        _run_script(db, _LOOKUP_INDEXES)
+        db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('refreshed', ?)", (str(time.time()),))
+        db.execute("COMMIT")
+
+    def _tag_exact(self, jobs: list[tuple[str, str, int]], plan: _Plan) -> Iterator[TaggedFile]:
+        """Definitions, references and spans by tree-sitter: in this process for a few files,
+        in a pool of worker processes for many."""
+        cancelled = plan.cancelled
+        count = plan.workers if plan.workers is not None else (os.cpu_count() or 1)
         if len(jobs) < POOL_MIN_FILES or count <= 1:
             extractors = Extractors()
             for job in jobs:
@@ -423,7 +492,9 @@ class SymbolIndex:
         db.execute("BEGIN IMMEDIATE")
         for table in ("files", "symbols", "bases", "refs", "masks"):
             db.execute(f"DELETE FROM {table}")
+        db.execute("DELETE FROM meta WHERE key = 'quick_tier'")
         db.execute("COMMIT")
+        shutil.rmtree(self.quick_dir, ignore_errors=True)
 
     @contextmanager
     def _refresh_lock(self) -> Iterator[None]:
@@ -437,7 +508,9 @@ class SymbolIndex:
         row = self._db.execute(
             "SELECT (SELECT COUNT(*) FROM files), (SELECT COUNT(*) FROM symbols), (SELECT COUNT(*) FROM refs)"
         ).fetchone()
-        return {"files": int(row[0]), "definitions": int(row[1]), "identifiers": int(row[2])}
+        quick = self._quick_tier()
+        definitions = int(row[1]) + (quick.count() if quick is not None else 0)
+        return {"files": int(row[0]), "definitions": definitions, "identifiers": int(row[2])}
 
     def find(
         self,
@@ -454,6 +527,7 @@ class SymbolIndex:
         ``mode``: ``exact`` (name or qualified name; ``::`` may stand for ``.``), ``glob``
         (``*``/``?``/``[...]``, case-sensitive), ``regex`` (Python syntax, searched in the
         qualified name), or ``auto`` (glob when the query has glob characters, else exact).
+        Files the quick tier holds answer from its tag files (see :mod:`codeward.code.quick_tier`).
         """
         text = query.strip().replace("::", ".")
         if mode == "auto":
@@ -474,8 +548,33 @@ class SymbolIndex:
                                      deterministic=True)
             where.append("codeward_regexp(s.qualname)")
         rows = self._select_symbols(where, params, kinds, under, language)
+        quick = self._quick_tier()
+        if quick is not None:
+            rows += quick.find(text, mode, kinds=kinds, under=under, language=language)
         ordered = sorted(rows, key=_symbol_order(text))
-        return ordered[:limit], len(ordered)
+        return self._with_signatures(ordered[:limit]), len(ordered)
+
+    def _with_signatures(self, symbols: list[Symbol]) -> list[Symbol]:
+        """Symbols of the quick tier get the name's line, read now, as their signature."""
+        lines: dict[str, list[str]] = {}
+        result = []
+        for symbol in symbols:
+            if not symbol.signature:
+                if symbol.path not in lines:
+                    lines[symbol.path] = self._lines(symbol.path)
+                text = lines[symbol.path][symbol.line - 1] if symbol.line <= len(lines[symbol.path]) else ""
+                symbol = replace(symbol, signature=_signature_line(text, symbol.language))
+            result.append(symbol)
+        return result
+
+    def _lines(self, rel: str) -> list[str]:
+        path = self.root / rel
+        if not self.workspace.visible(path):
+            return []
+        try:
+            return path.read_bytes().decode("utf-8", "replace").splitlines()
+        except OSError:
+            return []
 
     def _select_symbols(
         self, where: list[str], params: list[object], kinds: Iterable[str], under: str, language: str
@@ -519,6 +618,11 @@ class SymbolIndex:
             candidates = [str(r[0]) for r in self._db.execute(
                 sql + f" LIMIT {MAX_SUGGESTION_POOL}", [*params, word[0].lower(), word.lower()])]
         lowered = word.lower()
+        quick = self._quick_tier()
+        if quick is not None:
+            extra = [name for name in quick.names()
+                     if name[:1].lower() == lowered[:1] or lowered in name.lower()]
+            candidates = sorted(set(candidates).union(extra[:MAX_SUGGESTION_POOL]))
         matcher = difflib.SequenceMatcher(autojunk=False)
         matcher.set_seq2(lowered)
         scored: list[tuple[float, float, str]] = []
@@ -541,6 +645,9 @@ class SymbolIndex:
         sql = (f"SELECT DISTINCT s.qualname FROM symbols s JOIN files f ON f.id = s.file_id WHERE s.name IN ({marks})"
                + (" AND f.language = ?" if language else "") + " LIMIT 5000")
         rows = [str(r[0]) for r in self._db.execute(sql, [*words, language] if language else words)]
+        quick = self._quick_tier()
+        if quick is not None:
+            rows = sorted(set(rows) | quick.qualnames(words, language))
         rows = [q for q in rows if "." in q] or rows
         ranked = sorted(rows, key=lambda q: -difflib.SequenceMatcher(None, dotted.lower(), q.lower()).ratio())
         return ranked[:n]
@@ -620,13 +727,6 @@ class SymbolIndex:
     def connection(self) -> sqlite3.Connection:
         """The read connection, for modules that ask questions the methods above do not."""
         return self._db
-
-
-def base_key(base: str) -> str:
-    """The name a base class is looked up by: ``pkg.mod.Base[T]`` / ``ns::Base<T>`` -> ``Base``."""
-    text = re.sub(r"<[^<>]*>|\[[^\[\]]*\]|\([^()]*\)", "", base)
-    text = text.replace("::", ".").strip()
-    return text.rsplit(".", 1)[-1].strip()
 
 
 def _tag_in_pool(
@@ -778,6 +878,14 @@ def _file_filters(under: str, language: str) -> tuple[list[str], list[object]]:
 
 def _glob_escape(text: str) -> str:
     return re.sub(r"([*?\[])", r"[\1]", text)
+
+
+def _signature_line(text: str, language: str) -> str:
+    """A definition's line as its signature: up to a ``{`` outside Python, spaces collapsed."""
+    if language != "python":
+        text = text.split("{", 1)[0]
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_SIGNATURE_CHARS else text[: MAX_SIGNATURE_CHARS - 3] + "..."
 
 
 def _symbol_order(query: str) -> Callable[[Symbol], tuple[int, int, str, int]]:

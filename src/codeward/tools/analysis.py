@@ -18,14 +18,9 @@ from codeward.catalog import tool
 from codeward.code import git_diff
 from codeward.code.call_graph import CallGraphBuilder, CallNode
 from codeward.code.file_summary import summarize
+from codeward.code.index_rows import Symbol
 from codeward.code.repo_map import build_repo_map
-from codeward.code.symbol_index import (
-    CALLABLE_KINDS,
-    CLASS_KINDS,
-    Symbol,
-    SymbolIndex,
-    index_root_for,
-)
+from codeward.code.symbol_index import CALLABLE_KINDS, CLASS_KINDS, SymbolIndex, index_root_for
 from codeward.code.tags import Extractors, tagged_language
 from codeward.code.textfile import read_text
 from codeward.code.usage_scan import SpanTable, locate_matches, usage_pattern
@@ -199,22 +194,27 @@ def _resolve_existing(ctx: ToolContext, raw: str, param: str = "path") -> Result
     return resolved
 
 
-def _existing_and_index(ctx: ToolContext, path: str) -> Result[tuple[Path, SymbolIndex]]:
+def _existing_and_index(ctx: ToolContext, path: str, *, references: bool = True
+                        ) -> Result[tuple[Path, SymbolIndex]]:
     """An existing path argument and the (refreshed) index of the root that holds it."""
     resolved = _resolve_existing(ctx, path)
     failed: Result[Any]
     if not resolved.ok:
         failed = resolved.cast(None)
         return failed
-    opened = _open_index(ctx, resolved.data)
+    opened = _open_index(ctx, resolved.data, references=references)
     if not opened.ok:
         failed = opened.cast(None)
         return failed
     return Result.success((resolved.data, opened.data), *opened.notes)
 
 
-def _open_index(ctx: ToolContext, real: Path) -> Result[SymbolIndex]:
-    """The index of the root holding ``real``, refreshed (with progress) before use."""
+def _open_index(ctx: ToolContext, real: Path, *, references: bool = True) -> Result[SymbolIndex]:
+    """The index of the root holding ``real``, refreshed (with progress) before use.
+
+    ``references=False`` is enough for questions about definitions only: a cold build then
+    takes them from universal-ctags (much faster) and leaves references for later.
+    """
     root = index_root_for(ctx.workspace, real)
     if not (real == root or real.is_relative_to(root)):
         return Result.fail(ErrorKind.INVALID_INPUT, f"{ctx.workspace.display(real)} is an allowed file outside "
@@ -229,7 +229,7 @@ def _open_index(ctx: ToolContext, real: Path) -> Result[SymbolIndex]:
         ctx.progress(done, total, f"symbol index: {message}")
 
     try:
-        stats = index.refresh(progress=report, cancelled=ctx.cancelled)
+        stats = index.refresh(progress=report, cancelled=ctx.cancelled, references=references)
     except Exception:
         index.close()
         raise
@@ -285,7 +285,7 @@ def find_symbol(
         except re.error as exc:
             return Result.fail(ErrorKind.INVALID_INPUT, f"name {name!r} is not a valid regular expression: {exc}",
                                "Fix the pattern, or use match='glob' with * and ?.")
-    located = _existing_and_index(ctx, path)
+    located = _existing_and_index(ctx, path, references=False)
     if not located.ok:
         return located.cast(None)
     real, opened_index = located.data

@@ -1,0 +1,141 @@
+"""Questions about definitions answered from the ctags tier of an index.
+
+After a quick cold build (see :mod:`codeward.code.ctags_tags`), files whose row in the
+``files`` table says ``complete = 0`` have their definitions only in the sorted tag files
+next to the database. This module answers :meth:`SymbolIndex.find` and the "did you mean"
+hints for those files. A tag line whose file is gone, or was tagged exactly since (a refresh
+re-tags a changed file exactly), is ignored, so the two tiers never answer for one file.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from codeward.code.ctags_tags import definition_of
+from codeward.code.index_rows import Symbol
+from codeward.code.tags_file import SortedTags, TagLine
+
+
+@dataclass(frozen=True, slots=True)
+class _FileRow:
+    file_id: int
+    rel: str
+    language: str
+
+
+@dataclass
+class QuickTier:
+    """The tag files of one index, read against its ``files`` table."""
+
+    db: sqlite3.Connection
+    root: Path
+    directory: Path
+    _files: dict[str, _FileRow | None] = field(default_factory=dict)
+
+    def find(self, text: str, mode: str, *, kinds: Iterable[str], under: str, language: str) -> list[Symbol]:
+        """Definitions in incomplete files matching ``text`` (already normalised to dots)."""
+        wanted_kinds = set(kinds)
+        with SortedTags.in_directory(self.directory) as tags:
+            if mode == "exact":
+                found: Iterable[TagLine] = tags.lookup(text.rsplit(".", 1)[-1])
+            elif mode == "glob" and "." not in text:
+                prefix = re.split(r"[*?\[]", text, maxsplit=1)[0]
+                if prefix:  # the lines sharing the literal start, by binary search, then the whole glob
+                    name_glob = _glob(text)
+                    found = (tag for tag in tags.starting_with(prefix.encode("utf-8", "surrogateescape"))
+                             if name_glob.fullmatch(tag.name))
+                else:
+                    found = tags.matching(glob_line_pattern(text))
+            else:
+                found = tags.every()
+            symbols = []
+            for symbol in self._symbols(found):
+                if mode == "exact" and "." in text and symbol.qualname != text:
+                    continue
+                if mode == "glob" and "." in text and not _glob(text).fullmatch(symbol.qualname):
+                    continue
+                if mode == "regex" and not re.search(text, symbol.qualname):
+                    continue
+                if wanted_kinds and symbol.kind not in wanted_kinds:
+                    continue
+                if under and under != "." and not (symbol.path == under or symbol.path.startswith(under + "/")):
+                    continue
+                if language and symbol.language != language:
+                    continue
+                symbols.append(symbol)
+        return symbols
+
+    def names(self) -> set[str]:
+        """Every name the tag files define (for suggestions; files are not checked)."""
+        with SortedTags.in_directory(self.directory) as tags:
+            return tags.names()
+
+    def qualnames(self, words: Iterable[str], language: str) -> set[str]:
+        """Qualified names of the definitions named ``words``."""
+        with SortedTags.in_directory(self.directory) as tags:
+            return {symbol.qualname for word in words for symbol in self._symbols(tags.lookup(word))
+                    if not language or symbol.language == language}
+
+    def count(self) -> int:
+        with SortedTags.in_directory(self.directory) as tags:
+            return tags.count()
+
+    def _symbols(self, tags: Iterable[TagLine]) -> Iterator[Symbol]:
+        for tag in tags:
+            row = self._file(tag.path)
+            if row is None:
+                continue
+            definition = definition_of(tag, row.language)
+            if definition is None:
+                continue
+            yield Symbol(0, definition.name, definition.qualname, definition.kind, row.rel, definition.line,
+                         definition.end_line, definition.line, row.language, definition.parent, definition.bases, "")
+
+    def _file(self, path: str) -> _FileRow | None:
+        """The incomplete file a tag line belongs to (``None``: gone, or tagged exactly since)."""
+        if path in self._files:
+            return self._files[path]
+        prefix = str(self.root).rstrip("/") + "/"
+        row = None
+        if path.startswith(prefix):
+            found = self.db.execute("SELECT id, language, complete FROM files WHERE path = ?",
+                                    (path[len(prefix):],)).fetchone()
+            if found is not None and not found[2]:
+                row = _FileRow(int(found[0]), path[len(prefix):], str(found[1]))
+        self._files[path] = row
+        return row
+
+
+def glob_line_pattern(glob: str) -> re.Pattern[bytes]:
+    """A tag-file line whose name matches ``glob`` (``*``, ``?``, ``[...]``; case-sensitive, as SQLite's GLOB)."""
+    return re.compile(b"^" + _glob_body(glob).encode("utf-8", "surrogateescape") + b"\t", re.M)
+
+
+def _glob(glob: str) -> re.Pattern[str]:
+    return re.compile(_glob_body(glob))
+
+
+def _glob_body(glob: str) -> str:
+    parts: list[str] = []
+    at = 0
+    while at < len(glob):
+        char = glob[at]
+        if char == "*":
+            parts.append("[^\\t\\n]*")
+        elif char == "?":
+            parts.append("[^\\t\\n]")
+        elif char == "[" and "]" in glob[at + 2 :]:
+            end = glob.index("]", at + 2)
+            body = glob[at + 1 : end]
+            negate = body.startswith("^")
+            body = body[1:] if negate else body
+            parts.append("[" + ("^" if negate else "") + body.replace("\\", "\\\\") + "]")
+            at = end
+        else:
+            parts.append(re.escape(char))
+        at += 1
+    return "".join(parts)
