@@ -8,6 +8,7 @@ be read.
 from __future__ import annotations
 
 import os
+import pickle
 import textwrap
 import threading
 from pathlib import Path
@@ -170,3 +171,6 @@ def test_negated_secret_globs_keep_their_meaning(tmp_path: Path) -> None:
         assert reader.read("server.pem") is None
         read = reader.read("public.pem")
         assert read is not None and read[0] == b"pem\n"
+    # Index worker processes get the workspace pickled, checks already made included.
+    copied = pickle.loads(pickle.dumps(workspace))
+    assert copied.blacklist_reason(root / "server.pem") and not copied.blacklist_reason(root / "public.pem")

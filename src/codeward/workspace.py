@@ -21,7 +21,7 @@ import os
 import re
 import stat
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
@@ -55,6 +55,8 @@ _POSIX = os.sep == "/"
 _PROC_FD = "/proc/self/fd/"
 _DIR_HANDLE_FLAGS = (os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) if hasattr(os, "O_PATH") else 0
 """A handle on a directory that opens nothing for I/O (Linux); without it every read is checked fully."""
+_MAX_READ = 0x7FFFF000
+"""The most one read returns on Linux; a read that long may not be the end of the file."""
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -129,12 +131,12 @@ class Workspace:
         return pathspec.PathSpec.from_lines("gitignore", [glob.casefold() for glob in self.blacklist_globs])
 
     @cached_property
-    def _blacklisted(self) -> Callable[[str], bool]:
-        return _spec_matcher(self._blacklist_spec)
+    def _blacklisted(self) -> _GlobTest:
+        return _GlobTest(self._blacklist_spec)
 
     @cached_property
-    def _folded_blacklisted(self) -> Callable[[str], bool]:
-        return _spec_matcher(self._folded_blacklist_spec)
+    def _folded_blacklisted(self) -> _GlobTest:
+        return _GlobTest(self._folded_blacklist_spec)
 
     @cached_property
     def _globs_are_folded(self) -> bool:
@@ -446,7 +448,7 @@ class VisibleReader:
 
 def _read_all(handle: int, size: int) -> bytes:
     data = os.read(handle, size + 1)  # one byte more tells a file that grew since fstat
-    if len(data) <= size:
+    if len(data) <= size and len(data) < _MAX_READ:  # a short read of a regular file is its end
         return data
     chunks = [data]
     while chunk := os.read(handle, 1 << 20):
@@ -454,26 +456,39 @@ def _read_all(handle: int, size: int) -> bytes:
     return b"".join(chunks)
 
 
-def _spec_matcher(spec: pathspec.PathSpec) -> Callable[[str], bool]:  # type: ignore[type-arg]
-    """``spec.match_file`` as one regular expression when that is the same test.
+class _GlobTest:
+    """``spec.match_file``, as one regular expression when that is the same test.
 
     It is whenever every pattern includes (no ``!negation``, where the last match would
-    decide): then a path matches the spec exactly when it matches one pattern.
+    decide): then a path matches the spec exactly when it matches one pattern. A class, not
+    a closure, so that a workspace still pickles (index worker processes get one).
     """
+
+    __slots__ = ("combined", "spec")
+
+    def __init__(self, spec: pathspec.PathSpec) -> None:  # type: ignore[type-arg]
+        self.spec = spec
+        self.combined = _combined_regex(spec)
+
+    def __call__(self, path: str) -> bool:
+        if self.combined is None:
+            return bool(self.spec.match_file(path))
+        return self.combined.search(pathspec.util.normalize_file(path)) is not None
+
+
+def _combined_regex(spec: pathspec.PathSpec) -> re.Pattern[str] | None:  # type: ignore[type-arg]
     patterns = [pattern for pattern in spec.patterns if pattern.include is not None]
     regexes = [getattr(pattern, "regex", None) for pattern in patterns]
     usable = [regex for regex in regexes if isinstance(regex, re.Pattern) and isinstance(regex.pattern, str)]
     if not patterns:
-        return lambda _path: False
+        return re.compile(r"(?!)")  # matches nothing, as an empty spec
     if (len(usable) != len(patterns) or any(not pattern.include for pattern in patterns)
             or any(regex.groups or regex.flags != usable[0].flags for regex in usable)):
-        return spec.match_file
+        return None
     try:
-        combined = re.compile("|".join(f"(?:{regex.pattern})" for regex in usable), usable[0].flags)
+        return re.compile("|".join(f"(?:{regex.pattern})" for regex in usable), usable[0].flags)
     except re.error:
-        return spec.match_file
-    normalize = pathspec.util.normalize_file
-    return lambda path: combined.search(normalize(path)) is not None
+        return None
 
 
 def _dir_prefix(directory: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from array import array
 from bisect import bisect_right
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -85,36 +86,31 @@ class Match(NamedTuple):
     masked: bool
 
 
-class LineCursor:
-    """Line, column and line text of increasing byte offsets in one file's bytes.
+def positions(source: bytes, offsets: list[int]) -> Iterator[tuple[int, int, str]]:
+    """(1-based line, 1-based character column, line text) of each of the ascending ``offsets``.
 
-    Lines are counted from the previous offset on, never tabled; a line's text is decoded
+    Lines are counted from one offset to the next, never tabled; a line's text is decoded
     once however many offsets fall on it.
     """
-
-    __slots__ = ("begin", "counted", "line", "source", "text")
-
-    def __init__(self, source: bytes) -> None:
-        self.source = source
-        self.line = 1
-        self.counted = 0
-        self.begin = -1
-        self.text = ""
-
-    def locate(self, offset: int) -> tuple[int, int, str]:
-        """(1-based line, 1-based character column, line text) of ``offset``."""
-        source = self.source
-        newlines = source.count(b"\n", self.counted, offset)
-        self.counted = offset
-        if newlines or self.begin < 0:
-            self.line += newlines
-            self.begin = source.rfind(b"\n", 0, offset) + 1
-            end = source.find(b"\n", offset)
-            self.text = source[self.begin : end if end != -1 else len(source)].decode("utf-8", "replace").rstrip("\r")
-        begin = self.begin
-        if self.text.isascii():
-            return self.line, offset - begin + 1, self.text
-        return self.line, len(source[begin:offset].decode("utf-8", "replace")) + 1, self.text
+    line = 1
+    counted = 0
+    begin = -1
+    text = ""
+    plain = True
+    count, find, rfind = source.count, source.find, source.rfind
+    for offset in offsets:
+        newlines = count(b"\n", counted, offset)
+        counted = offset
+        if newlines or begin < 0:
+            line += newlines
+            begin = rfind(b"\n", 0, offset) + 1
+            end = find(b"\n", offset)
+            text = source[begin : end if end != -1 else len(source)].decode("utf-8", "replace").rstrip("\r")
+            plain = text.isascii()
+        if plain:
+            yield line, offset - begin + 1, text
+        else:
+            yield line, len(source[begin:offset].decode("utf-8", "replace")) + 1, text
 
 
 def match_offsets(source: bytes, pattern: re.Pattern[bytes]) -> list[int]:
@@ -127,8 +123,9 @@ def match_offsets(source: bytes, pattern: re.Pattern[bytes]) -> list[int]:
 def locate_matches(source: bytes, pattern: re.Pattern[bytes], spans: SpanTable) -> list[Match]:
     """Every match of ``pattern`` with its 1-based line and column and line text; ``masked``
     tells those inside a comment or string."""
-    cursor = LineCursor(source)
-    return [Match(offset, *cursor.locate(offset), spans.covers(offset)) for offset in match_offsets(source, pattern)]
+    offsets = match_offsets(source, pattern)
+    return [Match(offset, line, column, text, spans.covers(offset))
+            for offset, (line, column, text) in zip(offsets, positions(source, offsets), strict=True)]
 
 
 def usage_pattern(name: str) -> re.Pattern[bytes]:
@@ -151,6 +148,10 @@ class Usage(NamedTuple):
     column: int
     text: str
     definition: bool = False
+
+
+_new_usage = tuple.__new__
+"""Builds a :class:`Usage` from a ready tuple, without the keyword handling of its constructor."""
 
 
 class IndexedFile(NamedTuple):
@@ -194,10 +195,9 @@ def scan_usages(
             source, spans = code
             offsets = spans.uncovered(match_offsets(source, pattern))
             total += len(offsets)
-            cursor = LineCursor(source)
-            for offset in offsets[: limit - len(found)]:
-                line, column, text = cursor.locate(offset)
-                found.append(Usage(file.rel, line, column, text, (file.file_id, line) in definitions))
+            rel, file_id = file.rel, file.file_id
+            found.extend(_new_usage(Usage, (rel, line, column, text, (file_id, line) in definitions))
+                         for line, column, text in positions(source, offsets[: limit - len(found)]))
     return found, max(total, len(found))
 
 
