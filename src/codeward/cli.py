@@ -87,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "repo_map, py_find_usages, py_get_hierarchy and derive_code_path.")
     index.add_argument("path", nargs="?", default=".", help="directory to index (default: .)")
     index.add_argument("--rebuild", action="store_true", help="start from scratch instead of refreshing")
+    index.add_argument("--definitions-only", action="store_true",
+                       help="stop once definitions are indexed (from universal-ctags on a cold build); "
+                            "references are built by the first question that needs them")
     index.set_defaults(handler=cmd_index)
 
     gateway = sub.add_parser("gateway", help="serve other MCP servers' tools (alias__tool) as one server",
@@ -313,9 +316,9 @@ def cmd_call(args: argparse.Namespace) -> int:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    from codeward.code.symbol_index import run_index_cli
+    from codeward.code.index_cli import run_index_cli
 
-    return run_index_cli(args.path, rebuild=args.rebuild)
+    return run_index_cli(args.path, rebuild=args.rebuild, references=not args.definitions_only)
 
 
 def _gateway_config_path(args: argparse.Namespace) -> str | None:

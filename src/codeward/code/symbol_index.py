@@ -292,7 +292,7 @@ class SymbolIndex:
                        or (references and rel in incomplete)]
             removed = [known[rel][0] for rel in known.keys() - seen.keys()]
             if changed or removed:
-                self._apply(seen, known, changed, removed, stats, plan)
+                self._apply(seen, known, changed, removed, incomplete, stats, plan)
             if incomplete and references and not stats.cancelled:
                 self._retire_quick_tier()
         stats.seconds = time.perf_counter() - started
@@ -390,14 +390,17 @@ class SymbolIndex:
         known: dict[str, tuple[int, int, int]],
         changed: list[str],
         removed: list[int],
+        incomplete: set[str],
         stats: RefreshStats,
         plan: _Plan,
     ) -> None:
+        """Re-tag ``changed`` files exactly and forget ``removed`` ones, in one transaction
+        (committed every second). Files of the quick tier (``incomplete``) have no rows yet."""
         by_path = {str(seen[rel].path): rel for rel in changed}
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
-            if not known:  # a cold build: lookup indexes are cheaper to build once at the end
+            if 2 * len(changed) > len(known):  # mostly new rows: lookup indexes are cheaper to build once
                 _run_script(db, _DROP_LOOKUP_INDEXES)
             for file_id in removed:
                 self._forget(file_id, drop_file=True)
@@ -407,7 +410,8 @@ class SymbolIndex:
             for rel in changed:
                 previous = known.get(rel)
                 if previous is not None:
-                    self._forget(previous[0], drop_file=False)
+                    if rel not in incomplete:
+                        self._forget(previous[0], drop_file=False)
                     file_ids[rel] = previous[0]
                 else:
                     file_ids[rel] = next_id
@@ -418,7 +422,7 @@ class SymbolIndex:
                 plan.progress(0, total, f"indexing {total} files")
             self._store(self._tag_exact(jobs, plan), seen, by_path, total, stats, plan)
             if stats.parsed < total:  # cancelled: files not tagged must not look up to date
-                untouched = [file_ids[rel] for rel in changed if rel in known]
+                untouched = [file_ids[rel] for rel in changed if rel in known and rel not in incomplete]
                 db.executemany("UPDATE files SET mtime_ns = -1 WHERE id = ?", [(i,) for i in untouched])
             self._finish(stats, total, plan)
         except BaseException:
@@ -897,43 +901,3 @@ def _symbol_order(query: str) -> Callable[[Symbol], tuple[int, int, str, int]]:
         return exact, prototype, symbol.path, symbol.line
 
     return key
-
-
-def run_index_cli(path: str, *, rebuild: bool) -> int:
-    """``codeward index [PATH]``: build or refresh the index of a directory, with a progress bar."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    console = Console(stderr=True, soft_wrap=True)
-    try:
-        workspace = Workspace.create([path])
-    except ValueError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        return 2
-    opened = SymbolIndex.open(workspace)
-    if not opened.ok:
-        console.print(f"[red]error:[/red] {opened.error_text()}")
-        return 1
-    for note in opened.notes:
-        console.print(note)
-    with opened.data as index, Progress(
-        TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TimeElapsedColumn(), console=console, transient=True,
-    ) as bar:
-        task = bar.add_task("scanning", total=None)
-
-        def report(done: int, total: int | None, message: str) -> None:
-            bar.update(task, completed=done, total=total, description=message)
-
-        try:
-            stats = index.refresh(progress=report, rebuild=rebuild)
-        except KeyboardInterrupt:
-            console.print("interrupted: the index keeps the files finished so far")
-            return 130
-        counts = index.counts()
-    console.print(f"indexed {workspace.primary}: {stats.describe()}")
-    console.print(f"{counts['files']} files, {counts['definitions']} definitions, "
-                  f"{counts['identifiers']} identifier rows in {index.db_path}")
-    for failure in stats.failed[:10]:
-        console.print(f"  [yellow]warning:[/yellow] {failure}")
-    return 0

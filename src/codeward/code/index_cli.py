@@ -1,0 +1,62 @@
+"""``codeward index [PATH]``: build or refresh a directory's symbol index, with progress bars."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from codeward.code.symbol_index import RefreshStats, SymbolIndex
+from codeward.workspace import Workspace
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def run_index_cli(path: str, *, rebuild: bool, references: bool = True) -> int:
+    """Index ``path`` and say what was done; the exit status.
+
+    A cold build shows its two passes: definitions (universal-ctags, when installed and the
+    tree is big), then references (tree-sitter), unless ``references`` is False.
+    """
+    from rich.console import Console
+
+    console = Console(stderr=True, soft_wrap=True)
+    try:
+        workspace = Workspace.create([path])
+    except ValueError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        return 2
+    opened = SymbolIndex.open(workspace)
+    if not opened.ok:
+        console.print(f"[red]error:[/red] {opened.error_text()}")
+        return 1
+    for note in opened.notes:
+        console.print(note)
+    with opened.data as index:
+        for with_references in ([False, True] if references else [False]):
+            try:
+                stats = _refresh(console, index, rebuild=rebuild and not with_references,
+                                 references=with_references)
+            except KeyboardInterrupt:
+                console.print("interrupted: the index keeps the files finished so far")
+                return 130
+            console.print(f"{'references' if with_references else 'definitions'}: {stats.describe()}")
+            for failure in stats.failed[:10]:
+                console.print(f"  [yellow]warning:[/yellow] {failure}")
+        counts = index.counts()
+    console.print(f"{workspace.primary}: {counts['files']} files, {counts['definitions']} definitions, "
+                  f"{counts['identifiers']} identifier rows in {index.db_path}")
+    return 0
+
+
+def _refresh(console: Console, index: SymbolIndex, *, rebuild: bool, references: bool) -> RefreshStats:
+    """One refresh under a transient progress bar."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console, transient=True) as bar:
+        task = bar.add_task("scanning", total=None)
+
+        def report(done: int, total: int | None, message: str) -> None:
+            bar.update(task, completed=done, total=total, description=message)
+
+        return index.refresh(progress=report, rebuild=rebuild, references=references)
