@@ -32,7 +32,8 @@ class QuickTier:
     """The tag files of one index, read against its ``files`` table."""
 
     db: sqlite3.Connection
-    root: Path
+    root: str
+    """The root as it was when ctags ran: tag files name files by absolute path."""
     directory: Path
     _files: dict[str, _FileRow | None] = field(default_factory=dict)
 
@@ -50,8 +51,10 @@ class QuickTier:
                              if name_glob.fullmatch(tag.name))
                 else:
                     found = tags.matching(glob_line_pattern(text))
+            elif mode == "glob":
+                found = tags.qualified(_glob(text).fullmatch)
             else:
-                found = tags.every()
+                found = tags.qualified(re.compile(text).search)
             symbols = []
             for symbol in self._symbols(found):
                 if mode == "exact" and "." in text and symbol.qualname != text:
@@ -99,7 +102,7 @@ class QuickTier:
         """The incomplete file a tag line belongs to (``None``: gone, or tagged exactly since)."""
         if path in self._files:
             return self._files[path]
-        prefix = str(self.root).rstrip("/") + "/"
+        prefix = self.root.rstrip("/") + "/"
         row = None
         if path.startswith(prefix):
             found = self.db.execute("SELECT id, language, complete FROM files WHERE path = ?",

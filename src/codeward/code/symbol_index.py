@@ -358,7 +358,7 @@ class SymbolIndex:
             db.executemany("INSERT INTO files (id, path, mtime_ns, size, language, error, complete)"
                            " VALUES (?, ?, ?, ?, ?, ?, ?)", quick_rows)
             if quick_rows:
-                db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('quick_tier', ?)", (ctags.version,))
+                db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('quick_tier', ?)", (str(self.root),))
             self._store(self._tag_exact(exact, plan), seen, by_path, len(exact), stats, plan)
             stats.parsed += len(quick_rows)
             stats.definitions_only = len(quick_rows)
@@ -376,7 +376,7 @@ class SymbolIndex:
     def _quick_tier(self) -> QuickTier | None:
         """The quick tier, while some files have only its definitions."""
         row = self._db.execute("SELECT value FROM meta WHERE key = 'quick_tier'").fetchone()
-        return QuickTier(self._db, self.root, self.quick_dir) if row is not None else None
+        return QuickTier(self._db, str(row[0]), self.quick_dir) if row is not None else None
 
     def _retire_quick_tier(self) -> None:
         """Drop the tag files once every file is tagged exactly."""

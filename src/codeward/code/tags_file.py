@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import mmap
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,11 +96,18 @@ class SortedTags:
                 if parsed is not None:
                     yield parsed
 
-    def every(self) -> Iterator[TagLine]:
-        """Every definition (for regular expressions over qualified names)."""
+    def qualified(self, test: Callable[[str], object]) -> Iterator[TagLine]:
+        """Definitions whose qualified name (scope and name, joined by ``.``) passes ``test``.
+
+        Only lines that pass are decoded whole: a regular expression over every qualified
+        name of a large repository stays a scan, not a parse.
+        """
         for mapped in self._maps:
             for match in TAG_LINE.finditer(mapped):
-                yield _from_match(match)
+                name, scope = match.group(1), match.group(6)
+                qualified = (scope.replace(b"::", b".") + b"." + name) if scope else name
+                if test(qualified.decode("utf-8", "replace")):
+                    yield _from_match(match)
 
     def names(self) -> set[str]:
         """Every distinct defined name."""
