@@ -393,10 +393,6 @@ def test_counts_and_closest_names_of_the_quick_tier(both_tiers: tuple[Path, Symb
     assert quick.closest_names("geo3::Shape3::aera")[0] == "geo3.Shape3.area"
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "closest_names(language=...) filters the exact tier's names by language but adds every name of the tag "
-    "files (QuickTier.names() takes no language), so language='python' suggests C++ names and "
-    "language='cpp' suggests Python ones"))
 def test_closest_names_keep_to_the_language(both_tiers: tuple[Path, SymbolIndex, SymbolIndex]) -> None:
     _root, quick, exact = both_tiers
     assert exact.closest_names("Shape3", language="python") == []
@@ -405,9 +401,6 @@ def test_closest_names_keep_to_the_language(both_tiers: tuple[Path, SymbolIndex,
     assert quick.closest_names("get_valeu", language="cpp") == []
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "QuickTier.find matches `under` as `path.startswith(under + '/')`, so under='pkg1/' (trailing slash) "
-    "finds nothing in tag files while the exact tier (which strips the slash) finds pkg1's definitions"))
 def test_a_scope_with_a_trailing_slash(both_tiers: tuple[Path, SymbolIndex, SymbolIndex]) -> None:
     _root, quick, exact = both_tiers
     expected = keys(found(exact, "get_value", under="pkg1/"))
@@ -431,13 +424,6 @@ OTHER_LANGUAGES: dict[str, str] = {
     "other/thing.rb": "module Outer\n  class Thing\n    def act; end\n  end\nend\ndef top_level; end\n",
     "other/kls.kt": "class Kls {\n    fun act() {}\n}\nfun topFun() {}\n",
 }
-QUALIFIED_NAME_BUG = pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "ctags puts the package (Go) or namespace (PHP) in front of the scope, so the quick tier's qualified "
-    "names (main.Server.Start, App.Ctl) differ from the exact tier's (Server.Start, Ctl), and a dotted "
-    "lookup misses until a full refresh; PHP scopes also keep ctags' escaping (App\\\\Ctl)"))
-TOP_LEVEL_KIND_BUG = pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "ctags calls a top-level Ruby def and Kotlin fun a method; the exact tier calls them functions, so "
-    "kinds=['function'] misses them in the quick tier"))
 
 
 @pytest.fixture(scope="module")
@@ -454,8 +440,8 @@ def other_languages(tmp_path_factory: pytest.TempPathFactory) -> tuple[SymbolInd
 
 
 @pytest.mark.parametrize(("query", "options"), [
-    pytest.param("Server.Start", {}, marks=QUALIFIED_NAME_BUG, id="go-method"),
-    pytest.param("Ctl.index", {}, marks=QUALIFIED_NAME_BUG, id="php-method"),
+    pytest.param("Server.Start", {}, id="go-method"),
+    pytest.param("Ctl.index", {}, id="php-method"),
     pytest.param("M.Nested.go", {}, id="java-nested"),
     pytest.param("Square.area", {}, id="typescript-method"),
     pytest.param("makeSquare", {"kinds": ["function"]}, id="typescript-function"),
@@ -465,9 +451,9 @@ def other_languages(tmp_path_factory: pytest.TempPathFactory) -> tuple[SymbolInd
     pytest.param("free_fn", {"kinds": ["function"]}, id="rust-function"),
     pytest.param("App.Svc.Run", {}, id="csharp-method"),
     pytest.param("Outer.Thing.act", {}, id="ruby-method"),
-    pytest.param("top_level", {"kinds": ["function"]}, marks=TOP_LEVEL_KIND_BUG, id="ruby-function"),
+    pytest.param("top_level", {"kinds": ["function"]}, id="ruby-function"),
     pytest.param("Kls.act", {}, id="kotlin-method"),
-    pytest.param("topFun", {"kinds": ["function"]}, marks=TOP_LEVEL_KIND_BUG, id="kotlin-function"),
+    pytest.param("topFun", {"kinds": ["function"]}, id="kotlin-function"),
 ])
 def test_other_languages_answer_as_the_exact_index(
     other_languages: tuple[SymbolIndex, SymbolIndex], query: str, options: dict[str, object]
@@ -519,9 +505,6 @@ def test_a_refresh_re_tags_changed_files_exactly(root: Path, tmp_path: Path) -> 
         assert index.refresh(references=False, workers=1).parsed == 0
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "counts() adds every tag line to the definitions, also lines of files deleted or re-tagged exactly "
-    "since the quick build, so a re-tagged file's definitions are counted twice"))
 def test_counts_after_a_refresh_do_not_count_stale_tag_lines(root: Path, tmp_path: Path) -> None:
     make_tree(root)
     workspace = Workspace.create([root])
@@ -738,9 +721,6 @@ def test_find_symbol_on_a_cold_tree_uses_the_quick_tier(
     assert dotted.is_error and closest_from_hint(dotted.text)[0] == "geo1.Shape1.area"
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "closest_names draws from every tag line without checking its file, so after get_item_5 is renamed "
-    "(or its file deleted) find_symbol('get_item_5') says not found and suggests 'get_item_5' itself"))
 def test_suggestions_after_a_change_do_not_name_what_is_gone(
     root: Path, call: Callable[..., ToolOutcome]
 ) -> None:
@@ -774,10 +754,6 @@ def test_odd_file_names_are_indexed(root: Path, tmp_path: Path) -> None:
         assert keys(everything(index)) == keys(everything(exact))
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "ctags writes a backslash in a path as '\\\\' in the tag file's path field; QuickTier._file compares "
-    "the escaped path with the files table, finds no row, and drops the file's definitions (the file is "
-    "recorded complete = 0, so nothing else answers for it until a full refresh)"))
 def test_a_backslash_in_a_file_name(root: Path) -> None:
     make_tree(root, cpp_files=0)
     write(root, "back\\slash.py", "def in_backslash_file():\n    pass\n")
@@ -786,9 +762,6 @@ def test_a_backslash_in_a_file_name(root: Path) -> None:
             ("in_backslash_file", "back\\slash.py")]
 
 
-@pytest.mark.xfail(strict=True, raises=UnicodeEncodeError, reason=(
-    "a file name that is not UTF-8 reaches SQLite as a str with surrogate escapes: the refresh (quick or "
-    "exact) dies with UnicodeEncodeError in _Rows.flush, so no index can be built for the whole tree"))
 def test_a_file_name_that_is_not_utf8(root: Path) -> None:
     make_tree(root, cpp_files=0)
     try:
@@ -796,6 +769,13 @@ def test_a_file_name_that_is_not_utf8(root: Path) -> None:
             handle.write(b"def in_undecodable_file():\n    pass\n")
     except OSError as exc:
         pytest.skip(f"this filesystem refuses non-UTF-8 names: {exc}")
-    with quick_index(Workspace.create([root])) as index:
-        symbols = found(index, "in_undecodable_file")
-        assert [(s.path, s.id != 0) for s in symbols] == [(os.fsdecode(b"bad\xff.py"), True)]
+    workspace = Workspace.create([root])
+    with SymbolIndex.open(workspace).data as index:
+        stats = index.refresh(references=False, workers=1)
+        # SQLite stores text as UTF-8: the file is left out, said so with the fix, and the rest is indexed.
+        assert [failure for failure in stats.failed if "not valid UTF-8" in failure] == [
+            "b'bad\\xff.py': the file name is not valid UTF-8, which the index cannot store; "
+            "rename the file to index it"]
+        assert found(index, "in_undecodable_file") == []
+        assert found(index, "get_item_5")
+        assert index.refresh().failed == stats.failed

@@ -166,16 +166,34 @@ class Ctags:
 
 
 def definition_of(tag: TagLine, language: str) -> QuickDefinition | None:
-    """A tag line as the index's definition, or ``None`` for kinds the index does not keep."""
+    """A tag line as the index's definition, or ``None`` for kinds the index does not keep.
+
+    Names are made as the exact (tree-sitter) pass makes them: Go's package and PHP's
+    namespace are not part of a qualified name, and a method outside any class (a Ruby or
+    Kotlin top-level ``def``/``fun``, as ctags calls it) is a function.
+    """
     kind = _kind(tag.kind, tag.scope_kind, language)
-    if kind is None or tag.name.startswith("__anon"):
+    if kind is None or tag.name.startswith("__anon") or (kind == "namespace" and language == "php"):
         return None
-    parent = tag.scope.replace("::", ".")
-    if "__anon" in parent:
-        parent = _ANONYMOUS.sub("", parent).strip(".")
+    parent = _parent(tag, language)
+    if kind == "method" and not parent:
+        kind = "function"
     bases = tuple(split_bases(tag.inherits)) if tag.inherits else ()
     return QuickDefinition(tag.name, f"{parent}.{tag.name}" if parent else tag.name, kind, tag.line,
                            max(tag.line, tag.end), parent, bases)
+
+
+def _parent(tag: TagLine, language: str) -> str:
+    """The owner's qualified name, with ``.`` between parts."""
+    scope = tag.scope
+    if language == "go":  # "package:main" or "struct:main.Server": the package is not part of the name
+        return "" if tag.scope_kind == "package" else scope.partition(".")[2]
+    if language == "php":  # "namespace:App\\Http" or "class:App\\Http\\Ctl": ctags escapes backslashes
+        return "" if tag.scope_kind == "namespace" else scope.replace("\\\\", "\\").rpartition("\\")[2]
+    parent = scope.replace("::", ".")
+    if "__anon" in parent:
+        parent = _ANONYMOUS.sub("", parent).strip(".")
+    return parent
 
 
 def ctags_kinds(kinds: Iterable[str]) -> set[str]:
@@ -253,8 +271,8 @@ def _deal(jobs: list[SizedJob], per_language: int) -> list[_Chunk]:
 def _listable(job: SizedJob) -> bool:
     """Whether ctags can take the job: a language it knows, a UTF-8 path that fits on a line."""
     path = job[0]
-    if job[1] not in LANGUAGE_NAMES or "\n" in path or "\r" in path or "\t" in path:
-        return False
+    if job[1] not in LANGUAGE_NAMES or any(char in path for char in "\n\r\t\\"):
+        return False  # ctags escapes a backslash in the paths it writes: such a file would not be found again
     try:
         path.encode("utf-8")
     except UnicodeEncodeError:  # undecodable bytes (surrogate escapes) would not read back the same

@@ -40,6 +40,7 @@ class QuickTier:
     def find(self, text: str, mode: str, *, kinds: Iterable[str], under: str, language: str) -> list[Symbol]:
         """Definitions in incomplete files matching ``text`` (already normalised to dots)."""
         wanted_kinds = set(kinds)
+        under = under.rstrip("/")
         with SortedTags.in_directory(self.directory) as tags:
             if mode == "exact":
                 found: Iterable[TagLine] = tags.lookup(text.rsplit(".", 1)[-1])
@@ -72,10 +73,12 @@ class QuickTier:
                 symbols.append(symbol)
         return symbols
 
-    def names(self) -> set[str]:
-        """Every name the tag files define (for suggestions; files are not checked)."""
+    def names(self, language: str = "") -> set[str]:
+        """Every name defined in a file this tier answers for (in ``language``, when given)."""
         with SortedTags.in_directory(self.directory) as tags:
-            return tags.names()
+            pairs = tags.names()
+        return {name for name, path in pairs
+                if (row := self._file(path)) is not None and (not language or row.language == language)}
 
     def qualnames(self, words: Iterable[str], language: str) -> set[str]:
         """Qualified names of the definitions named ``words``."""
@@ -84,8 +87,10 @@ class QuickTier:
                     if not language or symbol.language == language}
 
     def count(self) -> int:
+        """Definitions this tier answers for (tag lines of files it still holds)."""
         with SortedTags.in_directory(self.directory) as tags:
-            return tags.count()
+            by_path = tags.lines_by_path()
+        return sum(count for path, count in by_path.items() if self._file(path) is not None)
 
     def _symbols(self, tags: Iterable[TagLine]) -> Iterator[Symbol]:
         for tag in tags:

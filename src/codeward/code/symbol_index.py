@@ -312,6 +312,10 @@ class SymbolIndex:
             if info.st_size > MAX_FILE_BYTES:
                 stats.skipped += 1
                 continue
+            if not _is_utf8(entry.rel):
+                stats.failed.append(f"{entry.rel.encode('utf-8', 'surrogateescape')!r}: the file name is not "
+                                    "valid UTF-8, which the index cannot store; rename the file to index it")
+                continue
             found += 1
             stats.scanned = found
             yield entry.rel, _Seen(entry.path, info.st_mtime_ns, info.st_size, language)
@@ -351,6 +355,8 @@ class SymbolIndex:
             shutil.rmtree(directory, ignore_errors=True)
             stats.cancelled = True
             return
+        if not quick_rows:  # ctags tagged nothing: no tier to keep
+            shutil.rmtree(directory, ignore_errors=True)
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -624,7 +630,7 @@ class SymbolIndex:
         lowered = word.lower()
         quick = self._quick_tier()
         if quick is not None:
-            extra = [name for name in quick.names()
+            extra = [name for name in quick.names(language)
                      if name[:1].lower() == lowered[:1] or lowered in name.lower()]
             candidates = sorted(set(candidates).union(extra[:MAX_SUGGESTION_POOL]))
         matcher = difflib.SequenceMatcher(autojunk=False)
@@ -882,6 +888,15 @@ def _file_filters(under: str, language: str) -> tuple[list[str], list[object]]:
 
 def _glob_escape(text: str) -> str:
     return re.sub(r"([*?\[])", r"[\1]", text)
+
+
+def _is_utf8(text: str) -> bool:
+    """False for a name with undecodable bytes (surrogate escapes), which SQLite cannot store."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _signature_line(text: str, language: str) -> str:

@@ -25,7 +25,8 @@ TAG_LINE = re.compile(
     re.M,
 )
 """One line of a tag file written with ``--excmd=number --fields=NFKsei``."""
-_NAMES = re.compile(rb"^([^\t\n]+)\t", re.M)
+_NAMES = re.compile(rb"^([^\t\n]+)\t([^\t\n]+)\t", re.M)
+_PATHS = re.compile(rb"^[^\t\n]+\t([^\t\n]+)\t", re.M)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,15 +110,20 @@ class SortedTags:
                 if test(qualified.decode("utf-8", "replace")):
                     yield _from_match(match)
 
-    def names(self) -> set[str]:
-        """Every distinct defined name."""
-        found: set[bytes] = set()
+    def names(self) -> set[tuple[str, str]]:
+        """Every distinct (name, path) pair."""
+        found: set[tuple[bytes, bytes]] = set()
         for mapped in self._maps:
             found.update(_NAMES.findall(mapped))
-        return {name.decode("utf-8", "replace") for name in found}
+        return {(name.decode("utf-8", "replace"), path.decode("utf-8", "surrogateescape")) for name, path in found}
 
-    def count(self) -> int:
-        return sum(mapped[:].count(b"\n") for mapped in self._maps)
+    def lines_by_path(self) -> dict[str, int]:
+        """How many definitions each path has."""
+        counts: dict[bytes, int] = {}
+        for mapped in self._maps:
+            for path in _PATHS.findall(mapped):
+                counts[path] = counts.get(path, 0) + 1
+        return {path.decode("utf-8", "surrogateescape"): count for path, count in counts.items()}
 
 
 def parse_line(line: bytes) -> TagLine | None:
