@@ -117,7 +117,7 @@ def bench_corpus(label: str, tree: Path, work: Path, samples: int, report: Repor
         print(f"  definitions of {quick.scanned} files ({tier})", flush=True)
         report.add(label, "cold index", quick.seconds, ctags, "ctags -R", "s", "≤ 1x ctags")
         with SortedTags.in_directory(index.quick_dir) as quick_tags:
-            quick_names = sorted(quick_tags.names())
+            quick_names = sorted({name for name, _path in quick_tags.names()})
         if quick_names:
             _lookups(index, label, "lookup (quick tier)", rng.sample(quick_names, min(samples, len(quick_names))),
                      tags, report)
