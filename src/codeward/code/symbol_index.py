@@ -684,7 +684,8 @@ class SymbolIndex:
         file_where, file_params = _file_filters(under, language)
         sql += "".join(f" AND {condition}" for condition in file_where)
         params: list[object] = [last, *file_params]
-        rows = self._db.execute(sql + " ORDER BY f.path", params).fetchall()
+        # Sorted here: an ORDER BY would make SQLite sort rows that carry every file's spans.
+        rows = sorted(self._db.execute(sql, params).fetchall(), key=lambda row: str(row[1]))
         definitions = {(int(fid), int(line)) for fid, line in self._db.execute(
             "SELECT file_id, name_line FROM symbols WHERE name = ?", (last,))}
         files = [IndexedFile(int(r[0]), str(r[1]), int(r[2]), int(r[3]), str(r[4]), int(r[5]), r[6]) for r in rows]
