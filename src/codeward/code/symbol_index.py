@@ -255,10 +255,10 @@ class SymbolIndex:
     ) -> RefreshStats:
         """Bring the index up to date with the files on disk; returns what changed.
 
-        With ``references=False`` only definitions must be current: when many files need
-        tagging and universal-ctags is installed, it tags them (several processes at once)
-        and their references are left for a later full refresh, which a full refresh (the
-        default) then builds with tree-sitter, replacing the ctags definitions.
+        With ``references=False`` only definitions must be current: an empty index of a big
+        tree then takes them from universal-ctags when it is installed (the quick tier, see
+        :mod:`codeward.code.quick_tier`), and a later full refresh (the default) tags those
+        files exactly with tree-sitter, references included, and retires the tag files.
         """
         if _in_spawned_import():
             raise RuntimeError(
@@ -277,9 +277,9 @@ class SymbolIndex:
                 known[path] = (file_id, mtime, size)
                 if not complete:
                     incomplete.add(path)
-            ctags = Ctags.find() if not references else None
+            ctags = Ctags.find() if not known and not references else None
             scan = self._scan(stats, progress)
-            if not known and ctags is not None:
+            if ctags is not None:
                 head = list(itertools.islice(scan, POOL_MIN_FILES))
                 if len(head) == POOL_MIN_FILES:  # a big tree: definitions from ctags
                     self._quick_definitions(ctags, itertools.chain(head, scan), stats, plan)
@@ -406,8 +406,6 @@ class SymbolIndex:
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
-            if 2 * len(changed) > len(known):  # mostly new rows: lookup indexes are cheaper to build once
-                _run_script(db, _DROP_LOOKUP_INDEXES)
             for file_id in removed:
                 self._forget(file_id, drop_file=True)
             stats.removed = len(removed)
@@ -422,6 +420,8 @@ class SymbolIndex:
                 else:
                     file_ids[rel] = next_id
                     next_id += 1
+            if 2 * len(changed) > len(known):  # mostly new rows (and old ones forgotten, through the indexes):
+                _run_script(db, _DROP_LOOKUP_INDEXES)  # the lookup indexes are cheaper to build once
             jobs = [(str(seen[rel].path), seen[rel].language, file_ids[rel]) for rel in changed]
             total = len(changed)
             if plan.progress:
