@@ -314,3 +314,24 @@ def test_readers_do_not_wait_for_a_refresh(project: Path, workspace: Workspace) 
         worker.join()
     with open_index(workspace) as reader:
         assert names(reader, "extra") == [("extra", "function", "pkg/extra.py", 1, 2)]
+
+
+def test_a_refresh_where_most_files_changed(tmp_path: Path) -> None:
+    """Most files rewritten at once (a branch switch): old rows go, new ones come, lookups still use indexes."""
+    root = tmp_path / "tree"
+    for number in range(12):
+        write(root, f"m{number}.py", f"def old_{number}():\n    return shared()\n\n\ndef shared():\n    return 0\n")
+    workspace = Workspace.create([root])
+    with SymbolIndex.open(workspace, db_path=tmp_path / "index.sqlite").data as index:
+        index.refresh()
+        for number in range(9):
+            path = write(root, f"m{number}.py", f"def new_{number}():\n    return other()\n")
+            os.utime(path, ns=(2_000_000_000, 2_000_000_000))
+        stats = index.refresh()
+        assert (stats.parsed, stats.removed) == (9, 0)
+        assert index.find("old_3") == ([], 0)
+        assert [s.path for s in index.find("new_3")[0]] == ["m3.py"]
+        assert [path for path, _count in index.files_using("shared")] == ["m10.py", "m11.py", "m9.py"]
+        assert len(index.files_using("other")) == 9
+        plans = index.connection.execute("EXPLAIN QUERY PLAN SELECT * FROM symbols WHERE name = 'x'").fetchall()
+        assert any("symbols_name" in str(row) for row in plans)
