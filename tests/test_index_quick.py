@@ -442,6 +442,10 @@ def other_languages(tmp_path_factory: pytest.TempPathFactory) -> tuple[SymbolInd
 @pytest.mark.parametrize(("query", "options"), [
     pytest.param("Server.Start", {}, id="go-method"),
     pytest.param("Ctl.index", {}, id="php-method"),
+    pytest.param("Server.*", {}, id="go-dotted-glob"),
+    pytest.param(r"^Server\.St", {"mode": "regex"}, id="go-anchored-regex"),
+    pytest.param("Ctl.*", {}, id="php-dotted-glob"),
+    pytest.param(r"^Ctl\.ind", {"mode": "regex"}, id="php-anchored-regex"),
     pytest.param("M.Nested.go", {}, id="java-nested"),
     pytest.param("Square.area", {}, id="typescript-method"),
     pytest.param("makeSquare", {"kinds": ["function"]}, id="typescript-function"),

@@ -175,7 +175,7 @@ def definition_of(tag: TagLine, language: str) -> QuickDefinition | None:
     kind = _kind(tag.kind, tag.scope_kind, language)
     if kind is None or tag.name.startswith("__anon") or (kind == "namespace" and language == "php"):
         return None
-    parent = _parent(tag, language)
+    parent = parent_of(tag.scope_kind, tag.scope, language)
     if kind == "method" and not parent:
         kind = "function"
     bases = tuple(split_bases(tag.inherits)) if tag.inherits else ()
@@ -183,13 +183,12 @@ def definition_of(tag: TagLine, language: str) -> QuickDefinition | None:
                            max(tag.line, tag.end), parent, bases)
 
 
-def _parent(tag: TagLine, language: str) -> str:
-    """The owner's qualified name, with ``.`` between parts."""
-    scope = tag.scope
+def parent_of(scope_kind: str, scope: str, language: str) -> str:
+    """The owner's qualified name from a tag's scope, with ``.`` between parts."""
     if language == "go":  # "package:main" or "struct:main.Server": the package is not part of the name
-        return "" if tag.scope_kind == "package" else scope.partition(".")[2]
+        return "" if scope_kind == "package" else scope.partition(".")[2]
     if language == "php":  # "namespace:App\\Http" or "class:App\\Http\\Ctl": ctags escapes backslashes
-        return "" if tag.scope_kind == "namespace" else scope.replace("\\\\", "\\").rpartition("\\")[2]
+        return "" if scope_kind == "namespace" else scope.replace("\\\\", "\\").rpartition("\\")[2]
     parent = scope.replace("::", ".")
     if "__anon" in parent:
         parent = _ANONYMOUS.sub("", parent).strip(".")

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codeward.code.ctags_tags import definition_of
+from codeward.code.ctags_tags import definition_of, parent_of
 from codeward.code.index_rows import Symbol
 from codeward.code.tags_file import SortedTags, TagLine
 
@@ -53,9 +53,9 @@ class QuickTier:
                 else:
                     found = tags.matching(glob_line_pattern(text))
             elif mode == "glob":
-                found = tags.qualified(_glob(text).fullmatch)
+                found = tags.where(self._qualified(_glob(text).fullmatch))
             else:
-                found = tags.qualified(re.compile(text).search)
+                found = tags.where(self._qualified(re.compile(text).search))
             symbols = []
             for symbol in self._symbols(found):
                 if mode == "exact" and "." in text and symbol.qualname != text:
@@ -91,6 +91,22 @@ class QuickTier:
         with SortedTags.in_directory(self.directory) as tags:
             by_path = tags.lines_by_path()
         return sum(count for path, count in by_path.items() if self._file(path) is not None)
+
+    def _qualified(self, accept: Callable[[str], object]) -> Callable[[re.Match[bytes]], bool]:
+        """A test of a tag line: does ``accept`` take its qualified name (as the index names it)?"""
+
+        def test(match: re.Match[bytes]) -> bool:
+            row = self._file(match.group(2).decode("utf-8", "surrogateescape"))
+            if row is None:
+                return False
+            name, scope = match.group(1).decode("utf-8", "replace"), match.group(6)
+            if scope:
+                parent = parent_of((match.group(5) or b"").decode("ascii"), scope.decode("utf-8", "replace"),
+                                   row.language)
+                name = f"{parent}.{name}" if parent else name
+            return bool(accept(name))
+
+        return test
 
     def _symbols(self, tags: Iterable[TagLine]) -> Iterator[Symbol]:
         for tag in tags:

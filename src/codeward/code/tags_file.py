@@ -97,17 +97,15 @@ class SortedTags:
                 if parsed is not None:
                     yield parsed
 
-    def qualified(self, test: Callable[[str], object]) -> Iterator[TagLine]:
-        """Definitions whose qualified name (scope and name, joined by ``.``) passes ``test``.
+    def where(self, test: Callable[[re.Match[bytes]], bool]) -> Iterator[TagLine]:
+        """Definitions on lines whose match of :data:`TAG_LINE` passes ``test``.
 
         Only lines that pass are decoded whole: a regular expression over every qualified
         name of a large repository stays a scan, not a parse.
         """
         for mapped in self._maps:
             for match in TAG_LINE.finditer(mapped):
-                name, scope = match.group(1), match.group(6)
-                qualified = (scope.replace(b"::", b".") + b"." + name) if scope else name
-                if test(qualified.decode("utf-8", "replace")):
+                if test(match):
                     yield _from_match(match)
 
     def names(self) -> set[tuple[str, str]]:
