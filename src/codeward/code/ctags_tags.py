@@ -280,5 +280,9 @@ def _listable(job: SizedJob) -> bool:
 
 
 def _clean_env() -> dict[str, str]:
-    """The environment without variables ctags would read options from."""
-    return {key: value for key, value in os.environ.items() if key not in ("CTAGS", "ETAGS")}
+    """The environment without variables ctags would read options from, in the C locale: tag
+    files must be sorted in byte order, which the binary search in :mod:`codeward.code.tags_file` assumes."""
+    environment = {key: value for key, value in os.environ.items()
+                   if key not in ("CTAGS", "ETAGS") and not key.startswith("LC_")}
+    environment["LC_ALL"] = "C"
+    return environment
