@@ -10,6 +10,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -783,3 +784,19 @@ def test_a_file_name_that_is_not_utf8(root: Path) -> None:
         assert found(index, "in_undecodable_file") == []
         assert found(index, "get_item_5")
         assert index.refresh().failed == stats.failed
+
+
+def test_a_cancelled_quick_build_leaves_nothing_and_the_next_one_completes(root: Path) -> None:
+    make_tree(root)
+    workspace = Workspace.create([root])
+    cancelled = threading.Event()
+    cancelled.set()
+    with open_index(workspace) as index:
+        stats = index.refresh(references=False, cancelled=cancelled)
+        assert stats.cancelled and stats.definitions_only == 0
+        assert not index.quick_dir.exists()
+        assert index.counts()["files"] == 0 and found(index, "get_item_5") == []
+        again = index.refresh(references=False)
+        assert not again.cancelled and again.definitions_only > 0
+        assert [(s.path, s.id) for s in found(index, "get_item_5")] == [("pkg1/mod5.py", 0)]
+        assert not list(index.quick_dir.glob("*.list")), "ctags' file lists are removed"

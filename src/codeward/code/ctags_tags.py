@@ -24,6 +24,7 @@ import re
 import shutil
 import subprocess
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -42,6 +43,8 @@ MIN_CHUNK_FILES = 32
 SECONDS_PER_MB = 20.0
 """A chunk's time limit grows with its size: ctags reads about 30 MB/s on slow machines."""
 MIN_CHUNK_SECONDS = 30.0
+POLL_SECONDS = 0.05
+"""How often a running ctags is checked for the build being cancelled."""
 
 LANGUAGE_NAMES: Mapping[str, str] = MappingProxyType({
     "python": "Python", "c": "C", "cpp": "C++", "javascript": "JavaScript", "typescript": "TypeScript",
@@ -136,7 +139,7 @@ class Ctags:
             yield ChunkResult([job for job in jobs if not _listable(job)], tagged=False)
         chunks = _deal(listable, CHUNKS_PER_WORKER * max(1, workers))
         with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="ctags") as pool:
-            pending = {pool.submit(self._run, chunk.jobs, chunk.size, directory / f"chunk-{number:04d}.tags"):
+            pending = {pool.submit(self._run, chunk, directory / f"chunk-{number:04d}.tags", cancelled):
                        chunk.jobs for number, chunk in enumerate(chunks, 1)}
             try:
                 while pending:
@@ -147,22 +150,36 @@ class Ctags:
                 for future in pending:
                     future.cancel()
 
-    def _run(self, chunk: list[SizedJob], size: int, target: Path) -> bool:
-        """Write one chunk's sorted tag file (all its files in one language); False if ctags failed."""
-        language = LANGUAGE_NAMES[chunk[0][1]]
+    def _run(self, chunk: _Chunk, target: Path, cancelled: threading.Event | None) -> bool:
+        """Write one chunk's sorted tag file (all its files in one language); False if ctags failed,
+        ran past its time limit, or was stopped because the build was cancelled."""
+        language = LANGUAGE_NAMES[chunk.jobs[0][1]]
+        listing = target.with_suffix(".list")
+        listing.write_bytes(b"".join(job[0].encode("utf-8") + b"\n" for job in chunk.jobs))
         command = [self.executable, "--options=NONE", "--sort=yes", "--extras=-p", "--excmd=number",
-                   "--fields=NFKsei", f"--language-force={language}", *_KIND_OPTIONS, "-f", str(target), "-L", "-"]
-        limit = max(MIN_CHUNK_SECONDS, SECONDS_PER_MB * size / 1e6)
-        listing = "\n".join(job[0] for job in chunk).encode("utf-8", "surrogateescape")
+                   "--fields=NFKsei", f"--language-force={language}", *_KIND_OPTIONS, "-f", str(target),
+                   "-L", str(listing)]
+        deadline = time.monotonic() + max(MIN_CHUNK_SECONDS, SECONDS_PER_MB * chunk.size / 1e6)
+        status = -1
         try:
-            done = subprocess.run(command, input=listing, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                  timeout=limit, check=False, cwd="/", env=_clean_env())
-        except (OSError, subprocess.SubprocessError):
-            done = None
-        if done is None or done.returncode != 0:
+            with subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, cwd="/", env=_clean_env()) as process:
+                while True:
+                    try:
+                        status = process.wait(timeout=POLL_SECONDS)
+                        break
+                    except subprocess.TimeoutExpired:
+                        if (cancelled is not None and cancelled.is_set()) or time.monotonic() > deadline:
+                            process.kill()
+                            process.wait()
+                            break
+        except OSError:
+            pass
+        finally:
+            listing.unlink(missing_ok=True)
+        if status != 0:
             target.unlink(missing_ok=True)
-            return False
-        return True
+        return status == 0
 
 
 def definition_of(tag: TagLine, language: str) -> QuickDefinition | None:
