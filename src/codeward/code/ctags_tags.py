@@ -256,7 +256,11 @@ def _finished(pending: dict[Future[bool], list[SizedJob]]) -> Iterator[ChunkResu
     """Results of the chunks that are done (waiting a little for one)."""
     done, _rest = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
     for future in done:
-        yield ChunkResult(pending.pop(future), tagged=future.result())
+        try:
+            tagged = future.result()
+        except OSError:  # the file list could not be written (disk full): tagged exactly instead
+            tagged = False
+        yield ChunkResult(pending.pop(future), tagged=tagged)
 
 
 @dataclass(slots=True)
