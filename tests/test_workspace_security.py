@@ -323,3 +323,28 @@ def test_a_folder_swapped_for_a_symlink_after_resolving_is_not_used(root: Path, 
     assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
     read = read_text(real, "sub/secret.txt", workspace)
     assert not read.ok and "changed while being opened" in read.error_text() and "top secret" not in str(read)
+
+
+def test_a_resource_read_checks_what_it_opened(root: Path, outside: Path) -> None:
+    from codeward.code.textfile import read_checked
+    from codeward.file_resources import MAX_RESOURCE_BYTES, FileResources, file_uri
+
+    workspace = Workspace.create([root])
+    (root / "sub").mkdir()
+    (root / "sub" / "data.bin").write_bytes(b"\x00inside")
+    real = workspace.resolve("sub/data.bin").data
+    assert read_checked(real, "sub/data.bin", workspace, limit=100, reader="resources", hint="").data == b"\x00inside"
+    # A racing process swaps the folder for a symlink between resolving and opening:
+    (root / "sub").rename(root / "was_sub")
+    (root / "sub").symlink_to(outside, target_is_directory=True)
+    (outside / "data.bin").write_bytes(b"top secret")
+    read = read_checked(real, "sub/data.bin", workspace, limit=100, reader="resources", hint="")
+    assert not read.ok and "changed while being opened" in read.error_text() and read.data == b""
+
+    huge = root / "huge.log"
+    with huge.open("wb") as handle:
+        handle.truncate(MAX_RESOURCE_BYTES + 1)
+    refused = FileResources().read(file_uri(huge), workspace)
+    assert not refused.ok and refused.errors[0].kind is ErrorKind.TOO_LARGE
+    assert f"resources read files up to {MAX_RESOURCE_BYTES:,} bytes" in refused.error_text()
+    assert "read_file" in refused.error_text()

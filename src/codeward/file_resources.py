@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote, unquote, urlparse
 
-from codeward.code.textfile import decode, displayable
+from codeward.code.textfile import decode, displayable, read_checked
 from codeward.code.walk import walk
 from codeward.providers import ResourceData, ResourceInfo, ResourceTemplateInfo
 from codeward.result import ErrorKind, Result
@@ -68,14 +68,15 @@ class FileResources:
         if not resolved.ok:
             return resolved.cast(empty)
         path = resolved.data
+        display = workspace.display(path)
         if not path.is_file():
-            return Result.fail(ErrorKind.NOT_FOUND, f"no such file: {workspace.display(path)}",
+            return Result.fail(ErrorKind.NOT_FOUND, f"no such file: {display}",
                                "List resources to see the available files.", data=empty)
-        size = path.stat().st_size
-        if size > MAX_RESOURCE_BYTES:
-            return Result.fail(ErrorKind.TOO_LARGE, f"{workspace.display(path)} is {size:,} bytes",
-                               "Read it in parts with the read_file tool (offset/limit).", data=empty)
-        data = path.read_bytes()
+        read = read_checked(path, display, workspace, limit=MAX_RESOURCE_BYTES, reader="resources",
+                            hint="Read it in parts with the read_file tool (offset/limit).")
+        if not read.ok:
+            return read.cast(empty)
+        data = read.data
         mime = mimetypes.guess_type(path.name)[0]
         decoded = decode(data)
         if decoded is None:

@@ -97,48 +97,62 @@ def decode(data: bytes) -> TextFile | None:
 def read_text(path: Path, display: str, workspace: Workspace | None = None) -> Result[TextFile]:
     """Read and decode a file, with clear errors for missing, directory, special, huge and binary paths.
 
-    The file is opened without blocking and checked on the open descriptor, so a FIFO (which
-    would wait forever for a writer) or a device is refused instead of read, and no more than
-    :data:`MAX_TEXT_FILE_BYTES` are ever read. With the ``workspace`` the path was resolved in,
-    the file actually opened is checked against it (a symlink swapped in after resolving).
+    See :func:`read_checked` for how the file is opened; binary files are refused.
     """
     empty = TextFile("")
+    data = read_checked(path, display, workspace, limit=MAX_TEXT_FILE_BYTES, reader="text tools",
+                        hint="Look inside it with a search tool, or with head/tail/grep in run_shell.")
+    if not data.ok:
+        return data.cast(empty)
+    decoded = decode(data.data)
+    if decoded is None:
+        return Result.fail(ErrorKind.INVALID_INPUT, f"{display} is a binary file ({len(data.data)} bytes)",
+                           "Only text files can be read or edited with these tools.", data=empty)
+    return Result.success(decoded)
+
+
+def read_checked(path: Path, display: str, workspace: Workspace | None, *, limit: int, reader: str,
+                 hint: str) -> Result[bytes]:
+    """A regular file's bytes, up to ``limit``, with clear errors for missing, directory, special and huge paths.
+
+    The file is opened without blocking and checked on the open descriptor, so a FIFO (which
+    would wait forever for a writer) or a device is refused instead of read, and no more than
+    ``limit`` bytes are ever read. With the ``workspace`` the path was resolved in, the file
+    actually opened is checked against it (a symlink swapped in after resolving).
+    """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return Result.fail(ErrorKind.NOT_FOUND, f"file not found: {display}",
-                           "Check the name with list_directory or search_files.", data=empty)
+                           "Check the name with list_directory or search_files.", data=b"")
     except OSError as exc:
         return Result.fail(ErrorKind.PERMISSION, f"cannot read {display}: {exc.strerror}",
-                           "Check the file's permissions, or use another file.", data=empty)
+                           "Check the file's permissions, or use another file.", data=b"")
     try:
         if workspace is not None:
             _check_opened(fd, path, None, workspace, Access.READ)
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
             return Result.fail(ErrorKind.INVALID_INPUT, f"{display} is a directory, not a file",
-                               "Use list_directory or get_tree for directories.", data=empty)
+                               "Use list_directory or get_tree for directories.", data=b"")
         if not stat.S_ISREG(info.st_mode):
             return Result.fail(ErrorKind.INVALID_INPUT, f"{display} is not a regular file (a FIFO, socket or device)",
-                               "Only regular text files can be read or edited with these tools.", data=empty)
-        if info.st_size > MAX_TEXT_FILE_BYTES:
-            return _too_large(display, info.st_size, empty)
-        data = _read_at_most(fd, MAX_TEXT_FILE_BYTES + 1, info.st_size + 1)
+                               "Only regular files can be read or edited with these tools.", data=b"")
+        size = info.st_size
+        data = b"" if size > limit else _read_at_most(fd, limit + 1, size + 1)
     except PathChanged as exc:
         return Result.fail(ErrorKind.PERMISSION, f"{display} changed while being opened: {exc.strerror}",
-                           "Nothing was read. It was replaced (by a symlink?); check it, then retry.", data=empty)
+                           "Nothing was read. It was replaced (by a symlink?); check it, then retry.", data=b"")
     except OSError as exc:
         return Result.fail(ErrorKind.PERMISSION, f"cannot read {display}: {exc.strerror}",
-                           "Check the file's permissions, or use another file.", data=empty)
+                           "Check the file's permissions, or use another file.", data=b"")
     finally:
         os.close(fd)
-    if len(data) > MAX_TEXT_FILE_BYTES:
-        return _too_large(display, len(data), empty)
-    decoded = decode(data)
-    if decoded is None:
-        return Result.fail(ErrorKind.INVALID_INPUT, f"{display} is a binary file ({len(data)} bytes)",
-                           "Only text files can be read or edited with these tools.", data=empty)
-    return Result.success(decoded)
+    if size > limit or len(data) > limit:
+        return Result.fail(ErrorKind.TOO_LARGE,
+                           f"{display} is {max(size, len(data)):,} bytes; {reader} read files up to {limit:,} bytes",
+                           hint, data=b"")
+    return Result.success(data)
 
 
 def _read_at_most(fd: int, limit: int, expected: int) -> bytes:
@@ -152,12 +166,6 @@ def _read_at_most(fd: int, limit: int, expected: int) -> bytes:
         chunks.append(chunk)
         remaining -= len(chunk)
     return b"".join(chunks)
-
-
-def _too_large(display: str, size: int, empty: TextFile) -> Result[TextFile]:
-    return Result.fail(ErrorKind.TOO_LARGE,
-                       f"{display} is {size:,} bytes; text tools read files up to {MAX_TEXT_FILE_BYTES:,} bytes",
-                       "Look inside it with a search tool, or with head/tail/grep in run_shell.", data=empty)
 
 
 class PathChanged(OSError):
