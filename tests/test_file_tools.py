@@ -297,3 +297,20 @@ def test_an_edit_keeps_the_file_owner(root: Path, call: Call) -> None:
     call("edit_file", path="owned.txt", old_string="a", new_string="b")
     info = target.stat()
     assert target.read_text() == "b\n" and (info.st_uid, info.st_gid) == (4321, 4322)
+
+
+def test_a_call_carrying_too_much_text_is_refused_before_any_tool_runs(call: Call, root: Path) -> None:
+    from codeward.catalog import MAX_ARGUMENT_CHARS
+
+    before = snapshot(root)
+    outcome = call("write_file", path="huge.txt", content="x" * (MAX_ARGUMENT_CHARS + 1))
+    assert outcome.is_error
+    carried = len("path") + len("huge.txt") + len("content") + MAX_ARGUMENT_CHARS + 1
+    assert f"hold {carried:,} characters" in outcome.text
+    assert "set_file_slice" in outcome.text
+    assert snapshot(root) == before
+    nested = call("edit_file", path="a.txt", edits=[{"old_text": "a", "new_text": "b" * MAX_ARGUMENT_CHARS}])
+    assert nested.is_error and "characters; a call takes up to" in nested.text
+    assert snapshot(root) == before
+    fits = call("write_file", path="big.txt", content="y" * 1_000_000)
+    assert not fits.is_error and (root / "big.txt").stat().st_size == 1_000_000

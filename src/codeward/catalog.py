@@ -35,6 +35,9 @@ from codeward.workspace import Access
 
 TOOL_NAME_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 SPEC_ATTRIBUTE = "__codeward_tool__"
+MAX_ARGUMENT_CHARS = 16 * 1024 * 1024
+"""The most text one call may carry (all string arguments together): a model that sends more is
+almost always looping, and a tool asked to hold it would spend the server's memory."""
 JSON_SCHEMA_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 
 
@@ -361,11 +364,29 @@ def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> R
     if arguments is not None and not isinstance(arguments, Mapping):
         return Result.fail(ErrorKind.INVALID_INPUT,
                            f"arguments of {spec.name} must be a JSON object, got {type(arguments).__name__}")
+    size = _text_size(arguments)
+    if size > MAX_ARGUMENT_CHARS:
+        return Result.fail(ErrorKind.TOO_LARGE,
+                           f"arguments of {spec.name} hold {size:,} characters; a call takes up to "
+                           f"{MAX_ARGUMENT_CHARS:,}",
+                           "Send big content in parts (write_file the first part, then set_file_slice or "
+                           "edit_file for the rest), or have a command produce it with run_shell.")
     try:
         return Result.success(spec.input_model.model_validate(dict(arguments or {})))
     except ValidationError as exc:
         return Result.fail(ErrorKind.INVALID_INPUT, describe_validation(spec, exc),
                            f"Arguments of {spec.name}: {signature_text(spec)}.")
+
+
+def _text_size(value: object) -> int:
+    """Characters in every string of a JSON value (keys included): what a call asks a tool to handle."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, Mapping):
+        return sum(len(str(key)) + _text_size(item) for key, item in value.items())
+    if isinstance(value, list | tuple):
+        return sum(_text_size(item) for item in value)
+    return 0
 
 
 def describe_validation(spec: ToolSpec, exc: ValidationError) -> str:
