@@ -314,3 +314,22 @@ def test_a_call_carrying_too_much_text_is_refused_before_any_tool_runs(call: Cal
     assert snapshot(root) == before
     fits = call("write_file", path="big.txt", content="y" * 1_000_000)
     assert not fits.is_error and (root / "big.txt").stat().st_size == 1_000_000
+
+
+def test_saved_outputs_are_pruned_to_the_newest(root: Path, catalog: Catalog) -> None:
+    ctx = ToolContext(Workspace.create([root]), settings=Settings(output_cap_chars=100, spill_keep=3))
+    spill = root / ".codeward" / "outputs"
+    spill.mkdir(parents=True)
+    (spill / "mine.md").write_text("a note the user keeps here\n")
+    (root / "elsewhere.txt").write_text("not an output\n")
+    (spill / "linked.txt").symlink_to(root / "elsewhere.txt")
+    shown = []
+    for number in range(5):
+        (root / f"big{number}.txt").write_text(f"row {number}\n" * 100)
+        outcome = catalog.call("read_file", {"path": f"big{number}.txt"}, ctx)
+        shown.append(outcome.text.split("saved as ")[1].split(":")[0])
+        os.utime(root / shown[-1], ns=(number * 10**9, number * 10**9))  # distinct ages, oldest first
+    kept = sorted(path.name for path in spill.iterdir() if path.suffix == ".txt" and not path.is_symlink())
+    assert kept == sorted(Path(name).name for name in shown[-3:])
+    assert (spill / "mine.md").exists() and (spill / "linked.txt").is_symlink()
+    assert (root / "elsewhere.txt").read_text() == "not an output\n"

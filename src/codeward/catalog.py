@@ -9,6 +9,7 @@ MCP server, the gateway, the agent, the CLI — talks to.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import inspect
 import json
@@ -19,6 +20,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import ModuleType, UnionType
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
@@ -459,7 +461,22 @@ def _spill(text: str, ctx: ToolContext, name: str) -> str | None:
         pass
     except OSError:
         return None
+    _prune_spills(spill.data, ctx.settings.spill_keep)
     return ctx.workspace.display(target)
+
+
+def _prune_spills(folder: Path, keep: int) -> None:
+    """Delete all but the ``keep`` newest saved outputs (regular files only; links are left alone)."""
+    try:
+        with os.scandir(folder) as entries:
+            saved = [(entry.stat(follow_symlinks=False).st_mtime_ns, entry.name) for entry in entries
+                     if entry.name.endswith(".txt") and entry.is_file(follow_symlinks=False)]
+    except OSError:
+        return
+    saved.sort(reverse=True)
+    for _mtime, name in saved[keep:]:
+        with contextlib.suppress(OSError):
+            os.unlink(folder / name)
 
 
 def _check_name(name: str) -> None:
