@@ -333,3 +333,24 @@ def test_saved_outputs_are_pruned_to_the_newest(root: Path, catalog: Catalog) ->
     assert kept == sorted(Path(name).name for name in shown[-3:])
     assert (spill / "mine.md").exists() and (spill / "linked.txt").is_symlink()
     assert (root / "elsewhere.txt").read_text() == "not an output\n"
+
+
+def test_path_locks_serialize_one_file_and_are_dropped_after(root: Path, catalog: Catalog) -> None:
+    ctx = ToolContext(Workspace.create([root]))
+    (root / "counter.txt").write_text("0\n")
+
+    def bump() -> None:
+        for _ in range(20):
+            with catalog.locks.hold([str(root / "counter.txt")]):
+                value = int((root / "counter.txt").read_text())
+                (root / "counter.txt").write_text(f"{value + 1}\n")
+
+    workers = [threading.Thread(target=bump) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert (root / "counter.txt").read_text() == "80\n"
+    for number in range(50):
+        assert not catalog.call("write_file", {"path": f"f{number}.txt", "content": "x"}, ctx).is_error
+    assert len(catalog.locks) == 0

@@ -171,21 +171,44 @@ class ToolOutcome:
 
 
 class PathLocks:
-    """One lock per file path, so concurrent edits to a file run one after another."""
+    """One lock per file path, so concurrent edits to a file run one after another.
+
+    A path's lock lives only while a call holds or waits for it, so a long-running server
+    does not keep one for every file it ever wrote.
+    """
 
     def __init__(self) -> None:
         self._guard = threading.Lock()
-        self._locks: dict[str, threading.Lock] = {}
+        self._locks: dict[str, _PathLock] = {}
 
     @contextmanager
     def hold(self, paths: Iterable[str]) -> Iterator[None]:
-        keys = sorted(set(paths))
+        keys = sorted(set(paths))  # one order for everyone: two calls never wait on each other crosswise
         with self._guard:
-            locks = [self._locks.setdefault(key, threading.Lock()) for key in keys]
-        with ExitStack() as stack:
+            locks = [self._locks.setdefault(key, _PathLock()) for key in keys]
             for lock in locks:
-                stack.enter_context(lock)
-            yield
+                lock.users += 1
+        try:
+            with ExitStack() as stack:
+                for lock in locks:
+                    stack.enter_context(lock.lock)
+                yield
+        finally:
+            with self._guard:
+                for key, lock in zip(keys, locks, strict=True):
+                    lock.users -= 1
+                    if not lock.users:
+                        del self._locks[key]
+
+    def __len__(self) -> int:
+        """Paths locked or waited for right now."""
+        return len(self._locks)
+
+
+@dataclass
+class _PathLock:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    users: int = 0
 
 
 class Catalog:
