@@ -127,6 +127,10 @@ class ModelClient:
     async def close(self) -> None:
         await self._client.close()
 
+    @property
+    def closed(self) -> bool:
+        return self._client.is_closed()
+
     def request_body(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.profile.model, "messages": messages, "stream": True,
                                 "max_tokens": self.profile.max_tokens}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,8 @@ class AgentSession:
     extras: dict[str, Any]
     client_factory: Callable[[ModelProfile], ModelClient] = ModelClient
     """How :meth:`switch_model` makes the new client (the control plane swaps in an observed one)."""
+    retired: list[ModelClient] = field(default_factory=list)
+    """Clients replaced by :meth:`switch_model`; closed with the session (a reply may still stream)."""
 
     def context(self) -> ToolContext:
         return ToolContext(self.workspace, settings=self.config.settings, extras=self.extras)
@@ -55,6 +57,7 @@ class AgentSession:
         return SYSTEM_PROMPT.format(root=self.workspace.primary)
 
     def switch_model(self, profile: ModelProfile) -> None:
+        self.retired.append(self.client)
         self.profile = profile
         self.client = self.client_factory(profile)
         self.settings.text_tool_calls = profile.text_tool_calls
@@ -89,12 +92,18 @@ async def open_session(
         gateway_config = replace(gateway_config, auto_approve=patterns)
     native = ApprovingSurface(CatalogSurface(catalog), confirm, auto_approve=patterns)
     settings = LoopSettings(max_tool_depth=gateway_config.max_tool_depth, text_tool_calls=profile.text_tool_calls)
+    clients = [client]
     try:
         async with Gateway(gateway_config, confirm=confirm, reserved_names=catalog.names()) as gateway:
             if gateway_config.servers:
                 await gateway.wait_settled(gateway_config.startup_wait)
             surface = CompositeSurface([native, gateway])
-            yield AgentSession(profile, client, workspace, catalog, gateway, native, surface, settings, config,
-                               context_extras(config))
+            session = AgentSession(profile, client, workspace, catalog, gateway, native, surface, settings, config,
+                                   context_extras(config))
+            try:
+                yield session
+            finally:
+                clients = [*session.retired, session.client]
     finally:
-        await client.close()
+        for each in dict.fromkeys(clients):  # every client the session made, once
+            await each.close()

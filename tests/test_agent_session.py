@@ -1,0 +1,36 @@
+"""Assembling an agent session: clients the session made are all closed with it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+
+from codeward.agent.model import ModelClient, resolve_profile
+from codeward.agent.session import open_session
+from codeward.catalog import Catalog
+from codeward.config import load_config
+
+
+def test_switching_models_closes_every_client_when_the_session_ends(root: Path, catalog: Catalog) -> None:
+    (root / "codeward.toml").write_text(
+        '[model]\ndefault = "one"\n'
+        '[model.profiles.one]\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m1"\n'
+        '[model.profiles.two]\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m2"\n', encoding="utf-8")
+    config = load_config(cwd=root)
+    made: list[ModelClient] = []
+
+    async def run() -> None:
+        async def deny(*_args: object) -> bool:
+            return False
+
+        async with open_session(config, catalog, model=None, confirm=deny, roots=[root]) as session:
+            made.append(session.client)
+            session.switch_model(resolve_profile(config.raw, "two"))
+            made.append(session.client)
+            session.switch_model(resolve_profile(config.raw, "one"))
+            made.append(session.client)
+            assert session.profile.model == "m1" and not any(client.closed for client in made)
+
+    anyio.run(run)
+    assert len(set(map(id, made))) == 3 and all(client.closed for client in made)
