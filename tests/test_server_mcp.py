@@ -217,6 +217,41 @@ async def test_roots_come_from_the_client_and_follow_list_changed(tmp_path: Path
         assert escaped.is_error and "outside the workspace" in _text(escaped)
 
 
+async def test_over_http_client_roots_do_not_move_the_workspace(tmp_path: Path) -> None:
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp_types import ListRootsResult, Root
+
+    for name in ("served", "elsewhere"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "who.txt").write_text(name)
+
+    async def list_roots(context: Any) -> ListRootsResult:
+        return ListRootsResult(roots=[Root(uri=f"file://{tmp_path / 'elsewhere'}", name="elsewhere")])
+
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "codeward", "serve", "--http", "--port", str(port)],
+                            cwd=tmp_path / "served", stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(url, timeout=0.5)
+                break
+            except httpx.HTTPError:
+                assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else "server died"
+                time.sleep(0.1)
+        for mode in ("legacy", "2026-07-28"):
+            async with httpx.AsyncClient() as http, Client(streamable_http_client(url, http_client=http),
+                                                           list_roots_callback=list_roots, mode=mode) as client:
+                assert _text(await client.call_tool("read_file", {"path": "who.txt"})) == "served", mode
+                moved = await client.call_tool("read_file", {"path": str(tmp_path / "elsewhere" / "who.txt")})
+                assert moved.is_error and "outside the workspace" in _text(moved), mode
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
 async def test_without_client_roots_the_current_directory_is_served(tmp_path: Path) -> None:
     (tmp_path / "who.txt").write_text("cwd")
     params = StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve"], cwd=str(tmp_path))

@@ -239,14 +239,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from codeward.registry.wiring import wire_registry
 
     wired = wire_registry(CatalogSurface(catalog), meta=args.meta)
-    server = CodewardServer(wired.surface, workspace, settings=config.settings, roots_from_client=not explicit,
+    # Over HTTP several clients share one server: if one client's roots moved the workspace, it would
+    # move for every client. There the command line (or codeward.toml, or the directory) fixes it.
+    from_client = not explicit and not args.http
+    server = CodewardServer(wired.surface, workspace, settings=config.settings, roots_from_client=from_client,
                             extras={**extras, **wired.extras}, observers=[metrics_observer(extras)],
                             resource_providers=wired.resource_providers, prompt_providers=wired.prompt_providers)
     roots = ", ".join(str(r) for r in workspace.roots)
     if args.http:
         url = f"http://{args.host}:{args.port}/mcp"
         print(f"codeward {__version__}: serving {len(catalog)} tools over streamable HTTP at {url}\n"
-              f"  roots: {roots}{' (bearer token required)' if token else ''}\n"
+              f"  roots: {roots} (fixed: client roots are not used over HTTP)"
+              f"{' (bearer token required)' if token else ''}\n"
               f"  connect: claude mcp add --transport http codeward {url}", file=sys.stderr, flush=True)
         allowed = [f"{args.host}:*"] if args.host not in ("127.0.0.1", "localhost", "::1") else []
         anyio.run(lambda: server.run_http(host=args.host, port=args.port, token=token, allowed_hosts=allowed))
