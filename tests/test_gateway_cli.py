@@ -158,3 +158,60 @@ url = "http://127.0.0.1:{upstream_port}/mcp"
             names = {tool.name for tool in (await client.list_tools()).tools}
             assert "up__echo" in names
             assert _text(await client.call_tool("up__echo", {"text": "two hops"})) == "two hops"
+        # A handshake-era client over HTTP hears of an upstream's new tool on its standalone stream.
+        import anyio
+        import mcp_types as types
+
+        heard = anyio.Event()
+
+        async def on_message(message: Any) -> None:
+            if isinstance(message, types.ToolListChangedNotification):
+                heard.set()
+
+        async with Client(f"http://127.0.0.1:{port}/mcp", message_handler=on_message, mode="legacy") as client:
+            assert "up__late" not in {tool.name for tool in (await client.list_tools()).tools}
+            assert not (await client.call_tool("up__add_tool", {"name": "late"})).is_error
+            with anyio.fail_after(20):
+                await heard.wait()
+            assert "up__late" in {tool.name for tool in (await client.list_tools()).tools}
+
+
+@pytest.mark.anyio
+async def test_an_upstream_tool_added_at_run_time_reaches_the_gateways_clients(tmp_path: Path) -> None:
+    import anyio
+    import mcp_types as types
+
+    config = _write_config(tmp_path, """
+[mcp]
+auto_approve = ["peer__*"]
+native = false
+
+[mcp.servers.peer]
+command = PYTHON
+args = [PEER, "stdio"]
+""")
+    params = StdioServerParameters(command=sys.executable, args=["-c", SERVE, str(config)], env={**os.environ},
+                                   cwd=str(tmp_path))
+    heard = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            heard.set()
+
+    # Handshake era: the notification comes on the session, which the capability announces.
+    async with Client(params, message_handler=on_message, mode="legacy") as client:
+        tools = client.server_capabilities.tools
+        assert tools is not None and tools.list_changed is True
+        assert "peer__fresh" not in {tool.name for tool in (await client.list_tools()).tools}
+        assert not (await client.call_tool("peer__add_tool", {"name": "fresh"})).is_error
+        with anyio.fail_after(20):
+            await heard.wait()
+        assert "peer__fresh" in {tool.name for tool in (await client.list_tools()).tools}
+        assert _text(await client.call_tool("peer__fresh", {})) == "I am fresh"
+    # 2026-07-28: the client listens on a subscriptions/listen stream.
+    async with Client(params, mode="2026-07-28") as client, client.listen(tools_list_changed=True) as events:
+        assert not (await client.call_tool("peer__add_tool", {"name": "newer"})).is_error
+        with anyio.fail_after(20):
+            event = await events.__anext__()
+        assert type(event).__name__ == "ToolsListChanged"
+        assert "peer__newer" in {tool.name for tool in (await client.list_tools()).tools}

@@ -16,7 +16,8 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,8 @@ import anyio
 import anyio.from_thread
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel import Server
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
 from mcp_types.version import is_version_at_least
 
 from codeward import __version__
@@ -36,6 +38,7 @@ from codeward.context import Settings, ToolContext
 from codeward.file_resources import FileResources
 from codeward.providers import PromptProvider, ResourceProvider
 from codeward.surface import ToolSurface
+from codeward.tool_changes import ToolListNotifier
 from codeward.wire_schema import wire_hints, wire_output_schema
 from codeward.workspace import Workspace
 
@@ -208,8 +211,12 @@ class CodewardServer:
         name: str = "codeward",
         observers: Sequence[CallObserver] = (),
         roots_ttl: float = 10.0,
+        tools_can_change: bool = False,
     ) -> None:
+        """``tools_can_change``: the surface's tool list may change while serving (a gateway);
+        clients are then told, and :meth:`tools_changed` is how to tell them."""
         self.surface = surface
+        self.notifier = ToolListNotifier() if tools_can_change else None
         self.holder = WorkspaceHolder(workspace, roots_from_client, stale=roots_from_client)
         self.settings = settings or Settings()
         self.resource_providers: list[ResourceProvider] = [FileResources(), *resource_providers]
@@ -232,9 +239,12 @@ class CodewardServer:
         if self.prompt_providers:
             handlers["on_list_prompts"] = self._list_prompts
             handlers["on_get_prompt"] = self._get_prompt
+        if self.notifier is not None:
+            handlers["on_subscriptions_listen"] = self.notifier.listen_handler
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            self.lowlevel: Server[Any] = Server(
+            self.lowlevel: Server[Any] = _LowLevelServer(
+                tools_can_change,
                 name,
                 version=__version__,
                 instructions=INSTRUCTIONS,
@@ -245,7 +255,15 @@ class CodewardServer:
 
     # -- tools ---------------------------------------------------------------------------
 
+    def tools_changed(self) -> None:
+        """Tell connected clients the tool list changed (call it on the event loop, e.g. from a
+        gateway's subscriber); sent while :meth:`run_stdio` or :meth:`run_http` runs."""
+        if self.notifier is not None:
+            self.notifier.changed()
+
     async def _list_tools(self, ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListToolsResult:
+        if self.notifier is not None:
+            self.notifier.remember(ctx)
         tools = []
         for info in self.surface.tool_infos():
             hints = wire_hints(info.annotations)
@@ -455,8 +473,21 @@ class CodewardServer:
         from codeward.transport.stdio import fast_stdio_server, freeze_startup_heap
 
         freeze_startup_heap()
-        async with fast_stdio_server() as (read_stream, write_stream):
+        async with fast_stdio_server() as (read_stream, write_stream), self._announcing():
             await self.lowlevel.run(read_stream, write_stream, self.lowlevel.create_initialization_options())
+
+    @asynccontextmanager
+    async def _announcing(self) -> AsyncIterator[None]:
+        """Run the tool-list notifier beside a transport (nothing to run when tools cannot change)."""
+        if self.notifier is None:
+            yield
+            return
+        async with anyio.create_task_group() as group:
+            group.start_soon(self.notifier.run)
+            try:
+                yield
+            finally:
+                group.cancel_scope.cancel()
 
     def http_app(self, *, host: str = "127.0.0.1", path: str = "/mcp", token: str | None = None,
                  allowed_hosts: Sequence[str] = (), **options: Any) -> Any:
@@ -487,7 +518,27 @@ class CodewardServer:
 
         app = self.http_app(host=host, token=token, **options)
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-        await uvicorn.Server(config).serve()
+        async with self._announcing():
+            await uvicorn.Server(config).serve()
+
+
+class _LowLevelServer(Server[Any]):
+    """The SDK's server, announcing ``tools.listChanged`` to handshake-era clients when the
+    tool list can change (2026-07-28 clients learn it from the ``subscriptions/listen`` handler)."""
+
+    def __init__(self, tools_can_change: bool, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._tools_can_change = tools_can_change
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        if notification_options is None and self._tools_can_change:
+            notification_options = NotificationOptions(tools_changed=True)
+        return super().create_initialization_options(notification_options, experimental_capabilities, extensions)
 
 
 def to_call_result(outcome: ToolOutcome) -> types.CallToolResult:

@@ -109,7 +109,9 @@ async def _serve_gateway(config: GatewayConfig, transport: str, host: str, port:
             from codeward.registry.meta import MetaSurface
 
             surface = MetaSurface(surface)
-        server = CodewardServer(surface, workspace, name="codeward-gateway", roots_from_client=not roots)
+        server = CodewardServer(surface, workspace, name="codeward-gateway",
+                                roots_from_client=not roots and transport != "http", tools_can_change=True)
+        gateway.subscribe(server.tools_changed)  # an upstream's tools/list_changed reaches our clients
         if transport == "http":
             print(f"codeward gateway: serving at http://{host}:{port}/mcp", file=sys.stderr, flush=True)
             await server.run_http(host=host, port=port, token=token)
