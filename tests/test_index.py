@@ -335,3 +335,26 @@ def test_a_refresh_where_most_files_changed(tmp_path: Path) -> None:
         assert len(index.files_using("other")) == 9
         plans = index.connection.execute("EXPLAIN QUERY PLAN SELECT * FROM symbols WHERE name = 'x'").fetchall()
         assert any("symbols_name" in str(row) for row in plans)
+
+
+def test_usages_from_stored_offsets_equal_a_fresh_scan(tmp_path: Path) -> None:
+    """Unchanged files answer from the offsets and line checkpoints the index stored; a file
+    touched since is scanned afresh. Both must give the same usages, byte for byte."""
+    root = tmp_path / "tree"
+    body = "".join(f"def f{n}(value):\n    return value + {n}  # value in a comment\n" for n in range(400))
+    write(root, "big.py", body + "x = value = f'{value!r} and \"value\"'\n")  # crosses many 4 KiB checkpoints
+    (root / "crlf.py").write_bytes(b"value = 1\r\nprint(value, value)\r\n# value\r\n")
+    write(root, "uni.py", "ünï = 'é'; value = ünï\nvalue\n")
+    workspace = Workspace.create([root])
+    with SymbolIndex.open(workspace, db_path=tmp_path / "index.sqlite").data as index:
+        index.refresh()
+        stored = index.usages("value", limit=100_000)
+        assert stored[1] == 400 * 2 + 2 + 3 + 2
+        seen = {(u.path, u.line, u.column, u.text) for u in stored[0]}
+        assert {("crlf.py", 2, 7, "print(value, value)"), ("crlf.py", 2, 14, "print(value, value)"),
+                ("uni.py", 1, 12, "ünï = 'é'; value = ünï")} <= seen
+        last = [u for u in stored[0] if u.path == "big.py"][-1]
+        assert (last.line, last.text) == (801, "x = value = f'{value!r} and \"value\"'")
+        for name in ("big.py", "crlf.py", "uni.py"):
+            os.utime(root / name, ns=(3_000_000_000, 3_000_000_000))  # changed since indexed: scanned afresh
+        assert index.usages("value", limit=100_000) == stored

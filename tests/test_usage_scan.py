@@ -174,3 +174,10 @@ def test_negated_secret_globs_keep_their_meaning(tmp_path: Path) -> None:
     # Index worker processes get the workspace pickled, checks already made included.
     copied = pickle.loads(pickle.dumps(workspace))
     assert copied.blacklist_reason(root / "server.pem") and not copied.blacklist_reason(root / "public.pem")
+    # Answers are remembered per workspace (the same files are asked about again and again),
+    # but the memo stays home: a pickled workspace carries the policy only.
+    assert "_blacklist_memo" in workspace.__dict__ and "_blacklist_memo" not in pickle.loads(
+        pickle.dumps(workspace)).__dict__
+    for _ in range(2):
+        assert workspace.blacklist_reason(root / "certs" / "server.pem")
+        assert not workspace.blacklist_reason(root / "certs" / "public.pem")

@@ -50,6 +50,8 @@ MAX_COMPONENT_BYTES = 255
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _HFS_IGNORED = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
 """Code points macOS (HFS+) drops from names, so that '.g\u200cit' is '.git' there (as git checks)."""
+BLACKLIST_MEMO_SIZE = 200_000
+"""Paths whose blacklist answer a workspace remembers (a bound on memory, not a tuning knob)."""
 _POSIX = os.sep == "/"
 """Paths compare as plain strings (what the fast checks below rely on) only on POSIX."""
 _PROC_FD = "/proc/self/fd/"
@@ -275,7 +277,30 @@ class Workspace:
         return ""
 
     def _blacklist_reason_text(self, text: str, name: str) -> str:
-        """:meth:`blacklist_reason` for a normalized POSIX path given as text, and its last part."""
+        """:meth:`blacklist_reason` for a normalized POSIX path given as text, and its last part.
+
+        Answers are remembered: the policy never changes, and the index's usage scans and
+        walks ask about the same files again and again.
+        """
+        memo = self._blacklist_memo
+        reason = memo.get(text)
+        if reason is None:
+            if len(memo) >= BLACKLIST_MEMO_SIZE:
+                memo.clear()
+            reason = memo[text] = self._judge_blacklist(text, name)
+        return reason
+
+    @cached_property
+    def _blacklist_memo(self) -> dict[str, str]:
+        return {}
+
+    def __getstate__(self) -> dict[str, object]:
+        """What pickles (a worker process gets the workspace): the policy, not the memo of answers."""
+        state = dict(self.__dict__)
+        state.pop("_blacklist_memo", None)
+        return state
+
+    def _judge_blacklist(self, text: str, name: str) -> str:
         folded = (name if name.isascii() else unicodedata.normalize("NFKC", name)).casefold()
         if folded in HARD_BLACKLIST_NAMES or folded.endswith(HARD_BLACKLIST_SUFFIX):
             return f"a protected file ({name}: history, configuration and credentials are off limits)"

@@ -8,10 +8,13 @@ tier use them without importing the index itself.
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from codeward.code.tags import Extractors, FileTags
+
+OFFSET_BYTES = array("I").itemsize
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +58,7 @@ class TaggedFile:
     bases: list[tuple[object, ...]]
     refs: list[tuple[object, ...]]
     masks: bytes
+    lines: bytes = b""
 
 
 def tag_files(batch: list[tuple[str, str, int]], extractors: Extractors | None = None) -> list[TaggedFile]:
@@ -72,8 +76,10 @@ def tag_files(batch: list[tuple[str, str, int]], extractors: Extractors | None =
              d.signature) for d in tags.definitions]
         bases: list[tuple[object, ...]] = [
             (file_id, d.qualname, base_key(base)) for d in tags.definitions for base in d.bases]
-        refs: list[tuple[object, ...]] = [(file_id, name, count) for name, count in tags.identifiers.items()]
-        results.append(TaggedFile(path, file_id, tags.language, tags.error, symbols, bases, refs, tags.masked))
+        refs: list[tuple[object, ...]] = [(file_id, name, len(offsets) // OFFSET_BYTES, offsets)
+                                          for name, offsets in tags.identifiers.items()]
+        results.append(TaggedFile(path, file_id, tags.language, tags.error, symbols, bases, refs, tags.masked,
+                                  tags.lines))
     return results
 
 

@@ -6,9 +6,12 @@ tags of :mod:`codeward.code.tags` in ``<root>/.codeward/index.sqlite``:
 * ``files``   — path (relative to the root), mtime, size, language;
 * ``symbols`` — every definition with its kind, qualified name, line range, parent, bases;
 * ``bases``   — class -> base name (the last component), for hierarchies;
-* ``refs``    — identifier -> the files using it in code, with a count;
-* ``masks``   — the comment and string spans of each file, so that exact usage positions are
-  found at query time by scanning only the files that use a name, never by re-parsing.
+* ``refs``    — identifier -> the files using it in code, with a count and the byte offsets;
+* ``masks``   — the comment and string spans of each file, and its newline count every 4 KiB.
+
+A usage question reads only the files that use the name and takes the positions from
+``refs`` (a line number counts newlines from the nearest checkpoint); a file changed since
+it was indexed is re-tagged in memory and scanned instead. Nothing is re-parsed on disk.
 
 :meth:`SymbolIndex.refresh` walks the root through the workspace gate (``.gitignore``
 honoured), compares (path, mtime, size) with the table and re-tags only what changed; a
@@ -41,7 +44,7 @@ from codeward.code.walk import walk
 from codeward.result import ErrorKind, Result
 from codeward.workspace import Access, Workspace
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 INDEX_DIR = ".codeward"
 INDEX_FILE = "index.sqlite"
 MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -69,9 +72,10 @@ CREATE TABLE IF NOT EXISTS symbols (
     parent TEXT NOT NULL, bases TEXT NOT NULL, signature TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS bases (file_id INTEGER NOT NULL, qualname TEXT NOT NULL, base TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS refs (
-    file_id INTEGER NOT NULL, name TEXT NOT NULL, count INTEGER NOT NULL, PRIMARY KEY (file_id, name)
+    file_id INTEGER NOT NULL, name TEXT NOT NULL, count INTEGER NOT NULL, offsets BLOB,
+    PRIMARY KEY (file_id, name)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS masks (file_id INTEGER PRIMARY KEY, spans BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS masks (file_id INTEGER PRIMARY KEY, lines BLOB, spans BLOB NOT NULL);
 """
 _LOOKUP_INDEXES = """
 CREATE INDEX IF NOT EXISTS symbols_name ON symbols (name);
@@ -154,8 +158,8 @@ class _Rows:
         self.symbols.extend(tagged.symbols)
         self.bases.extend(tagged.bases)
         self.refs.extend(tagged.refs)
-        if tagged.masks:
-            self.masks.append((tagged.file_id, tagged.masks))
+        if tagged.masks or tagged.lines:
+            self.masks.append((tagged.file_id, tagged.lines, tagged.masks))
 
     def flush(self, db: sqlite3.Connection) -> None:
         db.executemany("INSERT OR REPLACE INTO files (id, path, mtime_ns, size, language, error, complete)"
@@ -163,8 +167,9 @@ class _Rows:
         db.executemany("INSERT INTO symbols (file_id, name, qualname, kind, line, end_line, name_line, parent,"
                        " bases, signature) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", self.symbols)
         db.executemany("INSERT INTO bases (file_id, qualname, base) VALUES (?, ?, ?)", self.bases)
-        db.executemany("INSERT INTO refs (file_id, name, count) VALUES (?, ?, ?)", self.refs)
-        db.executemany("INSERT INTO masks (file_id, spans) VALUES (?, ?)", self.masks)
+        db.executemany("INSERT INTO refs (file_id, name, count, offsets) VALUES (?, ?, ?, ?)", self.refs)
+        # lines before spans: a usage question reads the small lines without paging through the spans
+        db.executemany("INSERT INTO masks (file_id, lines, spans) VALUES (?, ?, ?)", self.masks)
         for rows in (self.files, self.symbols, self.bases, self.refs, self.masks):
             rows.clear()
 
@@ -679,8 +684,11 @@ class SymbolIndex:
         Only the files the index says use the name are read; none is parsed.
         """
         last = name.rsplit(".", 1)[-1]
-        sql = ("SELECT f.id, f.path, f.mtime_ns, f.size, f.language, r.count, m.spans FROM refs r"
-               " JOIN files f ON f.id = r.file_id LEFT JOIN masks m ON m.file_id = f.id WHERE r.name = ?")
+        # A plain name's uses come from the stored offsets: the spans (megabytes for a common
+        # name) are fetched only for a dotted name, which is matched in the text.
+        spans = "m.spans" if "." in name else "NULL"
+        sql = (f"SELECT f.id, f.path, f.mtime_ns, f.size, f.language, r.count, {spans}, r.offsets, m.lines"
+               " FROM refs r JOIN files f ON f.id = r.file_id LEFT JOIN masks m ON m.file_id = f.id WHERE r.name = ?")
         file_where, file_params = _file_filters(under, language)
         sql += "".join(f" AND {condition}" for condition in file_where)
         params: list[object] = [last, *file_params]
@@ -688,7 +696,8 @@ class SymbolIndex:
         rows = sorted(self._db.execute(sql, params).fetchall(), key=lambda row: str(row[1]))
         definitions = {(int(fid), int(line)) for fid, line in self._db.execute(
             "SELECT file_id, name_line FROM symbols WHERE name = ?", (last,))}
-        files = [IndexedFile(int(r[0]), str(r[1]), int(r[2]), int(r[3]), str(r[4]), int(r[5]), r[6]) for r in rows]
+        files = [IndexedFile(int(r[0]), str(r[1]), int(r[2]), int(r[3]), str(r[4]), int(r[5]), r[6], r[7], r[8])
+                 for r in rows]
         return scan_usages(self.workspace, self.root, files, name, definitions, limit)
 
     def load_code(self, rel: str) -> tuple[bytes, list[tuple[int, int]]] | None:

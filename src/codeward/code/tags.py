@@ -21,7 +21,6 @@ import keyword
 import re
 from array import array
 from bisect import bisect_left, bisect_right
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -33,6 +32,7 @@ if TYPE_CHECKING:
     from tree_sitter import Language, Node, Parser, Query
 
 MAX_SIGNATURE_CHARS = 200
+LINE_CHECKPOINT = 4096
 TOKEN = re.compile(rb"[0-9][A-Za-z0-9_]*|\\[A-Za-z0-9_]|[A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*")
 """Identifiers, plus numbers and escapes matched whole (then dropped) so that ``0x1F`` or
 ``\\n`` never yield a name. Non-ASCII bytes count as letters: UTF-8 identifiers stay whole."""
@@ -73,10 +73,14 @@ class FileTags:
 
     language: str
     definitions: list[Definition] = field(default_factory=list)
-    identifiers: dict[str, int] = field(default_factory=dict)
-    """Identifier -> how often it occurs in code (outside comments and strings)."""
+    identifiers: dict[str, bytes] = field(default_factory=dict)
+    """Identifier -> the byte offsets where it occurs in code (outside comments and strings),
+    ascending, packed as native unsigned ints (see :func:`unpack_offsets`)."""
     masked: bytes = b""
     """(start, end) byte spans of comments and strings, packed as native unsigned ints."""
+    lines: bytes = b""
+    """Newlines before every ``LINE_CHECKPOINT``-th byte, packed: a line number is then a
+    count over at most that many bytes (see :func:`codeward.code.usage_scan.positions`)."""
     error: str = ""
 
 
@@ -403,19 +407,26 @@ class Extractor:
         if kept:
             spans = _unmask(blanked, source, spans, sorted((n.start_byte, n.end_byte) for n in kept))
         definitions = self._definitions(captures, source)
-        return FileTags(self.language, definitions, self.identifier_counts(bytes(blanked)), spans.tobytes())
+        return FileTags(self.language, definitions, self.identifier_offsets(bytes(blanked)), spans.tobytes(),
+                        line_checkpoints(source))
 
-    def identifier_counts(self, blanked: bytes) -> dict[str, int]:
-        """How often each identifier occurs in code (comments and strings already blanked)."""
-        counts = Counter(TOKEN.findall(blanked))
+    def identifier_offsets(self, blanked: bytes) -> dict[str, bytes]:
+        """Where each identifier occurs in code (comments and strings already blanked)."""
+        found: dict[bytes, array[int]] = {}
+        for match in TOKEN.finditer(blanked):
+            word = match.group()
+            offsets = found.get(word)
+            if offsets is None:
+                if word[0] < 65 or word[0] == 92:  # a number or an escape (0-9 are below "A", 92 is "\\")
+                    continue
+                offsets = found[word] = array("I")
+            offsets.append(match.start())
         keywords = self.keywords
-        result: dict[str, int] = {}
-        for word, count in counts.items():
-            if word[0] < 65 or word[0] == 92:  # a number or an escape (0-9 are below "A", 92 is "\\")
-                continue
+        result: dict[str, bytes] = {}
+        for word, offsets in found.items():
             name = word.decode("utf-8", "replace")
             if name not in keywords:
-                result[name] = count
+                result[name] = offsets.tobytes()
         return result
 
     def _definitions(self, captures: dict[str, list[Node]], source: bytes) -> list[Definition]:
@@ -466,7 +477,15 @@ def _unmask(blanked: bytearray, source: bytes, spans: array[int], kept: list[tup
         if start < end:
             result.append(start)
             result.append(end)
-    return result
+    # A string nested in a kept expression (f'{"a"}') comes after the span the hole was cut
+    # from: sort, so lookups can bisect, and blank it again, so the text agrees with the spans.
+    pairs = sorted(zip(result[0::2], result[1::2], strict=True))
+    ordered = array("I")
+    for start, end in pairs:
+        blanked[start:end] = source[start:end].translate(BLANKING)
+        ordered.append(start)
+        ordered.append(end)
+    return ordered
 
 
 class _Match(NamedTuple):
@@ -618,6 +637,23 @@ class Extractors:
             return self.get(language).extract(source)
         except Exception as exc:  # a grammar failure must not stop a whole index build
             return FileTags(language, error=f"{type(exc).__name__}: {exc}")
+
+
+def line_checkpoints(source: bytes) -> bytes:
+    """How many newlines precede each multiple of :data:`LINE_CHECKPOINT` bytes, packed."""
+    counts = array("I", [0])
+    total = 0
+    for start in range(0, len(source) - LINE_CHECKPOINT, LINE_CHECKPOINT):
+        total += source.count(b"\n", start, start + LINE_CHECKPOINT)
+        counts.append(total)
+    return counts.tobytes()
+
+
+def unpack_offsets(packed: bytes) -> array[int]:
+    """Offsets packed by :meth:`Extractor.identifier_offsets` or :func:`line_checkpoints`."""
+    values = array("I")
+    values.frombytes(packed)
+    return values
 
 
 def unpack_spans(packed: bytes) -> list[tuple[int, int]]:

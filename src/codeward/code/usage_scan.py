@@ -10,12 +10,11 @@ from __future__ import annotations
 import re
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from codeward.code.tags import Extractors
-from codeward.workspace import VisibleReader, Workspace
+from codeward.code.tags import LINE_CHECKPOINT, Extractors, unpack_offsets
+from codeward.workspace import Workspace
 
 WORD_CHARS = rb"A-Za-z0-9_\x80-\xff"
 NOT_BEFORE_NAME = frozenset(
@@ -86,31 +85,43 @@ class Match(NamedTuple):
     masked: bool
 
 
-def positions(source: bytes, offsets: list[int]) -> Iterator[tuple[int, int, str]]:
+def positions(source: bytes, offsets: list[int], checkpoints: array[int] | None = None
+              ) -> list[tuple[int, int, str]]:
     """(1-based line, 1-based character column, line text) of each of the ascending ``offsets``.
 
-    Lines are counted from one offset to the next, never tabled; a line's text is decoded
-    once however many offsets fall on it.
+    Lines are counted from one offset to the next, never tabled; with ``checkpoints`` (the
+    newlines before every ``LINE_CHECKPOINT``-th byte) the count starts at the nearest one.
+    A line's text is decoded once however many offsets fall on it. (A plain loop building a
+    list: this runs once per usage, tens of thousands of times for a common name.)
     """
+    found: list[tuple[int, int, str]] = []
+    append = found.append
     line = 1
     counted = 0
     begin = -1
+    line_end = -1  # where the current line ends: offsets before it need no counting
     text = ""
     plain = True
     count, find, rfind = source.count, source.find, source.rfind
+    blocks = len(checkpoints) if checkpoints is not None else 0
     for offset in offsets:
-        newlines = count(b"\n", counted, offset)
-        counted = offset
-        if newlines or begin < 0:
-            line += newlines
+        if offset >= line_end or begin < 0:
+            block = offset // LINE_CHECKPOINT
+            if block < blocks and block * LINE_CHECKPOINT > counted:
+                line, counted = checkpoints[block] + 1, block * LINE_CHECKPOINT  # type: ignore[index]
+            line += count(b"\n", counted, offset)
+            counted = offset
             begin = rfind(b"\n", 0, offset) + 1
-            end = find(b"\n", offset)
-            text = source[begin : end if end != -1 else len(source)].decode("utf-8", "replace").rstrip("\r")
+            line_end = find(b"\n", offset)
+            if line_end == -1:
+                line_end = len(source)
+            text = source[begin:line_end].decode("utf-8", "replace").rstrip("\r")
             plain = text.isascii()
         if plain:
-            yield line, offset - begin + 1, text
+            append((line, offset - begin + 1, text))
         else:
-            yield line, len(source[begin:offset].decode("utf-8", "replace")) + 1, text
+            append((line, len(source[begin:offset].decode("utf-8", "replace")) + 1, text))
+    return found
 
 
 def match_offsets(source: bytes, pattern: re.Pattern[bytes]) -> list[int]:
@@ -166,6 +177,10 @@ class IndexedFile(NamedTuple):
     """Occurrences of the name's last part in the file's code, when it was indexed."""
     spans: bytes | None
     """The packed comment and string spans, as :mod:`codeward.code.tags` stores them."""
+    offsets: bytes | None = None
+    """Where the name's last part occurs in the file's code, packed (``None``: not stored)."""
+    lines: bytes | None = None
+    """The file's packed newline checkpoints (see :func:`codeward.code.tags.line_checkpoints`)."""
 
 
 def scan_usages(
@@ -182,6 +197,7 @@ def scan_usages(
     uses are marked. Files the workspace hides now are skipped.
     """
     pattern = usage_pattern(name)
+    word = name.encode("utf-8")
     found: list[Usage] = []
     total = 0
     with workspace.reader(root) as reader:
@@ -189,25 +205,29 @@ def scan_usages(
             if len(found) >= limit:
                 total += file.uses if "." not in name else 0
                 continue
-            code = read_current(reader, file)
-            if code is None:
+            read = reader.read(file.rel)
+            if read is None:
                 continue
-            source, spans = code
-            offsets = spans.uncovered(match_offsets(source, pattern))
+            source, info = read
+            unchanged = (file.mtime_ns, file.size) == (info.st_mtime_ns, info.st_size) and len(source) == file.size
+            offsets = _indexed_offsets(source, file, word) if unchanged and "." not in name else None
+            checkpoints = unpack_offsets(file.lines) if unchanged and file.lines else None
+            if offsets is None:  # a dotted name, an index without offsets, or a file changed since
+                spans = file.spans if unchanged and file.spans is not None else \
+                    Extractors().extract(file.language, source).masked
+                offsets = SpanTable.unpack(spans or b"").uncovered(match_offsets(source, pattern))
             total += len(offsets)
             rel, file_id = file.rel, file.file_id
             found.extend(_new_usage(Usage, (rel, line, column, text, (file_id, line) in definitions))
-                         for line, column, text in positions(source, offsets[: limit - len(found)]))
+                         for line, column, text in positions(source, offsets[: limit - len(found)], checkpoints))
     return found, max(total, len(found))
 
 
-def read_current(reader: VisibleReader, file: IndexedFile) -> tuple[bytes, SpanTable] | None:
-    """A file's bytes and comment/string spans; re-tagged in memory if it changed on disk."""
-    read = reader.read(file.rel)
-    if read is None:
+def _indexed_offsets(source: bytes, file: IndexedFile, word: bytes) -> list[int] | None:
+    """The offsets the index stored for the name in this (unchanged) file, when they still hold."""
+    if file.offsets is None:
         return None
-    source, info = read
-    packed = file.spans
-    if (file.mtime_ns, file.size) != (info.st_mtime_ns, info.st_size) or len(source) != file.size:
-        packed = Extractors().extract(file.language, source).masked
-    return source, SpanTable.unpack(packed or b"")
+    offsets = unpack_offsets(file.offsets).tolist()
+    if offsets and not source.startswith(word, offsets[-1]):  # same size and time, other bytes
+        return None
+    return offsets
