@@ -1,8 +1,10 @@
 """Finding a name's exact uses in code, at query time, in files the index points to.
 
-The index stores which files use an identifier and where each file's comments and strings
-are; this module turns that into positions: it reads the bytes, matches the name as a
-whole identifier and drops matches inside the masked spans. Nothing here parses.
+The index stores, per file, where each identifier occurs in code and how many newlines
+precede every 4 KiB; this module turns that into usages (line, column, line text), reading
+each file for the text only. A file changed since it was indexed, or a dotted name, is
+scanned instead: the name is matched as a whole identifier and matches inside comments and
+strings are dropped. Nothing here parses a file on disk.
 """
 
 from __future__ import annotations
