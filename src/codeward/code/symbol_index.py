@@ -583,13 +583,10 @@ class SymbolIndex:
         return result
 
     def _lines(self, rel: str) -> list[str]:
-        path = self.root / rel
-        if not self.workspace.visible(path):
-            return []
-        try:
-            return path.read_bytes().decode("utf-8", "replace").splitlines()
-        except OSError:
-            return []
+        """A file's lines, read through the gate (empty when it is hidden or gone)."""
+        with self.workspace.reader(self.root) as reader:
+            read = reader.read(rel)
+        return read[0].decode("utf-8", "replace").splitlines() if read is not None else []
 
     def _select_symbols(
         self, where: list[str], params: list[object], kinds: Iterable[str], under: str, language: str
@@ -702,14 +699,11 @@ class SymbolIndex:
 
     def load_code(self, rel: str) -> tuple[bytes, list[tuple[int, int]]] | None:
         """An indexed file's bytes and its comment/string spans (re-tagged if it changed)."""
-        path = self.root / rel
-        if not self.workspace.visible(path):
+        with self.workspace.reader(self.root) as reader:  # checks what it opened, never blocks on a FIFO
+            read = reader.read(rel)
+        if read is None:
             return None
-        try:
-            source = path.read_bytes()
-            info = os.stat(path)
-        except OSError:
-            return None
+        source, info = read
         row = self._db.execute(
             "SELECT f.mtime_ns, f.size, f.language, m.spans FROM files f LEFT JOIN masks m ON m.file_id = f.id"
             " WHERE f.path = ?", (rel,)).fetchone()
