@@ -800,3 +800,11 @@ def test_a_cancelled_quick_build_leaves_nothing_and_the_next_one_completes(root:
         assert not again.cancelled and again.definitions_only > 0
         assert [(s.path, s.id) for s in found(index, "get_item_5")] == [("pkg1/mod5.py", 0)]
         assert not list(index.quick_dir.glob("*.list")), "ctags' file lists are removed"
+
+
+def test_a_form_feed_does_not_shift_a_quick_signature(root: Path) -> None:
+    make_tree(root, cpp_files=0)
+    write(root, "paged.py", "# page one\x0cpage two\ndef after_the_break():\n    pass\n")
+    with quick_index(Workspace.create([root])) as index:
+        [symbol] = found(index, "after_the_break")
+        assert (symbol.id, symbol.line, symbol.signature) == (0, 2, "def after_the_break():")

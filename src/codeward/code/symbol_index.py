@@ -586,7 +586,7 @@ class SymbolIndex:
         """A file's lines, read through the gate (empty when it is hidden or gone)."""
         with self.workspace.reader(self.root) as reader:
             read = reader.read(rel)
-        return read[0].decode("utf-8", "replace").splitlines() if read is not None else []
+        return read[0].decode("utf-8", "replace").split("\n") if read is not None else []  # as ctags counts lines
 
     def _select_symbols(
         self, where: list[str], params: list[object], kinds: Iterable[str], under: str, language: str
