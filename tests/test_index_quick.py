@@ -560,6 +560,9 @@ def test_find_usages_after_find_symbol_retires_the_quick_tier(
     again = call("find_symbol", name="get_item_3")
     assert again.structured == {**(first.structured or {}), "symbols": [
         {**entry, "line": entry["line"] - 1} for entry in (first.structured or {})["symbols"]]}
+    # Only the quick tier's answer says where it came from (ranges without decorators).
+    assert "from the quick index (universal-ctags)" in first.text
+    assert "quick index" not in again.text
 
 
 # -- 4. safety -------------------------------------------------------------------------------

@@ -300,7 +300,11 @@ def find_symbol(
                 ErrorKind.NOT_FOUND, f"no definition{what} matches {name!r} in {scope}",
                 _not_found_hint(index, name)).errors, notes=located.notes)
         entries = [SymbolEntry.of(s, _display(ctx, index, s.path)) for s in symbols]
-        return Result(data=SymbolMatches(query=name, total=total, symbols=entries), notes=located.notes)
+        notes = list(located.notes)
+        if any(symbol.id == 0 for symbol in symbols):  # answered by the quick (universal-ctags) tier
+            notes.append("[from the quick index (universal-ctags): a range starts at the name's line, without "
+                         "decorators; exact ranges come once references are built, by the first usage question]")
+        return Result(data=SymbolMatches(query=name, total=total, symbols=entries), notes=notes)
 
 
 @tool(toolset=TOOLSET, read_only=True, title="Repository map")
