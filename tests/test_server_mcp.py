@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,31 +41,34 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def http_server(root: Path) -> Iterator[str]:
-    _project(root)
+@contextmanager
+def _serving_http(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> Iterator[str]:
+    """``codeward serve ... --http`` in a subprocess; its URL once it answers."""
     port = _free_port()
-    env = {**os.environ, "CW_TOKEN": "s3cret-token"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "codeward", "serve", str(root), "--http", "--port", str(port),
-         "--token-env", "CW_TOKEN"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )
+    proc = subprocess.Popen([sys.executable, "-m", "codeward", "serve", *args, "--http", "--port", str(port)],
+                            cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}/mcp"
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(url, timeout=0.5)
-            break
-        except httpx.HTTPError:
-            if proc.poll() is not None:
-                raise RuntimeError(proc.stderr.read().decode() if proc.stderr else "server died") from None
-            time.sleep(0.1)
     try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(url, timeout=0.5)
+                break
+            except httpx.HTTPError:
+                if proc.poll() is not None:
+                    raise RuntimeError(proc.stderr.read().decode() if proc.stderr else "server died") from None
+                time.sleep(0.1)
         yield url
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.fixture
+def http_server(root: Path) -> Iterator[str]:
+    _project(root)
+    with _serving_http(str(root), "--token-env", "CW_TOKEN", env={**os.environ, "CW_TOKEN": "s3cret-token"}) as url:
+        yield url
 
 
 @asynccontextmanager
@@ -228,28 +231,13 @@ async def test_over_http_client_roots_do_not_move_the_workspace(tmp_path: Path) 
     async def list_roots(context: Any) -> ListRootsResult:
         return ListRootsResult(roots=[Root(uri=f"file://{tmp_path / 'elsewhere'}", name="elsewhere")])
 
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "codeward", "serve", "--http", "--port", str(port)],
-                            cwd=tmp_path / "served", stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}/mcp"
-    try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                httpx.get(url, timeout=0.5)
-                break
-            except httpx.HTTPError:
-                assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else "server died"
-                time.sleep(0.1)
+    with _serving_http(cwd=tmp_path / "served") as url:
         for mode in ("legacy", "2026-07-28"):
             async with httpx.AsyncClient() as http, Client(streamable_http_client(url, http_client=http),
                                                            list_roots_callback=list_roots, mode=mode) as client:
                 assert _text(await client.call_tool("read_file", {"path": "who.txt"})) == "served", mode
                 moved = await client.call_tool("read_file", {"path": str(tmp_path / "elsewhere" / "who.txt")})
                 assert moved.is_error and "outside the workspace" in _text(moved), mode
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 async def test_without_client_roots_the_current_directory_is_served(tmp_path: Path) -> None:
