@@ -25,7 +25,7 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,7 +100,6 @@ class Ctags:
     """An installed universal-ctags."""
 
     executable: str
-    version: str
 
     @classmethod
     def find(cls) -> Ctags | None:
@@ -121,7 +120,7 @@ class Ctags:
                 continue
             first = done.stdout.decode("utf-8", "replace").splitlines()[:1]
             if done.returncode == 0 and first and first[0].startswith("Universal Ctags"):
-                return cls(executable, first[0])
+                return cls(executable)
         return None
 
     def write_tags(
@@ -210,15 +209,6 @@ def parent_of(scope_kind: str, scope: str, language: str) -> str:
     if "__anon" in parent:
         parent = _ANONYMOUS.sub("", parent).strip(".")
     return parent
-
-
-def ctags_kinds(kinds: Iterable[str]) -> set[str]:
-    """The ctags kinds that may map to any of the index's ``kinds``."""
-    wanted = set(kinds)
-    found = {ctags for ctags, ours in KINDS.items() if ours in wanted}
-    if wanted & {"method", "function"}:
-        found |= {"member", "function", "func"}
-    return found
 
 
 def split_bases(text: str) -> list[str]:
