@@ -262,8 +262,8 @@ class CodewardServer:
             self.notifier.changed()
 
     async def _list_tools(self, ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListToolsResult:
-        if self.notifier is not None:
-            self.notifier.remember(ctx)
+        if self.notifier is not None and not is_version_at_least(ctx.protocol_version, MODERN_ERA):
+            self.notifier.remember(ctx)  # a 2026-07-28 client hears of changes on its listen stream
         tools = []
         for info in self.surface.tool_infos():
             hints = wire_hints(info.annotations)

@@ -22,11 +22,8 @@ import anyio
 from mcp.server.context import ServerRequestContext
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.subscriptions import ToolsListChanged
-from mcp_types.version import is_version_at_least
 
 logger = logging.getLogger("codeward.server")
-
-MODERN_ERA = "2026-07-28"
 
 
 class ToolListNotifier:
@@ -40,18 +37,17 @@ class ToolListNotifier:
         self._wake: anyio.Event | None = None  # made by run(), on the event loop
 
     def remember(self, ctx: ServerRequestContext[Any, Any]) -> None:
-        """Note the connection of a handshake-era request (modern clients listen instead).
+        """Note the connection of a handshake-era request (2026-07-28 clients listen instead).
 
         ``ctx.session`` is a per-request wrapper, gone when the request is; the connection
         under it lives as long as the client, and sends on its standalone channel. The SDK
         does not expose it on this context, hence the attribute (the wrapper is the fallback).
         """
-        if not is_version_at_least(ctx.protocol_version, MODERN_ERA):
-            target = getattr(ctx.session, "_connection", ctx.session)
-            try:
-                self._sessions.add(target)
-            except TypeError:  # cannot be weakly referenced: not remembered
-                logger.debug("cannot remember %r for list_changed", type(target).__name__)
+        target = getattr(ctx.session, "_connection", ctx.session)
+        try:
+            self._sessions.add(target)
+        except TypeError:  # cannot be weakly referenced: not remembered
+            logger.debug("cannot remember %r for list_changed", type(target).__name__)
 
     def changed(self) -> None:
         """Announce a change (from synchronous code on the event loop); sent by :meth:`run`."""
