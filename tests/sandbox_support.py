@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -95,4 +96,13 @@ def processes_with(marker: str) -> list[int]:
         cmdline = " ".join(proc.info.get("cmdline") or [])
         if marker in cmdline:
             found.append(proc.info["pid"])
+    return found
+
+
+def survivors(marker: str, grace_s: float = 5.0) -> list[int]:
+    """Processes with ``marker`` still alive after ``grace_s``: killed ones may take a moment
+    to exit (a pid namespace's members are killed by the kernel once its init is gone)."""
+    deadline = time.monotonic() + grace_s
+    while (found := processes_with(marker)) and time.monotonic() < deadline:
+        time.sleep(0.05)
     return found

@@ -10,7 +10,7 @@ import pytest
 from codeward.coding.sandbox import Limit, Sandbox, SandboxRequest, SandboxUnavailable, Status, probe_sandbox
 from codeward.coding.sandbox.cgroups import detect_layout
 from tests.conftest import snapshot
-from tests.sandbox_support import bwrap_works, processes_with
+from tests.sandbox_support import bwrap_works, survivors
 
 BACKENDS = [pytest.param("bwrap", marks=pytest.mark.skipif(not bwrap_works(), reason="no bwrap here")), "process"]
 
@@ -81,7 +81,7 @@ def test_timeout_kills_the_whole_process_tree(sandbox: Sandbox) -> None:
     assert result.status is Status.TIMEOUT
     assert result.limit_hit is Limit.TIMEOUT
     assert "timed out after 1 s" in (result.error_message or "")
-    assert processes_with(f"sleep {seconds}") == []
+    assert survivors(f"sleep {seconds}") == []
 
 
 def test_background_process_is_killed_when_the_main_one_exits(sandbox: Sandbox) -> None:
@@ -89,7 +89,7 @@ def test_background_process_is_killed_when_the_main_one_exits(sandbox: Sandbox) 
     result = sandbox.run(SandboxRequest(argv=["bash", "-c", f"setsid sleep {seconds} >/dev/null 2>&1 & echo started"]))
     assert result.ok
     assert result.stdout == "started\n"
-    assert processes_with(f"sleep {seconds}") == []
+    assert survivors(f"sleep {seconds}") == []
 
 
 def test_output_is_capped_and_a_flood_is_killed(sandbox: Sandbox) -> None:

@@ -17,7 +17,7 @@ import codeward
 from codeward.catalog import Catalog, ToolOutcome
 from codeward.coding.runtime import CodingRuntime
 from tests.conftest import snapshot
-from tests.sandbox_support import TcpServer, caller, context, needs_bwrap, processes_with, runtime_fixture
+from tests.sandbox_support import TcpServer, caller, context, needs_bwrap, runtime_fixture, survivors
 
 pytestmark = [needs_bwrap, pytest.mark.xdist_group("sandbox-escape")]
 
@@ -126,7 +126,7 @@ def test_fork_bomb_stops_at_the_process_limit(run: Callable[..., ToolOutcome]) -
     expected = {"processes": "process limit", "memory": "out of memory", "timeout": "timed out"}
     assert result["limit_hit"] in expected, result
     assert expected[str(result["limit_hit"])] in str(result["error_message"])
-    assert processes_with(marker) == []
+    assert survivors(marker) == []
 
 
 def test_allocating_4_gib_is_killed_at_the_memory_limit(run: Callable[..., ToolOutcome]) -> None:
@@ -142,7 +142,7 @@ def test_spinning_forever_times_out_and_is_killed(run: Callable[..., ToolOutcome
     result = execute(run, "bash", f"# {marker}\nwhile :; do :; done", timeout=1)
     assert result["status"] == "timeout"
     assert "timed out after 1 s" in str(result["error_message"])
-    assert processes_with(marker) == []
+    assert survivors(marker) == []
 
 
 def test_filling_the_disk_ends_at_the_private_scratch_space(run: Callable[..., ToolOutcome], root: Path) -> None:
@@ -171,7 +171,7 @@ def test_background_processes_do_not_outlive_the_run(run: Callable[..., ToolOutc
             "print('left them running')\n")
     result = execute(run, "python", code)
     assert result["status"] == "success"
-    assert processes_with(f"sleep {seconds}") == []
+    assert survivors(f"sleep {seconds}") == []
 
 
 def test_ptrace_is_denied(run: Callable[..., ToolOutcome]) -> None:

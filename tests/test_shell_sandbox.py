@@ -19,7 +19,7 @@ from codeward.context import ToolContext
 from codeward.shell import EXTRAS_KEY, ShellSettings
 from codeward.shell.host import run_on_host
 from codeward.workspace import Workspace
-from tests.sandbox_support import TcpServer, needs_bwrap, processes_with
+from tests.sandbox_support import TcpServer, needs_bwrap, survivors
 
 MODES = [pytest.param(True, id="sandboxed", marks=needs_bwrap), pytest.param(False, id="unsandboxed")]
 
@@ -43,7 +43,7 @@ def tree_script(marker: str) -> str:
 
 
 def assert_tree_gone(root: Path, marker: str) -> None:
-    assert processes_with(f"sleep {marker}") == []
+    assert survivors(f"sleep {marker}") == []
     beat = (root / "beat.txt").read_text()
     time.sleep(0.3)  # six heartbeats, were the writer alive
     assert (root / "beat.txt").read_text() == beat
@@ -76,7 +76,7 @@ def test_unsandboxed_without_cgroups_still_kills_setsid_grandchildren(root: Path
                                       timeout_s=10), None)
     assert done.status is Status.SUCCESS
     assert "killed 1 process(es) the script left running outside its process group" in done.notes
-    assert processes_with(f"sleep {leftover}") == []
+    assert survivors(f"sleep {leftover}") == []
 
 
 @pytest.mark.parametrize("sandboxed", MODES)
