@@ -358,3 +358,27 @@ def test_usages_from_stored_offsets_equal_a_fresh_scan(tmp_path: Path) -> None:
         for name in ("big.py", "crlf.py", "uni.py"):
             os.utime(root / name, ns=(3_000_000_000, 3_000_000_000))  # changed since indexed: scanned afresh
         assert index.usages("value", limit=100_000) == stored
+
+
+def test_git_does_not_pick_up_the_index(tmp_path: Path) -> None:
+    import subprocess
+
+    root = tmp_path / "repo"
+    write(root, "m.py", "def f():\n    return 1\n")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    with SymbolIndex.open(Workspace.create([root])).data as index:
+        index.refresh()
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=root, check=True,
+                            capture_output=True, text=True).stdout.split("\n")
+    assert sorted(line for line in status if line) == ["?? .codeward/.gitignore", "?? m.py"]
+    # A .gitignore the user wrote (or a link planted there) is left as it is.
+    (root / ".codeward" / ".gitignore").write_text("# mine\n")
+    outside = tmp_path / "outside.txt"
+    with SymbolIndex.open(Workspace.create([root])).data as index:
+        index.refresh()
+    assert (root / ".codeward" / ".gitignore").read_text() == "# mine\n"
+    (root / ".codeward" / ".gitignore").unlink()
+    (root / ".codeward" / ".gitignore").symlink_to(outside)
+    with SymbolIndex.open(Workspace.create([root])).data as index:
+        index.refresh()
+    assert not outside.exists()

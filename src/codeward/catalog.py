@@ -33,6 +33,7 @@ from codeward.code.textfile import displayable
 from codeward.content import RichContent
 from codeward.context import ToolContext
 from codeward.result import ErrorInfo, ErrorKind, Result
+from codeward.state_dir import ignore_caches
 from codeward.workspace import Access
 
 TOOL_NAME_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
@@ -477,6 +478,8 @@ def _spill(text: str, ctx: ToolContext, name: str) -> str | None:
         data = displayable(text).encode("utf-8")
     try:
         spill.data.mkdir(parents=True, exist_ok=True)
+        if spill.data.parent.name == ".codeward":
+            ignore_caches(spill.data.parent)
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

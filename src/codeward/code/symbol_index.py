@@ -42,6 +42,7 @@ from codeward.code.tags import MAX_SIGNATURE_CHARS, Extractors, tagged_language,
 from codeward.code.usage_scan import IndexedFile, Usage, scan_usages
 from codeward.code.walk import walk
 from codeward.result import ErrorKind, Result
+from codeward.state_dir import ignore_caches
 from codeward.workspace import Access, Workspace
 
 SCHEMA_VERSION = 5
@@ -223,6 +224,8 @@ class SymbolIndex:
                 notes.append(f"[{root} is not writable: the index is kept in {db_path}]")
         try:
             db_path.parent.mkdir(parents=True, exist_ok=True)
+            if db_path == default_index_path(root):
+                ignore_caches(db_path.parent)
             try:
                 connection = _connect(db_path)
             except sqlite3.DatabaseError as exc:

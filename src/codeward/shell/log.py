@@ -13,6 +13,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from codeward.state_dir import ignore_caches
 from codeward.workspace import Access, Workspace
 
 LOG_DIR = ".codeward/logs"
@@ -42,6 +43,7 @@ def log_dir(workspace: Workspace) -> Path | None:
         resolved.data.mkdir(parents=True, exist_ok=True)
     except OSError:
         return None
+    ignore_caches(resolved.data.parent)
     return resolved.data
 
 
@@ -57,6 +59,7 @@ def append_entry(workspace: Workspace, entry: ShellLogEntry) -> str | None:
     line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
     try:
         resolved.data.parent.mkdir(parents=True, exist_ok=True)
+        ignore_caches(resolved.data.parent.parent)
         fd = os.open(resolved.data, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
             os.write(fd, line)
