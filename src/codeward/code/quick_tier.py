@@ -56,13 +56,17 @@ class QuickTier:
                 found = tags.where(self._qualified(_glob(text).fullmatch))
             else:
                 found = tags.where(self._qualified(re.compile(text).search))
+            # The scans above test raw tag lines; the qualified name as the index names it decides.
+            qualified: Callable[[str], object] | None = None
+            if mode == "exact" and "." in text:
+                qualified = text.__eq__
+            elif mode == "glob" and "." in text:
+                qualified = _glob(text).fullmatch
+            elif mode == "regex":
+                qualified = re.compile(text).search
             symbols = []
             for symbol in self._symbols(found):
-                if mode == "exact" and "." in text and symbol.qualname != text:
-                    continue
-                if mode == "glob" and "." in text and not _glob(text).fullmatch(symbol.qualname):
-                    continue
-                if mode == "regex" and not re.search(text, symbol.qualname):
+                if qualified is not None and not qualified(symbol.qualname):
                     continue
                 if wanted_kinds and symbol.kind not in wanted_kinds:
                     continue
