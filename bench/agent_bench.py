@@ -29,8 +29,9 @@ from tests.fake_openai import FakeOpenAI, text, tool_calls
 
 from codeward.agent.conversation import Conversation
 from codeward.agent.loop import ToolLoop
-from codeward.agent.model import ModelClient, ModelProfile
 from codeward.context import ToolContext
+from codeward.llm.client import ModelClient
+from codeward.llm.profile import ModelProfile
 from codeward.surface import CatalogSurface
 from codeward.tools import default_catalog
 from codeward.workspace import Workspace

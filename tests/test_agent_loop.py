@@ -10,11 +10,13 @@ from typing import Any
 
 import pytest
 
-from codeward.agent.conversation import Conversation, ToolCall, Turn
+from codeward.agent.conversation import Conversation, Turn
 from codeward.agent.loop import LoopSettings, ToolLoop
-from codeward.agent.model import ModelClient, ModelProfile
 from codeward.catalog import Catalog
 from codeward.context import ToolContext
+from codeward.llm.calls import ToolCall
+from codeward.llm.client import ModelClient
+from codeward.llm.profile import ModelProfile
 from codeward.surface import CatalogSurface, CompositeSurface
 from codeward.workspace import Workspace
 from tests.fake_openai import FakeOpenAI, Reply, text, tool_calls

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import anyio
 
-from codeward.agent.model import ModelClient, resolve_profile
 from codeward.agent.session import open_session
 from codeward.catalog import Catalog
 from codeward.config import load_config
+from codeward.llm.client import ModelClient
+from codeward.llm.profile import resolve_profile
 
 
 def test_switching_models_closes_every_client_when_the_session_ends(root: Path, catalog: Catalog) -> None:

@@ -9,10 +9,11 @@ import pytest
 
 from codeward.agent.conversation import FILES_UPDATED, Conversation
 from codeward.agent.loop import ToolLoop
-from codeward.agent.model import ModelClient, ModelProfile
 from codeward.agent.tracked import TrackedFiles
 from codeward.catalog import Catalog
 from codeward.context import ToolContext
+from codeward.llm.client import ModelClient
+from codeward.llm.profile import ModelProfile
 from codeward.surface import CatalogSurface
 from codeward.workspace import Workspace
 from tests.fake_openai import FakeOpenAI, text, tool_calls

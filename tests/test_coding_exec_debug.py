@@ -132,7 +132,7 @@ def test_an_unreachable_model_is_reported_with_the_diagnosis(
                  exit_code=1).structured
     assert result is not None
     assert result["success"] is False
-    assert "could not be reached" in result["error"]
+    assert "cannot reach the model server" in result["error"]
     assert result["diagnosis"]["error_type"] == "ZeroDivisionError"
 
 

@@ -41,8 +41,8 @@ def _coding_settings(config: Config) -> Any:
     """Execution settings from the environment; ``coding_debug_code`` uses the configured model."""
     from dataclasses import replace
 
-    from codeward.agent.model import ModelConfigError, resolve_profile
     from codeward.coding.runtime import CodingSettings
+    from codeward.llm.profile import ModelConfigError, resolve_profile
 
     settings = CodingSettings.from_env()
     if settings.model is not None:

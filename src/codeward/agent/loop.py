@@ -16,11 +16,11 @@ from typing import Any, Protocol
 
 import anyio
 
-from codeward.agent.conversation import Conversation, ToolCall, Turn
-from codeward.agent.model import Finished, Notice, StreamEvent, StreamFailed, TextDelta
-from codeward.agent.streaming import text_tool_call
+from codeward.agent.conversation import Conversation, Turn
 from codeward.catalog import ToolOutcome
 from codeward.context import ToolContext
+from codeward.llm.calls import ToolCall, text_tool_call
+from codeward.llm.client import Finished, Notice, StreamEvent, StreamFailed, TextDelta
 from codeward.surface import ToolInfo, ToolSurface
 
 DISPATCH_FAILED = "[codeward] tool dispatch failed: "

@@ -11,7 +11,7 @@ from rich.live import Live
 from rich.markdown import Markdown
 from rich.text import Text
 
-from codeward.agent.conversation import ToolCall
+from codeward.llm.calls import ToolCall
 
 PREVIEW_LINES = 6
 

@@ -14,7 +14,6 @@ from typing import Any
 
 from codeward.agent.approval import ApprovingSurface
 from codeward.agent.loop import LoopSettings
-from codeward.agent.model import ModelClient, ModelProfile, resolve_profile
 from codeward.assembly import context_extras
 from codeward.catalog import Catalog
 from codeward.config import Config
@@ -22,6 +21,8 @@ from codeward.context import ToolContext
 from codeward.gateway.config import GatewayConfig, parse_gateway_table
 from codeward.gateway.gateway import Gateway
 from codeward.gateway.policy import ConfirmCallback
+from codeward.llm.client import ModelClient
+from codeward.llm.profile import ModelProfile, resolve_profile
 from codeward.surface import CatalogSurface, CompositeSurface
 from codeward.workspace import Workspace
 

@@ -24,12 +24,12 @@ from rich.table import Table
 from codeward.agent.conversation import Conversation
 from codeward.agent.history import SessionLog, list_sessions, sessions_dir
 from codeward.agent.loop import ToolLoop
-from codeward.agent.model import ModelConfigError, resolve_profile
 from codeward.agent.render import RichView
 from codeward.agent.session import AgentSession
 from codeward.agent.tracked import TrackedFiles, estimate_tokens
 from codeward.gateway.config import server_from_url
 from codeward.gateway.policy import ApprovalRequest
+from codeward.llm.profile import ModelConfigError, resolve_profile
 
 HELP = """Commands:
   :help                         this help

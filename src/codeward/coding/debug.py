@@ -13,6 +13,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from codeward.llm.client import ModelError
+
 ROOT_CAUSES: dict[str, str] = {
     "ZeroDivisionError": "Division by zero not handled",
     "NameError": "A name is used that is not defined (a typo, or a missing import or assignment)",
@@ -254,10 +256,6 @@ def parse_reply(reply: str) -> tuple[str | None, str]:
         outside = _FENCE.sub("", reply).strip()
         description = outside.splitlines()[0].strip() if outside else "The model proposed a corrected program"
     return code, description
-
-
-class ModelError(RuntimeError):
-    """The model could not be asked (unreachable, refused, no answer); the message says which."""
 
 
 Ask = Callable[[list[dict[str, str]]], str]

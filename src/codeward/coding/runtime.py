@@ -20,9 +20,11 @@ from codeward.coding.sandbox import Sandbox, SandboxUnavailable, probe_sandbox
 from codeward.coding.sandbox.runner import StartableSandbox
 from codeward.coding.sessions import SessionStore
 from codeward.coding.warm_pool import WarmPool
+from codeward.llm.profile import ModelProfile
 
 RUNTIME_KEY = "coding_runtime"
 SETTINGS_KEY = "coding_settings"
+DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,19 @@ class CodingSettings:
             model=env.get("CODEWARD_MODEL") or None,
             model_api_key=env.get("CODEWARD_MODEL_API_KEY") or None,
         )
+
+
+    def model_profile(self) -> ModelProfile | None:
+        """The model ``coding_debug_code`` asks, as a profile of the one model client; ``None`` if unset."""
+        if not self.model:
+            return None
+        return ModelProfile(name=self.model, base_url=self.model_base_url or DEFAULT_OPENAI_URL, model=self.model,
+                            temperature=0.2, timeout_s=self.model_timeout_s)
+
+
+NO_MODEL = ("no model is configured: set CODEWARD_MODEL (and CODEWARD_MODEL_BASE_URL for a local or "
+            "OpenAI-compatible server, CODEWARD_MODEL_API_KEY if it needs a key), or add a [model] profile "
+            "to codeward.toml")
 
 
 def settings_of(extras: Mapping[str, Any]) -> CodingSettings:

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from codeward.agent.conversation import Turn
-from codeward.agent.model import Finished, ModelClient, ModelProfile, StreamEvent, StreamFailed
 from codeward.catalog import ToolOutcome
 from codeward.context import ToolContext
 from codeward.control.approval import CALL_ID_KEY
 from codeward.control.state import ControlState
+from codeward.llm.client import Finished, ModelClient, StreamEvent, StreamFailed
+from codeward.llm.profile import ModelProfile
 from codeward.logs import SessionLogs, preview
 from codeward.result import ErrorKind
 from codeward.surface import ToolInfo, ToolSurface

@@ -7,8 +7,6 @@ configured or it cannot be reached, one line says so and the run's result stands
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,34 +28,18 @@ def failure_messages(script: str, shell: str, exit_code: int | None, stdout: str
 
 def explain_failure(model_config: Mapping[str, Any], profile_name: str, messages: list[dict[str, Any]]) -> str:
     """The model's explanation, or one line saying why there is none. Never raises."""
-    from codeward.agent.model import ModelConfigError, resolve_profile
+    from codeward.llm.client import ModelError, ask_text_sync
+    from codeward.llm.profile import ModelConfigError, resolve_profile
 
     try:
         profile = resolve_profile(model_config, profile_name or None)
     except ModelConfigError as exc:
         return f"(unavailable: {exc})"
     try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(_ask(profile, messages))
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # called from inside an event loop
-        return pool.submit(asyncio.run, _ask(profile, messages)).result()
-
-
-async def _ask(profile: Any, messages: list[dict[str, Any]]) -> str:
-    from codeward.agent.model import Finished, ModelClient, StreamFailed
-
-    client = ModelClient(profile)
-    try:
-        async for event in client.stream(messages, []):
-            if isinstance(event, Finished):
-                answer = event.text.strip()
-                return _head(answer, MAX_ANSWER_CHARS) if answer else "(the model returned no text)"
-            if isinstance(event, StreamFailed):
-                return f"(unavailable: {event.message})"
-    finally:
-        await client.close()
-    return "(unavailable: the model's stream ended without an answer)"
+        answer = ask_text_sync(profile, messages).strip()
+    except ModelError as exc:
+        return f"(unavailable: {exc})"
+    return _head(answer, MAX_ANSWER_CHARS)
 
 
 def _head(text: str, limit: int) -> str:

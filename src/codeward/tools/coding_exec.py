@@ -17,7 +17,7 @@ from codeward.catalog import tool
 from codeward.coding.debug import Attempt, detect_language, diagnose, repair
 from codeward.coding.execute import Execution, Limits, execute
 from codeward.coding.monitor import Sampler
-from codeward.coding.runtime import runtime_of, settings_of
+from codeward.coding.runtime import NO_MODEL, runtime_of, settings_of
 from codeward.context import ToolContext
 from codeward.result import ErrorKind, Result
 
@@ -403,13 +403,11 @@ def coding_debug_code(
     found = diagnose(lang, stderr, stdout, exit_code)
     diagnosis = DiagnosisOutput(**vars(found))
     settings = settings_of(ctx.extras)
-    from codeward.coding.model_client import ask_model, model_configured
-
-    missing = model_configured(settings)
-    if missing is not None:
+    profile = settings.model_profile()
+    if profile is None:
         return Result.success(DebugOutput(
             success=False, fixed_code=None, diagnosis=diagnosis, patches_attempted=0, patch_description="",
-            verification=VerificationOutput(tests_passed=False), error=missing))
+            verification=VerificationOutput(tests_passed=False), error=NO_MODEL))
     runtime = runtime_of(ctx.extras)
 
     def verify(candidate: str) -> Attempt:
@@ -419,7 +417,12 @@ def coding_debug_code(
     def report(number: int, attempt: Attempt) -> None:
         ctx.progress(number, max_retries, f"attempt {number}: {attempt.status}")
 
-    fixed = repair(lambda messages: ask_model(settings, messages), verify, lang, source_code, stderr, stdout,
+    from codeward.llm.client import ask_text_sync
+
+    def ask(messages: list[dict[str, str]]) -> str:
+        return ask_text_sync(profile, list(messages), api_key=settings.model_api_key or "not-needed")
+
+    fixed = repair(ask, verify, lang, source_code, stderr, stdout,
                    found, max_retries, report)
     last = fixed.attempts[-1] if fixed.attempts else None
     verification = VerificationOutput(tests_passed=fixed.success, status=last.status if last else "",

@@ -1,4 +1,4 @@
-"""Turning a stream of OpenAI-style chat chunks into text and complete tool calls.
+"""Tool calls: as the model streams them, accumulated, and recognised in plain text.
 
 ``tool_calls`` deltas arrive indexed: the first delta of a call carries its id and name, later
 ones carry fragments of the JSON arguments, and ``finish_reason: "tool_calls"`` closes them.
@@ -15,7 +15,16 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from codeward.agent.conversation import ToolCall
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str
+    """The raw JSON text the model produced (it may be invalid; the loop checks)."""
+
+    def to_openai(self) -> dict[str, Any]:
+        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
 
 
 @dataclass
