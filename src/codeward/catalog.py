@@ -90,7 +90,8 @@ class ToolSpec:
 
     @property
     def output_schema(self) -> dict[str, Any] | None:
-        return _clean_schema(self.output_model.model_json_schema()) if self.output_model else None
+        """The result's full JSON Schema; nullable fields stay nullable (results send ``null``)."""
+        return _drop_titles(self.output_model.model_json_schema(mode="serialization")) if self.output_model else None
 
     def fingerprint(self) -> str:
         """A hash of name, description and schemas (for pinning and change detection)."""

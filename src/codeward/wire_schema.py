@@ -8,7 +8,11 @@ A model reads every tool's schema on every request, so what goes on the wire is 
   and mean something (destructive and idempotent hints only for tools that write; every tool that
   writes states ``destructiveHint`` outright, it is the one hint approval prompts lean on);
 * output schemas keep their top-level shape (property names and types, ``required``) and drop
-  the nested detail — results still conform, and the full shape is in ``docs/tools.md``.
+  the nested detail. What stays is exact: a field that may be ``null`` says so
+  (``"type": ["string", "null"]``), a ``$ref`` is followed to the type it names, and a field
+  whose type cannot be said in one word is left unconstrained — validating clients (the
+  official Python and TypeScript SDKs) reject a result that breaks its schema, so a lean schema
+  may only ever be looser than the model, never stricter.
 """
 
 from __future__ import annotations
@@ -57,20 +61,61 @@ def wire_output_schema(schema: Mapping[str, Any] | None) -> dict[str, Any] | Non
     """The top level of an output schema: property names and types, and what is required."""
     if not schema:
         return None
-    properties = {name: _top_type(prop) for name, prop in (schema.get("properties") or {}).items()}
+    defs: Mapping[str, Any] = schema.get("$defs") or {}
+    properties = {name: _top_type(prop, defs) for name, prop in (schema.get("properties") or {}).items()}
     out: dict[str, Any] = {"type": "object", "properties": properties}
     if schema.get("required"):
         out["required"] = list(schema["required"])
     return out
 
 
-def _top_type(prop: Mapping[str, Any]) -> dict[str, Any]:
-    if "$ref" in prop:
-        return {"type": "object"}
-    if "type" in prop:
-        return {"type": prop["type"]}
-    kinds = [a.get("type") if "$ref" not in a else "object" for a in prop.get("anyOf", [])]
-    kinds = [k for k in kinds if k]
-    if len(kinds) == 1:
-        return {"type": kinds[0]}
-    return {"type": kinds} if kinds else {}
+def _top_type(prop: Mapping[str, Any], defs: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"type": ...}`` naming every JSON type the property may hold, or ``{}`` when that is unclear."""
+    kinds = _kinds(prop, defs, depth=0)
+    if not kinds:
+        return {}
+    ordered = sorted(_widened(kinds), key=lambda kind: (kind == "null", kind))
+    return {"type": ordered[0] if len(ordered) == 1 else ordered}
+
+
+def _kinds(prop: Any, defs: Mapping[str, Any], depth: int) -> set[str]:
+    """The JSON types a schema allows; empty means "any" (unknown keywords, deep references)."""
+    if not isinstance(prop, Mapping) or depth > 8:
+        return set()
+    ref = prop.get("$ref")
+    if isinstance(ref, str):
+        target = defs.get(ref.rsplit("/", 1)[-1]) if ref.startswith("#/$defs/") else None
+        return _kinds(target, defs, depth + 1)
+    declared = prop.get("type")
+    if isinstance(declared, str):
+        return {declared}
+    if isinstance(declared, list) and declared and all(isinstance(k, str) for k in declared):
+        return set(declared)
+    alternatives = prop.get("anyOf") or prop.get("oneOf")
+    if isinstance(alternatives, list) and alternatives:
+        found = [_kinds(alt, defs, depth + 1) for alt in alternatives]
+        return set().union(*found) if all(found) else set()
+    if "enum" in prop and isinstance(prop["enum"], list):
+        return {_json_kind(value) for value in prop["enum"]}
+    if "const" in prop:
+        return {_json_kind(prop["const"])}
+    return set()
+
+
+def _widened(kinds: set[str]) -> set[str]:
+    """An integer is also a number in JSON: a ``number`` field must accept ``3``, and says so once."""
+    return kinds - {"integer"} if "number" in kinds else kinds
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
