@@ -88,4 +88,5 @@ def execute_in_docker(sandbox: Any, language: str, code: str, stdin: str, limits
         backend=result.backend, isolated=result.isolated, stdout_truncated=result.stdout_truncated,
         stderr_truncated=result.stderr_truncated, peak_memory_mb=result.peak_memory_mb,
         limit_hit=result.limit_hit.value if result.limit_hit else None, notes=list(result.notes),
+        limits=list(result.limits), unenforced_limits=list(result.unenforced_limits),
     )

@@ -49,6 +49,8 @@ class Execution:
     peak_memory_mb: float | None = None
     limit_hit: str | None = None
     notes: list[str] = field(default_factory=list)
+    limits: list[str] = field(default_factory=list)
+    unenforced_limits: list[str] = field(default_factory=list)
 
     @classmethod
     def setup_error(cls, language: str, message: str, backend: str = "", isolated: bool = False) -> Execution:
@@ -147,6 +149,7 @@ def _run_request(spec: Language, toolchain: Toolchain, stdin: str, limits: Limit
         argv=_substitute(spec.run, main, _heap(spec, memory)), stdin=stdin, env=dict(spec.env),
         ro_binds=binds, network=limits.network, timeout_s=limits.timeout_s, memory_mb=memory,
         max_processes=spec.max_processes, scratch_mb=scratch_for(memory),
+        address_space_mb=max(2 * memory, spec.address_space_mb),
     )
 
 
@@ -238,5 +241,5 @@ def _from_result(
         backend=result.backend, isolated=result.isolated, stdout_truncated=result.stdout_truncated,
         stderr_truncated=result.stderr_truncated, session_id=session_id, warm=warm,
         peak_memory_mb=result.peak_memory_mb, limit_hit=result.limit_hit.value if result.limit_hit else None,
-        notes=[*notes, *result.notes],
+        notes=[*notes, *result.notes], limits=list(result.limits), unenforced_limits=list(result.unenforced_limits),
     )

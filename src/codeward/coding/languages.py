@@ -46,6 +46,9 @@ class Language:
     run_needs_toolchain: bool = True
     """False for native binaries: the run step then binds no toolchain directory."""
     docker_image: str = ""
+    address_space_mb: int = 512
+    """The least address space (RLIMIT_AS, used only where no memory cgroup exists) the runtime
+    starts with; node, Go and the JVM reserve far more than they use."""
 
     @property
     def compiled(self) -> bool:
@@ -57,7 +60,8 @@ LANGUAGES: tuple[Language, ...] = (
              needs=("/usr/bin/python3",), memory_mb=256, install_hint="apt-get install python3",
              docker_image="python:3.11-slim"),
     Language("javascript", "main.js", ("node", "--max-old-space-size={heap}", f"{CODE_DIR}/main.js"),
-             needs=("node",), memory_mb=512, install_hint="apt-get install nodejs", docker_image="node:20-slim"),
+             needs=("node",), memory_mb=512, install_hint="apt-get install nodejs", docker_image="node:20-slim",
+             address_space_mb=1536),
     Language("bash", "main.sh", ("bash", f"{CODE_DIR}/main.sh"), needs=("bash",), memory_mb=256,
              docker_image="bash:5.2"),
     Language("c", "main.c", (f"{CODE_DIR}/prog",),
@@ -71,7 +75,8 @@ LANGUAGES: tuple[Language, ...] = (
              needs=("go",), compile_max_processes=256, max_processes=128,
              env={"GOCACHE": "/tmp/go-cache", "GOPATH": "/tmp/go", "GO111MODULE": "off", "CGO_ENABLED": "0",
                   "GOMAXPROCS": "2"},
-             install_hint="apt-get install golang-go", run_needs_toolchain=False, docker_image="golang:1.19"),
+             install_hint="apt-get install golang-go", run_needs_toolchain=False, docker_image="golang:1.19",
+             address_space_mb=1536),
     Language("rust", "main.rs", (f"{CODE_DIR}/prog",),
              compile=(f"{RUST_DIR}/bin/rustc", "--edition", "2021", "-C", "opt-level=1", "-C", "debuginfo=0",
                       "-o", f"{CODE_DIR}/prog", f"{CODE_DIR}/main.rs"),
@@ -83,7 +88,8 @@ LANGUAGES: tuple[Language, ...] = (
              compile=("javac", "-J-Xmx384m", "-J-XX:+UseSerialGC", "-J-XX:TieredStopAtLevel=1", "-J-XX:-UsePerfData",
                       "-encoding", "UTF-8", "-d", CODE_DIR, f"{CODE_DIR}/{{main}}.java"),
              needs=("javac", "java"), memory_mb=512, max_processes=128,
-             install_hint="apt-get install default-jdk-headless", docker_image="eclipse-temurin:17-jdk"),
+             install_hint="apt-get install default-jdk-headless", docker_image="eclipse-temurin:17-jdk",
+             address_space_mb=4096),
 )
 BY_NAME: Mapping[str, Language] = {language.name: language for language in LANGUAGES}
 

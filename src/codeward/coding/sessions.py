@@ -279,6 +279,13 @@ class SessionStore:
                                  isolated, f"the session's interpreter died: {reason}",
                                  limit_hit=Limit.MEMORY if events.oom_killed else None,
                                  peak_memory_mb=events.peak_memory_mb)
+        limits = session.launch.limits
+        statements = [f"wall clock {request.timeout_s:g} s per call (the session ends when it passes)",
+                      *limits.enforced]
+        unenforced = list(limits.unenforced)
+        if session.launch.cgroup is None and request.memory_mb != session.memory_mb:
+            unenforced.append(f"memory {request.memory_mb} MB: without a cgroup the session keeps the memory "
+                              f"limit it started with ({session.memory_mb} MB)")
         raw_code = answer.get("exit_code", 1)
         exit_code = raw_code if isinstance(raw_code, int) else 1
         result = SandboxResult(
@@ -286,7 +293,7 @@ class SessionStore:
             str(answer.get("stderr", "")), duration, backend, isolated,
             None if exit_code == 0 else f"the code raised an error or exited with status {exit_code}",
             bool(answer.get("stdout_truncated")), bool(answer.get("stderr_truncated")),
-            peak_memory_mb=events.peak_memory_mb,
+            peak_memory_mb=events.peak_memory_mb, limits=statements, unenforced_limits=unenforced,
         )
         return result
 

@@ -138,6 +138,8 @@ class WarmPool:
 
     def run(self, code: str, request: SandboxRequest, observer: RunObserver | None = None) -> SandboxResult | None:
         """Run ``code`` in a warm entry under ``request``'s limits; ``None`` when none is ready."""
+        if self.sandbox_limits_fixed() and request.memory_mb != self.memory_mb:
+            return None  # without a cgroup an entry's memory rlimit was set when it started
         entry = self._take()
         if entry is None:
             return None
@@ -155,6 +157,10 @@ class WarmPool:
             return self.sandbox.finish(entry.proc, entry.launch, request, request.stdin_bytes(), started, observer)
         finally:
             self._done()
+
+    def sandbox_limits_fixed(self) -> bool:
+        """Whether entries' limits are rlimits fixed at their start (no cgroup to adjust)."""
+        return getattr(self.sandbox, "cgroups", True) is None
 
     def _done(self) -> None:
         with self._lock:

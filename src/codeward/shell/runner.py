@@ -296,7 +296,17 @@ def report(command: ShellCommand, settings: ShellSettings, result: SandboxResult
     extra = [f"note: {n}" for n in notes + result.notes]
     if result.limit_hit is not None or (result.exit_code is not None and result.exit_code < 0):
         extra.insert(0, f"note: {result.error_message}")
+    extra += limit_notes(result)
     return Result.success(text, *extra)
+
+
+def limit_notes(result: SandboxResult) -> list[str]:
+    """When a limit could not be enforced: that, and what was. A run where every limit held
+    keeps the seed's exact layout (docs/shell.md lists the limits it had)."""
+    if not result.unenforced_limits:
+        return []
+    return [f"note: limits: {'; '.join(result.limits)}",
+            *(f"note: NOT enforced: {limit}" for limit in result.unenforced_limits)]
 
 
 def format_output(stdout: str, stderr: str, exit_code: int | None) -> str:

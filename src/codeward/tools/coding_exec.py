@@ -51,6 +51,9 @@ class ExecutionOutput(BaseModel):
     limit_hit: str | None = None
     peak_memory_mb: float | None = None
     notes: list[str] = Field(default_factory=list)
+    limits: list[str] = Field(default_factory=list, description="Limits enforced on the run, with how.")
+    limits_not_enforced: list[str] = Field(default_factory=list,
+                                           description="Limits asked for that this host could not enforce.")
 
     @classmethod
     def of(cls, execution: Execution) -> ExecutionOutput:
@@ -61,7 +64,8 @@ class ExecutionOutput(BaseModel):
             isolated=execution.isolated, compile_time=execution.compile_time, session_id=execution.session_id,
             warm=execution.warm, stdout_truncated=execution.stdout_truncated,
             stderr_truncated=execution.stderr_truncated, limit_hit=execution.limit_hit,
-            peak_memory_mb=execution.peak_memory_mb, notes=execution.notes,
+            peak_memory_mb=execution.peak_memory_mb, notes=execution.notes, limits=execution.limits,
+            limits_not_enforced=execution.unenforced_limits,
         )
 
     def render(self) -> str:
@@ -78,6 +82,9 @@ class ExecutionOutput(BaseModel):
             parts.append("--- stderr ---\n" + self.stderr + ("\n[stderr truncated]" if self.stderr_truncated
                                                                else ""))
         parts += [f"note: {note}" for note in self.notes]
+        if self.limits:
+            parts.append("limits: " + "; ".join(self.limits))
+        parts += [f"NOT enforced: {limit}" for limit in self.limits_not_enforced]
         return "\n".join(parts)
 
 

@@ -126,12 +126,12 @@ class BwrapSandbox:
             launch.parent_fds.append(program)
             fds.append(program)
             args += ["--seccomp", str(program)]
-        args += ["--", *request.argv]
-        launch.argv = args
-        launch.pass_fds = tuple(fds)
-        limit_launch(launch, request, self.cgroups)
         if self.drop_to is not None and not rw and all(_world_reachable(b.source) for b in binds):
             launch.run_as = self.drop_to
+        plan = limit_launch(launch, request, self.cgroups, own_user_namespace=True)
+        args += ["--", *plan.wrap(list(request.argv))]
+        launch.argv = args
+        launch.pass_fds = tuple(fds)
 
     # -- running -------------------------------------------------------------------------
 
@@ -158,7 +158,7 @@ class BwrapSandbox:
             return SandboxResult.setup_error(
                 f"the sandbox could not be set up: {message}. Check that bubblewrap works here "
                 f"(`bwrap --ro-bind / / true`) or choose the process backend.", self.name, True)
-        result = to_result(collected, events, request, self.name, True, shell_style_exit=True)
+        result = to_result(collected, events, request, self.name, True, shell_style_exit=True, limits=launch.limits)
         missing = _exec_failure(result.stderr)
         if missing is not None and result.exit_code == 1:
             result.status = Status.SETUP_ERROR
@@ -181,6 +181,8 @@ def _exec_failure(stderr: str) -> str | None:
     lines = stderr.strip().splitlines()
     if lines and lines[-1].startswith("bwrap: execvp "):
         return lines[-1].removeprefix("bwrap: ")
+    if lines and lines[-1].startswith("prlimit: failed to execute "):
+        return "execvp " + lines[-1].removeprefix("prlimit: failed to execute ")
     return None
 
 

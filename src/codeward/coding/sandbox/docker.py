@@ -118,7 +118,9 @@ class DockerSandbox:
             return ContainerResult(SandboxResult.setup_error(
                 f"the Docker engine refused to create the container: {exc.explanation or exc}", self.name, True))
         try:
-            return self._drive(container, request, started)
+            outcome = self._drive(container, request, started)
+            outcome.result.limits = container_limits(request, memory)
+            return outcome
         finally:
             with contextlib.suppress(Exception):
                 container.remove(force=True)
@@ -172,6 +174,20 @@ class DockerSandbox:
         elif code != 0:
             result.error_message = f"the program exited with status {code}"
         return ContainerResult(result, str(container.id)[:12], usage)
+
+
+def container_limits(request: SandboxRequest, memory: str | None) -> list[str]:
+    """What the engine enforces on a container run (its own cgroup)."""
+    limits = [f"wall clock {request.timeout_s:g} s (the container is killed)"]
+    if memory:
+        limits.append(f"memory {memory} for the container, swap included (engine cgroup)")
+    if request.max_processes:
+        limits.append(f"processes and threads {request.max_processes} (engine pids limit)")
+    if request.file_size_mb:
+        limits.append(f"file size {request.file_size_mb} MB (RLIMIT_FSIZE)")
+    if request.open_files:
+        limits.append(f"open files {request.open_files} per process (RLIMIT_NOFILE)")
+    return limits
 
 
 def _usage(container: Any) -> dict[str, float]:

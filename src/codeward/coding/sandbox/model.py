@@ -124,6 +124,10 @@ class SandboxResult:
     limit_hit: Limit | None = None
     peak_memory_mb: float | None = None
     notes: list[str] = field(default_factory=list)
+    limits: list[str] = field(default_factory=list)
+    """The limits that were enforced, each with its mechanism (cgroup, rlimit, timeout)."""
+    unenforced_limits: list[str] = field(default_factory=list)
+    """Limits asked for that this host could not enforce, and why."""
 
     @property
     def ok(self) -> bool:

@@ -6,10 +6,16 @@ from __future__ import annotations
 import signal
 
 from codeward.coding.sandbox.cgroups import CgroupEvents
+from codeward.coding.sandbox.limits import LimitPlan
 from codeward.coding.sandbox.model import Limit, SandboxRequest, SandboxResult, Status
 from codeward.coding.sandbox.runner import Collected
 
 NO_SPACE_MARKERS = ("No space left on device", "ENOSPC")
+OUT_OF_MEMORY_MARKERS = ("cannot allocate memory", "out of memory", "allocation failed", "bad_alloc")
+"""How runtimes say a (per-process) memory limit refused an allocation, lower-cased."""
+NO_PROCESS_MARKERS = ("fork: retry", "fork: Resource temporarily unavailable", "can't start new thread",
+                      "BlockingIOError: [Errno 11]")
+"""How programs say the process limit (RLIMIT_NPROC or pids.max) refused a new process."""
 
 
 def signal_name(number: int) -> str:
@@ -42,6 +48,7 @@ def to_result(
     backend: str,
     isolated: bool,
     shell_style_exit: bool = False,
+    limits: LimitPlan | None = None,
 ) -> SandboxResult:
     code = normalize_exit(collected.returncode, shell_style_exit)
     stderr = collected.stderr.decode("utf-8", "replace")
@@ -57,6 +64,9 @@ def to_result(
         stderr_truncated=collected.stderr_truncated,
         peak_memory_mb=events.peak_memory_mb,
     )
+    if limits is not None:
+        result.limits = [f"wall clock {request.timeout_s:g} s (the whole process tree is killed)", *limits.enforced]
+        result.unenforced_limits = list(limits.unenforced)
     if collected.stdout_truncated or collected.stderr_truncated:
         result.notes.append(f"output was cut at {request.max_output_bytes} bytes per stream")
     if collected.leftovers_killed:
@@ -103,9 +113,12 @@ def to_result(
     elif "File too large" in stderr or "EFBIG" in stderr:
         result.limit_hit = Limit.FILE_SIZE
         result.error_message += f"; a file reached the {request.file_size_mb} MB file-size limit"
-    elif "MemoryError" in stderr or "Cannot allocate memory" in stderr or "out of memory" in stderr.lower():
+    elif any(marker in stderr.lower() for marker in OUT_OF_MEMORY_MARKERS) or "MemoryError" in stderr:
         result.limit_hit = Limit.MEMORY
         result.error_message += f"; it ran out of memory (limit {request.memory_mb} MB)"
+    elif not events.pids_limited and any(marker in stderr for marker in NO_PROCESS_MARKERS):
+        result.limit_hit = Limit.PROCESSES
+        result.error_message += f"; it could not start more processes (limit {request.max_processes})"
     return result
 
 

@@ -62,11 +62,11 @@ class ProcessSandbox:
             launch.env = env
             launch.cwd = rewrite(request.workdir) if request.workdir else work
             launch.pass_fds = tuple(request.inherit_fds)
-            limit_launch(launch, request, self.cgroups)
             if self.drop_to is not None and not rw:
                 for directory in (private, work, tmp):
                     os.chown(directory, *self.drop_to)
                 launch.run_as = self.drop_to
+            limit_launch(launch, request, self.cgroups)
         except BaseException:
             launch.release()
             raise
@@ -86,7 +86,7 @@ class ProcessSandbox:
             collected, events = collect_observed(proc, launch, request, stdin, started, observer)
         finally:
             launch.release()
-        result = to_result(collected, events, request, self.name, False)
+        result = to_result(collected, events, request, self.name, False, limits=launch.limits)
         result.notes.append("not isolated: the process backend cannot hide host files or the network")
         return result
 

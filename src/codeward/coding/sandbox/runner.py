@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from codeward.coding.sandbox.cgroups import CgroupEvents, CgroupLayout, RunCgroup
+from codeward.coding.sandbox.limits import LimitPlan, plan_limits
 
 if TYPE_CHECKING:
     from codeward.coding.sandbox.model import SandboxRequest, SandboxResult
@@ -48,6 +49,8 @@ class Launch:
     parent_fds: list[int] = field(default_factory=list)
     """Descriptors the parent closes once the child has them."""
     cleanups: list[Callable[[], None]] = field(default_factory=list)
+    limits: LimitPlan = field(default_factory=LimitPlan)
+    """What :func:`limit_launch` chose, reported with the result."""
 
     def release(self) -> None:
         for fd in self.parent_fds:
@@ -129,14 +132,17 @@ def rlimits_for(
     return tuple(limits)
 
 
-def limit_launch(launch: Launch, request: SandboxRequest, cgroups: CgroupLayout | None) -> None:
-    """Give ``launch`` the request's rlimits and, where cgroups exist, its own cgroup (which
-    then bounds memory, so the address-space rlimit is left off)."""
-    cpu = request.cpu_seconds if request.cpu_seconds is not None else int(request.timeout_s) + 1
-    address_space = request.address_space_mb if cgroups is None else None
-    launch.rlimits = rlimits_for(cpu, request.file_size_mb, request.open_files, address_space)
+def limit_launch(
+    launch: Launch, request: SandboxRequest, cgroups: CgroupLayout | None, *, own_user_namespace: bool = False,
+) -> LimitPlan:
+    """Give ``launch`` its own cgroup where cgroups exist, and the rlimits that are the floor
+    under it (see :mod:`codeward.coding.sandbox.limits`). Decide ``run_as`` before calling."""
     if cgroups is not None:
         launch.cgroup = RunCgroup.create(cgroups, request.memory_mb, request.max_processes)
+    host_uid = launch.run_as[0] if launch.run_as is not None else os.geteuid()
+    launch.limits = plan_limits(request, launch.cgroup, own_user_namespace=own_user_namespace, host_uid=host_uid)
+    launch.rlimits = launch.limits.rlimits
+    return launch.limits
 
 
 def _child_setup(
