@@ -82,6 +82,10 @@ class ToolSpec:
     """Read-only work bounded by the size of the files its ``*path`` arguments name: on small
     regular files :meth:`Catalog.acall` runs it on the event loop, where a worker-thread hop
     would cost more than the call (such a tool must not use ``ctx.progress`` or ``ctx.peer``)."""
+    examples: tuple[dict[str, Any], ...] = ()
+    """Example calls (arguments), shown in ``docs/tools.md`` and ``registry_help`` and run by the
+    contract test against every real client. They are never sent in ``tools/list``: a small model
+    copies example values literally, and every listed token costs context."""
 
     @property
     def input_schema(self) -> dict[str, Any]:
@@ -112,10 +116,13 @@ def tool(
     write_paths: tuple[str, ...] | None = None,
     schema_dialect: bool = False,
     quick: bool = False,
+    examples: Iterable[Mapping[str, Any]] = (),
 ) -> Callable[[Callable[..., Result[Any]]], Callable[..., Result[Any]]]:
     """Declare a function a tool. Its docstring is the description; its signature the schema.
 
     ``write_paths`` defaults to every ``*path`` argument of a tool that is not read-only.
+    ``examples`` are argument objects of typical calls; each must validate against the signature
+    (a wrong one fails here, at import, rather than in a user's hands).
     """
 
     def decorate(func: Callable[..., Result[Any]]) -> Callable[..., Result[Any]]:
@@ -125,6 +132,7 @@ def tool(
         writes = write_paths
         if writes is None:
             writes = () if read_only else tuple(f for f in model.model_fields if f.endswith("path"))
+        checked = tuple(_checked_example(tool_name, model, example) for example in examples)
         spec = ToolSpec(
             name=tool_name,
             description=inspect.cleandoc(func.__doc__ or tool_name),
@@ -137,6 +145,7 @@ def tool(
             write_paths=writes,
             schema_dialect=schema_dialect,
             quick=quick and read_only,
+            examples=checked,
         )
         setattr(func, SPEC_ATTRIBUTE, spec)
         return func
@@ -509,6 +518,16 @@ def _prune_spills(folder: Path, keep: int) -> None:
 def _check_name(name: str) -> None:
     if not (1 <= len(name) <= 128) or any(c not in TOOL_NAME_CHARS for c in name):
         raise ValueError(f"tool name {name!r} must match ^[a-zA-Z0-9_-]{{1,128}}$")
+
+
+def _checked_example(tool_name: str, model: type[BaseModel], example: Mapping[str, Any]) -> dict[str, Any]:
+    """An example's arguments, frozen as plain JSON; a TypeError naming the problem if they do not validate."""
+    try:
+        text = json.dumps(dict(example), sort_keys=False)
+        model.model_validate_json(text)
+    except (TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+        raise TypeError(f"tool {tool_name!r}: example {example!r} does not match its arguments: {exc}") from exc
+    return json.loads(text)  # type: ignore[no-any-return]
 
 
 def _input_model(func: Callable[..., Any], tool_name: str) -> type[BaseModel]:

@@ -277,8 +277,10 @@ def cmd_tools(args: argparse.Namespace) -> int:
         from codeward.surface import CatalogSurface
 
         infos = CatalogSurface(catalog).tool_infos()
+        specs = {spec.name: spec for spec in catalog}
         print(json.dumps([{"name": i.name, "description": i.description, "inputSchema": i.input_schema,
-                           "annotations": i.annotations, "toolset": catalog.get(i.name).toolset}  # type: ignore[union-attr]
+                           "annotations": i.annotations, "toolset": specs[i.name].toolset,
+                           "examples": list(specs[i.name].examples)}
                           for i in infos], indent=2))
         return 0
     width = max((len(s.name) for s in catalog), default=0)

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from codeward.catalog import Catalog, ToolSpec
@@ -18,6 +19,11 @@ def tools_markdown(catalog: Catalog) -> str:
         "",
         f"codeward serves {len(catalog)} tools in {len(catalog.toolsets())} toolsets. Paths are relative to the "
         "primary workspace root; every path goes through the workspace gate.",
+        "",
+        "Each tool's example call works on the small project in `tests/fixtures/contract_project/` (a shop's "
+        "inventory: a Python package, C, C++ and JavaScript files, a Beads tracker, a registry note); the contract "
+        "test (`tests/test_contract.py`) runs every example through the official Python and TypeScript clients, "
+        "the MCP Inspector and the gateway.",
         "",
     ]
     for toolset in catalog.toolsets():
@@ -47,6 +53,8 @@ def _tool_section(spec: ToolSpec) -> list[str]:
             desc = (prop.get("description", "") + default).replace("|", "\\|")
             out.append(f"| `{name}` | {kind} | {'yes' if name in required else 'no'} | {desc} |")
         out.append("")
+    for example in spec.examples:
+        out += ["Example:", "", "```json", json.dumps(example, ensure_ascii=False), "```", ""]
     return out
 
 

@@ -103,7 +103,7 @@ def find_symbol(parsed: ParsedSource, name: str, display: str, *, unique: bool) 
     query = parse_name(name)
     if not query.parts:
         return Result.fail(ErrorKind.INVALID_INPUT, f"name {name!r} is empty",
-                           "Give a symbol name such as 'Foo', 'Foo::bar' or 'Foo.bar'.")
+                           "Give the definition's name; qualify a member by its class with '::' or '.'.")
     found = candidates(parsed.symbols, query)
     if not found:
         return Result.fail(ErrorKind.NOT_FOUND, f"no definition named {name!r} in {display}",

@@ -153,7 +153,7 @@ def insertion_point(
     if anchor in (AnchorType.BEFORE, AnchorType.AFTER):
         if not anchor_symbol:
             return Result.fail(ErrorKind.INVALID_INPUT, f"anchor_type {anchor.value!r} needs an anchor_symbol",
-                               "Name the definition or variable to insert next to, e.g. anchor_symbol='MyClass.run'.")
+                               "Name the definition or variable to insert next to in anchor_symbol.")
         found = lookup(module, anchor_symbol, display, definitions=True, variables=True)
         if not found.ok:
             return found.cast(None)

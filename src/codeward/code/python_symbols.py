@@ -376,7 +376,7 @@ def name_problem(name: str) -> Result[list[Symbol]] | None:
     """An INVALID_INPUT result when ``name`` is not a dotted Python name."""
     if valid_name(name):
         return None
-    hint = "Give a name such as 'helper', 'MyClass' or 'MyClass.method' (dots, not '::' or '/')."
+    hint = "Give the definition's name as written; a method is its class, a dot, its name (dots, not '::' or '/')."
     if "::" in name:
         hint = f"Python names use dots: {name.replace('::', '.')!r}."
     elif "(" in name:

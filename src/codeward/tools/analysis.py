@@ -263,11 +263,12 @@ def _not_found_hint(index: SymbolIndex, name: str, *, language: str = "", what: 
 # -- tools ------------------------------------------------------------------------------------
 
 
-@tool(toolset=TOOLSET, read_only=True, title="Find where a symbol is defined", output=SymbolMatches)
+@tool(toolset=TOOLSET, read_only=True, title="Find where a symbol is defined", output=SymbolMatches,
+      examples=[{"name": "Store"}, {"name": "total_*", "match": "glob"}])
 def find_symbol(
     ctx: ToolContext,
-    name: Annotated[str, Field(description="A name ('parse'), a qualified name ('Parser.parse', 'ns::Foo::bar'), "
-                                           "a glob ('parse_*', 'Http*Handler'), or a regex with match='regex'.")],
+    name: Annotated[str, Field(description="A name, a qualified name (class and member joined by '.' or "
+                                           "'::'), a glob with * and ?, or a regular expression with match='regex'.")],
     kind: Annotated[str, Field(description="Only this kind: class, function, method, struct, interface, enum, "
                                            "macro, typedef, variable, ... ('' for any).")] = "",
     path: ScopeArg = ".",
@@ -278,7 +279,7 @@ def find_symbol(
     """Find where a symbol is defined across the repository: file, line range, kind, signature."""
     if not name.strip():
         return Result.fail(ErrorKind.INVALID_INPUT, "name is empty",
-                           "Give a symbol name such as 'main', 'Parser.parse' or a glob like 'test_*'.")
+                           "Give a symbol's name, qualified or not, or a glob with * and ?.")
     if match == "regex":
         try:
             re.compile(name)
@@ -307,7 +308,8 @@ def find_symbol(
         return Result(data=SymbolMatches(query=name, total=total, symbols=entries), notes=notes)
 
 
-@tool(toolset=TOOLSET, read_only=True, title="Repository map")
+@tool(toolset=TOOLSET, read_only=True, title="Repository map",
+      examples=[{"path": ".", "max_tokens": 400}])
 def repo_map(
     ctx: ToolContext,
     path: Annotated[str, Field(description="Directory to map ('.' is the whole workspace).")] = ".",
@@ -347,11 +349,13 @@ def repo_map(
         return Result(data=header + built.text, notes=opened.notes)
 
 
-@tool(toolset=PYTHON_TOOLSET, read_only=True, title="Find usages of a Python name", output=UsageReport)
+@tool(toolset=PYTHON_TOOLSET, read_only=True, title="Find usages of a Python name", output=UsageReport,
+      examples=[{"path": "src", "name": "total_price"}])
 def py_find_usages(
     ctx: ToolContext,
     path: ScopeArg,
-    name: Annotated[str, Field(description="Identifier to find ('parse', or dotted 'os.path.join').")],
+    name: Annotated[str, Field(description="Identifier to find; a dotted name (a class or module, a dot, "
+                                           "a member) finds its qualified uses and its definition.")],
 ) -> Result[UsageReport | None]:
     """Find every use of a name in a Python file or directory (whole-identifier, exact match)."""
     if not IDENTIFIER_NAME.match(name.strip()):
@@ -393,17 +397,18 @@ def _usages_in_file(ctx: ToolContext, real: Path, name: str) -> Result[UsageRepo
     return Result.success(UsageReport(name=name, scope=display, total=len(usages), usages=usages[:MAX_USAGES]))
 
 
-@tool(toolset=PYTHON_TOOLSET, read_only=True, title="Python class hierarchy", output=Hierarchy)
+@tool(toolset=PYTHON_TOOLSET, read_only=True, title="Python class hierarchy", output=Hierarchy,
+      examples=[{"path": "src", "class_name": "Item"}])
 def py_get_hierarchy(
     ctx: ToolContext,
     path: ScopeArg,
-    class_name: Annotated[str, Field(description="Base class name ('Base' or 'pkg.module.Base').")],
+    class_name: Annotated[str, Field(description="Name of the base class, plain or qualified by its module.")],
 ) -> Result[Hierarchy | None]:
     """List the subclasses of a class, transitively, found in a Python file or directory."""
     class_name = class_name.strip()
     if not IDENTIFIER_NAME.match(class_name):
         return Result.fail(ErrorKind.INVALID_INPUT, f"class_name {class_name!r} is not a class name",
-                           "Give a name such as 'BaseModel' or 'pkg.module.BaseModel'.")
+                           "Give the base class's name, plain or qualified by its module (dots between the parts).")
     located = _existing_and_index(ctx, path)
     if not located.ok:
         return located.cast(None)
@@ -455,11 +460,13 @@ def _tree_order(found: list[tuple[Symbol, str, int]]) -> list[tuple[Symbol, str,
     return ordered
 
 
-@tool(toolset=TOOLSET, read_only=True, title="Trace a call path", output=CodePath)
+@tool(toolset=TOOLSET, read_only=True, title="Trace a call path", output=CodePath,
+      examples=[{"target": "summary", "max_depth": 2}])
 def derive_code_path(
     ctx: ToolContext,
-    target: Annotated[str, Field(description="Function to start from: 'name', 'Class.method', or "
-                                             "'path/to/file.py:name' when the name is defined in several files.")],
+    target: Annotated[str, Field(description="Function to start from: its name (a method: its class, a dot, "
+                                             "its name); when several files define it, the file's path, a colon, "
+                                             "then the name.")],
     max_depth: Annotated[int, Field(ge=1, le=10, description="How many calls deep to follow.")] = 3,
 ) -> Result[CodePath | None]:
     """Trace what a function calls, across files, to max_depth levels: a call tree from the symbol index."""
@@ -510,7 +517,8 @@ def _parse_target(ctx: ToolContext, target: str) -> Result[tuple[Path | None, st
         real = resolved.data
     if not IDENTIFIER_NAME.match(text.replace("::", ".")):
         return Result.fail(ErrorKind.INVALID_INPUT, f"target {target!r} does not name a function",
-                           "Give 'name', 'Class.method' or 'path/to/file.py:name'.", data=(None, ""))
+                           "Give a function's name (a method: its class, a dot, its name), optionally after "
+                           "the file's path and a colon.", data=(None, ""))
     return Result.success((real, text))
 
 
@@ -523,7 +531,8 @@ def _to_model(ctx: ToolContext, index: SymbolIndex, node: CallNode) -> CallPathN
     )
 
 
-@tool(toolset=TOOLSET, read_only=True, title="Summarize a file")
+@tool(toolset=TOOLSET, read_only=True, title="Summarize a file",
+      examples=[{"path": "src/inventory/store.py"}])
 def get_file_summary(ctx: ToolContext, path: PathArg) -> Result[str]:
     """Summarize a file: Python imports/classes/functions/constants, TOML tables, Markdown headings, outlines."""
     resolved = _resolve_existing(ctx, path)
@@ -539,7 +548,8 @@ def get_file_summary(ctx: ToolContext, path: PathArg) -> Result[str]:
     return summarize(loaded.data.text, display)
 
 
-@tool(toolset=TOOLSET, read_only=True, title="Git diff")
+@tool(toolset=TOOLSET, read_only=True, title="Git diff",
+      examples=[{"path": "src"}])
 def get_git_diff(
     ctx: ToolContext,
     path: Annotated[str, Field(description="File or directory inside a git work tree ('.' is the root).")] = ".",

@@ -65,7 +65,8 @@ class BeadChange(BaseModel):
         return text
 
 
-@tool(toolset="beads", read_only=True, output=BeadList, title="List beads")
+@tool(toolset="beads", read_only=True, output=BeadList, title="List beads",
+      examples=[{"status": "open"}])
 def bd_list(
     ctx: ToolContext,
     status: Annotated[Status | None, Field(description="Only beads with this status.")] = None,
@@ -82,7 +83,15 @@ def bd_list(
                                    empty_text=empty))
 
 
-@tool(toolset="beads", output=BeadChange, title="Create a bead")
+@tool(toolset="beads", output=BeadChange, title="Create a bead",
+      examples=[
+          {
+              "title": "Warn the day before perishable stock expires",
+              "priority": 1,
+              "issue_type": "feature",
+              "dependencies": ["inv-3g9k"],
+          },
+      ])
 def bd_create(
     ctx: ToolContext,
     title: Annotated[str, Field(min_length=1, max_length=MAX_TITLE_CHARS, description="Short summary.")],
@@ -104,10 +113,11 @@ def bd_create(
     return Result.success(BeadChange(action="Created", bead=BeadView.of(created.data), backend=tracker.data.name))
 
 
-@tool(toolset="beads", idempotent=True, output=BeadChange, title="Update a bead")
+@tool(toolset="beads", idempotent=True, output=BeadChange, title="Update a bead",
+      examples=[{"bead_id": "inv-3g9k", "status": "in_progress", "assignee": "sam"}])
 def bd_update(
     ctx: ToolContext,
-    bead_id: Annotated[str, Field(min_length=1, description="Id of the bead, e.g. 'proj-a1b2'.")],
+    bead_id: Annotated[str, Field(min_length=1, description="Id of the bead, as bd_list shows it.")],
     status: Annotated[Status | None, Field(description="New status; 'closed' records closed_at.")] = None,
     priority: Annotated[int | None, Field(ge=0, le=4, description="New priority, 0-4.")] = None,
     title: Annotated[str | None, Field(min_length=1, max_length=MAX_TITLE_CHARS, description="New title.")] = None,
@@ -129,7 +139,8 @@ def bd_update(
     return Result.success(BeadChange(action="Updated", bead=BeadView.of(updated.data), backend=tracker.data.name))
 
 
-@tool(toolset="beads", read_only=True, output=BeadList, title="Beads ready to work on")
+@tool(toolset="beads", read_only=True, output=BeadList, title="Beads ready to work on",
+      examples=[{}])
 def bd_ready(ctx: ToolContext) -> Result[BeadList]:
     """List open beads whose dependencies are all closed, highest priority first."""
     tracker = open_tracker(ctx.workspace, ctx.extras, Access.READ)

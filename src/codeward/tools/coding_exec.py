@@ -97,7 +97,11 @@ def _execution_result(execution: Execution) -> Result[ExecutionOutput]:
     return Result.success(output)
 
 
-@tool(toolset="coding", open_world=False, output=ExecutionOutput, title="Execute code in a sandbox")
+@tool(toolset="coding", open_world=False, output=ExecutionOutput, title="Execute code in a sandbox",
+      examples=[
+          {"language": "python", "code": "prices = [2.5, 4.0, 1.25]\nprint(f'total: {sum(prices):.2f}')"},
+          {"language": "python", "code": "stock = {'apples': 12}", "session_id": "inventory"},
+      ])
 def coding_execute_code(
     ctx: ToolContext,
     language: LanguageArg,
@@ -153,7 +157,8 @@ class LanguagesOutput(BaseModel):
         return "\n".join(lines)
 
 
-@tool(toolset="coding", read_only=True, output=LanguagesOutput, title="List runnable languages")
+@tool(toolset="coding", read_only=True, output=LanguagesOutput, title="List runnable languages",
+      examples=[{}])
 def code_list_languages(ctx: ToolContext) -> Result[LanguagesOutput]:
     """List the languages coding_execute_code supports, which are available here (and why not), and the sandbox."""
     runtime = runtime_of(ctx.extras)
@@ -223,7 +228,14 @@ class MonitorOutput(BaseModel):
         return "\n".join(lines)
 
 
-@tool(toolset="coding", output=MonitorOutput, title="Run code and sample CPU, memory and I/O")
+@tool(toolset="coding", output=MonitorOutput, title="Run code and sample CPU, memory and I/O",
+      examples=[
+          {
+              "language": "python",
+              "code": "data = [i * i for i in range(200_000)]\nprint(len(data))",
+              "sample_interval_ms": 50,
+          },
+      ])
 def coding_monitor_execution(
     ctx: ToolContext,
     language: LanguageArg,
@@ -281,7 +293,10 @@ class DockerOutput(BaseModel):
         return "\n".join(parts)
 
 
-@tool(toolset="coding", open_world=True, output=DockerOutput, title="Run code in a Docker container")
+@tool(toolset="coding", open_world=True, output=DockerOutput, title="Run code in a Docker container",
+      examples=[
+          {"language": "python", "code": "import platform\nprint(platform.python_version())", "memory_limit": "256m"},
+      ])
 def coding_run_in_docker(
     ctx: ToolContext,
     language: LanguageArg,
@@ -387,7 +402,19 @@ class DebugOutput(BaseModel):
         return "\n".join(lines)
 
 
-@tool(toolset="coding", output=DebugOutput, title="Diagnose and repair failing code")
+@tool(toolset="coding", output=DebugOutput, title="Diagnose and repair failing code",
+      examples=[
+          {
+              "language": "python",
+              "source_code": "prices = []\nprint(sum(prices) / len(prices))\n",
+              "stdout": "",
+              "stderr": ("Traceback (most recent call last):\n"
+                         "  File \"main.py\", line 2, in <module>\n"
+                         "    print(sum(prices) / len(prices))\n"
+                         "ZeroDivisionError: division by zero\n"),
+              "exit_code": 1,
+          },
+      ])
 def coding_debug_code(
     ctx: ToolContext,
     source_code: Annotated[str, Field(description="The source code that failed.")],

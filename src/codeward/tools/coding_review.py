@@ -30,10 +30,12 @@ TypesArg = Annotated[
                       "(radon; lizard for C/C++/Java/JS/Go/Rust...), maintainability (radon), dead_code (vulture)."),
 ]
 ThresholdArg = Annotated[Severity, Field(description="Minimum severity to report: error, warning or info.")]
-GlobsArg = Annotated[list[str] | None, Field(description="Gitignore-style globs relative to path, e.g. ['**/*.py'].")]
+GlobsArg = Annotated[list[str] | None,
+                     Field(description="Gitignore-style globs relative to path (** matches any folders).")]
 
 
-@tool(toolset="coding", read_only=True, output=FileAnalysis, title="Analyze a source file")
+@tool(toolset="coding", read_only=True, output=FileAnalysis, title="Analyze a source file",
+      examples=[{"file_path": "src/inventory/models.py", "analysis_types": ["lint", "complexity"]}])
 def coding_analyze_file(
     ctx: ToolContext,
     file_path: Annotated[str, Field(description="The file to analyze, relative to the workspace root.")],
@@ -49,7 +51,8 @@ def coding_analyze_file(
 
 
 @tool(toolset="coding", idempotent=True, write_paths=("output_path",), output=ProjectAnalysis,
-      title="Analyze a project")
+      title="Analyze a project",
+      examples=[{"path": "src", "analysis_types": ["lint", "complexity"], "severity_threshold": "warning"}])
 def coding_analyze_project(
     ctx: ToolContext,
     path: Annotated[str, Field(description="Directory to analyze ('.' is the workspace root).")],
@@ -72,7 +75,8 @@ def coding_analyze_project(
     return reviewed.cast(reviewed.data.analysis if reviewed.data is not None else None)
 
 
-@tool(toolset="coding", read_only=True, output=GateReport, title="Check quality gates")
+@tool(toolset="coding", read_only=True, output=GateReport, title="Check quality gates",
+      examples=[{"path": "src", "gates": {"max_complexity": 8, "max_errors": 0}}])
 def coding_check_quality_gates(
     ctx: ToolContext,
     path: Annotated[str, Field(description="Directory or file to analyze.")],
@@ -88,7 +92,22 @@ def coding_check_quality_gates(
 
 
 @tool(toolset="coding", idempotent=True, write_paths=("output_path",), output=ReportResult,
-      title="Generate a quality report")
+      title="Generate a quality report",
+      examples=[
+          {
+              "analysis_results": {
+                  "file_path": "src/inventory/legacy.py",
+                  "language": "python",
+                  "issues": [{"file": "src/inventory/legacy.py", "line": 13, "column": 5, "severity": "warning",
+                              "category": "lint", "rule": "SIM113", "tool": "ruff",
+                              "message": "Use sum() instead of a for loop", "suggestion": "return sum(prices)"}],
+                  "metrics": {"lines_of_code": 16, "cyclomatic_complexity": 1.5},
+              },
+              "output_path": "reports/legacy.md",
+              "format": "markdown",
+              "title": "legacy.py review",
+          },
+      ])
 def coding_generate_report(
     ctx: ToolContext,
     analysis_results: Annotated[dict[str, Any], Field(description="The result of coding_analyze_project or "

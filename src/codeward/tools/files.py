@@ -60,7 +60,8 @@ def _line_range_error(start: int, end: int, total: int, display: str) -> Result[
     return None
 
 
-@tool(toolset="files", read_only=True, quick=True, title="Read a file")
+@tool(toolset="files", read_only=True, quick=True, title="Read a file",
+      examples=[{"path": "README.md", "limit": 20}])
 def read_file(
     ctx: ToolContext,
     path: PathArg,
@@ -85,7 +86,8 @@ def read_file(
     return Result.success(body, *notes)
 
 
-@tool(toolset="files", write_paths=("path",), title="Create or overwrite a file")
+@tool(toolset="files", write_paths=("path",), title="Create or overwrite a file",
+      examples=[{"path": "notes/ideas.md", "content": "# Ideas\n- a barcode scanner for the stock count\n"}])
 def write_file(
     ctx: ToolContext,
     path: PathArg,
@@ -123,7 +125,8 @@ def write_file(
     return Result.success(f"Wrote {display} ({len(content.splitlines())} lines).")
 
 
-@tool(toolset="files", read_only=True, title="List a directory")
+@tool(toolset="files", read_only=True, title="List a directory",
+      examples=[{"path": "src/inventory"}])
 def list_directory(ctx: ToolContext, path: DirArg = ".") -> Result[str]:
     """List a directory as a compact table: [dir]/[file] name size. Protected files are hidden."""
     resolved = _resolve_dir(ctx, path)
@@ -146,11 +149,13 @@ def list_directory(ctx: ToolContext, path: DirArg = ".") -> Result[str]:
     return Result.success(f"{display}/ ({len(rows)} entries)\n" + "\n".join(rows) if rows else f"{display}/ is empty")
 
 
-@tool(toolset="files", read_only=True, title="Find files by glob")
+@tool(toolset="files", read_only=True, title="Find files by glob",
+      examples=[{"path": ".", "pattern": "*.py"}])
 def search_files(
     ctx: ToolContext,
     path: DirArg,
-    pattern: Annotated[str, Field(description="Glob such as '*.py', 'src/**/*.ts' or '**/test_*.py'.")],
+    pattern: Annotated[str, Field(description="Glob over paths below path: * matches within a name, ** across "
+                                              "folders; a pattern without / matches names at any depth.")],
 ) -> Result[str]:
     """Find files under a directory whose path matches a glob ('*.py' matches at any depth)."""
     resolved = _resolve_dir(ctx, path)
@@ -174,7 +179,8 @@ def search_files(
     return Result.success("\n".join(matches))
 
 
-@tool(toolset="files", read_only=True, quick=True, title="Read a line range")
+@tool(toolset="files", read_only=True, quick=True, title="Read a line range",
+      examples=[{"path": "src/inventory/models.py", "start_line": 12, "end_line": 18}])
 def get_file_slice(
     ctx: ToolContext,
     path: PathArg,
@@ -193,7 +199,15 @@ def get_file_slice(
     return Result.success("".join(lines[start_line - 1 : end_line]))
 
 
-@tool(toolset="files", title="Replace a line range")
+@tool(toolset="files", title="Replace a line range",
+      examples=[
+          {
+              "path": "notes/todo.md",
+              "start_line": 2,
+              "end_line": 2,
+              "new_content": "- [x] count the stock before the audit",
+          },
+      ])
 def set_file_slice(
     ctx: ToolContext,
     path: PathArg,
@@ -225,7 +239,14 @@ def set_file_slice(
     return Result.success(f"Replaced lines {start_line}-{end_line} of {display} with {added} lines.")
 
 
-@tool(toolset="files", title="Replace exact text")
+@tool(toolset="files", title="Replace exact text",
+      examples=[
+          {
+              "path": "notes/todo.md",
+              "old_string": "- [ ] print the price labels",
+              "new_string": "- [ ] print the price labels (tax included)",
+          },
+      ])
 def edit_file(
     ctx: ToolContext,
     path: PathArg,
@@ -271,7 +292,8 @@ def edit_file(
     return Result.success(f"Replaced {what} in {display}.")
 
 
-@tool(toolset="files", read_only=True, title="Directory tree")
+@tool(toolset="files", read_only=True, title="Directory tree",
+      examples=[{"path": ".", "max_depth": 2}])
 def get_tree(
     ctx: ToolContext,
     path: DirArg = ".",

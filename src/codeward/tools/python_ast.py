@@ -64,7 +64,8 @@ from codeward.workspace import Access, Workspace
 
 PathArg = Annotated[str, Field(description="Python file (relative to the workspace root).")]
 NameArg = Annotated[str, Field(
-    description="Symbol: 'func', 'MyClass', 'MyClass.method', 'Outer.Inner.method'.")]
+    description="The definition's name as written in the file; a method or nested class is named by its "
+                "class, a dot, and its own name.")]
 OccurrenceArg = Annotated[int | None, Field(
     ge=1, description="Which definition (1-based) when the name occurs several times; writes need it then.")]
 AnchorArg = Annotated[Literal["start", "end", "before", "after"], Field(
@@ -296,7 +297,8 @@ def _line_span(first: int, last: int) -> str:
 # -- read tools -----------------------------------------------------------------------------
 
 
-@tool(toolset=TOOLSET, read_only=True, title="Python skeleton")
+@tool(toolset=TOOLSET, read_only=True, title="Python skeleton",
+      examples=[{"path": "src/inventory/store.py"}])
 def py_get_skeleton(ctx: ToolContext, path: PathArg) -> Result[str]:
     """A Python file with every function body replaced by '...': signatures, docstrings, classes, imports."""
     loaded = _load(ctx, path)
@@ -305,7 +307,8 @@ def py_get_skeleton(ctx: ToolContext, path: PathArg) -> Result[str]:
     return Result.success(skeleton(loaded.data.module))
 
 
-@tool(toolset=TOOLSET, read_only=True, title="Python outline", output=Outline)
+@tool(toolset=TOOLSET, read_only=True, title="Python outline", output=Outline,
+      examples=[{"path": "src/inventory/models.py"}])
 def py_get_code_outline(ctx: ToolContext, path: PathArg) -> Result[Outline | None]:
     """Hierarchical outline of a Python file: [Class] Name (Lines X-Y) with methods and nested classes indented."""
     loaded = _load(ctx, path)
@@ -324,7 +327,8 @@ def _decorator_name(node: ast.expr) -> str:
     return ast.unparse(target)
 
 
-@tool(toolset=TOOLSET, read_only=True, title="Python definition source", output=SymbolTexts)
+@tool(toolset=TOOLSET, read_only=True, title="Python definition source", output=SymbolTexts,
+      examples=[{"path": "src/inventory/models.py", "name": "Item.total_price"}])
 def py_get_definition(ctx: ToolContext, path: PathArg, name: NameArg,
                       occurrence: OccurrenceArg = None) -> Result[SymbolTexts | None]:
     """Full source of a class, function or method (decorators included), exactly as in the file."""
@@ -332,17 +336,19 @@ def py_get_definition(ctx: ToolContext, path: PathArg, name: NameArg,
                          lambda module, s: module.source.span_lines(s.start_line, s.end_line))
 
 
-@tool(toolset=TOOLSET, read_only=True, title="Python signature", output=SymbolTexts)
+@tool(toolset=TOOLSET, read_only=True, title="Python signature", output=SymbolTexts,
+      examples=[{"path": "src/inventory/store.py", "name": "discard_expired"}])
 def py_get_signature(ctx: ToolContext, path: PathArg, name: NameArg,
                      occurrence: OccurrenceArg = None) -> Result[SymbolTexts | None]:
     """The header of a def or class, from 'def'/'async def'/'class' through its colon, as written."""
     return _symbol_texts(ctx, path, name, occurrence, "signature", signature_text)
 
 
-@tool(toolset=TOOLSET, read_only=True, title="Python docstring", output=SymbolTexts)
+@tool(toolset=TOOLSET, read_only=True, title="Python docstring", output=SymbolTexts,
+      examples=[{"path": "src/inventory/models.py", "name": "Perishable"}])
 def py_get_docstring(ctx: ToolContext, path: PathArg,
-                     name: Annotated[str, Field(description="Class, function or Class.method; empty for the "
-                                                "module docstring.")] = "",
+                     name: Annotated[str, Field(description="Name of a class, function or method (a method: its "
+                                                "class, a dot, its name); empty for the module docstring.")] = "",
                      occurrence: OccurrenceArg = None) -> Result[SymbolTexts | None]:
     """The docstring of the module, a class, a function or a method, cleaned like inspect.getdoc."""
     if name.strip():
@@ -358,9 +364,11 @@ def py_get_docstring(ctx: ToolContext, path: PathArg,
     return Result.success(SymbolTexts(path=display, name=display, what="module docstring", occurrences=[item]))
 
 
-@tool(toolset=TOOLSET, read_only=True, title="Python class summary")
+@tool(toolset=TOOLSET, read_only=True, title="Python class summary",
+      examples=[{"path": "src/inventory/store.py", "name": "Store"}])
 def py_get_class_summary(ctx: ToolContext, path: PathArg,
-                         name: Annotated[str, Field(description="Class name; 'Outer.Inner' for nested classes.")],
+                         name: Annotated[str, Field(description="Class name; a nested class is named by its outer "
+                                                      "class, a dot, and its own name.")],
                          occurrence: OccurrenceArg = None) -> Result[str]:
     """A class at a glance: header, docstring, method signatures, nested classes and class variables."""
     loaded = _load(ctx, path)
@@ -413,10 +421,11 @@ def _indent_doc(doc: str) -> str:
     return "\n".join(("    " + line).rstrip() for line in ['"""' + lines[0], *lines[1:], '"""'])
 
 
-@tool(toolset=TOOLSET, read_only=True, title="Python variable declaration", output=SymbolTexts)
+@tool(toolset=TOOLSET, read_only=True, title="Python variable declaration", output=SymbolTexts,
+      examples=[{"path": "src/inventory/models.py", "name": "TAX_RATE"}])
 def py_get_var_declaration(ctx: ToolContext, path: PathArg,
-                           name: Annotated[str, Field(description="Module variable, or Class.attribute for a "
-                                                      "class-level one.")],
+                           name: Annotated[str, Field(description="Module-level variable name; a class-level "
+                                                      "one: its class, a dot, its name.")],
                            occurrence: OccurrenceArg = None) -> Result[SymbolTexts | None]:
     """The assignment line(s) declaring a module-level or class-level variable (x = ..., x: T = ...)."""
     return _symbol_texts(ctx, path, name, occurrence, "declaration", _declaration_text, variables=True)
@@ -427,7 +436,8 @@ def _declaration_text(module: PythonModule, symbol: Symbol) -> str:
     return module.text[start:end]
 
 
-@tool(toolset=TOOLSET, read_only=True, title="Python imports", output=Imports)
+@tool(toolset=TOOLSET, read_only=True, title="Python imports", output=Imports,
+      examples=[{"path": "src/inventory/store.py"}])
 def py_get_imports(ctx: ToolContext, path: PathArg) -> Result[Imports | None]:
     """Every import of a Python file with its line and scope, and the modules it depends on."""
     loaded = _load(ctx, path)
@@ -473,7 +483,8 @@ def _import_text(alias: ast.alias) -> str:
     return f"import {alias.name}" + (f" as {alias.asname}" if alias.asname else "")
 
 
-@tool(toolset=TOOLSET, read_only=True, title="Python syntax check", output=SyntaxReport)
+@tool(toolset=TOOLSET, read_only=True, title="Python syntax check", output=SyntaxReport,
+      examples=[{"path": "src/inventory/legacy.py"}])
 def py_check_syntax(ctx: ToolContext, path: PathArg) -> Result[SyntaxReport | None]:
     """Check that a file is valid Python (parse and compile, nothing run); says where it is not."""
     read = _read(ctx, path, Access.READ)
@@ -498,7 +509,18 @@ def py_check_syntax(ctx: ToolContext, path: PathArg) -> Result[SyntaxReport | No
 # -- write tools ----------------------------------------------------------------------------
 
 
-@tool(toolset=TOOLSET, title="Replace a Python definition")
+@tool(toolset=TOOLSET, title="Replace a Python definition",
+      examples=[
+          {
+              "path": "src/inventory/models.py",
+              "name": "Item.restock",
+              "new_content": ("def restock(self, count: int) -> None:\n"
+                              "    \"\"\"Add count units to the shelf (count must be positive).\"\"\"\n"
+                              "    if count <= 0:\n"
+                              "        raise ValueError(f\"cannot restock {count} units\")\n"
+                              "    self.quantity += count\n"),
+          },
+      ])
 def py_update_definition(ctx: ToolContext, path: PathArg, name: NameArg,
                          new_content: Annotated[str, Field(description="The complete new definition, decorators "
                                                            "included; it is re-indented to the old one's place.")],
@@ -527,11 +549,18 @@ def py_update_definition(ctx: ToolContext, path: PathArg, name: NameArg,
     return _commit(data, new_text, f"replacing {symbol.qualname}", done)
 
 
-@tool(toolset=TOOLSET, title="Replace a Python signature")
+@tool(toolset=TOOLSET, title="Replace a Python signature",
+      examples=[
+          {
+              "path": "src/inventory/models.py",
+              "name": "Perishable.expired",
+              "new_signature": "def expired(self, today: date, /) -> bool:",
+          },
+      ])
 def py_set_signature(ctx: ToolContext, path: PathArg, name: NameArg,
-                     new_signature: Annotated[str, Field(description="New header, e.g. 'def run(self, n: int = 1) "
-                                                         "-> str:' (the colon may be omitted). Start it with "
-                                                         "decorators to replace those too.")],
+                     new_signature: Annotated[str, Field(description="The complete new header, from 'def' or "
+                                                         "'class' through its colon (which may be left out); "
+                                                         "start it with decorators to replace those too.")],
                      occurrence: OccurrenceArg = None) -> Result[str]:
     """Replace only the header of a def or class (through its colon); the body stays byte for byte."""
     picked = _load_symbol(ctx, path, name, occurrence)
@@ -584,11 +613,13 @@ def _parse_header(raw: str, want_class: bool) -> Result[tuple[str, bool] | None]
                        "change bodies with py_update_definition.")
 
 
-@tool(toolset=TOOLSET, title="Replace a Python variable declaration")
+@tool(toolset=TOOLSET, title="Replace a Python variable declaration",
+      examples=[{"path": "src/inventory/store.py", "name": "LOW_STOCK", "new_declaration": "LOW_STOCK = 5"}])
 def py_set_var_declaration(ctx: ToolContext, path: PathArg,
-                           name: Annotated[str, Field(description="Module variable, or Class.attribute.")],
-                           new_declaration: Annotated[str, Field(description="The new statement, e.g. "
-                                                                 "'TIMEOUT: float = 2.5  # seconds'.")],
+                           name: Annotated[str, Field(description="Variable name; a class attribute: "
+                                                      "its class, a dot, its name.")],
+                           new_declaration: Annotated[str, Field(description="The complete new assignment "
+                                                                 "statement: name, optional annotation, value.")],
                            occurrence: OccurrenceArg = None) -> Result[str]:
     """Replace the statement declaring a module- or class-level variable (the lines py_get_var_declaration shows)."""
     picked = _load_symbol(ctx, path, name, occurrence, variables=True)
@@ -629,7 +660,8 @@ def _check_declaration(statement: str, name: str) -> Result[str] | None:
     return None
 
 
-@tool(toolset=TOOLSET, destructive=True, title="Remove a Python definition")
+@tool(toolset=TOOLSET, destructive=True, title="Remove a Python definition",
+      examples=[{"path": "src/inventory/legacy.py", "name": "old_total"}])
 def py_remove_def(ctx: ToolContext, path: PathArg, name: NameArg, occurrence: OccurrenceArg = None) -> Result[str]:
     """Delete a class, function or method with its decorators (and the blank lines that separated it)."""
     picked = _load_symbol(ctx, path, name, occurrence)
@@ -652,10 +684,21 @@ def _only_member(module: PythonModule, symbol: Symbol) -> bool:
     return bool(symbol.parent) and not siblings
 
 
-@tool(toolset=TOOLSET, title="Add a Python definition")
+@tool(toolset=TOOLSET, title="Add a Python definition",
+      examples=[
+          {
+              "path": "src/inventory/store.py",
+              "name": "Store.remove",
+              "new_content": ("def remove(self, name: str) -> Item:\n"
+                              "    \"\"\"Take an item off the shelves.\"\"\"\n"
+                              "    return self.items.pop(name)\n"),
+              "anchor_type": "after",
+              "anchor_symbol": "Store.add",
+          },
+      ])
 def py_add_def(ctx: ToolContext, path: PathArg,
-               name: Annotated[str, Field(description="Name of the new def/class; 'MyClass.method' puts it in "
-                                          "that class.")],
+               name: Annotated[str, Field(description="Name of the new def or class; to put it in a class, "
+                                          "give the class, a dot, then the name.")],
                new_content: Annotated[str, Field(description="Source of the new definition (any indentation; "
                                                  "it is re-indented to the anchor's).")],
                anchor_type: AnchorArg = "end",
@@ -732,14 +775,22 @@ def _place(module: PythonModule, block: str, name: str, anchor: AnchorType, anch
 
 
 @tool(toolset=TOOLSET, destructive=True, title="Move a Python definition",
-      write_paths=("src_path", "dest_path"))
+      write_paths=("src_path", "dest_path"),
+      examples=[
+          {
+              "src_path": "src/inventory/legacy.py",
+              "dest_path": "src/inventory/store.py",
+              "name": "format_price",
+              "anchor_type": "end",
+          },
+      ])
 def py_move_def(ctx: ToolContext,
                 src_path: Annotated[str, Field(description="File that holds the definition now.")],
                 dest_path: Annotated[str, Field(description="File to move it to (may be src_path; created if "
                                                 "missing).")],
                 name: NameArg,
-                dest_name: Annotated[str, Field(description="New name at the destination; 'MyClass.method' moves "
-                                                "it into that class. Empty keeps the name.")] = "",
+                dest_name: Annotated[str, Field(description="New name at the destination; a class, a dot, then a name "
+                                                "moves it into that class. Empty keeps the name.")] = "",
                 anchor_type: AnchorArg = "end",
                 anchor_symbol: AnchorSymbolArg = "",
                 occurrence: OccurrenceArg = None) -> Result[str]:
@@ -858,12 +909,13 @@ def _move_notes(src: LoadedPython, symbol: Symbol, src_text: str, dest: PythonMo
     return notes
 
 
-@tool(toolset=TOOLSET, title="Wrap lines in a #region")
+@tool(toolset=TOOLSET, title="Wrap lines in a #region",
+      examples=[{"path": "src/inventory/models.py", "start_line": 8, "end_line": 9, "region_name": "Prices"}])
 def py_region_wrap(ctx: ToolContext, path: PathArg,
                    start_line: Annotated[int, Field(description="First line of the region (1-based).")],
                    end_line: Annotated[int, Field(description="Last line of the region (inclusive).")],
                    region_name: Annotated[str, Field(description="Label for the region markers.")]) -> Result[str]:
-    """Wrap whole statements in '#region: Name' / '#endregion: Name' comments, indented like the code."""
+    """Wrap whole statements in a #region / #endregion comment pair labelled region_name, indented like the code."""
     loaded = _load(ctx, path, Access.WRITE)
     if not loaded.ok or loaded.data is None:
         return loaded.cast("")

@@ -29,7 +29,8 @@ SpaceArg = Annotated[Literal["project", "user", "hub"] | None,
                            "Default: project first.")]
 
 
-@tool(toolset="registry", read_only=True, title="Search tools, directives and knowledge")
+@tool(toolset="registry", read_only=True, title="Search tools, directives and knowledge",
+      examples=[{"query": "stock rules"}])
 def registry_search(
     ctx: ToolContext,
     query: Annotated[str, Field(description="Words to look for; empty lists everything.")] = "",
@@ -56,7 +57,8 @@ def registry_search(
     return Result.success(render_hits(query, hits[:limit], total))
 
 
-@tool(toolset="registry", title="Read or copy a registry item")
+@tool(toolset="registry", title="Read or copy a registry item",
+      examples=[{"name": "stock_rules"}])
 def registry_load(
     ctx: ToolContext,
     name: Name,
@@ -81,7 +83,8 @@ def registry_load(
                           f"{problems}\n\n{loaded.data.text}")
 
 
-@tool(toolset="registry", destructive=False, open_world=True, title="Run or sign a tool")
+@tool(toolset="registry", destructive=False, open_world=True, title="Run or sign a tool",
+      examples=[{"name": "read_file", "params": {"path": "notes/todo.md"}}])
 def registry_execute(
     ctx: ToolContext,
     name: Name,
@@ -107,7 +110,8 @@ def registry_execute(
     return Result(data=ran.data.render(), notes=list(ran.notes))
 
 
-@tool(toolset="registry", read_only=True, title="Explain a tool or the registry")
+@tool(toolset="registry", read_only=True, title="Explain a tool or the registry",
+      examples=[{"name": "py_get_definition"}])
 def registry_help(
     ctx: ToolContext,
     name: Annotated[str | None, Field(description="A tool or item to explain; omit for an overview.")] = None,

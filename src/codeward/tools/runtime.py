@@ -82,13 +82,15 @@ class ServerMetrics(BaseModel):
         return "\n".join(lines)
 
 
-@tool(toolset="runtime", read_only=True, output=ServerMetrics, title="Server performance figures")
+@tool(toolset="runtime", read_only=True, output=ServerMetrics, title="Server performance figures",
+      examples=[{}])
 def get_ui_performance(ctx: ToolContext) -> Result[ServerMetrics]:
     """The server's own figures: uptime, calls per tool, latency percentiles, errors, memory, CPU."""
     return Result.success(_server_metrics(ctx))
 
 
-@tool(toolset="runtime", read_only=True, output=ServerMetrics, title="Server metrics")
+@tool(toolset="runtime", read_only=True, output=ServerMetrics, title="Server metrics",
+      examples=[{}])
 def get_server_metrics(ctx: ToolContext) -> Result[ServerMetrics]:
     """The server's own figures: uptime, calls per tool, latency percentiles, errors, memory, CPU."""
     return Result.success(_server_metrics(ctx))

@@ -18,7 +18,8 @@ from codeward.shell.runner import MAX_SCRIPT_CHARS, ShellCommand, run_command
 from codeward.shell.settings import HARD_MAX_TIMEOUT_S, shell_settings_of
 
 
-@tool(toolset="shell", read_only=False, destructive=True, open_world=True, title="Run a shell script")
+@tool(toolset="shell", read_only=False, destructive=True, open_world=True, title="Run a shell script",
+      examples=[{"script": "ls src/inventory && grep -c def src/inventory/store.py"}])
 def run_shell(
     ctx: ToolContext,
     script: Annotated[str, Field(min_length=1, max_length=MAX_SCRIPT_CHARS,

@@ -30,7 +30,8 @@ from codeward.workspace import Access
 
 PathArg = Annotated[str, Field(description="Source file (relative to the workspace root).")]
 NameArg = Annotated[str, Field(description=(
-    "Symbol: 'Foo', 'Foo::bar', 'ns::Foo::bar' or 'Foo.bar'; 'Foo::bar@42' picks an overload by line."))]
+    "The definition's name; a member is qualified by its class (and namespaces) with '::' or '.'; append '@' "
+    "and a line number inside it to pick one of several overloads."))]
 ContentArg = Annotated[str, Field(description=(
     "The whole new definition (signature and body); indented like the one it replaces."))]
 MAX_SOURCE_BYTES = 8_000_000
@@ -193,31 +194,48 @@ def _update(ctx: ToolContext, path: str, name: str, new_content: str, forced: st
 # -- C ------------------------------------------------------------------------------------
 
 
-@tool(toolset="cpp", read_only=True, output=CodeOutline, title="C outline")
+@tool(toolset="cpp", read_only=True, output=CodeOutline, title="C outline",
+      examples=[{"path": "native/ring_buffer.c"}])
 def ts_c_get_code_outline(ctx: ToolContext, path: PathArg) -> Result[CodeOutline | None]:
     """Outline of a C file: [Struct] Name (Lines X-Y), functions, prototypes, enums, typedefs, nested."""
     return _outline(ctx, path, "c")
 
 
-@tool(toolset="cpp", read_only=True, title="C skeleton")
+@tool(toolset="cpp", read_only=True, title="C skeleton",
+      examples=[{"path": "native/ring_buffer.c"}])
 def ts_c_get_skeleton(ctx: ToolContext, path: PathArg) -> Result[str]:
     """A C file with function bodies replaced by { ... }: signatures, structs and declarations only."""
     return _skeleton(ctx, path, "c")
 
 
-@tool(toolset="cpp", read_only=True, title="C definition")
+@tool(toolset="cpp", read_only=True, title="C definition",
+      examples=[{"path": "native/ring_buffer.c", "name": "ring_push"}])
 def ts_c_get_definition(ctx: ToolContext, path: PathArg, name: NameArg) -> Result[str]:
     """Full source of one C function, struct, union, enum or typedef, by name."""
     return _definition(ctx, path, name, "c")
 
 
-@tool(toolset="cpp", title="Replace a C definition")
+@tool(toolset="cpp", title="Replace a C definition",
+      examples=[
+          {
+              "path": "native/ring_buffer.c",
+              "name": "ring_sum",
+              "new_content": ("int ring_sum(const struct ring *r)\n"
+                              "{\n"
+                              "    int sum = 0;\n"
+                              "    for (size_t i = 0; i < r->count; i++)\n"
+                              "        sum += r->items[(r->head + i) % RING_CAPACITY];\n"
+                              "    return sum;\n"
+                              "}"),
+          },
+      ])
 def ts_c_update_definition(ctx: ToolContext, path: PathArg, name: NameArg, new_content: ContentArg) -> Result[str]:
     """Replace one C definition with new source. Refuses (changing nothing) if it breaks the syntax."""
     return _update(ctx, path, name, new_content, "c")
 
 
-@tool(toolset="cpp", read_only=True, title="C signature")
+@tool(toolset="cpp", read_only=True, title="C signature",
+      examples=[{"path": "native/ring_buffer.c", "name": "ring_push"}])
 def ts_c_get_signature(ctx: ToolContext, path: PathArg, name: NameArg) -> Result[str]:
     """Only the declaration of a C function or struct (no body)."""
     return _signature(ctx, path, name, "c")
@@ -226,31 +244,45 @@ def ts_c_get_signature(ctx: ToolContext, path: PathArg, name: NameArg) -> Result
 # -- C++ ----------------------------------------------------------------------------------
 
 
-@tool(toolset="cpp", read_only=True, output=CodeOutline, title="C++ outline")
+@tool(toolset="cpp", read_only=True, output=CodeOutline, title="C++ outline",
+      examples=[{"path": "native/matrix.cpp"}])
 def ts_cpp_get_code_outline(ctx: ToolContext, path: PathArg) -> Result[CodeOutline | None]:
     """Outline of a C++ file: namespaces, classes with bases, methods, functions, enums, typedefs."""
     return _outline(ctx, path, "cpp")
 
 
-@tool(toolset="cpp", read_only=True, title="C++ skeleton")
+@tool(toolset="cpp", read_only=True, title="C++ skeleton",
+      examples=[{"path": "native/matrix.cpp"}])
 def ts_cpp_get_skeleton(ctx: ToolContext, path: PathArg) -> Result[str]:
     """A C++ file with function bodies replaced by { ... }: classes, inheritance and signatures."""
     return _skeleton(ctx, path, "cpp")
 
 
-@tool(toolset="cpp", read_only=True, title="C++ definition")
+@tool(toolset="cpp", read_only=True, title="C++ definition",
+      examples=[{"path": "native/matrix.cpp", "name": "geometry::Matrix::at"}])
 def ts_cpp_get_definition(ctx: ToolContext, path: PathArg, name: NameArg) -> Result[str]:
-    """Full source of a C++ class, struct, function or method ('Class::method', 'ns::Class::method')."""
+    """Full source of a C++ class, struct, function or method, by name (qualified by class and namespace)."""
     return _definition(ctx, path, name, "cpp")
 
 
-@tool(toolset="cpp", title="Replace a C++ definition")
+@tool(toolset="cpp", title="Replace a C++ definition",
+      examples=[
+          {
+              "path": "native/matrix.cpp",
+              "name": "Matrix::at",
+              "new_content": ("double Matrix::at(int row, int col) const\n"
+                              "{\n"
+                              "    return cells_.at(row * cols_ + col);\n"
+                              "}"),
+          },
+      ])
 def ts_cpp_update_definition(ctx: ToolContext, path: PathArg, name: NameArg, new_content: ContentArg) -> Result[str]:
     """Replace one C++ definition with new source. Refuses (changing nothing) if it breaks the syntax."""
     return _update(ctx, path, name, new_content, "cpp")
 
 
-@tool(toolset="cpp", read_only=True, title="C++ signature")
+@tool(toolset="cpp", read_only=True, title="C++ signature",
+      examples=[{"path": "native/matrix.cpp", "name": "Matrix::transposed"}])
 def ts_cpp_get_signature(ctx: ToolContext, path: PathArg, name: NameArg) -> Result[str]:
     """Only the declaration of a C++ function or method, or a class head with its bases."""
     return _signature(ctx, path, name, "cpp")
@@ -259,31 +291,44 @@ def ts_cpp_get_signature(ctx: ToolContext, path: PathArg, name: NameArg) -> Resu
 # -- any supported language -----------------------------------------------------------------
 
 
-@tool(toolset="code", read_only=True, output=CodeOutline, title="Code outline")
+@tool(toolset="code", read_only=True, output=CodeOutline, title="Code outline",
+      examples=[{"path": "web/cart.js"}])
 def code_get_outline(ctx: ToolContext, path: PathArg) -> Result[CodeOutline | None]:
     """Outline of a source file in any supported language (chosen by extension), with line ranges."""
     return _outline(ctx, path, None)
 
 
-@tool(toolset="code", read_only=True, title="Code skeleton")
+@tool(toolset="code", read_only=True, title="Code skeleton",
+      examples=[{"path": "web/cart.js"}])
 def code_get_skeleton(ctx: ToolContext, path: PathArg) -> Result[str]:
     """A source file with function bodies elided: the file's shape at a glance."""
     return _skeleton(ctx, path, None)
 
 
-@tool(toolset="code", read_only=True, title="Code definition")
+@tool(toolset="code", read_only=True, title="Code definition",
+      examples=[{"path": "web/cart.js", "name": "Cart.total"}])
 def code_get_definition(ctx: ToolContext, path: PathArg, name: NameArg) -> Result[str]:
     """Full source of one class, function or method by (qualified) name, in any supported language."""
     return _definition(ctx, path, name, None)
 
 
-@tool(toolset="code", title="Replace a definition")
+@tool(toolset="code", title="Replace a definition",
+      examples=[
+          {
+              "path": "web/cart.js",
+              "name": "formatTotal",
+              "new_content": ("export function formatTotal(cart, currency = \"EUR\") {\n"
+                              "  return `${cart.total().toFixed(2)} ${currency}`;\n"
+                              "}"),
+          },
+      ])
 def code_update_definition(ctx: ToolContext, path: PathArg, name: NameArg, new_content: ContentArg) -> Result[str]:
     """Replace one definition with new source. Refuses (changing nothing) if it breaks the syntax."""
     return _update(ctx, path, name, new_content, None)
 
 
-@tool(toolset="code", read_only=True, title="Code signature")
+@tool(toolset="code", read_only=True, title="Code signature",
+      examples=[{"path": "web/cart.js", "name": "Cart.add"}])
 def code_get_signature(ctx: ToolContext, path: PathArg, name: NameArg) -> Result[str]:
     """Only the declaration line(s) of a function, method or type, without its body."""
     return _signature(ctx, path, name, None)

@@ -27,7 +27,8 @@ HTTP_ERROR_KINDS: dict[int, ErrorKind] = {401: ErrorKind.PERMISSION, 403: ErrorK
                                           408: ErrorKind.TIMEOUT, 429: ErrorKind.UNAVAILABLE}
 
 
-@tool(toolset="web", read_only=True, open_world=True, title="Fetch a web page")
+@tool(toolset="web", read_only=True, open_world=True, title="Fetch a web page",
+      examples=[{"url": "https://example.com/docs/guide/retries.html", "max_length": 4000}])
 def fetch_url(
     ctx: ToolContext,
     url: Annotated[str, Field(description="The http(s) URL to fetch.")],
@@ -73,7 +74,8 @@ class SearchResults(BaseModel):
         return f"Results for {self.query!r}:\n\n" + "\n\n".join(blocks)
 
 
-@tool(toolset="web", read_only=True, open_world=True, output=SearchResults, title="Search the web")
+@tool(toolset="web", read_only=True, open_world=True, output=SearchResults, title="Search the web",
+      examples=[{"query": "retry with exponential backoff", "max_results": 5}])
 def web_search(
     ctx: ToolContext,
     query: Annotated[str, Field(min_length=1, max_length=500, description="What to search for.")],
