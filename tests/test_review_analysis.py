@@ -201,12 +201,12 @@ def test_hung_analyzer_is_stopped_at_the_timeout(root: Path, ctx: ToolContext, c
                                                  tmp_path: Path) -> None:
     (root / "a.py").write_text("import os\n")
     fake = _fake_analyzer(tmp_path, "ruff", "sleep 60")
-    ctx.extras[REVIEW_EXTRAS_KEY] = ReviewConfig(executables={"ruff": fake}, timeout_seconds=1)
+    ctx.extras[REVIEW_EXTRAS_KEY] = ReviewConfig(executables={"ruff": fake}, timeout_seconds=5)
     result = catalog.call("coding_analyze_file", {"file_path": "a.py", "analysis_types": ["lint", "security"]},
                           ctx).structured
     assert result is not None and result["success"] is False
     runs = {run["analysis_type"]: run for run in result["analyses"]}
-    assert runs["lint"]["status"] == "error" and "longer than 1 s" in runs["lint"]["message"]
+    assert runs["lint"]["status"] == "error" and "longer than 5 s" in runs["lint"]["message"]
     assert runs["security"]["status"] == "ok"
 
 

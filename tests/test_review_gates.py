@@ -13,7 +13,7 @@ from codeward.context import ToolContext
 from tests.conftest import snapshot
 from tests.review_fixtures import Call, caller, planted_project, write_planted_project
 
-LENIENT = {"max_complexity": 50, "min_maintainability": 1, "max_errors": 100, "max_warnings": 100}
+LENIENT = {"avg_complexity": 50, "min_maintainability": 1, "max_errors": 100, "max_warnings": 100}
 
 
 @pytest.fixture(scope="module")
@@ -45,14 +45,15 @@ def test_default_gates_fail_on_the_planted_errors(module_call: Call, analysis: d
     assert report is not None
     assert report["success"] is False and report["overall_status"] == "fail"
     gates = _gates(outcome)
-    assert set(gates) == {"max_complexity", "min_maintainability", "max_errors", "max_warnings"}
+    assert set(gates) == {"avg_complexity", "min_maintainability", "max_errors", "max_warnings"}
+    assert all(g["default"] for g in gates.values())
     assert report["gates_checked"] == 4
     assert report["gates_passed"] == sum(g["passed"] for g in gates.values())
     errors = gates["max_errors"]
     assert errors["threshold"] == 0
     assert errors["actual"] == analysis["issue_summary"]["error"] > 0
     assert errors["margin"] == -errors["actual"] and errors["passed"] is False
-    complexity = gates["max_complexity"]
+    complexity = gates["avg_complexity"]
     assert complexity["threshold"] == 10 and complexity["actual"] == analysis["metrics"]["avg_complexity"]
     assert complexity["margin"] == pytest.approx(10 - complexity["actual"]) and complexity["passed"] is True
     maintainability = gates["min_maintainability"]
@@ -79,9 +80,27 @@ def test_lenient_gates_pass_with_positive_margins(module_call: Call, analysis: d
 
 def test_one_tight_gate_fails_alone(module_call: Call, analysis: dict[str, Any]) -> None:
     tight = analysis["metrics"]["avg_complexity"] - 0.5
-    gates = _gates(module_call("coding_check_quality_gates", path="app", gates={**LENIENT, "max_complexity": tight}))
-    assert [name for name, g in gates.items() if not g["passed"]] == ["max_complexity"]
-    assert gates["max_complexity"]["margin"] == pytest.approx(-0.5)
+    gates = _gates(module_call("coding_check_quality_gates", path="app", gates={**LENIENT, "avg_complexity": tight}))
+    assert [name for name, g in gates.items() if not g["passed"]] == ["avg_complexity"]
+    assert gates["avg_complexity"]["margin"] == pytest.approx(-0.5)
+    assert not gates["avg_complexity"]["default"] and gates["max_errors"]["default"] is False
+
+
+def test_max_complexity_bounds_the_most_complex_function(module_call: Call, analysis: dict[str, Any]) -> None:
+    """The planted function is far above the average: max_complexity sees it, avg_complexity does not."""
+    worst = analysis["metrics"]["max_complexity"]
+    assert worst > analysis["metrics"]["avg_complexity"] + 5
+    gates = _gates(module_call("coding_check_quality_gates", path="app",
+                               gates={**LENIENT, "max_complexity": worst - 1}))
+    assert gates["max_complexity"]["actual"] == worst and gates["max_complexity"]["passed"] is False
+    assert gates["avg_complexity"]["passed"] is True
+
+
+def test_a_default_gate_can_be_turned_off(module_call: Call) -> None:
+    gates = _gates(module_call("coding_check_quality_gates", path="app",
+                               gates={"max_errors": 100, "max_warnings": "off"}))
+    assert "max_warnings" not in gates
+    assert set(gates) == {"max_errors", "avg_complexity", "min_maintainability"}
 
 
 def test_quality_score_gate_only_when_asked(module_call: Call, analysis: dict[str, Any]) -> None:
@@ -96,6 +115,18 @@ def test_clean_code_passes_the_default_gates(module_call: Call) -> None:
     report = outcome.structured
     assert report is not None and report["overall_status"] == "pass", outcome.text
     assert report["gates_passed"] == report["gates_checked"] == 4
+
+
+def test_a_gate_whose_analysis_failed_fails(root: Path, ctx: ToolContext, catalog: Catalog) -> None:
+    """Complexity could not be measured: the complexity gates say so and fail instead of passing blind."""
+    (root / "ok.py").write_text('"""Fine."""\n\n\ndef one() -> int:\n    return 1\n')
+    ctx.extras[REVIEW_EXTRAS_KEY] = ReviewConfig(executables={"radon": str(root / "missing-radon")})
+    outcome = catalog.call("coding_check_quality_gates", {"path": ".", "gates": {"max_complexity": 5}}, ctx)
+    gates = _gates(outcome)
+    for name in ("avg_complexity", "max_complexity", "min_maintainability", "max_errors", "max_warnings"):
+        assert gates[name]["passed"] is False, name
+        assert "could not run" in gates[name]["message"] and gates[name]["actual"] is None
+    assert outcome.text.startswith("ANALYSIS FAILED: complexity (radon)")
 
 
 def test_a_single_file_can_be_gated(module_call: Call) -> None:
@@ -119,6 +150,8 @@ def test_an_analyzer_that_cannot_run_fails_the_gates(root: Path, ctx: ToolContex
     ("gates", "expected"),
     [
         ({"max_bugs": 3}, "unknown quality gate 'max_bugs'"),
+        ({"max_complexty": 3}, "Did you mean max_complexity?"),
+        ({"max_warnings": "sometimes"}, "gates.max_warnings"),
         ({"max_complexity": -1}, "must not be negative"),
         ({"min_maintainability": 150}, "must be at most 100"),
         ({"max_errors": 1.5}, "valid integer"),

@@ -120,14 +120,29 @@ def build_parser() -> argparse.ArgumentParser:
     servers.add_argument("--repin", action="store_true", help="accept the current tool definitions as pinned")
     servers.set_defaults(handler=cmd_servers)
 
+    from codeward.coding.review.cli import GATES_HELP
+    from codeward.coding.review.report.formats import FORMAT_NAMES
+
     review = sub.add_parser("review", help="static review with quality gates (CI-ready exit code)",
-                            description="Analyze a file or folder (ruff, mypy, bandit, radon/lizard, vulture), "
-                            "write a report and check quality gates: exit 1 when a gate fails.")
-    review.add_argument("path", nargs="?", default=".", help="file or folder to review (default: .)")
-    review.add_argument("--format", choices=["html", "md", "markdown", "json"], default="md",
-                        help="report format (default md)")
-    review.add_argument("--gates", nargs="*", metavar="NAME=VALUE", help="gate limits, e.g. max_errors=0")
+                            description="Analyze files or folders (ruff, mypy, bandit, radon/lizard, vulture; "
+                            "shellcheck, cppcheck, biome when installed) with the project's own analyzer "
+                            "configuration, write a report and check quality gates: exit 1 when a gate fails. "
+                            f"Gates: {GATES_HELP}.")
+    review.add_argument("paths", nargs="*", default=["."], metavar="PATH",
+                        help="files or folders to review (default: .)")
+    review.add_argument("--format", choices=FORMAT_NAMES, default="md",
+                        help="report format: text (one line per finding), md, html, json, sarif (SARIF 2.1.0), "
+                        "github (workflow annotations) (default md)")
+    review.add_argument("--gates", nargs="*", metavar="NAME=VALUE",
+                        help="gate thresholds over the defaults, e.g. max_errors=0 avg_complexity=8; NAME=off "
+                        "turns a default gate off")
     review.add_argument("--output", help="write the report to this file (inside the project) instead of stdout")
+    review.add_argument("--timeout", metavar="SECONDS",
+                        help="seconds each analyzer may run before it is stopped (default 120)")
+    review.add_argument("--isolated", action="store_true",
+                        help="ignore the project's ruff/mypy/bandit/vulture/biome configuration and use "
+                        "codeward's fixed rules (for untrusted code)")
+    review.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     review.set_defaults(handler=cmd_review)
 
     run = sub.add_parser("run", help="run a program in the sandbox (python, js, bash, c, cpp, go, rust, java)",
@@ -355,8 +370,8 @@ def cmd_servers(args: argparse.Namespace) -> int:
 def cmd_review(args: argparse.Namespace) -> int:
     from codeward.coding.review.cli import run_review_cli
 
-    fmt = "md" if args.format == "markdown" else args.format
-    return run_review_cli(args.path, fmt, args.gates, args.output)
+    return run_review_cli(args.paths, args.format, args.gates, args.output, timeout=args.timeout,
+                          isolated=args.isolated, progress=not args.quiet)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -113,7 +113,8 @@ def coding_generate_report(
     analysis_results: Annotated[dict[str, Any], Field(description="The result of coding_analyze_project or "
                                                                   "coding_analyze_file.")],
     output_path: Annotated[str, Field(description="Report file to write (inside the workspace; overwritten).")],
-    format: Annotated[ReportFormat, Field(description="html (with charts), markdown or json.")] = "html",
+    format: Annotated[ReportFormat, Field(description="html (with charts), markdown, json or "
+                                                                 "sarif (SARIF 2.1.0).")] = "html",
     include_charts: Annotated[bool, Field(description="Include charts (HTML only).")] = True,
     include_recommendations: Annotated[bool, Field(description="Include improvement advice.")] = True,
     title: Annotated[str | None, Field(max_length=200, description="Report title.")] = None,

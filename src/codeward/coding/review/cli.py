@@ -1,32 +1,77 @@
-"""``codeward review PATH``: analyze, report and check the quality gates, for CI.
+"""``codeward review PATH...``: analyze, report and check the quality gates, for CI and pre-commit.
 
 Exit status: 0 when every gate passes, 1 when a gate is violated (or an analyzer could not
-run), 2 when the command itself is wrong (bad path, unknown gate or format).
+run), 2 when the command itself is wrong (bad path, unknown gate, format or timeout).
 """
 
 from __future__ import annotations
 
+import math
 import sys
+import threading
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
 from codeward.coding.review import service
-from codeward.coding.review.gates import evaluate, parse_cli_gates
-from codeward.coding.review.report import ReportFormat, check_output_path, from_review, render, write_report
+from codeward.coding.review.gates import evaluate, gates_help, parse_cli_gates
+from codeward.coding.review.report import check_output_path, from_review, write_report
+from codeward.coding.review.report.formats import FORMAT_NAMES, render_format
+from codeward.coding.review.runner import DEFAULT_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS, REVIEW_EXTRAS_KEY, ReviewConfig
 from codeward.context import ToolContext
-from codeward.result import Result
+from codeward.result import ErrorKind, Result
 from codeward.workspace import Workspace
 
 EXIT_PASS, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
-FORMATS: dict[str, ReportFormat] = {"html": "html", "md": "markdown", "markdown": "markdown", "json": "json"}
+GATES_HELP = gates_help()
 
 
-def run_review_cli(path: str, fmt: str, gates: list[str] | None, output: str | None, *,
-                   root: Path | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
-    """Review ``path`` (inside ``root``, default the current directory) and return the exit status.
+class StderrProgress:
+    """Prints the engine's progress on standard error, one line per event (CI logs keep them)."""
 
-    The report goes to ``output`` (inside the root) or, without one, to standard output; the
-    gate results go to standard error. ``gates`` are ``NAME=VALUE`` items (defaults otherwise).
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+
+    def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
+        if not message:
+            return
+        with self._lock:
+            print(f"codeward review: [{done:g}/{total:g}] {message}" if total else f"codeward review: {message}",
+                  file=self._stream, flush=True)
+
+    def log(self, level: str, message: str) -> None:
+        with self._lock:
+            print(f"codeward review: {level}: {message}", file=self._stream, flush=True)
+
+
+def parse_timeout(raw: str | float | None) -> Result[float]:
+    """``--timeout``: seconds each analyzer may run, a number in (0, MAX_TIMEOUT_SECONDS]."""
+    if raw is None:
+        return Result.success(DEFAULT_TIMEOUT_SECONDS)
+    hint = (f"Give the seconds each analyzer may run, more than 0 and at most {MAX_TIMEOUT_SECONDS:g}, "
+            f"e.g. --timeout 300 (default {DEFAULT_TIMEOUT_SECONDS:g}).")
+    try:
+        value = float(raw)
+    except ValueError:
+        return Result.fail(ErrorKind.INVALID_INPUT, f"--timeout {raw!r} is not a number of seconds", hint, data=0.0)
+    if not math.isfinite(value) or value <= 0 or value > MAX_TIMEOUT_SECONDS:
+        return Result.fail(ErrorKind.INVALID_INPUT, f"--timeout {raw!r} is out of range", hint, data=0.0)
+    return Result.success(value)
+
+
+def run_review_cli(paths: str | Sequence[str], fmt: str, gates: list[str] | None, output: str | None, *,
+                   timeout: str | float | None = None, isolated: bool = False, progress: bool = True,
+                   config: ReviewConfig | None = None, root: Path | None = None, stdout: TextIO | None = None,
+                   stderr: TextIO | None = None) -> int:
+    """Review ``paths`` (inside ``root``, default the current directory) and return the exit status.
+
+    The report goes to ``output`` (inside the root) or, without one, to standard output; failed
+    analyses, progress and the gate results go to standard error. ``gates`` are ``NAME=VALUE``
+    items over the defaults (``NAME=off`` turns a default gate off). ``isolated`` ignores the
+    project's analyzer configuration (for untrusted code). ``config`` carries the other review
+    settings (analyzer executables...); ``timeout`` and ``isolated`` override its fields.
     """
     out = stdout or sys.stdout
     err = stderr or sys.stderr
@@ -35,34 +80,40 @@ def run_review_cli(path: str, fmt: str, gates: list[str] | None, output: str | N
         print(f"codeward review: {result.error_text()}", file=err)
         return EXIT_USAGE
 
-    report_format = FORMATS.get(fmt.lower())
-    if report_format is None:
-        print(f"codeward review: ERROR (invalid_input): unknown format {fmt!r}\nHint: use one of html, md, json.",
-              file=err)
+    if fmt.lower() not in FORMAT_NAMES:
+        print(f"codeward review: ERROR (invalid_input): unknown format {fmt!r}\n"
+              f"Hint: use one of {', '.join(FORMAT_NAMES)}.", file=err)
         return EXIT_USAGE
     chosen = parse_cli_gates(gates)
     if not chosen.ok:
         return fail(chosen)
+    seconds = parse_timeout(timeout)
+    if not seconds.ok:
+        return fail(seconds)
     try:
         workspace = Workspace.create([root or Path.cwd()])
     except ValueError as exc:
         print(f"codeward review: {exc}", file=err)
         return EXIT_USAGE
-    ctx = ToolContext(workspace)
+    ctx = ToolContext(workspace, reporter=StderrProgress(err)) if progress else ToolContext(workspace)
+    base = config or ReviewConfig()
+    ctx.extras[REVIEW_EXTRAS_KEY] = replace(base, timeout_seconds=seconds.data if timeout is not None
+                                            else base.timeout_seconds, isolated=isolated or base.isolated)
     destination = None
     if output is not None:
         checked = check_output_path(workspace, output, "--output")
         if not checked.ok:
             return fail(checked)
         destination = checked.data
-    reviewed = service.analyze_project(ctx, path, directories_only=False)
+    reviewed = service.review_paths(ctx, [paths] if isinstance(paths, str) else list(paths) or ["."])
     if not reviewed.ok or reviewed.data is None:
         return fail(reviewed)
     for note in reviewed.notes:
         print(f"codeward review: {note}", file=err)
     analysis = reviewed.data.analysis
-    text, _sections = render(from_review(analysis, reviewed.data.issues), report_format,
-                             title=f"Code Quality Report — {analysis.path}")
+    verdict = evaluate(analysis, chosen.data, fail_on_violation=True)
+    text = render_format(fmt.lower(), from_review(analysis, reviewed.data.issues, verdict),
+                         title=f"Code Quality Report — {analysis.path}")
     if destination is None:
         out.write(text)
     else:
@@ -70,6 +121,5 @@ def run_review_cli(path: str, fmt: str, gates: list[str] | None, output: str | N
         if not written.ok:
             return fail(written)
         print(f"codeward review: wrote {workspace.display(destination)} ({written.data:,} bytes)", file=err)
-    verdict = evaluate(analysis, chosen.data, fail_on_violation=True)
     print(verdict.render(), file=err)
     return EXIT_PASS if verdict.success else EXIT_VIOLATION

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -101,25 +102,52 @@ def review(
 
 
 def _run_all(jobs: list[_Job], runner: ToolRunner, progress: Progress | None) -> list[Findings | AnalyzerFailure]:
+    """Run every job in a small pool; report each one's end, and every few seconds what still runs."""
     if not jobs:
         return []
-    done = 0
+    report = progress or (lambda _done, _total, _message: None)
     lock = threading.Lock()
+    running: dict[int, float] = {}
+    done = 0
 
-    def one(job: _Job) -> Findings | AnalyzerFailure:
+    def one(number: int) -> Findings | AnalyzerFailure:
         nonlocal done
+        job = jobs[number]
+        started = time.monotonic()
+        with lock:
+            running[number] = started
         try:
             outcome: Findings | AnalyzerFailure = job.analyzer.analyze(job.files, runner)
         except AnalyzerFailure as failure:
             outcome = failure
         with lock:
+            del running[number]
             done += 1
-            if progress is not None:
-                progress(done, len(jobs), f"{job.analyzer.tool} ({job.analyzer.analysis_type}) finished")
+            verdict = "failed" if isinstance(outcome, AnalyzerFailure) else "finished"
+            report(done, len(jobs), f"{_label(job)} {verdict} in {time.monotonic() - started:.1f} s")
         return outcome
 
+    files = len({f.path for job in jobs for f in job.files})
+    report(0, len(jobs), f"running {len(jobs)} analyses over {files} files "
+                         f"(each stopped after {runner.config.timeout_seconds:g} s)")
     with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_ANALYZERS, len(jobs))) as pool:
-        return list(pool.map(one, jobs))
+        futures = [pool.submit(one, number) for number in range(len(jobs))]
+        pending = set(futures)
+        while pending:
+            _finished, pending = wait(pending, timeout=runner.config.heartbeat_seconds,
+                                           return_when=FIRST_COMPLETED)
+            if pending and not _finished:
+                now = time.monotonic()
+                with lock:
+                    still = ", ".join(f"{_label(jobs[n])} {now - t:.0f} s" for n, t in sorted(running.items()))
+                    finished = done
+                if still:
+                    report(finished, len(jobs), f"still running: {still}")
+        return [future.result() for future in futures]
+
+
+def _label(job: _Job) -> str:
+    return f"{job.analyzer.tool} ({job.analyzer.analysis_type})"
 
 
 def _count_lines(path: Path) -> int:

@@ -44,7 +44,11 @@ class Issue(BaseModel):
     rule: str = Field(description="The analyzer's rule identifier, e.g. F401, arg-type, B602.")
     category: AnalysisType
     suggestion: str = Field(description="How to fix it.")
-    tool: str = Field(description="The analyzer that reported it (ruff, mypy, bandit, radon, vulture, lizard).")
+    tool: str = Field(description="The analyzer that reported it (ruff, mypy, bandit, radon, vulture, lizard, "
+                                  "shellcheck, cppcheck, biome).")
+    url: str | None = Field(default=None, description="The rule's documentation, when the analyzer names it.")
+    also_reported_by: list[str] = Field(
+        default_factory=list, description="Other analyzers that reported the same finding (merged into this one).")
 
     def sort_key(self) -> tuple[int, str, int, int, str]:
         return (-SEVERITY_RANK[self.severity], self.file, self.line, self.column, self.rule)
@@ -106,14 +110,15 @@ class FileAnalysis(BaseModel):
     error: str | None = Field(default=None, description="Which analyses failed, when success is false.")
 
     def render(self) -> str:
-        lines = [f"{self.file_path} ({self.language}): {self.issue_counts.text()}"]
+        lines = _analysis_lines(self.analyses, "error")
+        lines.append(f"{self.file_path} ({self.language}): {self.issue_counts.text()}")
         metrics = self.metrics
         lines.append(
             f"metrics: {metrics.lines_of_code} lines, complexity {_number(metrics.cyclomatic_complexity)} avg / "
             f"{_number(metrics.max_complexity)} max, maintainability {_number(metrics.maintainability_index)}")
         lines += [issue.one_line() + (f"\n    fix: {issue.suggestion}" if issue.suggestion else "")
                   for issue in self.issues]
-        lines += _analysis_lines(self.analyses)
+        lines += _analysis_lines(self.analyses, "skipped")
         return "\n".join(lines)
 
 
@@ -170,6 +175,7 @@ class ProjectAnalysis(BaseModel):
     def render(self) -> str:
         metrics = self.metrics
         lines = [
+            *_analysis_lines(self.analyses, "error"),
             f"{self.path}: {self.files_analyzed} files, {self.total_issues} issues "
             f"({self.issue_summary.text()}), quality score {_number(self.quality_score)}",
             f"metrics: {metrics.total_loc} lines, complexity {_number(metrics.avg_complexity)} avg / "
@@ -185,7 +191,7 @@ class ProjectAnalysis(BaseModel):
             lines.append("files with issues: " + ", ".join(shown) + (f" (+{more} more)" if more else ""))
         if self.output_path:
             lines.append(f"report saved to {self.output_path}")
-        lines += _analysis_lines(self.analyses)
+        lines += _analysis_lines(self.analyses, "skipped")
         return "\n".join(lines)
 
 
@@ -196,6 +202,7 @@ class GateResult(BaseModel):
     actual: float | None = Field(description="The measured value (null when nothing could be measured).")
     margin: float | None = Field(
         description="Distance from the threshold: positive when passing, negative when violated.")
+    default: bool = Field(default=False, description="True when the threshold is the gate's default (not given).")
     message: str = ""
 
 
@@ -214,14 +221,16 @@ class GateReport(BaseModel):
         default_factory=list, description="Analyses that could not run, so the gates could not see their issues.")
 
     def render(self) -> str:
-        lines = [f"quality gates for {self.path}: {self.overall_status.upper()} "
-                 f"({self.gates_passed}/{self.gates_checked} passed)"]
+        """Failed analyses first (they make gates blind), then every gate checked, defaults marked."""
+        lines = _analysis_lines(self.analysis_problems, "error")
+        lines.append(f"quality gates for {self.path}: {self.overall_status.upper()} "
+                     f"({self.gates_passed}/{self.gates_checked} passed)")
         for result in self.results:
             mark = "PASS" if result.passed else "FAIL"
+            origin = " (default)" if result.default and result.gate != "analyses_completed" else ""
             lines.append(f"  {mark} {result.gate}: actual {_number(result.actual)}, threshold "
-                         f"{_number(result.threshold)}, margin {_number(result.margin)}"
+                         f"{_number(result.threshold)}{origin}, margin {_number(result.margin)}"
                          + (f" ({result.message})" if result.message else ""))
-        lines += _analysis_lines(self.analysis_problems)
         return "\n".join(lines)
 
 
@@ -230,7 +239,7 @@ class ReportResult(BaseModel):
 
     success: bool
     output_path: str
-    format: Literal["html", "markdown", "json"]
+    format: Literal["html", "markdown", "json", "sarif"]
     size_bytes: int
     sections_included: list[str]
 
@@ -245,12 +254,15 @@ def _number(value: float | None) -> str:
     return f"{value:g}" if float(value).is_integer() else f"{value:.2f}"
 
 
-def _analysis_lines(analyses: list[AnalyzerRun]) -> list[str]:
+def _analysis_lines(analyses: list[AnalyzerRun], status: Literal["error", "skipped"]) -> list[str]:
+    """Failed analyses (shown first: they make the numbers incomplete) or skipped ones (shown last)."""
     lines = []
     for run in analyses:
-        if run.status == "error":
-            lines.append(f"analysis {run.analysis_type} ({run.tool}) FAILED: {run.message}"
+        if run.status != status:
+            continue
+        if status == "error":
+            lines.append(f"ANALYSIS FAILED: {run.analysis_type} ({run.tool}): {run.message}"
                          + (f"\n    hint: {run.hint}" if run.hint else ""))
-        elif run.status == "skipped":
+        else:
             lines.append(f"analysis {run.analysis_type} skipped: {run.message}")
     return lines

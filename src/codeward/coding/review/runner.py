@@ -4,8 +4,8 @@ Analyzers are separate programs (ruff, mypy, bandit, radon, vulture, lizard), ru
 interpreter's own environment first (the directory next to ``sys.executable``), then from
 ``PATH``. Each run has a wall-clock timeout and honours cancellation; either kills the whole
 process group. Runs happen in a private, empty working directory so that no analyzer picks
-up a configuration file from the analysed project (a mypy plugin named there would run
-arbitrary code) and no cache is written into it.
+up a configuration file by accident and no cache is written into the project; the project's
+own configuration is passed explicitly, after :mod:`.project_config` has checked it.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from pathlib import Path
 from codeward.result import ErrorKind, Result
 
 DEFAULT_TIMEOUT_SECONDS = 120.0
+MAX_TIMEOUT_SECONDS = 86_400.0
 POLL_SECONDS = 0.1
 STDERR_TAIL_CHARS = 600
 REVIEW_EXTRAS_KEY = "review"
@@ -34,12 +35,17 @@ DROPPED_ENV = ("PYTHONPATH", "MYPYPATH", "PYTHONSTARTUP", "PYTHONHOME", "RUFF_CA
 
 @dataclass(frozen=True)
 class ReviewConfig:
-    """How analyzers are found and bounded. Put one in ``ctx.extras["review"]`` to change it."""
+    """How analyzers are found, bounded and configured. Put one in ``ctx.extras["review"]`` to change it."""
 
     executables: Mapping[str, str] = field(default_factory=dict)
     """Explicit executable per analyzer name (e.g. a project's own mypy); overrides the search."""
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
     """Wall-clock limit for one analyzer run."""
+    heartbeat_seconds: float = 10.0
+    """How often a long review reports which analyzers are still running."""
+    isolated: bool = False
+    """Ignore the reviewed project's analyzer configuration (ruff, mypy, bandit, vulture, biome...)
+    and use codeward's fixed rules: for code nobody has vouched for."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,8 +112,9 @@ def run(
             if time.monotonic() >= deadline:
                 _kill(process)
                 return Result.fail(ErrorKind.TIMEOUT, f"{Path(argv[0]).name} took longer than {timeout:g} s "
-                                   "and was stopped", "Analyze fewer files (a subdirectory, or "
-                                   "include/exclude patterns), or raise the review timeout.", data=None)
+                                   "and was stopped", "Raise the limit (codeward review --timeout SECONDS) "
+                                   "or analyze fewer files (a subdirectory, or include/exclude patterns).",
+                                   data=None)
 
 
 def _kill(process: subprocess.Popen[str]) -> None:

@@ -35,7 +35,13 @@ from codeward.coding.review.report import (
     write_report,
 )
 from codeward.coding.review.runner import REVIEW_EXTRAS_KEY, ReviewConfig
-from codeward.coding.review.selection import compile_patterns, select_files, source_file, unsupported_file_hint
+from codeward.coding.review.selection import (
+    MAX_FILES,
+    compile_patterns,
+    select_files,
+    source_file,
+    unsupported_file_hint,
+)
 from codeward.coding.review.summary import file_analysis, project_analysis
 from codeward.context import ToolContext
 from codeward.result import ErrorKind, Result
@@ -166,6 +172,27 @@ def analyze_project(
             return written.cast(None)
         analysis = analysis.model_copy(update={"output_path": ctx.workspace.display(destination)})
     return Result(data=ProjectReview(analysis, result.issues), notes=notes)
+
+
+def review_paths(ctx: ToolContext, paths: Sequence[str]) -> Result[ProjectReview | None]:
+    """Analyze several files and directories as one project (the command line, pre-commit's file lists)."""
+    if len(paths) == 1:
+        return analyze_project(ctx, paths[0], directories_only=False)
+    if not paths:
+        return Result.fail(ErrorKind.INVALID_INPUT, "no path to review", "Name a file or folder, e.g. '.'.")
+    chosen: dict[Path, SourceFile] = {}
+    for raw in paths:
+        files = _project_files(ctx, raw, None, None)
+        if not files.ok:
+            return files.cast(None)
+        chosen.update((f.path, f) for f in files.data)
+    if len(chosen) > MAX_FILES:
+        return Result.fail(ErrorKind.TOO_LARGE, f"the paths hold more than {MAX_FILES} source files",
+                           "Review fewer paths at once.")
+    display = f"{len(paths)} paths"
+    result = _run(ctx, list(chosen.values()), list(ANALYSIS_TYPES), "info")
+    notes = [] if chosen else [f"No supported source files in {display}. {unsupported_file_hint()}"]
+    return Result(data=ProjectReview(project_analysis(result, display), result.issues), notes=notes)
 
 
 def check_quality_gates(ctx: ToolContext, path: str, gates: QualityGates | Mapping[str, Any] | None,

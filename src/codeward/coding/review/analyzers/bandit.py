@@ -35,6 +35,6 @@ def analyze(files: Sequence[SourceFile], runner: ToolRunner) -> Findings:
             message=message, rule=str(record.get("test_id") or "bandit"), category="security",
             suggestion=f"Avoid the pattern or prove the input is trusted; see {link}" if link
             else "Avoid the pattern or prove the input is trusted.",
-            tool="bandit",
+            tool="bandit", url=link or None,
         ))
     return Findings(issues=issues)

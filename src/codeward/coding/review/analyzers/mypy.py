@@ -21,6 +21,7 @@ FLAGS = ("--output", "json", "--cache-dir", os.devnull, "--no-error-summary", "-
          "--ignore-missing-imports", "--follow-imports", "silent", "--no-site-packages", "--check-untyped-defs",
          "--show-error-codes")
 FATAL = 2
+ERROR_CODES_URL = "https://mypy.readthedocs.io/en/stable/error_code_list.html"
 
 
 def analyze(files: Sequence[SourceFile], runner: ToolRunner) -> Findings:
@@ -64,7 +65,7 @@ def _check(files: Sequence[SourceFile], runner: ToolRunner, index: FileIndex,
             file=source.display, severity="error" if record.get("severity") == "error" else "info",
             line=int(record.get("line") or 0), column=_column(record.get("column")),
             message=record.get("message") or "", rule=code, category="type",
-            suggestion=record.get("hint") or _suggestion(code), tool="mypy",
+            suggestion=record.get("hint") or _suggestion(code), tool="mypy", url=ERROR_CODES_URL,
         ))
     return issues, blocked if completed.returncode == FATAL else set()
 

@@ -47,6 +47,6 @@ def analyze(files: Sequence[SourceFile], runner: ToolRunner) -> Findings:
             file=source.display, severity=severity_of(code), line=int(location.get("row") or 0),
             column=int(location.get("column") or 0), message=record["message"],
             rule=code if code and code[0].isupper() else "syntax-error", category="lint",
-            suggestion=suggestion, tool="ruff",
+            suggestion=suggestion, tool="ruff", url=url or None,
         ))
     return Findings(issues=issues)

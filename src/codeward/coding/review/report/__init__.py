@@ -1,4 +1,4 @@
-"""Review reports in HTML (with inline SVG charts), Markdown and JSON, written inside the workspace.
+"""Review reports in HTML (with inline SVG charts), Markdown, JSON and SARIF, written inside the workspace.
 
 Rendering is pure and deterministic (no timestamps), so the same analysis gives the same
 bytes. Writing goes through the Workspace gate and is atomic.
@@ -17,10 +17,11 @@ from codeward.coding.review.report.html import render_html
 from codeward.coding.review.report.json_report import render_json
 from codeward.coding.review.report.markdown import render_markdown
 from codeward.coding.review.report.recommendations import recommend
+from codeward.coding.review.report.sarif import render_sarif
 from codeward.result import ErrorKind, Result
 from codeward.workspace import Access, Workspace
 
-ReportFormat = Literal["html", "markdown", "json"]
+ReportFormat = Literal["html", "markdown", "json", "sarif"]
 DEFAULT_TITLE = "Code Quality Report"
 Renderer = Callable[[ReportData, str, bool, "list[str] | None"], tuple[str, list[str]]]
 
@@ -28,6 +29,7 @@ RENDERERS: MappingProxyType[str, Renderer] = MappingProxyType({
     "html": render_html,
     "markdown": lambda data, title, _charts, advice: render_markdown(data, title, advice),
     "json": lambda data, title, _charts, advice: render_json(data, title, advice),
+    "sarif": lambda data, title, _charts, advice: render_sarif(data, title, advice),
 })
 
 

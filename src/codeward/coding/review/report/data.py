@@ -14,8 +14,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from codeward.coding.review.models import (
+    AnalyzerRun,
     FileMetrics,
     FileSummary,
+    GateReport,
     Issue,
     IssueCounts,
     ProjectAnalysis,
@@ -33,13 +35,21 @@ class ReportData(ProjectAnalysis):
     """A project analysis plus, when the caller has it, every issue (not only the top ones)."""
 
     issues: list[Issue] | None = None
+    gates: GateReport | None = None
 
     def all_issues(self) -> list[Issue]:
         return self.issues if self.issues is not None else self.top_issues
 
+    def failed_analyses(self) -> list[AnalyzerRun]:
+        """Analyses that could not run: every report shows them first, since its numbers miss them."""
+        return [run for run in self.analyses if run.status == "error"]
 
-def from_review(analysis: ProjectAnalysis, issues: list[Issue]) -> ReportData:
-    return ReportData(**dict(analysis), issues=issues)
+    def skipped_analyses(self) -> list[AnalyzerRun]:
+        return [run for run in self.analyses if run.status == "skipped"]
+
+
+def from_review(analysis: ProjectAnalysis, issues: list[Issue], gates: GateReport | None = None) -> ReportData:
+    return ReportData(**dict(analysis), issues=issues, gates=gates)
 
 
 def parse_results(raw: object) -> Result[ReportData]:

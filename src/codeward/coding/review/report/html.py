@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from html import escape
 
-from codeward.coding.review.models import COMPLEXITY_RANKS, FileSummary, Issue
+from codeward.coding.review.models import COMPLEXITY_RANKS, FileSummary, GateReport, Issue
 from codeward.coding.review.report.charts import Bar, StackedRow, column_chart, stacked_bar_chart
 from codeward.coding.review.report.data import MAX_REPORTED_ISSUES, ReportData
 
@@ -114,6 +114,18 @@ def _file_rows(summaries: list[FileSummary]) -> str:
     return "".join(rows)
 
 
+def _gates_section(gates: GateReport) -> str:
+    rows = "".join(
+        f"<tr><td><code>{escape(g.gate)}</code></td><td>{'pass' if g.passed else '<b class=bad>FAIL</b>'}</td>"
+        f'<td class="n">{_number(g.actual, 2)}</td><td class="n">{_number(g.threshold, 2)}'
+        f"{' (default)' if g.default else ''}</td><td class=\"n\">{_number(g.margin, 2)}</td>"
+        f"<td>{escape(g.message)}</td></tr>" for g in gates.results)
+    return (f'<section id="gates"><h2>Quality gates: {escape(gates.overall_status.upper())} '
+            f"({gates.gates_passed}/{gates.gates_checked} passed)</h2><table><thead><tr><th>Gate</th><th>Result</th>"
+            "<th>Actual</th><th>Threshold</th><th>Margin</th><th>Note</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table></section>")
+
+
 def render_html(data: ReportData, title: str, include_charts: bool, recommendations: list[str] | None
                 ) -> tuple[str, list[str]]:
     """The page and the names of the sections it contains."""
@@ -126,8 +138,18 @@ def render_html(data: ReportData, title: str, include_charts: bool, recommendati
         f'<p class="sub">{escape(data.path)} — {data.files_analyzed} files, {data.total_issues} issues '
         f"({data.issue_summary.error} errors, {data.issue_summary.warning} warnings, "
         f"{data.issue_summary.info} info)</p>",
-        '<section id="summary">', _cards(data), "</section>",
     ]
+    failed = data.failed_analyses()
+    if failed:
+        sections.insert(0, "analyses")
+        items = "".join(f"<li><b>{escape(r.analysis_type)}</b> ({escape(r.tool)}): {escape(r.message)} "
+                        f"{escape(r.hint)}</li>" for r in failed)
+        parts += ['<section id="analyses" class="bad"><h2>Analyses that failed</h2><p>The numbers below do not '
+                  f"include what these would have found.</p><ul>{items}</ul></section>"]
+    parts += ['<section id="summary">', _cards(data), "</section>"]
+    if data.gates is not None:
+        sections.append("gates")
+        parts.append(_gates_section(data.gates))
     if include_charts:
         sections.append("charts")
         pair = "".join(f'<div class="panel">{chart}</div>' for chart in (severity_chart(data), complexity_chart(data)))
@@ -149,12 +171,11 @@ def render_html(data: ReportData, title: str, include_charts: bool, recommendati
               "<table><thead><tr><th>File</th><th>Language</th><th>Lines</th><th>Avg CC</th><th>Max CC</th>"
               "<th>MI</th><th>Errors</th><th>Warnings</th><th>Info</th></tr></thead>"
               f"<tbody>{_file_rows(data.file_summaries)}</tbody></table>", "</section>"]
-    failed = [run for run in data.analyses if run.status != "ok"]
-    if failed:
-        sections.append("analyses")
-        items = "".join(f"<li><b>{escape(r.analysis_type)}</b> ({escape(r.tool)}): {escape(r.status)} — "
-                        f"{escape(r.message)} {escape(r.hint)}</li>" for r in failed)
-        parts += [f'<section id="analyses"><h2>Analyses not run</h2><ul>{items}</ul></section>']
+    skipped = data.skipped_analyses()
+    if skipped:
+        items = "".join(f"<li><b>{escape(r.analysis_type)}</b> ({escape(r.tool)}): {escape(r.message)}</li>"
+                        for r in skipped)
+        parts += [f'<section id="skipped"><h2>Analyses skipped</h2><ul>{items}</ul></section>']
     if recommendations is not None:
         sections.append("recommendations")
         items = "".join(f"<li>{escape(item)}</li>" for item in recommendations)

@@ -13,6 +13,10 @@ def render_json(data: ReportData, title: str, recommendations: list[str] | None)
     body["issues"] = [issue.model_dump(mode="json") for issue in sorted(data.all_issues(), key=Issue.sort_key)]
     document: dict[str, object] = {"title": title, "analysis": body}
     sections = ["summary", "metrics", "issues"]
+    if data.gates is not None:
+        sections.append("gates")
+    if data.failed_analyses():
+        sections.insert(0, "analyses")
     if recommendations is not None:
         document["recommendations"] = recommendations
         sections.append("recommendations")

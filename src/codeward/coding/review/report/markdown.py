@@ -26,8 +26,15 @@ def _table(header: list[str], rows: list[list[object]]) -> list[str]:
 def render_markdown(data: ReportData, title: str, recommendations: list[str] | None) -> tuple[str, list[str]]:
     counts = data.issue_summary
     metrics = data.metrics
-    lines = [f"# {title}", "", f"`{data.path}` — {data.files_analyzed} files, {data.total_issues} issues.", "",
-             "## Summary", ""]
+    lines = [f"# {title}", "", f"`{data.path}` — {data.files_analyzed} files, {data.total_issues} issues.", ""]
+    sections: list[str] = []
+    failed = data.failed_analyses()
+    if failed:
+        sections.append("analyses")
+        lines += ["## Analyses that failed", "", "The numbers below do not include what these would have found.", ""]
+        lines += [f"- **{r.analysis_type}** ({r.tool}): {r.message} {r.hint}".rstrip() for r in failed]
+        lines.append("")
+    lines += ["## Summary", ""]
     lines += _table(["Measure", "Value"], [
         ["Quality score", _number(data.quality_score)], ["Files analysed", data.files_analyzed],
         ["Errors", counts.error], ["Warnings", counts.warning], ["Info", counts.info],
@@ -35,7 +42,16 @@ def render_markdown(data: ReportData, title: str, recommendations: list[str] | N
         ["Max complexity", _number(metrics.max_complexity)],
         ["Average maintainability", _number(metrics.avg_maintainability)],
     ])
-    sections = ["summary", "metrics"]
+    sections += ["summary", "metrics"]
+    if data.gates is not None:
+        sections.append("gates")
+        gates = data.gates
+        lines += [f"## Quality gates: {gates.overall_status.upper()} ({gates.gates_passed}/{gates.gates_checked} "
+                  "passed)", ""]
+        lines += _table(["Gate", "Result", "Actual", "Threshold", "Margin", "Note"],
+                        [[f"`{g.gate}`", "pass" if g.passed else "**FAIL**", _number(g.actual),
+                          _number(g.threshold) + (" (default)" if g.default else ""), _number(g.margin), g.message]
+                         for g in gates.results])
     lines += ["## Metrics", "", "Functions by cyclomatic complexity:", ""]
     lines += _table(["Rank", "Complexity", "Functions"],
                     [[rank, span, data.complexity_distribution.get(rank, 0)]
@@ -60,11 +76,10 @@ def render_markdown(data: ReportData, title: str, recommendations: list[str] | N
             lines += [f"… and {len(issues) - MAX_REPORTED_ISSUES} more.", ""]
     else:
         lines += ["No issues.", ""]
-    failed = [run for run in data.analyses if run.status != "ok"]
-    if failed:
-        sections.append("analyses")
-        lines += ["## Analyses not run", ""]
-        lines += [f"- **{r.analysis_type}** ({r.tool}): {r.status} — {r.message} {r.hint}".rstrip() for r in failed]
+    skipped = data.skipped_analyses()
+    if skipped:
+        lines += ["## Analyses skipped", ""]
+        lines += [f"- **{r.analysis_type}** ({r.tool}): {r.message}" for r in skipped]
         lines.append("")
     if recommendations is not None:
         sections.append("recommendations")
