@@ -1,14 +1,11 @@
-"""What a sandboxed script may see and change: the workspace as bind mounts.
+"""What a sandboxed script may see and change: the workspace, overlaid, minus its secrets.
 
-The roots (and explicitly allowed files) are bound read-write at their own paths. Inside
-them, three things are kept as the workspace gate keeps them for every other tool:
-
-- files the workspace blacklists (``.env``, keys, credentials) are covered by empty
-  stand-ins, so ``cat .env`` in a script reads nothing;
-- ``.git/hooks`` and ``.git/config`` stay read-only — they run code on the user's next git
-  command *outside* the sandbox — while the rest of ``.git`` stays writable so ``git commit``
-  works;
-- the shell log directory stays read-only, so a script cannot rewrite its own record.
+The roots (and explicitly allowed files) are shown writable at their own paths, but through
+overlays (:mod:`codeward.coding.sandbox.overlay`): nothing the script writes reaches the
+project until :mod:`codeward.shell.changes` has passed each change through the workspace's
+write checks, so ``.git`` metadata, codeward's configuration and its shell log cannot be
+changed, renamed away or planted from inside. Files the workspace blacklists (``.env``,
+keys, credentials) are covered by empty stand-ins, so ``cat .env`` in a script reads nothing.
 """
 
 from __future__ import annotations
@@ -24,33 +21,31 @@ import pathspec
 from codeward.workspace import HARD_BLACKLIST_NAMES, HARD_BLACKLIST_SUFFIX, Workspace
 
 MAX_SCANNED_ENTRIES = 200_000
-GIT_PROTECTED = (".git/hooks", ".git/config")
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn"})
 
 
 @dataclass
 class Confinement:
-    """Bind lists for one sandboxed run, and notes on what was covered."""
+    """What one sandboxed run is shown, and notes on what was covered."""
 
-    writable: list[str] = field(default_factory=list)
-    protected: list[str] = field(default_factory=list)
+    directories: list[Path] = field(default_factory=list)
+    """Roots shown writable through an overlay (a root inside another is shown by that one)."""
+    files: list[Path] = field(default_factory=list)
+    """Tracked files outside the roots, shown writable through a private copy."""
     hidden: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
-def confine(workspace: Workspace, hide_secrets: bool, extra_protected: list[Path]) -> Confinement:
-    """The binds that give a script the workspace, minus its secrets and git's executable parts."""
+def confine(workspace: Workspace, hide_secrets: bool) -> Confinement:
+    """The workspace as a script sees it: overlaid roots and files, secrets covered."""
     plan = Confinement()
-    plan.writable = [str(root) for root in workspace.roots]
+    roots = sorted(workspace.roots, key=lambda p: len(p.parts))
+    for root in roots:
+        if not any(root != other and root.is_relative_to(other) for other in plan.directories):
+            plan.directories.append(root)
     for tracked in sorted(workspace.allowed_files):
         if tracked.is_file() and not under_a_root(workspace, tracked) and not workspace.blacklist_reason(tracked):
-            plan.writable.append(str(tracked))
-    for root in workspace.roots:
-        for relative in GIT_PROTECTED:
-            candidate = root / relative
-            if candidate.exists() and not candidate.is_symlink():
-                plan.protected.append(str(candidate))
-    plan.protected += [str(p) for p in extra_protected if p.exists()]
+            plan.files.append(tracked)
     if hide_secrets:
         hidden, complete = blacklisted_entries(workspace)
         plan.hidden = [str(p) for p in hidden]

@@ -20,12 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from codeward.coding.sandbox import Sandbox, SandboxRequest, SandboxResult, SandboxUnavailable, Status
 from codeward.coding.sandbox.model import DEFAULT_PATH
+from codeward.coding.sandbox.overlay import Overlays, overlay_failure
 from codeward.coding.sandbox.runner import kill_tree, minimal_env
 from codeward.result import ErrorKind, Result
+from codeward.shell.changes import apply_overlays
 from codeward.shell.confine import confine, under_a_root
 from codeward.shell.envfile import ENV_FILE_NAME, EnvFile, build_environment, load_env_file, prepended_dirs
 from codeward.shell.host import HOST_BACKEND, run_on_host
-from codeward.shell.log import ShellLogEntry, append_entry, log_dir
+from codeward.shell.log import ShellLogEntry, append_entry
 from codeward.shell.qa import explain_failure, failure_messages
 from codeward.shell.settings import ShellSettings, host_variables, readable_dirs
 
@@ -148,10 +150,16 @@ def run_command(ctx: ToolContext, command: ShellCommand, settings: ShellSettings
         return prepared.cast("")
     request, notes = prepared.data
     watch = RunWatch(ctx, command.timeout_s)
-    if sandbox.data is not None:
-        result = _run_in(sandbox.data, request, watch)
-    else:
+    if sandbox.data is None:
         result = run_on_host(request, runtime.host_cgroups(), watch)
+    else:
+        try:
+            result = _run_in(sandbox.data, request, watch)
+            if request.overlays is not None and result.status is not Status.SETUP_ERROR:
+                notes += apply_overlays(ctx.workspace, request.overlays).notes()
+        finally:
+            if request.overlays is not None:
+                request.overlays.close()
     _record(ctx, command, settings, result)
     return report(command, settings, result, notes, watch.cancelled)
 
@@ -224,12 +232,16 @@ def _sandboxed_request(ctx: ToolContext, command: ShellCommand, settings: ShellS
         if not _visible(entry, visible):
             notes.append(f"PATH entry {entry} (from {ENV_FILE_NAME}) is not visible in the sandbox; add it to "
                          "[shell] ro_paths in codeward.toml to use programs from there")
-    logs = log_dir(ctx.workspace) if settings.log else None
-    plan = confine(ctx.workspace, settings.hide_secrets, [logs] if logs is not None else [])
+    plan = confine(ctx.workspace, settings.hide_secrets)
     notes += plan.notes
+    try:
+        overlays = Overlays.create(plan.directories, plan.files)
+    except OSError as exc:
+        return Result.fail(ErrorKind.UNAVAILABLE, f"could not prepare the workspace overlay: {exc.strerror or exc}",
+                           "Check that the temporary directory is writable and has space.", data=None)
     request = SandboxRequest(
         argv=shell_argv(command.shell, executable, command.script), env=env, workdir=str(primary),
-        rw_binds=plan.writable, ro_binds=[str(p) for p in readable], protected=plan.protected, hidden=plan.hidden,
+        ro_binds=[str(p) for p in readable], hidden=plan.hidden, overlays=overlays,
         network=settings.network, timeout_s=command.timeout_s, memory_mb=settings.memory_mb,
         max_processes=settings.max_processes, file_size_mb=FILE_SIZE_MB, open_files=OPEN_FILES,
         scratch_mb=SCRATCH_MB, max_output_bytes=settings.max_output_bytes)
@@ -274,6 +286,12 @@ def report(command: ShellCommand, settings: ShellSettings, result: SandboxResult
     """The seed's text for a run, with the unsandboxed banner, QA analysis and notes."""
     banner = "" if settings.sandbox else UNSANDBOXED_BANNER + "\n"
     if result.status is Status.SETUP_ERROR:
+        overlay = overlay_failure(result.stderr) or overlay_failure(result.error_message or "")
+        if overlay is not None:
+            return Result.fail(ErrorKind.UNAVAILABLE, f"the shell sandbox cannot run here: {overlay}",
+                               "Scripts see the project through an overlay (Linux 5.11 or later with user "
+                               "namespaces allowed), so that their writes pass codeward's checks; without one they "
+                               "could plant code the host runs. Run codeward where overlays work.", data="")
         return Result.fail(ErrorKind.UNAVAILABLE, banner + (result.error_message or "the script could not start"),
                            "Check the sandbox with `codeward call code_list_languages`.", data="")
     body = format_output(

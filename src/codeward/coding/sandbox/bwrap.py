@@ -112,6 +112,12 @@ class BwrapSandbox:
             args += ["--ro-bind", bind.source, bind.target]
         for bind in rw:
             args += ["--bind", bind.source, bind.target]
+        if request.overlays is not None:
+            for layer in request.overlays.layers:
+                args += ["--bind", str(layer.merged), str(layer.lower)]
+            for original, copy in request.overlays.copies:
+                args += ["--bind", str(copy), str(original)]
+            launch.enter_namespaces = request.overlays.mounter()
         for bind in (Bind.of(b) for b in request.protected):
             args += ["--ro-bind", bind.source, bind.target]
         args += hide_args([Bind.of(b) for b in request.hidden])
@@ -126,7 +132,8 @@ class BwrapSandbox:
             launch.parent_fds.append(program)
             fds.append(program)
             args += ["--seccomp", str(program)]
-        if self.drop_to is not None and not rw and all(_world_reachable(b.source) for b in binds):
+        if (self.drop_to is not None and not rw and request.overlays is None
+                and all(_world_reachable(b.source) for b in binds)):
             launch.run_as = self.drop_to
         plan = limit_launch(launch, request, self.cgroups, own_user_namespace=True)
         args += ["--", *plan.wrap(list(request.argv))]

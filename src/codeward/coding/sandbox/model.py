@@ -6,7 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from codeward.coding.sandbox.overlay import Overlays
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
@@ -101,6 +104,9 @@ class SandboxRequest:
     hidden: Sequence[BindSpec] = ()
     """Host paths inside bound trees covered by an empty read-only stand-in after every bind,
     so secrets there cannot be read (bwrap only, like ``protected``)."""
+    overlays: Overlays | None = None
+    """Host directories (and files) shown writable at their own paths, whose writes land in
+    private layers the caller applies afterwards (bwrap only; see :mod:`.overlay`)."""
 
     def stdin_bytes(self) -> bytes:
         return self.stdin.encode() if isinstance(self.stdin, str) else self.stdin

@@ -51,6 +51,8 @@ class Launch:
     cleanups: list[Callable[[], None]] = field(default_factory=list)
     limits: LimitPlan = field(default_factory=LimitPlan)
     """What :func:`limit_launch` chose, reported with the result."""
+    enter_namespaces: Callable[[], None] | None = None
+    """Run in the child after its limits, before exec (the overlay mounts)."""
 
     def release(self) -> None:
         for fd in self.parent_fds:
@@ -146,7 +148,8 @@ def limit_launch(
 
 
 def _child_setup(
-    procs_files: Sequence[str], rlimits: Sequence[tuple[int, int]], run_as: tuple[int, int] | None
+    procs_files: Sequence[str], rlimits: Sequence[tuple[int, int]], run_as: tuple[int, int] | None,
+    enter_namespaces: Callable[[], None] | None = None,
 ) -> Callable[[], None]:
     """The function the child runs between fork and exec (only async-signal-safe-ish calls)."""
 
@@ -157,6 +160,8 @@ def _child_setup(
             if which == resource.RLIMIT_CPU:
                 soft_hard = (value, value + 1)  # SIGXCPU first, SIGKILL a second later
             resource.setrlimit(which, soft_hard)
+        if enter_namespaces is not None:
+            enter_namespaces()
         if run_as is not None:
             os.setgroups([])
             os.setgid(run_as[1])
@@ -178,7 +183,7 @@ def spawn(launch: Launch) -> subprocess.Popen[bytes]:
             cwd=launch.cwd,
             pass_fds=launch.pass_fds,
             start_new_session=True,
-            preexec_fn=_child_setup(procs, launch.rlimits, launch.run_as),
+            preexec_fn=_child_setup(procs, launch.rlimits, launch.run_as, launch.enter_namespaces),
         )
     finally:
         for fd in launch.parent_fds:
