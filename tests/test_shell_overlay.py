@@ -24,9 +24,11 @@ from codeward.workspace import Workspace
 from tests.conftest import snapshot
 from tests.sandbox_support import needs_bwrap
 
-pytestmark = [needs_bwrap, pytest.mark.skipif(overlays_work() is not None, reason=f"no overlay here: {overlays_work()}")]
-GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent", "GIT_AUTHOR_NAME": "H", "GIT_AUTHOR_EMAIL": "h@x.invalid",
-           "GIT_COMMITTER_NAME": "H", "GIT_COMMITTER_EMAIL": "h@x.invalid", "PATH": os.environ["PATH"]}
+NO_OVERLAY = overlays_work()
+pytestmark = [needs_bwrap, pytest.mark.skipif(NO_OVERLAY is not None, reason=f"no overlay here: {NO_OVERLAY}")]
+GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent", "GIT_AUTHOR_NAME": "H",
+           "GIT_AUTHOR_EMAIL": "h@x.invalid", "GIT_COMMITTER_NAME": "H", "GIT_COMMITTER_EMAIL": "h@x.invalid",
+           "PATH": os.environ["PATH"]}
 
 
 def shell(catalog: Catalog, root: Path, script: str, settings: ShellSettings | None = None,
@@ -67,7 +69,8 @@ def test_ordinary_changes_are_applied(catalog: Catalog, root: Path) -> None:
     (root / "tool.sh").write_text("#!/bin/sh\n")
     script = ("echo new > new.txt; echo more >> keep.txt; rm gone.txt; mkdir -p deep/er && echo x > deep/er/f\n"
               "rm -rf old && mkdir old && echo b > old/b.txt\n"  # an opaque folder: a.txt must go
-              "chmod 755 tool.sh; touch -d '2001-02-03 04:05:06' new.txt; ln -s keep.txt alias; ln -s /usr/bin/env env\n")
+              "chmod 755 tool.sh; touch -d '2001-02-03 04:05:06' new.txt\n"
+              "ln -s keep.txt alias; ln -s /usr/bin/env env\n")
     outcome = shell(catalog, root, script)
     assert "NOT applied" not in outcome.text
     assert (root / "new.txt").read_text() == "new\n" and (root / "keep.txt").read_text() == "keep\nmore\n"
