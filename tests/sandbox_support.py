@@ -62,9 +62,9 @@ def caller(catalog: Catalog, ctx: ToolContext) -> Callable[..., ToolOutcome]:
 class TcpServer:
     """A real TCP server on 127.0.0.1 that counts the connections it accepted."""
 
-    def __init__(self) -> None:
+    def __init__(self, address: str = "127.0.0.1") -> None:
         self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
+        self.sock.bind((address, 0))
         self.sock.listen(16)
         self.sock.settimeout(0.2)
         self.port = self.sock.getsockname()[1]

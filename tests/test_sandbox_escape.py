@@ -7,15 +7,19 @@ Each attempt must be contained, reported with the seed's ``status`` and a clear
 from __future__ import annotations
 
 import os
+import socket
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
+import psutil
 import pytest
 
 import codeward
 from codeward.catalog import Catalog, ToolOutcome
 from codeward.coding.runtime import CodingRuntime
+from codeward.coding.sandbox.network import network_unavailable
 from tests.conftest import snapshot
 from tests.sandbox_support import TcpServer, caller, context, needs_bwrap, runtime_fixture, survivors
 
@@ -65,18 +69,42 @@ def test_cannot_reach_a_server_on_the_hosts_loopback(run: Callable[..., ToolOutc
     assert server.accepted == 0
 
 
-def test_network_is_there_only_when_asked(run: Callable[..., ToolOutcome]) -> None:
-    server = TcpServer()
+def test_network_is_refused_unless_the_operator_allows_it(run: Callable[..., ToolOutcome], root: Path,
+                                                         runtime: CodingRuntime) -> None:
+    refused = run("coding_execute_code", language="python", code="print('x')", network=True)
+    assert refused.is_error and "network=true was refused" in refused.text and "[coding] allow_network" in refused.text
+    docker = run("coding_run_in_docker", language="python", code="print('x')", network_enabled=True)
+    assert docker.is_error and "network_enabled=true was refused" in docker.text
+
+
+@pytest.mark.skipif(network_unavailable() is not None, reason=f"no isolated network here: {network_unavailable()}")
+def test_allowed_network_still_cannot_reach_the_host_or_private_ranges(catalog: Catalog, root: Path,
+                                                                       runtime: CodingRuntime) -> None:
+    server = TcpServer("0.0.0.0")
+    allowed = caller(catalog, context(root, runtime, replace(runtime.settings, allow_network=True)))
+    own = [a.address for addrs in psutil.net_if_addrs().values() for a in addrs if a.family == socket.AF_INET]
+    targets = ["127.0.0.1", "10.0.2.2", *own]
     try:
         code = ("import socket\n"
-                f"s = socket.create_connection(('127.0.0.1', {server.port}), timeout=3)\n"
-                "print(s.recv(100).decode())\n")
-        result = execute(run, "python", code, network=True)
+                f"for host in {targets!r}:\n"
+                "    try:\n"
+                f"        socket.create_connection((host, {server.port}), timeout=3); print(host, 'CONNECTED')\n"
+                "    except OSError as error:\n        print(host, 'refused:', error.strerror)\n"
+                "import subprocess\n"
+                "def ip(*args):\n"
+                "    done = subprocess.run(['ip', *args], capture_output=True, text=True)\n"
+                "    return done.returncode, done.stdout + done.stderr\n"
+                "for host in ('169.254.169.254', '10.1.2.3', '172.16.0.1', '192.168.0.1'):\n"
+                "    print(host, ip('route', 'get', host))\n"  # asks the kernel; sends nothing
+                "print('delete', ip('route', 'del', 'unreachable', '10.0.0.0/8')[0])\n")
+        result = execute(allowed, "python", code, network=True)
     finally:
         server.close()
     assert result["status"] == "success", result
-    assert "hello from the host" in str(result["stdout"])
-    assert server.accepted == 1
+    assert "CONNECTED" not in str(result["stdout"]) and server.accepted == 0
+    lines = str(result["stdout"]).splitlines()
+    assert len([line for line in lines if "No route to host" in line or "unreachable" in line]) >= 4, lines
+    assert "delete 2" in lines  # the routes cannot be removed from inside
 
 
 def test_cannot_read_shadow_home_or_the_servers_own_files(

@@ -45,6 +45,12 @@ def _coding_settings(config: Config) -> Any:
     from codeward.llm.profile import ModelConfigError, resolve_profile
 
     settings = CodingSettings.from_env()
+    table = config.raw.get("coding", {})
+    if isinstance(table, dict) and "allow_network" in table:
+        if not isinstance(table["allow_network"], bool):
+            raise ConfigError(f"{config.path.name if config.path else 'codeward.toml'}: [coding] allow_network must "
+                              f"be true or false, got {table['allow_network']!r}")
+        settings = replace(settings, allow_network=table["allow_network"])
     if settings.model is not None:
         return settings
     try:

@@ -44,6 +44,10 @@ class CodingSettings:
     model: str | None = None
     model_api_key: str | None = None
     model_timeout_s: float = 60.0
+    allow_network: bool = False
+    """``[coding] allow_network``: whether a call may ask for network (``network=true``). The
+    operator's decision, never the model's; even allowed, the host and private ranges stay out
+    of reach where the backend can keep them so (bwrap), and results say so where it cannot."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> CodingSettings:

@@ -88,6 +88,18 @@ class ExecutionOutput(BaseModel):
         return "\n".join(parts)
 
 
+def network_refusal(ctx: ToolContext, asked: bool, argument: str) -> Result[None] | None:
+    """A refusal when a call asks for network the operator has not allowed, else ``None``."""
+    if not asked or settings_of(ctx.extras).allow_network:
+        return None
+    return Result.fail(ErrorKind.PERMISSION,
+                       f"{argument}=true was refused: network access for code is the operator's decision, and this "
+                       "server does not allow it",
+                       f"Run the code without {argument} (it has no network), or ask the user to set "
+                       "`[coding] allow_network = true` in codeward.toml. Even then the host and private networks "
+                       "stay out of reach.", data=None)
+
+
 def _execution_result(execution: Execution) -> Result[ExecutionOutput]:
     output = ExecutionOutput.of(execution)
     if execution.status.value == "setup_error":
@@ -113,13 +125,17 @@ def coding_execute_code(
                     "(python only; sessions end after 15 idle minutes).")] = None,
     memory_mb: Annotated[int | None, Field(ge=32, le=8192, description="Memory limit in MB "
                                                                         "(default: per language).")] = None,
-    network: Annotated[bool, Field(description="Allow network access (default: none at all).")] = False,
+    network: Annotated[bool, Field(description="Ask for network access (refused unless the operator allows it "
+                                               "with [coding] allow_network; default: none at all).")] = False,
 ) -> Result[ExecutionOutput]:
     """Run code in a sandbox (no network, private files, memory/process/time limits) and return its output.
 
     Compiled languages (c, cpp, go, rust, java) are compiled first; a compile error is status "error"
     with the compiler's messages in stderr. A failing program is a result too: check `status`.
     """
+    refused = network_refusal(ctx, network, "network")
+    if refused is not None:
+        return refused.cast(None)  # type: ignore[arg-type]
     ctx.progress(0, 1, f"running {language} code")
     runtime = runtime_of(ctx.extras)
     execution = execute(runtime, language, code, stdin, Limits(timeout, memory_mb, network), session_id)
@@ -314,6 +330,9 @@ def coding_run_in_docker(
     problem = _docker_argument_problem(image, environment or {}, memory_limit)
     if problem is not None:
         return Result.fail(ErrorKind.INVALID_INPUT, problem, "Fix the argument and call again.")
+    refused = network_refusal(ctx, network_enabled, "network_enabled")
+    if refused is not None:
+        return refused.cast(None)  # type: ignore[arg-type]
     from codeward.coding.docker_exec import run_code_in_docker
     from codeward.coding.languages import BY_NAME
     from codeward.coding.sandbox import SandboxUnavailable

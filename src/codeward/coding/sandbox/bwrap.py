@@ -1,9 +1,10 @@
 """The bubblewrap backend: Linux namespaces, a read-only system, a private writable /work
 and /tmp, per-run cgroup, rlimits and seccomp.
 
-Each run gets new user, pid, ipc, uts, cgroup and mount namespaces (and a new network
-namespace unless ``network=True``: then only ``lo`` exists and the host's 127.0.0.1 is out
-of reach). Inside, the program is uid/gid 1000 with no capabilities, in a new session, with
+Each run gets new user, pid, ipc, uts, cgroup, mount and network namespaces: without
+``network`` only ``lo`` exists; with it, the namespace reaches the internet through
+slirp4netns but not the host's loopback, private ranges or the host's own networks
+(:mod:`.network`). Inside, the program is uid/gid 1000 with no capabilities, in a new session, with
 a cleared environment; ``/`` is an empty tmpfs remounted read-only holding ``/usr`` (and
 the ``/bin``, ``/lib`` links), a few ``/etc`` files, ``/proc``, a minimal ``/dev``, the
 requested binds, and size-limited tmpfs ``/tmp`` and ``/work``. bwrap dies with its parent.
@@ -32,11 +33,14 @@ from codeward.coding.sandbox.model import (
     SandboxUnavailable,
     Status,
 )
+from codeward.coding.sandbox.network import IsolatedNetwork
 from codeward.coding.sandbox.outcome import to_result
+from codeward.coding.sandbox.overlay import namespace_entry
 from codeward.coding.sandbox.runner import (
     Launch,
     RunObserver,
     collect_observed,
+    kill_tree,
     limit_launch,
     minimal_env,
     spawn_or_release,
@@ -95,12 +99,19 @@ class BwrapSandbox:
                 "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
                 "--hostname", SANDBOX_HOSTNAME, "--disable-userns",
                 "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv"]
-        if not request.network:
+        network = IsolatedNetwork.prepare() if request.network else None
+        if network is not None:
+            launch.cleanups.append(network.close)
+            launch.network = network
+            launch.pass_fds = (network.go_read,)  # the network closes it (once) when released
+        else:
             args.append("--unshare-net")
         env = minimal_env(request.env, "/tmp", DEFAULT_PATH)
         for key, value in env.items():
             args += ["--setenv", key, value]
         args += system_binds(request.network)
+        if network is not None:
+            args += ["--ro-bind", str(network.resolv_conf), "/etc/resolv.conf"]
         args += ["--proc", "/proc", "--dev", "/dev"]
         scratch = str(request.scratch_mb * 1024 * 1024)
         args += ["--size", scratch, "--tmpfs", "/tmp"]
@@ -117,7 +128,9 @@ class BwrapSandbox:
                 args += ["--bind", str(layer.merged), str(layer.lower)]
             for original, copy in request.overlays.copies:
                 args += ["--bind", str(copy), str(original)]
-            launch.enter_namespaces = request.overlays.mounter()
+        if request.overlays is not None or network is not None:
+            layers = request.overlays.layers if request.overlays is not None else []
+            launch.enter_namespaces = namespace_entry(layers, new_network=network is not None)
         for bind in (Bind.of(b) for b in request.protected):
             args += ["--ro-bind", bind.source, bind.target]
         args += hide_args([Bind.of(b) for b in request.hidden])
@@ -137,15 +150,27 @@ class BwrapSandbox:
             launch.run_as = self.drop_to
         plan = limit_launch(launch, request, self.cgroups, own_user_namespace=True)
         args += ["--", *plan.wrap(list(request.argv))]
-        launch.argv = args
-        launch.pass_fds = tuple(fds)
+        launch.argv = network.wrap(args) if network is not None else args
+        launch.pass_fds = (*launch.pass_fds, *fds)
 
     # -- running -------------------------------------------------------------------------
 
     def start(self, request: SandboxRequest) -> tuple[subprocess.Popen[bytes], Launch]:
         """Prepare and start ``request`` without waiting (for the warm pool and sessions)."""
         launch = self.prepare(request)
-        return spawn_or_release(launch), launch
+        proc = spawn_or_release(launch)
+        if launch.network is not None:
+            try:
+                launch.network.attach(proc.pid)
+            except OSError as exc:
+                kill_tree(proc, launch.cgroup)
+                proc.wait()
+                for stream in (proc.stdin, proc.stdout, proc.stderr):
+                    if stream is not None:
+                        stream.close()
+                launch.release()
+                raise OSError(f"the sandbox's network could not be set up: {exc}") from exc
+        return proc, launch
 
     def finish(
         self, proc: subprocess.Popen[bytes], launch: Launch, request: SandboxRequest, stdin: bytes,

@@ -28,6 +28,8 @@ from codeward.coding.sandbox.model import (
 from codeward.coding.sandbox.outcome import signal_name
 
 DEFAULT_IMAGE = "debian:12-slim"
+BRIDGE_WARNING = ("WARNING: the container had the engine's bridge network: the host (through the bridge's "
+                  "gateway) and private ranges WERE reachable")
 PING_TIMEOUT_S = 3
 
 
@@ -120,6 +122,8 @@ class DockerSandbox:
         try:
             outcome = self._drive(container, request, started)
             outcome.result.limits = container_limits(request, memory)
+            if request.network:
+                outcome.result.notes.append(BRIDGE_WARNING)
             return outcome
         finally:
             with contextlib.suppress(Exception):

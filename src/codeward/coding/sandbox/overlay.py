@@ -31,7 +31,9 @@ from pathlib import Path
 
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNS = 0x00020000
+CLONE_NEWNET = 0x40000000
 MS_REC = 0x4000
+PR_SET_DUMPABLE = 4
 MS_PRIVATE = 1 << 18
 OVERLAY_UNAVAILABLE_EXIT = 125
 """Exit status of the child when the overlay cannot be mounted (the message is on stderr)."""
@@ -80,36 +82,44 @@ class Overlays:
         shutil.rmtree(self.base, ignore_errors=True)
 
     def mounter(self) -> Callable[[], None]:
-        """What the child runs before exec: enter new user and mount namespaces, mount the layers.
+        """What the child runs before exec: see :func:`namespace_entry`."""
+        return namespace_entry(self.layers)
 
-        Everything it needs is prepared here, in the parent; the child only makes system calls.
-        On failure it writes the reason to stderr and exits with :data:`OVERLAY_UNAVAILABLE_EXIT`.
-        """
-        libc = _libc()
-        unshare, mount = libc.unshare, libc.mount
-        uid, gid = os.geteuid(), os.getegid()
-        uid_map, gid_map = f"0 {uid} 1".encode(), f"0 {gid} 1".encode()
-        mounts = [(str(layer.merged).encode(),
-                   f"lowerdir={_escape(layer.lower)},upperdir={_escape(layer.upper)},"
-                   f"workdir={_escape(layer.work)},userxattr".encode()) for layer in self.layers]
 
-        def enter() -> None:
-            if unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0:
-                _die(b"cannot create a user namespace for the overlay", ctypes.get_errno())
-            for path, data in ((b"/proc/self/setgroups", b"deny"), (b"/proc/self/uid_map", uid_map),
-                               (b"/proc/self/gid_map", gid_map)):
-                fd = os.open(path, os.O_WRONLY)
-                try:
-                    os.write(fd, data)
-                finally:
-                    os.close(fd)
-            if mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
-                _die(b"cannot make the mounts private", ctypes.get_errno())
-            for target, options in mounts:
-                if mount(b"overlay", target, b"overlay", 0, options) != 0:
-                    _die(b"cannot mount the overlay of the workspace", ctypes.get_errno())
+def namespace_entry(layers: Sequence[Layer], new_network: bool = False) -> Callable[[], None]:
+    """What the child runs between fork and exec: enter a new user and mount namespace (and a
+    network namespace with ``new_network``), map its own uid and gid to root there, make every
+    mount private and mount the overlay of each layer.
 
-        return enter
+    Everything is prepared here, in the parent; the child only makes system calls. On failure
+    it writes the reason to stderr and exits with :data:`OVERLAY_UNAVAILABLE_EXIT`.
+    """
+    libc = _libc()
+    unshare, mount, prctl = libc.unshare, libc.mount, libc.prctl
+    flags = CLONE_NEWUSER | CLONE_NEWNS | (CLONE_NEWNET if new_network else 0)
+    mounts = [(str(layer.merged).encode(),
+               f"lowerdir={_escape(layer.lower)},upperdir={_escape(layer.upper)},"
+               f"workdir={_escape(layer.work)},userxattr".encode()) for layer in layers]
+
+    def enter() -> None:
+        uid, gid = os.geteuid(), os.getegid()  # after any switch to an unprivileged user
+        prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # a switch from root made /proc/self root's: take it back
+        if unshare(flags) != 0:
+            _die(b"cannot create a user namespace for the overlay", ctypes.get_errno())
+        for path, data in ((b"/proc/self/setgroups", b"deny"), (b"/proc/self/uid_map", b"0 %d 1" % uid),
+                           (b"/proc/self/gid_map", b"0 %d 1" % gid)):
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+        if mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+            _die(b"cannot make the mounts private", ctypes.get_errno())
+        for target, options in mounts:
+            if mount(b"overlay", target, b"overlay", 0, options) != 0:
+                _die(b"cannot mount the overlay of the workspace", ctypes.get_errno())
+
+    return enter
 
 
 def _escape(path: Path) -> str:
@@ -126,6 +136,7 @@ def _libc() -> ctypes.CDLL:
     libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
     libc.unshare.argtypes = [ctypes.c_int]
     libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
     return libc
 
 

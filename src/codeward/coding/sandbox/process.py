@@ -30,6 +30,9 @@ from codeward.coding.sandbox.runner import (
     spawn_or_release,
 )
 
+HOST_NETWORK_WARNING = ("WARNING: this run had the host's own network: services on the host's 127.0.0.1, "
+                        "private ranges and the host's neighbours WERE reachable")
+
 
 class ProcessSandbox:
     """Runs requests as ordinary child processes (see the module docstring)."""
@@ -88,6 +91,8 @@ class ProcessSandbox:
             launch.release()
         result = to_result(collected, events, request, self.name, False, limits=launch.limits)
         result.notes.append("not isolated: the process backend cannot hide host files or the network")
+        if request.network:
+            result.notes.append(HOST_NETWORK_WARNING)
         return result
 
     def run(self, request: SandboxRequest) -> SandboxResult:

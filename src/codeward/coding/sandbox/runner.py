@@ -25,6 +25,7 @@ from codeward.coding.sandbox.limits import LimitPlan, plan_limits
 
 if TYPE_CHECKING:
     from codeward.coding.sandbox.model import SandboxRequest, SandboxResult
+    from codeward.coding.sandbox.network import IsolatedNetwork
 
 OUTPUT_KILL_FACTOR = 16
 """A run printing this many times ``max_output_bytes`` is killed: nobody reads that much."""
@@ -52,7 +53,9 @@ class Launch:
     limits: LimitPlan = field(default_factory=LimitPlan)
     """What :func:`limit_launch` chose, reported with the result."""
     enter_namespaces: Callable[[], None] | None = None
-    """Run in the child after its limits, before exec (the overlay mounts)."""
+    """Run in the child after its limits, before exec (the overlay mounts, a network namespace)."""
+    network: IsolatedNetwork | None = None
+    """The run's own network, attached once the child exists."""
 
     def release(self) -> None:
         for fd in self.parent_fds:
@@ -160,12 +163,12 @@ def _child_setup(
             if which == resource.RLIMIT_CPU:
                 soft_hard = (value, value + 1)  # SIGXCPU first, SIGKILL a second later
             resource.setrlimit(which, soft_hard)
-        if enter_namespaces is not None:
-            enter_namespaces()
         if run_as is not None:
             os.setgroups([])
             os.setgid(run_as[1])
             os.setuid(run_as[0])
+        if enter_namespaces is not None:
+            enter_namespaces()
 
     return setup
 
