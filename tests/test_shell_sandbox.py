@@ -196,3 +196,18 @@ def test_tracked_files_outside_the_roots_are_writable_and_their_neighbours_are_n
     assert tracked.read_text() == "new\n"
     assert "untouched" not in outcome.text and "neighbour=1" in outcome.text
     assert neighbour.read_text() == "untouched\n"
+
+
+@needs_bwrap
+def test_the_shell_hides_every_name_the_file_tools_refuse(catalog: Catalog, root: Path) -> None:
+    """One list: a name the workspace refuses (any case, inside .git too) reads as empty in a script."""
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    secrets = {"server.KEY": "upper-case key", ".git/.env": "env in git", "deep/er/.ENV": "folded env"}
+    for name, text in secrets.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text + "\n")
+    ctx = ToolContext(Workspace.create([root]))
+    for name in secrets:
+        assert catalog.call("read_file", {"path": name}, ctx).is_error, name  # the file tools refuse each
+    outcome = run_shell(catalog, [root], "cat server.KEY .git/.env deep/er/.ENV")
+    assert not any(text in outcome.text for text in secrets.values()), outcome.text

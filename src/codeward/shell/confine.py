@@ -21,7 +21,8 @@ import pathspec
 from codeward.workspace import HARD_BLACKLIST_NAMES, HARD_BLACKLIST_SUFFIX, Workspace
 
 MAX_SCANNED_ENTRIES = 200_000
-SKIPPED_DIRS = frozenset({".git", ".hg", ".svn"})
+SKIPPED_DIRS = frozenset({"objects"})
+"""Folders of a ``.git`` not scanned for secrets: object stores hold only hashed names."""
 
 
 @dataclass
@@ -89,7 +90,8 @@ def blacklisted_entries(workspace: Workspace) -> tuple[list[Path], bool]:
                     continue
                 if candidate(entry.name, entry.path[prefix:]) and workspace.blacklist_reason(Path(entry.path)):
                     found.append(Path(entry.path))
-                elif entry.is_dir(follow_symlinks=False) and entry.name not in SKIPPED_DIRS:
+                elif entry.is_dir(follow_symlinks=False) and not (
+                        entry.name in SKIPPED_DIRS and os.path.basename(directory) == ".git"):
                     pending.append(entry.path)
     return sorted(found), True
 
@@ -98,8 +100,8 @@ def _prefilter(globs: tuple[str, ...]) -> Callable[[str, str], bool]:
     """A test that is true for every blacklisted (name, relative path), and for few others."""
     spec = pathspec.PathSpec.from_lines("gitignore", globs)
     sources = [p.regex.pattern for p in spec.patterns if p.include and p.regex is not None]
-    try:
-        combined = re.compile("|".join(f"(?:{s})" for s in sources)) if sources else None
+    try:  # case-insensitive: the workspace also refuses 'server.KEY' where '*.key' is blacklisted
+        combined = re.compile("|".join(f"(?:{s})" for s in sources), re.IGNORECASE) if sources else None
     except re.error:
         return lambda name, relative: True
 
