@@ -196,9 +196,19 @@ def test_every_run_is_logged_as_a_json_line_and_to_the_client(catalog: Catalog, 
 
 @pytest.mark.parametrize("sandboxed", MODES)
 def test_a_cancelled_call_kills_the_script(catalog: Catalog, root: Path, sandboxed: bool) -> None:
-    run = shell_call(catalog, root, ShellSettings(sandbox=sandboxed))
+    cancel = threading.Event()
+
+    class CancelOnProgress(Recorder):
+        """Cancels at the first "running for 1 s" report: the script has surely started by then,
+        however slowly a loaded machine starts the sandbox."""
+
+        def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
+            super().progress(done, total, message)
+            cancel.set()
+
+    run = shell_call(catalog, root, ShellSettings(sandbox=sandboxed), reporter=CancelOnProgress())
     ctx: ToolContext = run.ctx  # type: ignore[attr-defined]
-    timer = threading.Timer(0.3, ctx.cancelled.set)
+    timer = threading.Thread(target=lambda: cancel.wait(60) and ctx.cancelled.set())
     timer.start()
     outcome = run("echo started; sleep 30; echo never", timeout_s=60)
     timer.join()
