@@ -105,7 +105,7 @@ async def test_network_is_refused_without_the_operator(host: Host) -> None:
 
 @pytest.mark.skipif(network_unavailable() is not None, reason=f"no isolated network: {network_unavailable()}")
 async def test_allowed_network_cannot_reach_the_host(host: Host) -> None:
-    configure(host, "\n[coding]\nallow_network = true\n")
+    configure(host, "\n[coding]\nallow_network = true\n\n[shell]\nnetwork = true\n")
     own = sorted({a.address for addrs in psutil.net_if_addrs().values() for a in addrs
                   if a.family == socket.AF_INET})
     targets = ["127.0.0.1", "10.0.2.2", *own]
@@ -116,11 +116,16 @@ async def test_allowed_network_cannot_reach_the_host(host: Host) -> None:
             "        print(host, 'CONNECTED')\n"
             "    except OSError as error:\n"
             "        print(host, 'no:', error.strerror)\n")
+    shell = "".join(f"(exec 3<>/dev/tcp/{target}/{host.listener.port} && echo {target} CONNECTED) 2>/dev/null\n"
+                    for target in targets) + "ip route | grep -c unreachable\n"
     async with host.serve() as session:
+        await logged_once(session, host)
         answer = await session.call("coding_execute_code", {"language": "python", "code": code, "network": True})
+        scripted = await session.call("run_shell", {"script": shell, "timeout_s": 60})
     assert not answer.is_error, answer.text
     assert answer.structured["status"] == "success", answer.structured
     assert "CONNECTED" not in answer.text and answer.text.count(" no: ") == len(targets)
+    assert "CONNECTED" not in scripted.text and "EXIT CODE: 0" in scripted.text, scripted.text
     # the fixture checks that the listener (bound to 127.0.0.1) saw nothing
 
 
