@@ -184,6 +184,8 @@ class BwrapSandbox:
         except BaseException:
             launch.release()
             raise
+        if launch.network is not None:
+            launch.network.close()  # now: slirp4netns and its files must not outlive a short-lived caller
         launch.release_soon()
         if "child-pid" not in status and not collected.timed_out:
             message = collected.stderr.decode("utf-8", "replace").strip() or f"bwrap exited {collected.returncode}"

@@ -79,6 +79,12 @@ class Overlays:
         return made
 
     def close(self) -> None:
+        """Remove the layers (overlayfs leaves its ``work/work`` folder with mode 0: made
+        removable first, or a normal user could not delete it)."""
+        for layer in self.layers:
+            with contextlib.suppress(OSError):
+                for folder in layer.work.iterdir():
+                    folder.chmod(0o700)
         shutil.rmtree(self.base, ignore_errors=True)
 
     def mounter(self) -> Callable[[], None]:
