@@ -9,8 +9,10 @@ planted command runs there.
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -177,3 +179,29 @@ def test_a_symlinked_folder_swapped_in_is_not_followed(catalog: Catalog, root: P
     assert list(outside.iterdir()) == []
     assert not (root / "data").is_symlink()
     assert "rc=" in outcome.text
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root serves another user's project")
+def test_root_serving_a_users_project_runs_scripts_as_that_user(catalog: Catalog) -> None:
+    """As root, a script runs with the project owner's rights (not root's) and can change that
+    user's files; what it creates belongs to that user."""
+    from tests.redteam.harness import principal
+
+    user = principal("user")
+    project = Path(tempfile.mkdtemp(prefix="codeward-owned-"))
+    try:
+        project.chmod(0o755)
+        (project / "owned.txt").write_text("one\n")
+        (project / "root-only.txt").write_text("root's\n")
+        for path in (project, project / "owned.txt"):
+            os.chown(path, user.uid, user.gid)
+        (project / "root-only.txt").chmod(0o600)
+        outcome = shell(catalog, project, "echo two >> owned.txt; echo new > new.txt; mkdir made; ln -s new.txt link\n"
+                                          "cat root-only.txt; echo read=$?")
+        assert "read=1" in outcome.text and "root's" not in outcome.text  # the owner's rights, not root's
+        assert (project / "owned.txt").read_text() == "one\ntwo\n"
+        for name in ("owned.txt", "new.txt", "made", "link"):
+            info = (project / name).lstat()
+            assert (info.st_uid, info.st_gid) == (user.uid, user.gid), name
+    finally:
+        shutil.rmtree(project, ignore_errors=True)

@@ -244,6 +244,7 @@ class _Applier:
         if not target.exists():
             try:
                 target.mkdir(mode=stat.S_IMODE(info.st_mode) & 0o777)
+                _give_to_folder_owner(target)
             except OSError as exc:
                 self.fail(target, exc)
                 return
@@ -298,6 +299,7 @@ class _Applier:
         temporary = target.parent / f".{target.name[:64]}.{secrets.token_hex(4)}.codeward-tmp"
         try:
             os.symlink(pointed, temporary)
+            _give_to_folder_owner(temporary)
             os.replace(temporary, target)
         except OSError as exc:
             with contextlib.suppress(OSError):
@@ -418,6 +420,14 @@ def _same_file(source: Path, target: Path, mode: int) -> bool:
                 return True
 
 
+def _give_to_folder_owner(path: Path) -> None:
+    """As root, what codeward creates for a script belongs to whoever owns the folder (the
+    project's owner), as if that user had made it."""
+    if os.geteuid() == 0:
+        folder = path.parent.lstat()
+        os.lchown(path, folder.st_uid, folder.st_gid)
+
+
 def _open_checked_folder(folder: Path, workspace: Workspace) -> int:
     """A descriptor of ``folder``, checked to really be it (not a link swapped in since)."""
     dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -445,6 +455,12 @@ def _stage_copy(source: Path, target: Path, mode: int, times: tuple[int, int], w
             with open(source, "rb") as reader, os.fdopen(fd, "wb") as writer:
                 shutil.copyfileobj(reader, writer, COPY_CHUNK)
                 writer.flush()
+                if os.geteuid() == 0:  # a replaced file keeps its owner; a new one gets its folder's
+                    try:
+                        have = os.stat(target.name, dir_fd=dir_fd, follow_symlinks=False)
+                    except FileNotFoundError:
+                        have = os.fstat(dir_fd)
+                    os.fchown(writer.fileno(), have.st_uid, have.st_gid)
                 os.fchmod(writer.fileno(), mode)
             os.utime(temporary, ns=times, dir_fd=dir_fd)
         except BaseException:

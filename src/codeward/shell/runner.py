@@ -234,18 +234,32 @@ def _sandboxed_request(ctx: ToolContext, command: ShellCommand, settings: ShellS
                          "[shell] ro_paths in codeward.toml to use programs from there")
     plan = confine(ctx.workspace, settings.hide_secrets)
     notes += plan.notes
+    owner = project_owner(primary)
     try:
-        overlays = Overlays.create(plan.directories, plan.files)
+        overlays = Overlays.create(plan.directories, plan.files, owner)
     except OSError as exc:
         return Result.fail(ErrorKind.UNAVAILABLE, f"could not prepare the workspace overlay: {exc.strerror or exc}",
                            "Check that the temporary directory is writable and has space.", data=None)
     request = SandboxRequest(
         argv=shell_argv(command.shell, executable, command.script), env=env, workdir=str(primary),
-        ro_binds=[str(p) for p in readable], hidden=plan.hidden, overlays=overlays,
+        ro_binds=[str(p) for p in readable], hidden=plan.hidden, overlays=overlays, run_as=owner,
         network=settings.network, timeout_s=command.timeout_s, memory_mb=settings.memory_mb,
         max_processes=settings.max_processes, file_size_mb=FILE_SIZE_MB, open_files=OPEN_FILES,
         scratch_mb=SCRATCH_MB, max_output_bytes=settings.max_output_bytes)
     return Result.success((request, notes))
+
+
+def project_owner(primary: Path) -> tuple[int, int] | None:
+    """Who a script runs as when codeward is root: the project's owner (not root) — it then
+    has that user's rights, and can change the files that user owns through the overlay,
+    whose namespace maps one user. ``None`` (stay as is) when not root or root owns it."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        info = primary.stat()
+    except OSError:
+        return None
+    return (info.st_uid, info.st_gid) if info.st_uid != 0 else None
 
 
 def _host_request(ctx: ToolContext, command: ShellCommand, settings: ShellSettings, env_file: EnvFile) -> Prepared:

@@ -148,6 +148,8 @@ class BwrapSandbox:
         if (self.drop_to is not None and not rw and request.overlays is None
                 and all(_world_reachable(b.source) for b in binds)):
             launch.run_as = self.drop_to
+        if request.run_as is not None and os.geteuid() == 0:
+            launch.run_as = request.run_as
         plan = limit_launch(launch, request, self.cgroups, own_user_namespace=True)
         args += ["--", *plan.wrap(list(request.argv))]
         launch.argv = network.wrap(args) if network is not None else args

@@ -104,6 +104,9 @@ class SandboxRequest:
     hidden: Sequence[BindSpec] = ()
     """Host paths inside bound trees covered by an empty read-only stand-in after every bind,
     so secrets there cannot be read (bwrap only, like ``protected``)."""
+    run_as: tuple[int, int] | None = None
+    """(uid, gid) of the host user to run as, when codeward runs as root (bwrap only): a
+    project's owner, so the program has that user's rights rather than root's."""
     overlays: Overlays | None = None
     """Host directories (and files) shown writable at their own paths, whose writes land in
     private layers the caller applies afterwards (bwrap only; see :mod:`.overlay`)."""

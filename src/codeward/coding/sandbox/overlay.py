@@ -59,20 +59,31 @@ class Overlays:
     """(host file, private copy) for single files shown writable (tracked files outside roots)."""
 
     @classmethod
-    def create(cls, directories: Sequence[Path], files: Sequence[Path] = ()) -> Overlays:
-        """Layers for ``directories`` and private copies of ``files``; raises ``OSError``."""
+    def create(cls, directories: Sequence[Path], files: Sequence[Path] = (),
+               owner: tuple[int, int] | None = None) -> Overlays:
+        """Layers for ``directories`` and private copies of ``files``; raises ``OSError``.
+
+        ``owner``: the (uid, gid) the run will have (a root caller running it as the project's
+        owner), who must own the layers.
+        """
         base = Path(tempfile.mkdtemp(prefix="codeward-overlay-"))
         made = cls(base)
         try:
+            created = [base]
             for index, directory in enumerate(directories):
                 layer = Layer(directory, base / f"{index}.upper", base / f"{index}.work", base / f"{index}.merged")
                 for path in (layer.upper, layer.work, layer.merged):
                     path.mkdir(mode=0o700)
+                    created.append(path)
                 made.layers.append(layer)
             for index, original in enumerate(files):
                 copy = base / f"{index}.file"
                 shutil.copy2(original, copy, follow_symlinks=False)
                 made.copies.append((original, copy))
+                created.append(copy)
+            if owner is not None:
+                for path in created:
+                    os.lchown(path, *owner)
         except BaseException:
             made.close()
             raise
