@@ -16,6 +16,8 @@ from codeward.tools import default_catalog
 from codeward.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
+collect_ignore_glob = ["fixtures/*"]
+"""Vendored third-party projects under fixtures/ are review inputs, not tests of codeward."""
 NODE_BIN = REPO / "tests" / "node" / "node_modules" / ".bin"
 
 

@@ -25,10 +25,13 @@ from codeward.coding.review.analyzers import (
     ToolRunner,
     analyzers_for,
 )
+from codeward.coding.review.dedupe import merge_duplicates
 from codeward.coding.review.models import AnalysisType, AnalyzerRun, Issue, Severity, at_least
+from codeward.coding.review.project_config import ProjectConfig
 from codeward.coding.review.runner import ReviewConfig
 
 MAX_PARALLEL_ANALYZERS = 4
+CONFIGURABLE = frozenset({"ruff", "mypy", "bandit", "vulture", "biome"})
 Progress = Callable[[int, int, str], None]
 
 
@@ -42,6 +45,8 @@ class Review:
     maintainability: dict[Path, float] = field(default_factory=dict)
     lines: dict[Path, int] = field(default_factory=dict)
     runs: list[AnalyzerRun] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What the user should know about how the review ran (configuration options not honoured...)."""
 
     @property
     def failed(self) -> list[AnalyzerRun]:
@@ -68,8 +73,11 @@ def review(
     config: ReviewConfig,
     cancelled: threading.Event,
     progress: Progress | None = None,
+    project: ProjectConfig | None = None,
 ) -> Review:
-    """Run the analyzers of ``types`` over ``files``; keep issues at or above ``threshold``."""
+    """Run the analyzers of ``types`` over ``files`` with the project's configuration; keep issues at or
+    above ``threshold``."""
+    project = project or ProjectConfig()
     result = Review(files=list(files), lines={f.path: _count_lines(f.path) for f in files})
     jobs: list[_Job] = []
     for analysis_type in types:
@@ -83,7 +91,7 @@ def review(
             result.runs.append(AnalyzerRun(analysis_type=analysis_type, tool=_tools_text(analysis_type),
                                            status="skipped", message=_not_applicable(analysis_type, files)))
     with tempfile.TemporaryDirectory(prefix="codeward-review-") as workdir:
-        runner = ToolRunner(config, Path(workdir), cancelled)
+        runner = ToolRunner(config, Path(workdir), cancelled, project)
         outcomes = _run_all(jobs, runner, progress)
     for job, outcome in zip(jobs, outcomes, strict=True):
         analyzer = job.analyzer
@@ -91,12 +99,16 @@ def review(
             result.runs.append(AnalyzerRun(analysis_type=analyzer.analysis_type, tool=analyzer.tool, status="error",
                                            message=outcome.info.message, hint=outcome.info.hint))
             continue
+        used = _configuration(analyzer.tool, config, project)
         result.runs.append(AnalyzerRun(analysis_type=analyzer.analysis_type, tool=analyzer.tool, status="ok",
-                                       message=f"{len(job.files)} files"))
+                                       message=f"{len(job.files)} files{used}"))
         result.issues += [issue for issue in outcome.issues if at_least(issue.severity, threshold)]
         for path, values in outcome.complexities.items():
             result.complexities.setdefault(path, []).extend(values)
         result.maintainability.update(outcome.maintainability)
+    linted = {f.display for job, outcome in zip(jobs, outcomes, strict=True)
+              if job.analyzer.tool == "ruff" and not isinstance(outcome, AnalyzerFailure) for f in job.files}
+    result.issues = merge_duplicates(result.issues, linted)
     result.issues.sort(key=lambda issue: (issue.file, issue.line, issue.column, issue.category, issue.rule))
     return result
 
@@ -148,6 +160,16 @@ def _run_all(jobs: list[_Job], runner: ToolRunner, progress: Progress | None) ->
 
 def _label(job: _Job) -> str:
     return f"{job.analyzer.tool} ({job.analyzer.analysis_type})"
+
+
+def _configuration(tool: str, config: ReviewConfig, project: ProjectConfig) -> str:
+    """Which configuration an analyzer honoured, for the analysis summary."""
+    if tool not in CONFIGURABLE:
+        return ""
+    if config.isolated:
+        return "; isolated: the project's configuration was not read"
+    used = project.used.get(tool)
+    return f"; configuration: {used}" if used else "; no project configuration"
 
 
 def _count_lines(path: Path) -> int:

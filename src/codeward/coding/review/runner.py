@@ -30,7 +30,8 @@ POLL_SECONDS = 0.1
 STDERR_TAIL_CHARS = 600
 REVIEW_EXTRAS_KEY = "review"
 """Key of a :class:`ReviewConfig` in ``ToolContext.extras``; absent means the defaults."""
-DROPPED_ENV = ("PYTHONPATH", "MYPYPATH", "PYTHONSTARTUP", "PYTHONHOME", "RUFF_CACHE_DIR")
+DROPPED_ENV = ("PYTHONPATH", "MYPYPATH", "PYTHONSTARTUP", "PYTHONHOME", "RUFF_CACHE_DIR", "RUFF_OUTPUT_FILE",
+               "MYPY_CACHE_DIR")
 
 
 @dataclass(frozen=True)

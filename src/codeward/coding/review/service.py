@@ -25,6 +25,7 @@ from codeward.coding.review.models import (
     ReportResult,
     Severity,
 )
+from codeward.coding.review.project_config import ProjectConfig, discover
 from codeward.coding.review.report import (
     DEFAULT_TITLE,
     ReportFormat,
@@ -70,8 +71,12 @@ def _types(requested: Sequence[AnalysisType] | None) -> Result[list[AnalysisType
 
 
 def _run(ctx: ToolContext, files: Sequence[SourceFile], types: Sequence[AnalysisType], threshold: Severity) -> Review:
-    return review(files, types, threshold, config=config_of(ctx), cancelled=ctx.cancelled,
-                  progress=lambda done, total, message: ctx.progress(done, total, message))
+    config = config_of(ctx)
+    project = ProjectConfig() if config.isolated else discover([f.path for f in files], ctx.workspace)
+    result = review(files, types, threshold, config=config, cancelled=ctx.cancelled, project=project,
+                    progress=lambda done, total, message: ctx.progress(done, total, message))
+    result.notes.extend(project.notes)
+    return result
 
 
 def _existing(ctx: ToolContext, raw: str, param: str) -> Result[Path]:
@@ -162,7 +167,7 @@ def analyze_project(
     display = ctx.workspace.display(ctx.workspace.resolve(path).data)
     result = _run(ctx, files.data, types.data, severity_threshold)
     analysis = project_analysis(result, display)
-    notes: list[str] = []
+    notes: list[str] = list(result.notes)
     if not files.data:
         notes.append(f"No supported source files under {display}. {unsupported_file_hint()}")
     if destination is not None:
@@ -191,7 +196,9 @@ def review_paths(ctx: ToolContext, paths: Sequence[str]) -> Result[ProjectReview
                            "Review fewer paths at once.")
     display = f"{len(paths)} paths"
     result = _run(ctx, list(chosen.values()), list(ANALYSIS_TYPES), "info")
-    notes = [] if chosen else [f"No supported source files in {display}. {unsupported_file_hint()}"]
+    notes = list(result.notes)
+    if not chosen:
+        notes.append(f"No supported source files in {display}. {unsupported_file_hint()}")
     return Result(data=ProjectReview(project_analysis(result, display), result.issues), notes=notes)
 
 

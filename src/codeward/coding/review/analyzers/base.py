@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codeward.coding.review.models import AnalysisType, Issue
+from codeward.coding.review.project_config import ProjectConfig
 from codeward.coding.review.runner import Completed, ReviewConfig, locate, run
 from codeward.result import ErrorInfo, ErrorKind
 
@@ -67,12 +68,16 @@ class ToolRunner:
     config: ReviewConfig
     workdir: Path
     cancelled: threading.Event
+    project: ProjectConfig = field(default_factory=ProjectConfig)
+    """The reviewed project's analyzer configuration (empty when the review is isolated)."""
 
-    def run(self, tool: str, arguments: Sequence[str], ok_exit_codes: Iterable[int]) -> Completed:
+    def run(self, tool: str, arguments: Sequence[str], ok_exit_codes: Iterable[int], *,
+            cwd: Path | None = None) -> Completed:
+        """Run ``tool`` in the private directory (or ``cwd``), within the time limit."""
         located = locate(tool, self.config)
         if not located.ok:
             raise AnalyzerFailure(located.errors[0])
-        finished = run([located.data, *arguments], cwd=self.workdir, timeout=self.config.timeout_seconds,
+        finished = run([located.data, *arguments], cwd=cwd or self.workdir, timeout=self.config.timeout_seconds,
                        cancelled=self.cancelled)
         if not finished.ok:
             raise AnalyzerFailure(finished.errors[0])

@@ -3,6 +3,9 @@
 vulture has no JSON output; its line format (``path:line: message (N% confidence)``) is
 stable and parsed here. Findings of 90% confidence and more (unused imports, unreachable
 code) are warnings; the 60% ones (an unused function may be called dynamically) are info.
+The project's ``[tool.vulture]`` settings (exclude, ignore_names, ignore_decorators,
+min_confidence, whitelist modules in ``paths``) apply unless the review is isolated; they are
+passed as flags, so no setting can change the output format.
 """
 
 from __future__ import annotations
@@ -19,7 +22,13 @@ NO_DEAD_CODE, INVALID_INPUT, DEAD_CODE = 0, 1, 3
 
 
 def analyze(files: Sequence[SourceFile], runner: ToolRunner) -> Findings:
-    completed = runner.run("vulture", ["--", *paths(files)], ok_exit_codes=(NO_DEAD_CODE, INVALID_INPUT, DEAD_CODE))
+    options: list[str] = []
+    whitelists: list[str] = []
+    if not runner.config.isolated:
+        options = list(runner.project.vulture_args)
+        whitelists = [str(path) for path in runner.project.vulture_paths]
+    completed = runner.run("vulture", [*options, "--", *paths(files), *whitelists],
+                           ok_exit_codes=(NO_DEAD_CODE, INVALID_INPUT, DEAD_CODE))
     index = FileIndex(files, runner.workdir)
     issues = []
     for line in completed.stdout.splitlines():
