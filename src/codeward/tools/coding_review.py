@@ -26,8 +26,9 @@ from codeward.result import Result
 
 TypesArg = Annotated[
     list[AnalysisType] | None,
-    Field(description="Analyses to run (default: all): lint (ruff), type (mypy), security (bandit), complexity "
-                      "(radon; lizard for C/C++/Java/JS/Go/Rust...), maintainability (radon), dead_code (vulture)."),
+    Field(description="Analyses to run (default: all): lint (ruff; shellcheck, cppcheck, biome), type (mypy), "
+                      "security (bandit), complexity (radon; lizard for C/C++/Java/JS/Go/Rust...), maintainability "
+                      "(radon), dead_code (vulture)."),
 ]
 ThresholdArg = Annotated[Severity, Field(description="Minimum severity to report: error, warning or info.")]
 GlobsArg = Annotated[list[str] | None,
@@ -76,7 +77,7 @@ def coding_analyze_project(
 
 
 @tool(toolset="coding", read_only=True, output=GateReport, title="Check quality gates",
-      examples=[{"path": "src", "gates": {"max_complexity": 8, "max_errors": 0}}])
+      examples=[{"path": "src", "gates": {"avg_complexity": 8, "max_complexity": 20, "max_errors": 0}}])
 def coding_check_quality_gates(
     ctx: ToolContext,
     path: Annotated[str, Field(description="Directory or file to analyze.")],

@@ -28,10 +28,10 @@ from codeward.coding.review.analyzers import (
 from codeward.coding.review.dedupe import merge_duplicates
 from codeward.coding.review.models import AnalysisType, AnalyzerRun, Issue, Severity, at_least
 from codeward.coding.review.project_config import ProjectConfig
-from codeward.coding.review.runner import ReviewConfig
+from codeward.coding.review.runner import ReviewConfig, locate
 
 MAX_PARALLEL_ANALYZERS = 4
-CONFIGURABLE = frozenset({"ruff", "mypy", "bandit", "vulture", "biome"})
+CONFIGURABLE = frozenset({"ruff", "mypy", "bandit", "vulture", "biome", "shellcheck"})
 Progress = Callable[[int, int, str], None]
 
 
@@ -84,9 +84,16 @@ def review(
         applicable = False
         for analyzer in analyzers_for(analysis_type):
             chosen = tuple(f for f in files if f.language in analyzer.languages)
-            if chosen:
-                jobs.append(_Job(analyzer, chosen))
-                applicable = True
+            if not chosen:
+                continue
+            applicable = True
+            if analyzer.optional and analyzer.tool not in config.executables and not locate(analyzer.tool, config).ok:
+                result.runs.append(AnalyzerRun(
+                    analysis_type=analysis_type, tool=analyzer.tool, status="skipped",
+                    message=f"{analyzer.tool} is not installed, so {len(chosen)} files were not checked by it; "
+                            f"{analyzer.install}"))
+                continue
+            jobs.append(_Job(analyzer, chosen))
         if not applicable:
             result.runs.append(AnalyzerRun(analysis_type=analysis_type, tool=_tools_text(analysis_type),
                                            status="skipped", message=_not_applicable(analysis_type, files)))

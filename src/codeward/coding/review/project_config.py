@@ -94,7 +94,8 @@ def discover(files: Iterable[Path], workspace: Workspace) -> ProjectConfig:
     ruff_source = _first(folders, RUFF_FILES, lambda p: p.name != "pyproject.toml" or _has_table(readable, p, "ruff"))
     biome_source = _first(folders, ("biome.json", "biome.jsonc"), lambda _p: True)
     sources = {"ruff": ruff_source, "mypy": mypy.source if mypy else None, "bandit": bandit_source,
-               "vulture": vulture_source, "biome": biome_source}
+               "vulture": vulture_source, "biome": biome_source,
+               "shellcheck": _first(folders, (".shellcheckrc", "shellcheckrc"), lambda _p: True)}
     used = {tool: workspace.display(path) for tool, path in sources.items() if path is not None}
     return ProjectConfig(ruff_source=ruff_source, mypy=mypy, bandit_args=bandit_args, bandit_source=bandit_source,
                          vulture_args=vulture_args, vulture_paths=vulture_paths, vulture_source=vulture_source,

@@ -31,7 +31,7 @@ STDERR_TAIL_CHARS = 600
 REVIEW_EXTRAS_KEY = "review"
 """Key of a :class:`ReviewConfig` in ``ToolContext.extras``; absent means the defaults."""
 DROPPED_ENV = ("PYTHONPATH", "MYPYPATH", "PYTHONSTARTUP", "PYTHONHOME", "RUFF_CACHE_DIR", "RUFF_OUTPUT_FILE",
-               "MYPY_CACHE_DIR")
+               "MYPY_CACHE_DIR", "BIOME_CONFIG_PATH", "SHELLCHECK_OPTS")
 
 
 @dataclass(frozen=True)

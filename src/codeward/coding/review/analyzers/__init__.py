@@ -1,6 +1,9 @@
 """The analyzers and the languages they understand, as tables (dispatch is a lookup).
 
-Python gets every analysis type; the other languages lizard reads get complexity only.
+Python gets every analysis type. The languages lizard reads get complexity; shell scripts,
+C/C++ and JavaScript/TypeScript are linted too, by shellcheck, cppcheck and Biome. Those three
+are optional: they are not Python packages, so a review without them says that they are not
+installed and how to install them, and goes on.
 """
 
 from __future__ import annotations
@@ -8,7 +11,7 @@ from __future__ import annotations
 from pathlib import PurePath
 from types import MappingProxyType
 
-from codeward.coding.review.analyzers import bandit, lizard, mypy, radon, ruff, vulture
+from codeward.coding.review.analyzers import bandit, biome, cppcheck, lizard, mypy, radon, ruff, shellcheck, vulture
 from codeward.coding.review.analyzers.base import Analyzer, AnalyzerFailure, Findings, SourceFile, ToolRunner
 from codeward.coding.review.models import AnalysisType
 
@@ -25,11 +28,18 @@ EXTENSIONS: MappingProxyType[str, str] = MappingProxyType({
     ".ts": "typescript", ".tsx": "typescript", ".mts": "typescript", ".cts": "typescript",
     ".go": "go", ".rs": "rust", ".cs": "csharp", ".kt": "kotlin", ".kts": "kotlin", ".scala": "scala",
     ".swift": "swift", ".rb": "ruby", ".php": "php", ".lua": "lua", ".m": "objectivec",
+    ".sh": "shell", ".bash": "shell", ".ksh": "shell",
 })
 """File suffix (lower case) to review language."""
 
 ANALYZERS: tuple[Analyzer, ...] = (
     Analyzer("lint", "ruff", PYTHON, ruff.analyze),
+    Analyzer("lint", "shellcheck", frozenset({"shell"}), shellcheck.analyze,
+             install="install it with `apt install shellcheck` (or your system's package manager)"),
+    Analyzer("lint", "cppcheck", frozenset({"c", "cpp"}), cppcheck.analyze,
+             install="install it with `apt install cppcheck` (or your system's package manager)"),
+    Analyzer("lint", "biome", frozenset({"javascript", "typescript"}), biome.analyze,
+             install="install it with `npm install --global @biomejs/biome`"),
     Analyzer("type", "mypy", PYTHON, mypy.analyze),
     Analyzer("security", "bandit", PYTHON, bandit.analyze),
     Analyzer("complexity", "radon", PYTHON, radon.analyze_complexity),

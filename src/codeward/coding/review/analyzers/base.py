@@ -104,6 +104,12 @@ class Analyzer:
     tool: str
     languages: frozenset[str]
     analyze: Analyze
+    install: str = ""
+    """How to install it, for the optional analyzers (not codeward dependencies); empty for the others."""
+
+    @property
+    def optional(self) -> bool:
+        return bool(self.install)
 
 
 def paths(files: Sequence[SourceFile]) -> list[str]:
