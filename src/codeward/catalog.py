@@ -83,6 +83,9 @@ class ToolSpec:
     regular files :meth:`Catalog.acall` runs it on the event loop, where a worker-thread hop
     would cost more than the call (such a tool must not use ``ctx.progress`` or ``ctx.peer``)."""
     examples: tuple[dict[str, Any], ...] = ()
+    aliases: tuple[str, ...] = ()
+    """Other names the tool answers to, never listed: a seed's name kept for clients that call it
+    by that name, without showing a model the same tool twice."""
     """Example calls (arguments), shown in ``docs/tools.md`` and ``registry_help`` and run by the
     contract test against every real client. They are never sent in ``tools/list``: a small model
     copies example values literally, and every listed token costs context."""
@@ -117,6 +120,7 @@ def tool(
     schema_dialect: bool = False,
     quick: bool = False,
     examples: Iterable[Mapping[str, Any]] = (),
+    aliases: Iterable[str] = (),
 ) -> Callable[[Callable[..., Result[Any]]], Callable[..., Result[Any]]]:
     """Declare a function a tool. Its docstring is the description; its signature the schema.
 
@@ -133,6 +137,9 @@ def tool(
         if writes is None:
             writes = () if read_only else tuple(f for f in model.model_fields if f.endswith("path"))
         checked = tuple(_checked_example(tool_name, model, example) for example in examples)
+        other_names = tuple(aliases)
+        for alias in other_names:
+            _check_name(alias)
         spec = ToolSpec(
             name=tool_name,
             description=inspect.cleandoc(func.__doc__ or tool_name),
@@ -146,6 +153,7 @@ def tool(
             schema_dialect=schema_dialect,
             quick=quick and read_only,
             examples=checked,
+            aliases=other_names,
         )
         setattr(func, SPEC_ATTRIBUTE, spec)
         return func
@@ -179,6 +187,9 @@ class ToolOutcome:
     rich: RichContent | None = None
     truncated: bool = False
     seconds: float = 0.0
+    """How long the call ran (what latency figures count)."""
+    waited: float = 0.0
+    """How long it waited for a person to approve it before running (not part of ``seconds``)."""
 
 
 class PathLocks:
@@ -227,11 +238,17 @@ class Catalog:
 
     def __init__(self, specs: Iterable[ToolSpec]) -> None:
         table: dict[str, ToolSpec] = {}
+        aliases: dict[str, ToolSpec] = {}
         for spec in specs:
-            if spec.name in table:
+            if spec.name in table or spec.name in aliases:
                 raise ValueError(f"tool {spec.name!r} is registered twice")
             table[spec.name] = spec
+            for alias in spec.aliases:
+                if alias in table or alias in aliases:
+                    raise ValueError(f"alias {alias!r} of {spec.name!r} is already a tool's name")
+                aliases[alias] = spec
         self._table: Mapping[str, ToolSpec] = table
+        self._aliases: Mapping[str, ToolSpec] = aliases
         self.locks = PathLocks()
 
     @classmethod
@@ -245,7 +262,7 @@ class Catalog:
         return cls(specs)
 
     def __contains__(self, name: object) -> bool:
-        return name in self._table
+        return name in self._table or name in self._aliases
 
     def __iter__(self) -> Iterator[ToolSpec]:
         return iter(self._table.values())
@@ -254,7 +271,8 @@ class Catalog:
         return len(self._table)
 
     def get(self, name: str) -> ToolSpec | None:
-        return self._table.get(name)
+        """The tool of this name, or of this alias."""
+        return self._table.get(name) or self._aliases.get(name)
 
     def names(self) -> list[str]:
         return list(self._table)
@@ -270,7 +288,7 @@ class Catalog:
     def call(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext) -> ToolOutcome:
         """Validate, run and bound one call, synchronously. Never raises for bad input."""
         started = time.perf_counter()
-        spec = self._table.get(name)
+        spec = self.get(name)
         if spec is None:
             result: Result[Any] = Result.fail(
                 ErrorKind.NOT_FOUND, f"unknown tool {name!r}", _suggest(name, self._table)
@@ -298,7 +316,7 @@ class Catalog:
         A ``quick`` tool on small files runs right here instead: the thread hop would cost more
         than the call (two wake-ups, and on a busy machine two waits for a CPU).
         """
-        spec = self._table.get(name)
+        spec = self.get(name)
         if spec is not None and spec.quick and names_only_small_files(arguments, ctx):
             return self.call(name, arguments, ctx)
         return await anyio.to_thread.run_sync(self.call, name, arguments, ctx, abandon_on_cancel=True)

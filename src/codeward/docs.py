@@ -42,6 +42,9 @@ def _tool_section(spec: ToolSpec) -> list[str]:
     out = [f"### `{spec.name}`", "", spec.description, ""]
     if hints:
         out += [f"*{', '.join(hints)}*", ""]
+    if spec.aliases:
+        names = ", ".join(f"`{alias}`" for alias in spec.aliases)
+        out += [f"Also answers to {names} (not listed: the same tool under an older name).", ""]
     schema = spec.input_schema
     properties: dict[str, Any] = schema.get("properties", {})
     if properties:

@@ -43,19 +43,23 @@ class ApprovingSurface:
 
     async def call(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext) -> ToolOutcome:
         info = next((i for i in self.inner.tool_infos() if i.name == name), None)
+        waited = 0.0
         if info is not None and not self.auto_approves(info, name):
             request = ApprovalRequest(name, "codeward", name, dict(arguments or {}), info.description,
                                       dict(info.annotations or {}), context=ctx)
+            asked = time.perf_counter()
             try:
                 approved = bool(await self.confirm(request))
             except Exception:  # a broken prompt denies, never approves
                 approved = False
+            waited = time.perf_counter() - asked
             if not approved:
                 error = ErrorInfo(ErrorKind.PERMISSION, f"the call to {name} was not approved, so it did not run",
                                   f"Ask the user to approve it when prompted, or to add {name!r} to "
                                   "[mcp] auto_approve in codeward.toml.", source="agent-policy")
-                return ToolOutcome(name, error.render(), True, [error], seconds=0.0)
+                return ToolOutcome(name, error.render(), True, [error], seconds=0.0, waited=waited)
         started = time.perf_counter()
         outcome = await self.inner.call(name, arguments, ctx)
         outcome.seconds = outcome.seconds or time.perf_counter() - started
+        outcome.waited += waited
         return outcome

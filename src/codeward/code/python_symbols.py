@@ -396,10 +396,11 @@ def suggest(module: PythonModule, name: str, *, definitions: bool = True, variab
     by_tail = [n for n in names if n.rpartition(".")[2] in close_tail]
     picks = list(dict.fromkeys([*same_tail, *close, *by_tail]))[:SUGGESTIONS]
     if picks:
-        return f"Closest names: {', '.join(picks)}. Methods are written Class.method; py_get_code_outline lists all."
+        return (f"Closest names: {', '.join(picks)}. A method is named by its class, a dot and its name; "
+                "py_get_code_outline lists all.")
     if not names:
         return "The file defines no such symbols at all; check the path."
-    return "List the names with py_get_code_outline (methods are written Class.method)."
+    return "List the names with py_get_code_outline (a method is named by its class, a dot and its name)."
 
 
 def lookup(

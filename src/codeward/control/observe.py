@@ -48,11 +48,12 @@ class SessionObserver:
                                           for e in outcome.errors)
         if self.state is not None:
             self.state.call_finished(call_id, is_error=outcome.is_error, seconds=seconds, text=outcome.text,
-                                     denied=denied)
+                                     denied=denied, waited=outcome.waited)
         if self.logs is not None:
             status = "denied" if denied else ("error" if outcome.is_error else "ok")
             self.logs.tool_call({"id": call_id, "tool": name, "source": source, "arguments": dict(arguments or {}),
-                                 "status": status, "duration_s": round(seconds, 6), "truncated": outcome.truncated,
+                                 "status": status, "duration_s": round(seconds, 6),
+                                 "approval_wait_s": round(outcome.waited, 6), "truncated": outcome.truncated,
                                  "errors": [e.to_dict() for e in outcome.errors], "result": preview(outcome.text)})
 
     def call_crashed(self, call_id: str, name: str, arguments: Mapping[str, Any] | None, source: str,
@@ -138,7 +139,8 @@ class ObservedSurface:
         except BaseException as exc:
             self.observer.call_crashed(call_id, name, arguments, source, exc, time.perf_counter() - started)
             raise
-        seconds = outcome.seconds or time.perf_counter() - started
+        # The outcome's own run time; else the time here, less any wait for a person's approval.
+        seconds = outcome.seconds or max(0.0, time.perf_counter() - started - outcome.waited)
         self.observer.call_finished(call_id, name, arguments, source, outcome, seconds)
         return outcome
 

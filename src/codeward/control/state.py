@@ -106,14 +106,16 @@ class ControlState:
     def call_resumed(self, call_id: str, approved: bool, by: str) -> None:
         self._update_call(call_id, status="running" if approved else "denied", approved_by=by)
 
-    def call_finished(self, call_id: str, *, is_error: bool, seconds: float, text: str, denied: bool = False) -> None:
+    def call_finished(self, call_id: str, *, is_error: bool, seconds: float, text: str, denied: bool = False,
+                      waited: float = 0.0) -> None:
+        """A call ended: ``seconds`` it ran (the latency figures), ``waited`` for approval before that."""
         with self.lock:
             record = self._calls.get(call_id)
             name = record["name"] if record else "?"
         self.tool_metrics.record(name, seconds, is_error)
         status = "denied" if denied else ("error" if is_error else "ok")
         self._update_call(call_id, status=status, duration_ms=round(seconds * 1000, 3),
-                          preview=_preview(text, PREVIEW_CHARS))
+                          approval_wait_ms=round(waited * 1000, 3), preview=_preview(text, PREVIEW_CHARS))
 
     def _update_call(self, call_id: str, **changes: Any) -> None:
         with self.lock:

@@ -190,19 +190,24 @@ class Gateway:
         upstream = self._upstreams.get(ref.alias)
         if upstream is None:
             return self._not_served(name, started)
+        waited = 0.0
         if not self.policy.auto_approves(name, ref.alias, ref.tool, entry.read_only):
             request = ApprovalRequest(name, ref.alias, ref.tool, dict(arguments or {}), entry.info.description,
                                       dict(entry.info.annotations or {}), context=ctx)
-            if not await self._ask(request):
-                return outcome_from_error(name, ErrorInfo(
+            asked = time.perf_counter()
+            approved = await self._ask(request)
+            waited = time.perf_counter() - asked
+            started += waited  # a person's think time is not the tool's latency
+            if not approved:
+                return _waited(outcome_from_error(name, ErrorInfo(
                     ErrorKind.PERMISSION, f"the call to {name} was not approved, so it did not run",
-                    self.policy.reason(name), source="gateway-policy"), started)
+                    self.policy.reason(name), source="gateway-policy"), started), waited)
         try:
             result = await upstream.call(ref.tool, arguments, progress=_progress_to(ctx), elicit=_elicit_via(ctx),
                                          idempotent=entry.idempotent)
         except UpstreamError as error:
-            return outcome_from_error(name, error.info(), started)
-        return outcome_from_result(name, result, ctx, started)
+            return _waited(outcome_from_error(name, error.info(), started), waited)
+        return _waited(outcome_from_result(name, result, ctx, started), waited)
 
     async def _ask(self, request: ApprovalRequest) -> bool:
         try:
@@ -332,6 +337,11 @@ def _entry(name: str, ref: ToolRef, tool: types.Tool) -> _Entry:
         source=ref.alias,
     )
     return _Entry(info, ref, read_only, idempotent)
+
+
+def _waited(outcome: ToolOutcome, seconds: float) -> ToolOutcome:
+    outcome.waited = seconds
+    return outcome
 
 
 def _progress_to(ctx: ToolContext) -> Any:

@@ -23,7 +23,7 @@ from codeward.code.repo_map import build_repo_map
 from codeward.code.symbol_index import CALLABLE_KINDS, CLASS_KINDS, SymbolIndex, index_root_for
 from codeward.code.tags import Extractors, tagged_language
 from codeward.code.textfile import read_text
-from codeward.code.usage_scan import SpanTable, locate_matches, usage_pattern
+from codeward.code.usage_scan import SpanTable, Usage, locate_matches, usage_pattern
 from codeward.context import ToolContext
 from codeward.result import ErrorKind, Result
 from codeward.workspace import Access
@@ -253,7 +253,7 @@ def _display(ctx: ToolContext, index: SymbolIndex, rel: str) -> str:
 
 
 def _not_found_hint(index: SymbolIndex, name: str, *, language: str = "", what: str = "definitions") -> str:
-    close = index.closest_names(name, language=language)
+    close = [found for found in index.closest_names(name, language=language) if found != name]
     part = name.replace("::", ".").rsplit(".", 1)[-1]
     if close:
         return f"Closest defined names: {', '.join(close)}. Check the spelling, or search by part: '*{part}*'."
@@ -373,14 +373,50 @@ def py_find_usages(
     if not opened.ok:
         return opened.cast(None)
     with opened.data as index:
-        found, total = index.usages(name, under=_scope_of(index, real), language="python", limit=MAX_USAGES)
+        under = _scope_of(index, real)
+        notes = list(opened.notes)
+        members = _defined_members(index, name)
+        if members:  # Class.method: its uses are attribute accesses (obj.method), rarely the dotted text
+            found, total = _member_usages(index, name, members, under)
+            notes.append(_member_note(name, members, index.root, ctx))
+        else:
+            found, total = index.usages(name, under=under, language="python", limit=MAX_USAGES)
         entries = [UsageEntry(path=_display(ctx, index, u.path), line=u.line, column=u.column, text=u.text,
                               definition=u.definition) for u in found]
         if not entries:
             hint = _not_found_hint(index, name, language="python", what="names")
             return Result(data=UsageReport(name=name, scope=scope, total=0, usages=[]),
-                          notes=[*opened.notes, f"[no Python code in {scope} uses {name!r}. {hint}]"])
-        return Result(data=UsageReport(name=name, scope=scope, total=total, usages=entries), notes=opened.notes)
+                          notes=[*notes, f"[no Python code in {scope} uses {name!r}. {hint}]"])
+        return Result(data=UsageReport(name=name, scope=scope, total=total, usages=entries), notes=notes)
+
+
+def _defined_members(index: SymbolIndex, name: str) -> list[Symbol]:
+    """The Python definitions whose qualified name is exactly the dotted ``name`` (a method, a nested class)."""
+    if "." not in name:
+        return []
+    symbols, _total = index.find(name, mode="exact", language="python", limit=20)
+    return [symbol for symbol in symbols if symbol.qualname == name]
+
+
+def _member_usages(index: SymbolIndex, name: str, members: list[Symbol], under: str) -> tuple[list[Usage], int]:
+    """Uses of a member's own name as an attribute (``x.member``), and the member's definitions."""
+    last = name.rsplit(".", 1)[-1]
+    plain, _total = index.usages(last, under=under, language="python", limit=MAX_USAGES * 10)
+    own = {(symbol.path, symbol.name_line) for symbol in members}
+    kept = [u for u in plain if ((u.path, u.line) in own if u.definition else _is_attribute_access(u.text, u.column))]
+    return kept[:MAX_USAGES], len(kept)
+
+
+def _is_attribute_access(line: str, column: int) -> bool:
+    """Whether the name at 1-based ``column`` of ``line`` follows a dot (``obj.name``, ``obj . name``)."""
+    return line[: column - 1].rstrip().endswith(".")
+
+
+def _member_note(name: str, members: list[Symbol], root: Path, ctx: ToolContext) -> str:
+    where = ", ".join(f"{ctx.workspace.display(root / m.path)}:{m.line}" for m in members[:3])
+    last = name.rsplit(".", 1)[-1]
+    return (f"[{name} is defined at {where}; its uses are found by the attribute name .{last} (static: a "
+            f".{last} of another class is counted too)]")
 
 
 def _usages_in_file(ctx: ToolContext, real: Path, name: str) -> Result[UsageReport | None]:
@@ -392,9 +428,29 @@ def _usages_in_file(ctx: ToolContext, real: Path, name: str) -> Result[UsageRepo
     source = loaded.data.text.encode("utf-8", "surrogateescape")
     language = tagged_language(real.name)
     spans = SpanTable.unpack(Extractors().extract(language, source).masked if language else b"")
-    usages = [UsageEntry(path=display, line=m.line, column=m.column, text=m.text, in_comment_or_string=m.masked)
-              for m in locate_matches(source, usage_pattern(name), spans)]
+    member_lines = _member_lines(loaded.data.text, name) if language == "python" else set()
+    if member_lines:  # Class.method: the attribute name after a dot, and the definition itself
+        last = name.rsplit(".", 1)[-1]
+        matches = [m for m in locate_matches(source, usage_pattern(last), spans)
+                   if m.line in member_lines or _is_attribute_access(m.text, m.column)]
+    else:
+        matches = locate_matches(source, usage_pattern(name), spans)
+    usages = [UsageEntry(path=display, line=m.line, column=m.column, text=m.text, in_comment_or_string=m.masked,
+                         definition=m.line in member_lines) for m in matches]
     return Result.success(UsageReport(name=name, scope=display, total=len(usages), usages=usages[:MAX_USAGES]))
+
+
+def _member_lines(text: str, name: str) -> set[int]:
+    """The ``def``/``class`` lines of the file's definitions named exactly ``name`` (dotted), if any."""
+    if "." not in name:
+        return set()
+    from codeward.code.python_symbols import parse_module
+
+    try:
+        module = parse_module(text)
+    except SyntaxError:
+        return set()
+    return {getattr(symbol.node, "lineno", symbol.start_line) for symbol in module.find(name)}
 
 
 @tool(toolset=PYTHON_TOOLSET, read_only=True, title="Python class hierarchy", output=Hierarchy,

@@ -226,12 +226,16 @@ def set_file_slice(
     if problem:
         return problem
     replacement = new_content.replace("\r\n", "\n")
-    if replacement and not replacement.endswith("\n") and end_line < len(lines):
+    rest = "".join(lines[end_line:])
+    # New lines end like the ones they replace: with a newline before more text, and, replacing
+    # the last line, as it ended (a final newline stays; a file without one stays without).
+    replaced_last = lines[end_line - 1] if start_line <= end_line else ""
+    if replacement and not replacement.endswith("\n") and (rest or replaced_last.endswith("\n")):
         replacement += "\n"
     head = "".join(lines[: start_line - 1])
     if replacement and head and not head.endswith("\n"):
         head += "\n"  # inserting after a last line without a newline: keep it a line of its own
-    new_text = head + replacement + "".join(lines[end_line:])
+    new_text = head + replacement + rest
     written = write_text(real, text_file, new_text, display, ctx.workspace)
     if not written.ok:
         return written.cast("")

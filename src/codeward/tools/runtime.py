@@ -1,8 +1,8 @@
 """Runtime tools: the server's own figures — uptime, calls per tool, latency, errors, memory, CPU.
 
-``get_ui_performance`` keeps the seed's name (there it reported a GUI's frame rate) so that
-clients written against it find it; ``get_server_metrics`` is the same tool under a name that
-says what it returns here.
+``get_server_metrics`` also answers to ``get_ui_performance``, the seed's name (there it reported
+a GUI's frame rate), so clients written against it still work; the alias is not listed, so a
+model is not shown the same tool twice.
 """
 
 from __future__ import annotations
@@ -82,15 +82,8 @@ class ServerMetrics(BaseModel):
         return "\n".join(lines)
 
 
-@tool(toolset="runtime", read_only=True, output=ServerMetrics, title="Server performance figures",
-      examples=[{}])
-def get_ui_performance(ctx: ToolContext) -> Result[ServerMetrics]:
-    """The server's own figures: uptime, calls per tool, latency percentiles, errors, memory, CPU."""
-    return Result.success(_server_metrics(ctx))
-
-
 @tool(toolset="runtime", read_only=True, output=ServerMetrics, title="Server metrics",
-      examples=[{}])
+      examples=[{}], aliases=("get_ui_performance",))
 def get_server_metrics(ctx: ToolContext) -> Result[ServerMetrics]:
     """The server's own figures: uptime, calls per tool, latency percentiles, errors, memory, CPU."""
     return Result.success(_server_metrics(ctx))

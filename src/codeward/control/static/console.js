@@ -70,7 +70,10 @@ function renderCalls() {
       el("td", {class: "tool"}, call.name),
       el("td", {class: "dim"}, call.source || ""),
       el("td", {}, el("span", {class: `badge ${call.status}`, "data-testid": "call-status"}, call.status.replace("_", " "))),
-      el("td", {class: "num"}, ms(call.duration_ms)),
+      el("td", {class: "num", title: "time the tool ran; time spent waiting for approval is shown apart"},
+        ms(call.duration_ms),
+        call.approval_wait_ms ? el("div", {class: "dim", "data-testid": "approval-wait"},
+                                   `+ ${ms(call.approval_wait_ms)} awaiting approval`) : null),
       el("td", {}, el("details", {}, el("summary", {}, short(call.arguments || {}, 60)), el("pre", {}, args))),
       el("td", {class: "preview"}, el("pre", {}, short(call.preview || "", 400))),
     );
