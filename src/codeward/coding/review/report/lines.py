@@ -15,7 +15,10 @@ GITHUB_LEVELS = {"error": "error", "warning": "warning", "info": "notice"}
 
 
 def _where(issue: Issue) -> str:
-    return f"{issue.file}:{issue.line}:{issue.column}" if issue.line else issue.file
+    """``file:line:column`` as editors read it; the column (or line) left out when the analyzer gave none."""
+    if not issue.line:
+        return issue.file
+    return f"{issue.file}:{issue.line}:{issue.column}" if issue.column else f"{issue.file}:{issue.line}"
 
 
 def render_text(data: ReportData, title: str, recommendations: list[str] | None) -> tuple[str, list[str]]:
