@@ -74,8 +74,12 @@ def execute(
     limits: Limits | None = None,
     session_id: str | None = None,
     observer: RunObserver | None = None,
+    client: str | None = "",
 ) -> Execution:
-    """Run ``code``; never raises for anything the code does (see :class:`Execution`)."""
+    """Run ``code``; never raises for anything the code does (see :class:`Execution`).
+
+    ``client`` says whose sessions ``session_id`` names (see :meth:`SessionStore.run`).
+    """
     limits = limits or Limits()
     problem = _check_input(language, code, stdin, limits, session_id)
     if problem is not None:
@@ -94,9 +98,8 @@ def execute(
     if session_id is not None:
         sessions = runtime.sessions() if language == "python" else None
         if sessions is not None and not limits.network:
-            sessions.sweep()
-            result = sessions.run(session_id, code, request)
-            return _from_result(language, result, notes, session_id=session_id)
+            result, shown = sessions.run(session_id, code, request, client)
+            return _from_result(language, result, notes, session_id=shown)
         notes.append(f"session_id is ignored for {language}: only python sessions (without network) keep "
                      "state; this call ran fresh")
     if language == "python" and not limits.network:

@@ -40,6 +40,8 @@ class CodingSettings:
     pool_size: int = 2
     session_idle_s: float = 900.0
     max_sessions: int = 8
+    session_memory_budget_mb: int = 2048
+    """The most memory the live sessions of one server may be allowed together (their limits summed)."""
     model_base_url: str | None = None
     model: str | None = None
     model_api_key: str | None = None
@@ -153,7 +155,7 @@ class CodingRuntime:
         with self._lock:
             if self._sessions is None:
                 self._sessions = SessionStore(startable, python.binds, self.settings.session_idle_s,
-                                              self.settings.max_sessions)
+                                              self.settings.max_sessions, self.settings.session_memory_budget_mb)
                 weakref.finalize(self, self._sessions.close)
             return self._sessions
 

@@ -1,6 +1,14 @@
 """Persistent Python sessions: one sandboxed interpreter per ``session_id`` keeps its
 variables, imports and files in ``/work`` between calls, until it idles out.
 
+Sessions belong to the client that started them: the store keys each by (client, session_id),
+so two clients of one server that both say ``session_id="s"`` get two interpreters, and neither
+can reach the other's. A transport that names no client (a 2026-07-28 HTTP request stands
+alone) gets an unguessable handle instead: the first call's ``session_id`` comes back extended
+by a random suffix, and only that handle reaches the session. The store is bounded: an idle
+timeout (enforced by a reaper thread, not only when a call comes), a number of live sessions,
+and a memory budget (the sum of the live sessions' memory limits).
+
 The interpreter runs a small loop: it reads one JSON request per line from a pipe, runs
 the code with fds 0/1/2 pointed at files in its private ``/tmp`` (so output of C code and
 child processes is captured too), shows the value of a trailing expression like a REPL, and
@@ -14,6 +22,7 @@ import contextlib
 import json
 import os
 import re
+import secrets
 import select
 import subprocess
 import threading
@@ -28,6 +37,11 @@ from codeward.coding.sandbox.runner import Launch, StartableSandbox, kill_tree
 SESSION_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 PYTHON = "/usr/bin/python3"
 SESSION_CPU_SECONDS = 3600
+HANDLE_NAME_CHARS = 40
+"""Characters of the client's name kept in front of a handle's random part (the whole stays within 64)."""
+HANDLE_CLIENT = "\x00handle"
+"""The owner of sessions reached by handle (no real client key contains a NUL)."""
+REAPER_MAX_INTERVAL_S = 30.0
 
 SESSION_LOOP = r"""
 import ast, io, json, linecache, os, sys, traceback
@@ -105,10 +119,15 @@ for _cw_line in _cw_requests:
 """
 
 
+SessionKey = tuple[str, str]
+"""(client, session id): a session belongs to the client that started it."""
+
+
 @dataclass
 class Session:
     """A live interpreter and the pipes to talk to it."""
 
+    key: SessionKey
     session_id: str
     proc: subprocess.Popen[bytes]
     launch: Launch
@@ -125,107 +144,199 @@ class Session:
 
 
 class SessionStore:
-    """Live sessions by id, with an idle timeout and a cap on how many exist at once."""
+    """Live sessions by (client, id), bounded by an idle timeout, a count and a memory budget."""
 
     def __init__(self, sandbox: StartableSandbox, binds: Sequence[Bind] = (), idle_ttl_s: float = 900.0,
-                 max_sessions: int = 8) -> None:
+                 max_sessions: int = 8, memory_budget_mb: int | None = 2048) -> None:
         self.sandbox = sandbox
         self.binds = tuple(binds)
         self.idle_ttl_s = idle_ttl_s
         self.max_sessions = max_sessions
-        self._sessions: dict[str, Session] = {}
-        self._expired: dict[str, None] = {}
-        """Ids recently ended by the idle timeout (bounded), so their next call can say so."""
+        self.memory_budget_mb = memory_budget_mb
+        """The most memory the live sessions may be allowed together (``None``: no budget)."""
+        self._sessions: dict[SessionKey, Session] = {}
+        self._expired: dict[SessionKey, None] = {}
+        """Sessions recently ended by the idle timeout or an eviction (bounded), so their next call can say so."""
         self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._reaper: threading.Thread | None = None
 
-    def run(self, session_id: str, code: str, request: SandboxRequest) -> SandboxResult:
-        """Run ``code`` in the session (created on first use); ``request`` gives the limits."""
+    def run(self, session_id: str, code: str, request: SandboxRequest,
+            client: str | None = "") -> tuple[SandboxResult, str]:
+        """Run ``code`` in the client's session (created on first use); ``request`` gives the limits.
+
+        ``client`` names who calls: ``""`` for a process's only client (stdio, the command line),
+        a transport's session key otherwise, ``None`` when the transport names none — then the
+        session is reached by handle. Returns the result and the session id to give back (the
+        handle, for ``client=None``).
+        """
         notes: list[str] = []
-        session = self._get_or_create(session_id, request, notes)
+        key = self._address(session_id, client, notes)
+        session = self._get_or_create(key, request, notes)
         if isinstance(session, SandboxResult):
-            return session
+            return session, key[1]
         with session.lock:
             result = self._call(session, code, request)
         result.notes[:0] = notes
         if not session.alive() or result.status is Status.TIMEOUT:
-            self.end(session_id)
-            result.notes.append(f"session {session_id!r} ended: its interpreter state is gone; "
+            self._end(key)
+            result.notes.append(f"session {key[1]!r} ended: its interpreter state is gone; "
                                 "the next call with this session_id starts a fresh one")
-        return result
+        return result, key[1]
 
-    def end(self, session_id: str) -> bool:
+    def end(self, session_id: str, client: str | None = "") -> bool:
+        """End a client's session now; whether there was one."""
+        return self._end((HANDLE_CLIENT if client is None else client, session_id))
+
+    def end_client(self, client: str) -> int:
+        """End every session of a client (it disconnected); how many ended."""
         with self._lock:
-            session = self._sessions.pop(session_id, None)
-        if session is None:
-            return False
-        _stop(session)
-        return True
+            keys = [key for key in self._sessions if key[0] == client]
+        return sum(self._end(key) for key in keys)
 
     def sweep(self) -> int:
-        """End sessions idle past the TTL; returns how many ended."""
+        """End sessions idle past the TTL (or whose interpreter died); returns how many ended."""
         now = time.monotonic()
         with self._lock:
-            stale = [s for s in self._sessions.values() if now - s.last_used > self.idle_ttl_s or not s.alive()]
+            stale = [s for s in self._sessions.values()
+                     if (now - s.last_used > self.idle_ttl_s and not s.lock.locked()) or not s.alive()]
             for session in stale:
-                self._sessions.pop(session.session_id, None)
-                self._remember_expired(session.session_id)
+                self._sessions.pop(session.key, None)
+                self._remember_expired(session.key)
         for session in stale:
             _stop(session)
         return len(stale)
 
-    def _remember_expired(self, session_id: str) -> None:
-        self._expired[session_id] = None
-        while len(self._expired) > 256:
-            self._expired.pop(next(iter(self._expired)))
-
     def close(self) -> None:
+        self._closed.set()
         with self._lock:
             sessions, self._sessions = list(self._sessions.values()), {}
         for session in sessions:
             _stop(session)
 
-    def ids(self) -> list[str]:
+    def ids(self, client: str | None = "") -> list[str]:
+        """The live session ids of one client."""
+        owner = HANDLE_CLIENT if client is None else client
         with self._lock:
-            return list(self._sessions)
+            return [key[1] for key in self._sessions if key[0] == owner]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._sessions)
 
     # -- internals -----------------------------------------------------------------------
 
-    def _get_or_create(self, session_id: str, request: SandboxRequest, notes: list[str]) -> Session | SandboxResult:
+    def _address(self, session_id: str, client: str | None, notes: list[str]) -> SessionKey:
+        """The key a call reaches: the client's own name, or (no client) a handle, minted when new."""
+        if client is not None:
+            return (client, session_id)
+        key = (HANDLE_CLIENT, session_id)
+        with self._lock:
+            if key in self._sessions or key in self._expired:
+                return key
+        handle = f"{session_id[:HANDLE_NAME_CHARS]}.{secrets.token_urlsafe(15)}"
+        notes.append(f"this connection does not identify its client (each 2026-07-28 HTTP request stands alone), "
+                     f"so the session is reached by an unguessable handle: continue it with "
+                     f"session_id={handle!r} (the name alone starts a new session)")
+        return (HANDLE_CLIENT, handle)
+
+    def _end(self, key: SessionKey) -> bool:
+        with self._lock:
+            session = self._sessions.pop(key, None)
+        if session is None:
+            return False
+        _stop(session)
+        return True
+
+    def _remember_expired(self, key: SessionKey) -> None:
+        self._expired[key] = None
+        while len(self._expired) > 256:
+            self._expired.pop(next(iter(self._expired)))
+
+    def _get_or_create(self, key: SessionKey, request: SandboxRequest, notes: list[str]) -> Session | SandboxResult:
         now = time.monotonic()
         evicted: list[Session] = []
+        session_id = key[1]
+        wanted = request.memory_mb or 0
         with self._lock:
-            session = self._sessions.get(session_id)
+            session = self._sessions.get(key)
             if session is not None and (now - session.last_used > self.idle_ttl_s or not session.alive()):
-                evicted.append(self._sessions.pop(session_id))
-                self._remember_expired(session_id)
+                evicted.append(self._sessions.pop(key))
+                self._remember_expired(key)
                 session = None
-            if session is None and session_id in self._expired:
-                del self._expired[session_id]
+            if session is None and key in self._expired:
+                del self._expired[key]
                 notes.append(f"session {session_id!r} had expired (idle over {self.idle_ttl_s:g} s) or ended; "
                              "its state is gone and a fresh one was started")
-            if session is None and len(self._sessions) >= self.max_sessions:
-                oldest = min(self._sessions.values(), key=lambda s: s.last_used)
-                evicted.append(self._sessions.pop(oldest.session_id))
-                notes.append(f"ended the least recently used session {oldest.session_id!r} "
-                             f"(at most {self.max_sessions} sessions live at once)")
+            if session is None:
+                refused = self._make_room(key[0], wanted, evicted, notes)
+                if refused is not None:
+                    return SandboxResult.setup_error(refused, self.sandbox.name, self.sandbox.isolated)
         for old in evicted:
             _stop(old)
         if session is not None:
             return session
         try:
-            session = self._start(session_id, request)
+            session = self._start(key, request)
         except OSError as exc:
             return SandboxResult.setup_error(f"could not start a session interpreter: {exc}",
                                              self.sandbox.name, self.sandbox.isolated)
         with self._lock:
-            existing = self._sessions.setdefault(session_id, session)
+            existing = self._sessions.setdefault(key, session)
         if existing is not session:
             _stop(session)
         else:
             notes.append(f"started session {session_id!r}")
+            self._start_reaper()
         return existing
 
-    def _start(self, session_id: str, request: SandboxRequest) -> Session:
+    def _make_room(self, caller: str, wanted_mb: int, evicted: list[Session], notes: list[str]) -> str | None:
+        """Evict the least recently used idle sessions until one more fits (call with the lock held);
+        the reason a new session cannot start, or ``None``."""
+        budget = self.memory_budget_mb
+        if budget is not None and wanted_mb > budget:
+            return (f"a session with a {wanted_mb} MB memory limit exceeds the sessions' memory budget of "
+                    f"{budget} MB; ask for less memory_mb, or raise [coding] session_memory_budget_mb")
+
+        def over() -> bool:
+            if len(self._sessions) >= self.max_sessions:
+                return True
+            used = sum(s.memory_mb or 0 for s in self._sessions.values())
+            return budget is not None and used + wanted_mb > budget
+
+        while over():
+            idle = [s for s in self._sessions.values() if not s.lock.locked()]
+            if not idle:
+                return (f"every one of the {len(self._sessions)} live sessions is busy and no more fit "
+                        f"(at most {self.max_sessions} sessions, {budget} MB of memory limits together); "
+                        "retry when one finishes, or run without session_id")
+            oldest = min(idle, key=lambda s: s.last_used)
+            evicted.append(self._sessions.pop(oldest.key))
+            self._remember_expired(oldest.key)
+            # Another client's session is never named (a handle is a secret).
+            which = repr(oldest.session_id) if oldest.key[0] == caller and caller != HANDLE_CLIENT else "(another's)"
+            limits = f"at most {self.max_sessions} sessions" + (f" and {budget} MB of memory limits" if budget else "")
+            notes.append(f"ended the least recently used session {which} to make room ({limits} live at once)")
+        return None
+
+    def _start_reaper(self) -> None:
+        """Idle sessions end on time even when no call comes (a thread per store, while sessions live)."""
+        with self._lock:
+            if self._reaper is not None and self._reaper.is_alive():
+                return
+            self._reaper = threading.Thread(target=self._reap, name="codeward-session-reaper", daemon=True)
+            self._reaper.start()
+
+    def _reap(self) -> None:
+        interval = max(0.05, min(REAPER_MAX_INTERVAL_S, self.idle_ttl_s / 4))
+        while not self._closed.wait(interval):
+            self.sweep()
+            with self._lock:
+                if not self._sessions:
+                    self._reaper = None
+                    return
+
+    def _start(self, key: SessionKey, request: SandboxRequest) -> Session:
         requests_read, requests_write = os.pipe()
         answers_read, answers_write = os.pipe()
         template = SandboxRequest(
@@ -246,7 +357,7 @@ class SessionStore:
             os.close(answers_write)
         if proc.stdin is not None:
             proc.stdin.close()
-        return Session(session_id, proc, launch, requests_write, answers_read, request.memory_mb)
+        return Session(key, key[1], proc, launch, requests_write, answers_read, request.memory_mb)
 
     def _call(self, session: Session, code: str, request: SandboxRequest) -> SandboxResult:
         started = time.monotonic()
