@@ -29,11 +29,12 @@ import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
+from codeward import state_dir
 from codeward.code.textfile import displayable
 from codeward.content import RichContent
 from codeward.context import ToolContext
 from codeward.result import ErrorInfo, ErrorKind, Result
-from codeward.state_dir import ignore_caches
+from codeward.state_dir import StateDir
 from codeward.workspace import Access
 
 TOOL_NAME_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
@@ -490,33 +491,28 @@ def bound_output(text: str, ctx: ToolContext, name: str) -> tuple[str, bool]:
 
 
 def _spill(text: str, ctx: ToolContext, name: str) -> str | None:
-    """Save a whole output in the spill folder; its path as shown, or None when it cannot be saved.
+    """Save a whole output in ``.codeward/outputs``; its path as shown, or None when it cannot be saved.
 
-    The folder goes through the gate like any write: a repository's ``.codeward`` may be a
-    symlink to anywhere.
+    codeward's own write, through :class:`StateDir` (no link followed: a repository's
+    ``.codeward`` may be a symlink to anywhere), not the tool-facing gate, which refuses
+    ``.codeward/`` to tools.
     """
-    spill = ctx.workspace.resolve(str(ctx.workspace.primary / ctx.settings.spill_dir_name), Access.WRITE)
-    if not spill.ok:
+    primary = ctx.workspace.primary
+    if not ctx.workspace.contains(primary):
         return None
+    state = StateDir(primary)
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    target = spill.data / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{digest}.txt"
+    file_name = f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{digest}.txt"
     try:
         data = text.encode("utf-8", "surrogateescape")  # undecodable bytes of a file go back as they were
     except UnicodeEncodeError:
         data = displayable(text).encode("utf-8")
     try:
-        spill.data.mkdir(parents=True, exist_ok=True)
-        if spill.data.parent.name == ".codeward":
-            ignore_caches(spill.data.parent)
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-    except FileExistsError:  # the same output (same digest) within the same second
-        pass
+        state.write_new(f"{state_dir.OUTPUTS}/{file_name}", data, 0o666)  # exists: same output, same second
     except OSError:
         return None
-    _prune_spills(spill.data, ctx.settings.spill_keep)
-    return ctx.workspace.display(target)
+    _prune_spills(state.outputs, ctx.settings.spill_keep)
+    return ctx.workspace.display(state.outputs / file_name)
 
 
 def _prune_spills(folder: Path, keep: int) -> None:

@@ -46,7 +46,6 @@ class Settings:
 
     output_cap_chars: int = 100_000
     """About 25k tokens of text; longer outputs are cut with a marker and saved in full."""
-    spill_dir_name: str = ".codeward/outputs"
     spill_keep: int = 100
     """Saved outputs kept; older ones are deleted as new ones are saved."""
 

@@ -35,6 +35,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from codeward import state_dir
 from codeward.code.ctags_tags import Ctags
 from codeward.code.index_rows import Symbol, TaggedFile, base_key, tag_files
 from codeward.code.quick_tier import QuickTier
@@ -42,12 +43,10 @@ from codeward.code.tags import MAX_SIGNATURE_CHARS, Extractors, tagged_language,
 from codeward.code.usage_scan import IndexedFile, Usage, scan_usages
 from codeward.code.walk import walk
 from codeward.result import ErrorKind, Result
-from codeward.state_dir import ignore_caches
-from codeward.workspace import Access, Workspace
+from codeward.state_dir import StateDir
+from codeward.workspace import Workspace
 
 SCHEMA_VERSION = 5
-INDEX_DIR = ".codeward"
-INDEX_FILE = "index.sqlite"
 MAX_FILE_BYTES = 4 * 1024 * 1024
 """Larger files (generated tables, amalgamations) are not indexed."""
 POOL_MIN_FILES = 64
@@ -184,7 +183,7 @@ def index_root_for(workspace: Workspace, real: Path) -> Path:
 
 
 def default_index_path(root: Path) -> Path:
-    return root / INDEX_DIR / INDEX_FILE
+    return StateDir(root).index
 
 
 def _fallback_index_path(root: Path) -> Path:
@@ -215,17 +214,23 @@ class SymbolIndex:
         root = root or workspace.primary
         notes: list[str] = []
         if db_path is None:
+            if not workspace.contains(root):
+                return Result.fail(ErrorKind.PERMISSION, f"{root} is not a root of this workspace",
+                                   f"Index one of {', '.join(map(str, workspace.roots))}.", data=None)
             db_path = default_index_path(root)
-            checked = workspace.resolve(str(db_path), Access.WRITE, param="index path")
-            if not checked.ok:
-                return checked.cast(None)  # type: ignore[arg-type]
+            try:
+                db_path = StateDir(root).database(state_dir.INDEX)
+            except state_dir.StateDirError as exc:
+                return Result.fail(ErrorKind.PERMISSION, str(exc), "Remove it; codeward recreates the folder.",
+                                   data=None)
+            except OSError:
+                pass  # a read-only root: the fallback below
             if not _can_create(db_path):
                 db_path = _fallback_index_path(root)
                 notes.append(f"[{root} is not writable: the index is kept in {db_path}]")
         try:
-            db_path.parent.mkdir(parents=True, exist_ok=True)
-            if db_path == default_index_path(root):
-                ignore_caches(db_path.parent)
+            if db_path != default_index_path(root):
+                db_path.parent.mkdir(parents=True, exist_ok=True)
             try:
                 connection = _connect(db_path)
             except sqlite3.DatabaseError as exc:
@@ -311,7 +316,7 @@ class SymbolIndex:
         found = 0
         for entry in walk(self.workspace, self.root, include_dirs=False):
             language = tagged_language(entry.rel)
-            if language is None or entry.rel.startswith(INDEX_DIR + "/"):
+            if language is None or entry.rel.startswith(state_dir.NAME + "/"):
                 continue
             try:
                 info = os.stat(entry.path)

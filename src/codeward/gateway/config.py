@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from codeward import state_dir
 from codeward.config import ConfigError, expand_env
 
 Transport = Literal["stdio", "http", "sse"]
@@ -34,7 +35,7 @@ ALIAS_SEPARATOR = "__"
 NAME_CHARS = re.compile(r"^[a-zA-Z0-9_-]+$")
 DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_CALL_TIMEOUT = 300.0
-DEFAULT_PIN_FILE = ".codeward/gateway-pins.json"
+DEFAULT_PIN_FILE = f"{state_dir.NAME}/{state_dir.PINS}"
 
 _TRANSPORT_NAMES: Mapping[str, Transport] = {
     "stdio": "stdio",

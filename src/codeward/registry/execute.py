@@ -8,6 +8,7 @@ primitive at the end of the chain runs it. Dispatch is a table lookup by primiti
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from codeward import state_dir
 from codeward.context import ToolContext
 from codeward.registry.chain import HTTP_CLIENT, SUBPROCESS, Chain, build_chain
 from codeward.registry.deps import requirements_of
@@ -22,12 +24,9 @@ from codeward.registry.items import Item, Kind, Space, ToolType
 from codeward.registry.outputs import preview, save_output
 from codeward.registry.served import served_of
 from codeward.registry.service import Registry
-from codeward.registry.settings import STATE_DIR_NAME
 from codeward.registry.signing import SignatureStatus, check_signature
 from codeward.result import ErrorInfo, ErrorKind, Result
-from codeward.workspace import Access
-
-VENVS_DIR = f"{STATE_DIR_NAME}/venvs"
+from codeward.state_dir import StateDir
 
 
 @dataclass(frozen=True)
@@ -270,9 +269,8 @@ def _venv_folder(registry: Registry, tool: Item) -> Path:
     if registry.settings.venv_dir is not None:
         return registry.settings.venv_dir
     if tool.space is Space.PROJECT:
-        inside = registry.workspace.resolve(VENVS_DIR, Access.WRITE, param="venvs")
-        if inside.ok:
-            return inside.data
+        with contextlib.suppress(OSError):  # a read-only root or a planted link: the user's cache
+            return StateDir(registry.workspace.primary).folder(state_dir.VENVS)
     return registry.settings.user_cache_dir() / "venvs"
 
 

@@ -14,9 +14,11 @@ from typing import Any
 from codeward.code.textfile import atomic_write
 from codeward.registry.settings import PROJECT_DIR_NAME
 from codeward.result import ErrorKind, Result
+from codeward.state_dir import ignore_outputs
 from codeward.workspace import Access, Workspace
 
-OUTPUTS_DIR = f"{PROJECT_DIR_NAME}/outputs/tools"
+OUTPUTS_ROOT = f"{PROJECT_DIR_NAME}/outputs"
+OUTPUTS_DIR = f"{OUTPUTS_ROOT}/tools"
 
 
 def save_output(workspace: Workspace, name: str, payload: dict[str, Any], keep: int) -> Result[Path]:
@@ -28,6 +30,7 @@ def save_output(workspace: Workspace, name: str, payload: dict[str, Any], keep: 
     target = resolved.data
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
+        ignore_outputs(workspace.primary / OUTPUTS_ROOT)
         atomic_write(target, json.dumps(payload, indent=2, default=str).encode("utf-8"))
     except OSError as exc:
         return Result.fail(ErrorKind.PERMISSION, f"cannot save the output of {name}: {exc.strerror}",

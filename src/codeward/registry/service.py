@@ -7,21 +7,24 @@ the client's roots do) and opens the index only for the operation at hand.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from codeward import state_dir
 from codeward.code.textfile import atomic_write
 from codeward.context import ToolContext
 from codeward.registry.index import RegistryIndex
 from codeward.registry.items import Item, Kind, Space
 from codeward.registry.loader import load_item
-from codeward.registry.settings import INDEX_FILE_NAME, STATE_DIR_NAME, RegistrySettings, registry_settings_of
+from codeward.registry.settings import RegistrySettings, registry_settings_of
 from codeward.registry.signing import SignatureStatus, check_signature, sign, split_signature
 from codeward.registry.spaces import Spaces
 from codeward.result import ErrorKind, Result
+from codeward.state_dir import StateDir
 from codeward.workspace import Access, Workspace
 
 
@@ -62,8 +65,8 @@ class Registry:
         """
         path: Path | None = None
         if self.spaces.project_dir.is_dir():
-            resolved = self.workspace.resolve(f"{STATE_DIR_NAME}/{INDEX_FILE_NAME}", Access.WRITE, param="index")
-            path = resolved.data if resolved.ok else None
+            with contextlib.suppress(OSError):  # a read-only root or a planted link: an in-memory index
+                path = StateDir(self.workspace.primary).database(state_dir.REGISTRY_INDEX)
         with RegistryIndex(path) as index:
             index.refresh(self.spaces.files())
             yield index

@@ -18,8 +18,6 @@ USER_DIR_ENV = "CODEWARD_USER_AI_DIR"
 VENV_DIR_ENV = "CODEWARD_VENV_DIR"
 HUB_DIR_ENV = "CODEWARD_REGISTRY_HUB"
 PROJECT_DIR_NAME = ".ai"
-STATE_DIR_NAME = ".codeward"
-INDEX_FILE_NAME = "registry.sqlite3"
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pathspec
 
+from codeward import state_dir
 from codeward.code.walk import walk
 from codeward.coding.review.analyzers import EXTENSIONS, SourceFile, language_of
 from codeward.result import ErrorKind, Result
@@ -20,7 +21,7 @@ from codeward.workspace import Workspace
 
 ALWAYS_EXCLUDED: tuple[str, ...] = (
     "__pycache__/", "node_modules/", ".venv/", "venv/", ".tox/", ".nox/", ".mypy_cache/", ".ruff_cache/",
-    ".pytest_cache/", ".codeward/", "site-packages/",
+    ".pytest_cache/", f"{state_dir.NAME}/", "site-packages/",
 )
 """Caches, virtual environments and vendored packages: never the project's own code."""
 MAX_FILES = 5000
