@@ -216,7 +216,12 @@ def _workspace_for(config: Config, roots: Sequence[str] | None) -> Any:
     for root in chosen:
         if not Path(root).expanduser().is_dir():
             raise UsageError(f"root {str(root)!r} is not a directory; pass an existing directory")
-    return Workspace.create(chosen, extra_blacklist=config.blacklist)
+    return Workspace.create(chosen, extra_blacklist=config.blacklist, protected=_config_files(config))
+
+
+def _config_files(config: Config) -> list[Path]:
+    """The configuration files codeward read: no tool may write them (see Workspace.write_protection)."""
+    return [config.path] if config.path else []
 
 
 def _catalog_for(config: Config) -> Any:

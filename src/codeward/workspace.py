@@ -7,7 +7,9 @@ that two sessions with different roots can run side by side in one process:
    primary one, against which relative paths are resolved.
 2. **Validation** — a hard blacklist of names no tool may touch (conversation history,
    configuration, credentials), configurable globs with safe defaults (keys, ``.env``), and
-   no writes inside ``.git/``.
+   paths no tool may *write* (:meth:`Workspace.write_protection`): git metadata at any depth,
+   codeward's configuration files and its ``.codeward/`` state folder. Nothing an agent writes
+   may run on the host or change what it is allowed to do; changing policy is a human act.
 3. **Resolution** — relative paths are joined to the primary root, symlinks are resolved
    *before* any check, and whatever lands outside the allowlist is refused. Listings,
    searches and trees use :meth:`Workspace.visible` so that entries resolving outside never
@@ -45,6 +47,16 @@ DEFAULT_BLACKLIST_GLOBS: tuple[str, ...] = (
     ".netrc",
     ".pgpass",
 )
+PROTECTED_FOLDER_NAMES: dict[str, str] = {
+    ".git": "git metadata (a .git/ folder or gitdir: file, at any depth): git runs commands it finds there "
+            "(hooks, core.fsmonitor, filters, gitdir: pointers) on the host",
+    ".codeward": "codeward's state folder (.codeward: logs, pins, caches), which only codeward writes",
+}
+"""Names that no tool may write, as a file or a folder, nor anything under them, at any depth."""
+CONFIG_FILE_NAMES = frozenset({"codeward.toml", "mcp_env.toml"})
+"""codeward's configuration files, protected at any depth (codeward finds them by searching upward)."""
+POLICY_HINT = ("Changing codeward's policy, its state or the repository's git metadata is a human act: ask the "
+               "user to do it themselves (an editor, the codeward command, git on their own machine).")
 MAX_PATH_CHARS = 4096
 MAX_COMPONENT_BYTES = 255
 _DRIVE = re.compile(r"^[A-Za-z]:")
@@ -82,6 +94,8 @@ class Workspace:
     blacklist_globs: tuple[str, ...] = DEFAULT_BLACKLIST_GLOBS
     anchor: Path | None = None
     """Where relative paths start when that is not the first root (a session narrowed to files)."""
+    protected_files: frozenset[Path] = frozenset()
+    """Files no tool may write wherever they are: the configuration files this server read."""
 
     @classmethod
     def create(
@@ -91,8 +105,13 @@ class Workspace:
         files: Iterable[str | Path] = (),
         extra_blacklist: Iterable[str] = (),
         blacklist: Sequence[str] = DEFAULT_BLACKLIST_GLOBS,
+        protected: Iterable[str | Path] = (),
     ) -> Workspace:
-        """A workspace over ``roots`` (the first is primary); raises ``ValueError`` for a bad root."""
+        """A workspace over ``roots`` (the first is primary); raises ``ValueError`` for a bad root.
+
+        ``protected`` names files no tool may write (the configuration files codeward read, such
+        as the one given with ``--config``), in addition to the names protected everywhere.
+        """
         resolved: list[Path] = []
         for root in roots or [Path.cwd()]:
             path = Path(root).expanduser().resolve()
@@ -101,7 +120,8 @@ class Workspace:
             if path not in resolved:
                 resolved.append(path)
         allowed = frozenset(Path(f).expanduser().resolve() for f in files)
-        return cls(tuple(resolved), allowed, tuple(blacklist) + tuple(extra_blacklist))
+        guarded = frozenset(Path(p).expanduser().resolve() for p in protected)
+        return cls(tuple(resolved), allowed, tuple(blacklist) + tuple(extra_blacklist), protected_files=guarded)
 
     def with_files(self, files: Iterable[str | Path], base_dirs: Sequence[str | Path] | None = None) -> Workspace:
         """Layer 1 rebuilt: the given tracked files plus base directories (default: these roots).
@@ -110,14 +130,16 @@ class Workspace:
         workspace's primary root.
         """
         if base_dirs is None:
-            return Workspace.create(self.roots, files=files, blacklist=self.blacklist_globs)
+            return Workspace.create(self.roots, files=files, blacklist=self.blacklist_globs,
+                                    protected=self.protected_files)
         dirs = tuple(Path(d).expanduser().resolve() for d in base_dirs)
         allowed = frozenset(Path(f).expanduser().resolve() for f in files)
-        return Workspace(dirs, allowed, self.blacklist_globs, anchor=self.primary)
+        return Workspace(dirs, allowed, self.blacklist_globs, anchor=self.primary, protected_files=self.protected_files)
 
     def with_roots(self, roots: Sequence[str | Path]) -> Workspace:
         """The same policy over other roots (e.g. after the client's roots changed)."""
-        return Workspace.create(roots, files=self.allowed_files, blacklist=self.blacklist_globs)
+        return Workspace.create(roots, files=self.allowed_files, blacklist=self.blacklist_globs,
+                                protected=self.protected_files)
 
     @property
     def primary(self) -> Path:
@@ -196,13 +218,12 @@ class Workspace:
             if reason:
                 return Result.fail(ErrorKind.PERMISSION, f"{param} {text!r} is {reason}",
                                    "These files are never readable or writable by tools.", data=self.primary)
-        if access is Access.WRITE and self._inside_git_dir(real):
-            return Result.fail(
-                ErrorKind.PERMISSION,
-                f"{param} {text!r} is inside a .git/ directory; tools may not write there",
-                "Change the repository through git commands instead.",
-                data=self.primary,
-            )
+        if access is Access.WRITE:
+            for path in (lexical, real):
+                reason = self.write_protection(path)
+                if reason:
+                    return Result.fail(ErrorKind.PERMISSION, f"{param} {text!r} is {reason}; tools may not write it",
+                                       POLICY_HINT, data=self.primary)
         return Result.success(real)
 
     def _check_syntax(self, raw: object, param: str) -> Result[str]:
@@ -359,10 +380,27 @@ class Workspace:
                 return text[len(prefix):]
         return None
 
-    def _inside_git_dir(self, real: Path) -> bool:
-        rel = self._relative(real)
-        parts = Path(rel).parts if rel else real.parts
-        return any(_fold(part) == ".git" for part in parts)
+    def write_protection(self, path: Path) -> str:
+        """Why no tool may write ``path`` (an absolute, normalized path), or "" when it may.
+
+        The one rule every writer applies — the file tools through :meth:`resolve`, and any
+        executor whose changes come back to the project (the shell's write-back): git metadata
+        at any depth (a ``.git`` folder or ``gitdir:`` file, creating one included), codeward's
+        configuration files (``codeward.toml``, ``mcp_env.toml`` anywhere, and the files this
+        server was configured with) and its ``.codeward/`` state folder.
+        """
+        rel = self._relative(path)
+        parts = Path(rel).parts if rel else path.parts
+        for part in parts:
+            reason = PROTECTED_FOLDER_NAMES.get(_fold(part))
+            if reason:
+                return reason
+        name = _fold(path.name)
+        if name in CONFIG_FILE_NAMES:
+            return f"codeward's configuration ({path.name}), which sets what tools may do"
+        if path in self.protected_files:
+            return f"a configuration file this server was started with ({path.name})"
+        return ""
 
     def _roots_text(self) -> str:
         places = [str(root) for root in self.roots]

@@ -269,13 +269,16 @@ class Host:
         return subprocess.run(argv, cwd=cwd or self.project, env=self.principal.env(self.home), text=True,
                               capture_output=True, timeout=GIT_TIMEOUT_S, check=False)
 
-    def server_argv(self, *extra: str) -> list[str]:
-        return self.principal.wrap([*self.principal.python, "-m", "codeward", "serve", str(self.project), *extra])
+    def server_argv(self, *extra: str, config: Path | None = None) -> list[str]:
+        """``codeward [--config FILE] serve <project> extra...`` as the principal."""
+        first = ["--config", str(config)] if config else []
+        return self.principal.wrap([*self.principal.python, "-m", "codeward", *first, "serve", str(self.project),
+                                    *extra])
 
     @asynccontextmanager
-    async def serve(self, *extra: str) -> AsyncIterator[Session]:
+    async def serve(self, *extra: str, config: Path | None = None) -> AsyncIterator[Session]:
         """A real ``codeward serve`` over stdio (as the principal) and an official SDK client on it."""
-        argv = self.server_argv(*extra)
+        argv = self.server_argv(*extra, config=config)
         params = StdioServerParameters(command=argv[0], args=argv[1:], env=self.principal.env(self.home),
                                        cwd=str(self.project))
         async with Client(params, read_timeout_seconds=SERVER_TIMEOUT_S) as client:

@@ -84,7 +84,8 @@ async def open_session(
     """Everything a conversation needs, with the gateway's upstream servers connected."""
     profile = resolve_profile(config.raw, model)
     client = ModelClient(profile)
-    workspace = Workspace.create(list(roots) or list(config.roots) or [Path.cwd()], extra_blacklist=config.blacklist)
+    workspace = Workspace.create(list(roots) or list(config.roots) or [Path.cwd()], extra_blacklist=config.blacklist,
+                                 protected=[config.path] if config.path else [])
     gateway_config = gateway_config_of(config)
     patterns = (*gateway_config.auto_approve, *auto_approve)
     if auto_approve:

@@ -98,7 +98,8 @@ async def _serve_gateway(config: GatewayConfig, transport: str, host: str, port:
 
     native = native_surface(default_catalog(), config.native) if config.native is not False else None
     reserved = [info.name for info in native.tool_infos()] if native else []
-    workspace = Workspace.create(roots or [Path.cwd()])
+    config_files = [path for path in (config.source, config.pin_file) if path is not None]
+    workspace = Workspace.create(roots or [Path.cwd()], protected=config_files)
     async with Gateway(config, confirm=confirm, reserved_names=reserved) as gateway:
         await gateway.wait_settled()
         _print_summary(gateway.statuses(), len(gateway.tool_infos()), sys.stderr)

@@ -112,7 +112,8 @@ def _context(args: argparse.Namespace, served: bool) -> Any:
     for root in roots:
         if not Path(root).expanduser().is_dir():
             raise ValueError(f"root {str(root)!r} is not a directory; pass an existing directory")
-    workspace = Workspace.create(roots, extra_blacklist=config.blacklist)
+    workspace = Workspace.create(roots, extra_blacklist=config.blacklist,
+                                 protected=[config.path] if config.path else [])
     extras: dict[str, Any] = {}
     if served:
         from codeward.surface import CatalogSurface
