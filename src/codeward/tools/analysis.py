@@ -15,7 +15,6 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field
 
 from codeward.catalog import tool
-from codeward.code import git_diff
 from codeward.code.call_graph import CallGraphBuilder, CallNode
 from codeward.code.file_summary import summarize
 from codeward.code.index_rows import Symbol
@@ -25,6 +24,7 @@ from codeward.code.tags import Extractors, tagged_language
 from codeward.code.textfile import read_text
 from codeward.code.usage_scan import SpanTable, Usage, locate_matches, usage_pattern
 from codeward.context import ToolContext
+from codeward.git import Repository, check_revision
 from codeward.result import ErrorKind, Result
 from codeward.workspace import Access
 
@@ -623,17 +623,23 @@ def get_git_diff(
         if not value.strip():
             revisions.append("")
             continue
-        checked = git_diff.check_revision(value, param)
+        checked = check_revision(value, param)
         if not checked.ok:
             return checked
+        if ".." in checked.data:
+            return Result.fail(ErrorKind.INVALID_INPUT, f"{param} {value!r} is a range",
+                               "Give the two ends separately: base_rev='main', head_rev='HEAD'.", data="")
         revisions.append(checked.data)
     if not revisions[0] and revisions[1]:
         return Result.fail(ErrorKind.INVALID_INPUT, "head_rev is set but base_rev is empty",
                            "Give base_rev too (e.g. base_rev='HEAD~1', head_rev='HEAD').", data="")
-    ran = git_diff.diff(resolved.data, revisions[0], revisions[1], context_lines)
+    repository = Repository.discover(ctx.workspace, resolved.data)
+    if not repository.ok:
+        return repository.cast("")
+    ran = repository.data.diff(resolved.data, revisions[0], revisions[1], context_lines)
     if not ran.ok or ran.data:
         return ran
     display = ctx.workspace.display(resolved.data)
     base = revisions[0] or "the index"
     head = revisions[1] or "the files on disk"
-    return Result.success(f"no differences in {display} between {base} and {head}")
+    return Result(data=f"no differences in {display} between {base} and {head}", notes=ran.notes)
