@@ -36,17 +36,56 @@ from codeward.result import ErrorKind, Result
 HARD_BLACKLIST_NAMES = frozenset({"history.toml", "config.toml", "credentials.toml"})
 HARD_BLACKLIST_SUFFIX = "_history.toml"
 DEFAULT_BLACKLIST_GLOBS: tuple[str, ...] = (
+    # environment files
     ".env",
     ".env.*",
+    "*.env",
+    ".envrc",
+    # keys and certificates
     "*.pem",
     "*.key",
+    "*.p12",
+    "*.pfx",
+    "*.ppk",
     "id_rsa*",
     "id_dsa*",
     "id_ecdsa*",
     "id_ed25519*",
+    # credential stores of common tools
     ".netrc",
     ".pgpass",
+    ".npmrc",
+    ".pypirc",
+    ".git-credentials",
+    "credentials",
+    "**/.docker/config.json",
+    "kubeconfig",
+    "*.kubeconfig",
+    "**/.kube/config",
+    "terraform.tfstate*",
+    "*.tfstate",
+    "*.tfstate.backup",
 )
+"""The secret names every workspace refuses (gitignore globs), unless a caller passes its own list.
+
+This is the one list: the file tools refuse these paths, listings hide them, git diffs exclude
+them, and the shell sandbox hides the files :func:`secret_paths` finds with it. A private key
+under any other name is recognized by its first line (:func:`private_key_marker`).
+"""
+PRIVATE_KEY_MARKERS: tuple[bytes, ...] = (
+    b"-----BEGIN OPENSSH PRIVATE KEY-----",
+    b"-----BEGIN RSA PRIVATE KEY-----",
+    b"-----BEGIN DSA PRIVATE KEY-----",
+    b"-----BEGIN EC PRIVATE KEY-----",
+    b"-----BEGIN PRIVATE KEY-----",
+    b"-----BEGIN ENCRYPTED PRIVATE KEY-----",
+    b"-----BEGIN PGP PRIVATE KEY BLOCK-----",
+    b"-----BEGIN SSH2 ENCRYPTED PRIVATE KEY-----",
+    b"PuTTY-User-Key-File-",
+)
+"""How a private key file begins, whatever it is called (``deploy_key``, ``server``, ``ci-bot``)."""
+KEY_SNIFF_BYTES = 64
+"""Bytes of a file's start that :func:`private_key_marker` needs."""
 PROTECTED_FOLDER_NAMES: dict[str, str] = {
     ".git": "git metadata (a .git/ folder or gitdir: file, at any depth): git runs commands it finds there "
             "(hooks, core.fsmonitor, filters, gitdir: pointers) on the host",
@@ -455,7 +494,8 @@ class VisibleReader:
             info = os.fstat(handle)
             if not stat.S_ISREG(info.st_mode):
                 return None
-            return _read_all(handle, info.st_size), info
+            data = _read_all(handle, info.st_size)
+            return None if private_key_marker(data) else (data, info)
         except OSError:
             return None
         finally:
@@ -575,3 +615,82 @@ def _has_symlink_loop(path: Path) -> bool:
     except OSError as exc:
         return exc.errno == 40  # ELOOP
     return False
+
+
+def private_key_marker(head: bytes) -> str:
+    """The private-key header a file's first bytes begin with ("" when none): such a file is a secret.
+
+    Only the start counts (after a BOM and blank space), so documentation that quotes a key
+    header in its text stays readable.
+    """
+    start = head[:KEY_SNIFF_BYTES + 16].lstrip(b"\xef\xbb\xbf").lstrip()
+    for marker in PRIVATE_KEY_MARKERS:
+        if start.startswith(marker):
+            return marker.decode("ascii").strip("-").strip()
+    return ""
+
+
+def file_holds_private_key(path: Path) -> str:
+    """:func:`private_key_marker` of a regular file on disk (read without following a link or blocking)."""
+    try:
+        fd = os.open(path, _READ_FLAGS | os.O_NOFOLLOW)
+    except OSError:
+        return ""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""
+        return private_key_marker(os.read(fd, KEY_SNIFF_BYTES + 16))
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+
+
+SECRET_SCAN_LIMIT = 200_000
+"""Entries :func:`secret_paths` looks at before it stops (and says it did not finish)."""
+KEY_SNIFF_MAX_SIZE = 64 * 1024
+"""Files larger than this are not opened to look for a key header (keys are a few KiB)."""
+_SCAN_SKIPPED = frozenset({"objects"})
+"""Inside a .git folder: content-addressed names, never a secret's name, and many of them."""
+
+
+def secret_paths(workspace: Workspace, *, sniff_keys: bool = True) -> tuple[list[Path], bool]:
+    """Every secret under the roots — blacklisted names at any depth (``.git`` included, case
+    folded as the gate compares) and, with ``sniff_keys``, small files that begin like a private
+    key — and whether the scan covered everything.
+
+    For executors that must hide what the file tools refuse (the shell sandbox covers each with
+    an empty stand-in): one source, so a script sees no secret that ``read_file`` would refuse.
+    A blacklisted directory is listed once, not descended into. Symlinks are not followed.
+    """
+    found: list[Path] = []
+    scanned = 0
+    for root in workspace.roots:
+        pending = [(str(root), False)]
+        while pending:
+            directory, in_git = pending.pop()
+            try:
+                entries = list(os.scandir(directory))
+            except OSError:
+                continue
+            for entry in entries:
+                scanned += 1
+                if scanned > SECRET_SCAN_LIMIT:
+                    return sorted(found), False
+                if entry.is_symlink():
+                    continue
+                path = Path(entry.path)
+                if workspace.blacklist_reason(path):
+                    found.append(path)
+                    continue
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                    if is_dir:
+                        if not (in_git and entry.name in _SCAN_SKIPPED):
+                            pending.append((entry.path, in_git or _fold(entry.name) == ".git"))
+                    elif sniff_keys and entry.stat(follow_symlinks=False).st_size <= KEY_SNIFF_MAX_SIZE \
+                            and not in_git and file_holds_private_key(path):
+                        found.append(path)
+                except OSError:
+                    continue
+    return sorted(found), True

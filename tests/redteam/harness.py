@@ -44,6 +44,8 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
+from codeward.state_dir import GITIGNORE
+
 USER_NAME = "codeward-redteam"
 """The unprivileged account the attacks also run as (created by the harness when missing)."""
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -53,7 +55,12 @@ SERVER_TIMEOUT_S = 60
 SECRET_ENV = "CW-REDTEAM-SECRET-DOTENV-5b1f"
 SECRET_KEY = "CW-REDTEAM-SECRET-KEYFILE-a93c"
 SECRET_CONFIGURED = "CW-REDTEAM-SECRET-CONFIGURED-77d0"
-SECRETS = (SECRET_ENV, SECRET_KEY, SECRET_CONFIGURED)
+SECRET_NAMED = "CW-REDTEAM-SECRET-NAMED-0e4b"
+SECRET_SSH = "CW-REDTEAM-SECRET-SSHKEY-c21f"
+SECRETS = (SECRET_ENV, SECRET_KEY, SECRET_CONFIGURED, SECRET_NAMED, SECRET_SSH)
+SECRET_FILES = (".env", "deploy/server.key", "notes/private.txt", "prod.env", ".npmrc", "tls/server.KEY",
+                "infra/terraform.tfstate", ".docker/config.json", "deploy/ci-bot", ".git/.env")
+"""Every file planted with a secret (``deploy/ci-bot`` is an SSH key known only by its first line)."""
 """Strings planted in files the agent must never read; none may appear in any output."""
 
 CODEWARD_OWN_WRITES = ("index.sqlite", "registry.sqlite3", "outputs", "logs", "venvs")
@@ -251,10 +258,16 @@ class Host:
         (project / "deploy" / "server.key").write_text(f"-----BEGIN PRIVATE KEY-----\n{SECRET_KEY}\n")
         (project / "notes").mkdir()
         (project / "notes" / "private.txt").write_text(f"{SECRET_CONFIGURED}\n")
+        for name in ("prod.env", ".npmrc", "tls/server.KEY", "infra/terraform.tfstate", ".docker/config.json"):
+            (project / name).parent.mkdir(exist_ok=True)
+            (project / name).write_text(f"token = {SECRET_NAMED}\n")
+        (project / "deploy" / "ci-bot").write_text(f"-----BEGIN OPENSSH PRIVATE KEY-----\n{SECRET_SSH}\n"
+                                                   "-----END OPENSSH PRIVATE KEY-----\n")
         (project / "codeward.toml").write_text(PROJECT_CONFIG)
         self.git("init", "-q")
         self.git("add", "-A")
         self.git("commit", "-q", "-m", "initial")
+        (project / ".git" / ".env").write_text(f"{SECRET_NAMED}\n")
         if self.principal.uid != os.geteuid():
             for path in (project, outside, home, markers):
                 _chown_tree(path, self.principal.uid, self.principal.gid)
@@ -328,8 +341,10 @@ class Host:
         found: list[Path] = []
         for path in _walk(self.project):
             rel = path.relative_to(self.project)
-            if rel.parts[0] == ".codeward" and len(rel.parts) > 1 and rel.parts[1].startswith(CODEWARD_OWN_WRITES):
+            if rel.parts[0] == ".codeward" and (len(rel.parts) == 1 or rel.parts[1].startswith(CODEWARD_OWN_WRITES)):
                 continue
+            if rel.parts == (".codeward", ".gitignore") and path.read_bytes() == GITIGNORE.encode():
+                continue  # what codeward writes with its first cache
             if ".git" in rel.parts or rel.parts[0] in ("codeward.toml", ".codeward") or path.name == "mcp_env.toml":
                 found.append(path)
         return found

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from codeward.result import ErrorKind, Result
-from codeward.workspace import Access, Workspace
+from codeward.workspace import Access, Workspace, private_key_marker
 
 _BOMS: tuple[tuple[bytes, str], ...] = (
     (codecs.BOM_UTF32_LE, "utf-32-le"),
@@ -152,6 +152,9 @@ def read_checked(path: Path, display: str, workspace: Workspace | None, *, limit
         return Result.fail(ErrorKind.TOO_LARGE,
                            f"{display} is {max(size, len(data)):,} bytes; {reader} read files up to {limit:,} bytes",
                            hint, data=b"")
+    if workspace is not None and (marker := private_key_marker(data)):
+        return Result.fail(ErrorKind.PERMISSION, f"{display} holds a private key ({marker})",
+                           "Keys are never readable or writable by tools, whatever the file is called.", data=b"")
     return Result.success(data)
 
 

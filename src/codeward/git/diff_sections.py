@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from codeward.workspace import private_key_marker
+
 HEADER = "diff --git "
 _ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
 
@@ -22,11 +24,20 @@ def withhold(diff: str, is_protected: Callable[[str], bool]) -> tuple[str, int]:
             kept.append(section)  # text before the first header (none in a plain diff)
             continue
         paths = _paths(section)
-        if not paths or any(is_protected(path) for path in paths):
+        if not paths or any(is_protected(path) for path in paths) or _carries_key(section):
             withheld += 1
         else:
             kept.append(section)
     return "".join(kept), withheld
+
+
+def _carries_key(section: str) -> bool:
+    """A section adding, removing or showing a line that begins a private key."""
+    for line in section.splitlines()[1:]:
+        if line[:1] in ("+", "-", " ") and not line.startswith(("+++ ", "--- ")) \
+                and private_key_marker(line[1:].encode("utf-8", "surrogateescape")):
+            return True
+    return False
 
 
 def _sections(diff: str) -> list[str]:
