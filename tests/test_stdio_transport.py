@@ -219,7 +219,7 @@ def raw(probe: Path) -> Iterator[RawPipeServer]:
         server.proc.communicate()
 
 
-def test_invalid_json_lines_are_skipped_and_split_lines_are_joined(raw: RawPipeServer) -> None:
+def test_invalid_json_lines_get_parse_errors_and_split_lines_are_joined(raw: RawPipeServer) -> None:
     raw.handshake()
     raw.write(b"this is not json\n")
     raw.write(b'{"jsonrpc": "2.0", "id": \n')
@@ -228,6 +228,10 @@ def test_invalid_json_lines_are_skipped_and_split_lines_are_joined(raw: RawPipeS
     for start in range(0, len(request), 4096):  # one message in eight writes, with pauses
         raw.write(request[start:start + 4096])
         time.sleep(0.01)
+    for column in (1, 26):  # JSON-RPC: what cannot be parsed is answered with a parse error to id null
+        parse_error = raw.message()
+        assert parse_error["id"] is None and parse_error["error"]["code"] == -32700
+        assert f"column {column}" in parse_error["error"]["message"]
     unknown = raw.message()
     assert unknown["id"] == 7 and unknown["error"]["code"] == -32601
     answer = raw.message()

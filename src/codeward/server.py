@@ -496,6 +496,7 @@ class CodewardServer:
 
         from codeward.transport.event_store import BoundedEventStore
         from codeward.transport.http_auth import BearerTokenMiddleware
+        from codeward.transport.http_guard import JsonRpcGuardMiddleware
 
         options.setdefault("event_store", BoundedEventStore())
         options.setdefault("retry_interval", 1000)
@@ -509,7 +510,8 @@ class CodewardServer:
         app = self.lowlevel.streamable_http_app(
             streamable_http_path=path, host=host, transport_security=security, **options
         )
-        if token:
+        app.add_middleware(JsonRpcGuardMiddleware)
+        if token:  # added last, so outermost: nothing unauthenticated is read
             app.add_middleware(BearerTokenMiddleware, token=token)
         return app
 

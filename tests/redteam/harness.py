@@ -480,13 +480,14 @@ class RawServer:
         return out
 
     def response(self, request_id: Any, timeout_s: float = 20.0) -> dict[str, Any]:
-        """The response carrying ``request_id`` (fails when none comes in time)."""
+        """The response carrying ``request_id``, alone or in a batch answer (fails when none comes in time)."""
         deadline = time.monotonic() + timeout_s
         while True:
-            for message in self.messages():
-                if isinstance(message, dict) and "id" in message and message.get("id") == request_id \
-                        and ("result" in message or "error" in message):
-                    return message
+            for received in self.messages():
+                for message in received if isinstance(received, list) else [received]:  # a batch answer
+                    if isinstance(message, dict) and "id" in message and message.get("id") == request_id \
+                            and ("result" in message or "error" in message):
+                        return message
             remaining = deadline - time.monotonic()
             if remaining <= 0 or self.proc.poll() is not None:
                 raise AssertionError(f"no response with id {request_id!r} in {timeout_s}s "

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections import deque
+from collections.abc import Callable
 from types import TracebackType
 from typing import Self
 
@@ -19,6 +21,10 @@ import anyio
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 from pydantic_core import PydanticSerializationError
+
+from codeward.transport.jsonrpc_guard import Rejection, screen
+
+logger = logging.getLogger("codeward.transport.stdio")
 
 READ_HIGH_WATER = 4 * 1024 * 1024
 """Bytes of complete, unread lines after which the pipe stops being read until they are consumed."""
@@ -111,21 +117,37 @@ class LineReaderProtocol(asyncio.Protocol):
 
 
 class MessageReader:
-    """The read stream: each line parsed as a JSON-RPC message, or the parse error as an item."""
+    """The read stream: each line parsed as a JSON-RPC message.
 
-    def __init__(self, protocol: LineReaderProtocol) -> None:
+    With ``reply`` (the write side), each line is screened first (:mod:`jsonrpc_guard`): one
+    too large or too deep is refused unparsed, and one that is not valid JSON-RPC is answered
+    with a JSON-RPC error through ``reply`` instead of reaching the SDK, which would drop it
+    unanswered. Without it, a line that does not parse is an exception item, as in the SDK.
+    """
+
+    def __init__(self, protocol: LineReaderProtocol, reply: Callable[[bytes], None] | None = None) -> None:
         self._protocol = protocol
+        self._reply = reply
         self._closed = False
 
     async def receive(self) -> SessionMessage | Exception:
-        if self._closed:
-            raise anyio.ClosedResourceError
-        line = await self._protocol.next_line()
-        if self._closed:
-            raise anyio.ClosedResourceError
-        if line is None:
-            raise anyio.EndOfStream
-        return parse_line(line)
+        while True:
+            if self._closed:
+                raise anyio.ClosedResourceError
+            line = await self._protocol.next_line()
+            if self._closed:
+                raise anyio.ClosedResourceError
+            if line is None:
+                raise anyio.EndOfStream
+            if self._reply is None:
+                return parse_line(line)
+            screened = screen(line)
+            if not isinstance(screened, Rejection):
+                return SessionMessage(screened)
+            logger.warning("refused a message from the client: %s", screened.reason)
+            answer = screened.reply_bytes()
+            if answer is not None:
+                self._reply(answer + b"\n")
 
     def close(self) -> None:
         if not self._closed:

@@ -124,7 +124,13 @@ async def _open_pipes() -> _Pipes | None:
         stdout.release()
         stdin.release()
         return None
-    return _Pipes(stdin, stdout, read_protocol, write_protocol, MessageReader(read_protocol),
+    def reply(data: bytes) -> None:
+        """An answer the reader makes itself (to a message the SDK would drop), on the same wire."""
+        transport = write_protocol.transport
+        if transport is not None and not transport.is_closing():
+            transport.write(data)
+
+    return _Pipes(stdin, stdout, read_protocol, write_protocol, MessageReader(read_protocol, reply),
                   MessageWriter(write_protocol))
 
 
