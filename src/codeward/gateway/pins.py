@@ -23,6 +23,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from codeward import state_dir
+from codeward.state_dir import StateDir
+
 
 class PinVerdict(StrEnum):
     NEW = "new"
@@ -78,9 +81,16 @@ class PinStore:
         return {k[len(prefix):]: str(v["sha256"]) for k, v in self._pins.items() if k.startswith(prefix)}
 
     def save(self) -> None:
-        """Write atomically (temp file, fsync, rename) so a crash never leaves half a file."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        """Write atomically (temp file, fsync, rename) so a crash never leaves half a file.
+
+        In a project's ``.codeward/`` (the default) the write goes through its
+        :class:`~codeward.state_dir.StateDir`, which follows no link planted there.
+        """
         text = json.dumps({"version": 1, "tools": dict(sorted(self._pins.items()))}, indent=2) + "\n"
+        if self.path.parent.name == state_dir.NAME:
+            StateDir(self.path.parent.parent).replace(self.path.name, text.encode("utf-8"))
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".pins-", dir=self.path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -13,10 +13,12 @@ It sits inside the bearer-token check: nothing unauthenticated is read.
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from codeward.transport.jsonrpc_guard import INVALID_REQUEST, MAX_MESSAGE_BYTES, Rejection, screen
 
+logger = logging.getLogger("codeward.transport.http")
 Scope = dict[str, Any]
 Receive = Any
 Send = Any
@@ -48,6 +50,7 @@ class JsonRpcGuardMiddleware:
                 break
         screened = screen(bytes(body))
         if isinstance(screened, Rejection):
+            logger.warning("refused a message from the client: %s", screened.reason)
             reply = screened.reply_bytes()
             await _respond(send, 400 if reply is not None else 202, reply or b"")
             return
