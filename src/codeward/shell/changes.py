@@ -45,9 +45,7 @@ SYSTEM_TARGETS = ("/usr/", "/bin/", "/sbin/", "/lib/", "/lib64/", "/lib32/", "/d
 GIT_DIR_MARKERS = ("commondir", "gitdir")
 """Files that make a folder a git directory by themselves (a linked worktree's pointers)."""
 PROTECTED_NAMES = frozenset({".git", ".codeward"})
-"""Names protected at any depth for writes from a sandboxed run (``.git`` metadata, codeward's state)."""
-PROTECTED_FILES = frozenset({"codeward.toml", "mcp_env.toml"})
-"""codeward's configuration files, protected wherever they are."""
+"""The protected folder names, to word a refusal (the decision is :meth:`Workspace.write_protection`)."""
 COPY_CHUNK = 1 << 20
 SHOWN_REFUSALS = 8
 
@@ -149,20 +147,17 @@ class _Staged:
 
 
 def protected_reason(workspace: Workspace, path: Path) -> str:
-    """Why a sandboxed run may not write ``path`` ("" when it may): the workspace's write gate,
-    plus the names protected for executors (until the gate covers them itself)."""
-    display = workspace.display(path)
-    parts = Path(display).parts if not os.path.isabs(display) else path.parts
-    folded = [part.casefold() for part in parts]
-    if any(part in PROTECTED_NAMES for part in folded):
-        name = next(part for part in parts if part.casefold() in PROTECTED_NAMES)
-        return f"{name}/ is protected: git metadata and codeward's state are never written by tools"
-    if folded and folded[-1] in PROTECTED_FILES:
+    """Why a sandboxed run may not write ``path`` ("" when it may): the one rule every writer
+    applies (:meth:`Workspace.write_protection`: git metadata, codeward's configuration — the
+    files the server was started with included — and ``.codeward/``), then the blacklist."""
+    if workspace.write_protection(path):
+        display = workspace.display(path)
+        parts = Path(display).parts if not os.path.isabs(display) else path.parts
+        name = next((part for part in parts if part.casefold() in PROTECTED_NAMES), None)
+        if name is not None:
+            return f"{name}/ is protected: git metadata and codeward's state are never written by tools"
         return "codeward's configuration is protected: change it yourself"
-    reason = workspace.blacklist_reason(path)
-    if reason:
-        return reason
-    return ""
+    return workspace.blacklist_reason(path)
 
 
 class _Applier:
