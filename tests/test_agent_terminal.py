@@ -66,7 +66,8 @@ def upstream(tmp_path: Path) -> Iterator[str]:
     other = tmp_path / "other"
     other.mkdir()
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "codeward", "serve", str(other), "--http", "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "codeward", "serve", str(other), "--http", "--port", str(port),
+                             "--no-auth"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

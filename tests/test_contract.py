@@ -75,7 +75,7 @@ def _serving_http(world: ContractWorld) -> Iterator[str]:
     """``codeward serve PROJECT --http`` started in the project; its URL once it answers."""
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "codeward", "serve", str(world.project), "--http", "--port",
-                             str(port)], cwd=world.project, env=world.env, stdout=subprocess.DEVNULL,
+                             str(port), "--no-auth"], cwd=world.project, env=world.env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}/mcp"
     try:

@@ -45,7 +45,8 @@ def _free_port() -> int:
 def _serving_http(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> Iterator[str]:
     """``codeward serve ... --http`` in a subprocess; its URL once it answers."""
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "codeward", "serve", *args, "--http", "--port", str(port)],
+    auth = [] if "--token-env" in args else ["--no-auth"]  # a server without a token says so on purpose
+    proc = subprocess.Popen([sys.executable, "-m", "codeward", "serve", *args, "--http", "--port", str(port), *auth],
                             cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}/mcp"
     try:

@@ -8,6 +8,7 @@ traceback (set ``CODEWARD_DEBUG=1`` to see one).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -60,7 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
     serve.add_argument("--token-env", metavar="VAR",
-                       help="require 'Authorization: Bearer $VAR' on every HTTP request")
+                       help="require 'Authorization: Bearer $VAR' on every HTTP request (default: a generated token, "
+                       "written to a 0600 file whose path is printed)")
+    serve.add_argument("--no-auth", action="store_true",
+                       help="serve HTTP without a token (loopback only; every local user can call the tools)")
     serve.add_argument("--allow-remote", action="store_true",
                        help="allow binding --host to a non-loopback address (requires --token-env)")
     serve.add_argument("--meta", action="store_true",
@@ -100,7 +104,10 @@ def build_parser() -> argparse.ArgumentParser:
     gateway.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     gateway.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
     gateway.add_argument("--port", type=int, default=8766, help="HTTP port (default 8766)")
-    gateway.add_argument("--token-env", metavar="VAR", help="require 'Authorization: Bearer $VAR' over HTTP")
+    gateway.add_argument("--token-env", metavar="VAR", help="require 'Authorization: Bearer $VAR' over HTTP "
+                         "(default: a generated token in a 0600 file whose path is printed)")
+    gateway.add_argument("--no-auth", action="store_true",
+                         help="serve HTTP without a token (loopback only; every local user can call the tools)")
     gateway.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host (needs a token)")
     gateway.add_argument("--root", action="append", help="workspace root for native tools (repeatable)")
     gateway.add_argument("--yes", action="store_true",
@@ -195,14 +202,12 @@ def build_parser() -> argparse.ArgumentParser:
 # -- shared pieces -------------------------------------------------------------------------
 
 
-def _bearer_token(args: argparse.Namespace) -> str | None:
-    """The HTTP bearer token named by ``--token-env``; an empty or unset variable is a mistake."""
-    if not args.token_env:
-        return None
-    token = os.environ.get(args.token_env)
-    if not token:
-        raise UsageError(f"--token-env {args.token_env}: that environment variable is empty or unset")
-    return token
+def _exit_on_sigterm() -> None:
+    """SIGTERM ends the command like Ctrl-C does, through every ``finally`` (a generated token file
+    is removed); the HTTP server re-raises the signal once it has shut down cleanly."""
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 
 
 def _config(args: argparse.Namespace) -> Config:
@@ -248,10 +253,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     config = _config(args)
     explicit = bool(args.roots) or bool(config.roots)
     workspace = _workspace_for(config, args.roots)
-    token = _bearer_token(args)
-    if args.http and args.host not in ("127.0.0.1", "localhost", "::1") and (not args.allow_remote or not token):
-        raise UsageError(f"binding to {args.host} exposes the tools to the network; "
-                         "pass --allow-remote and --token-env VAR to do it")
+    if args.http and args.host not in ("127.0.0.1", "localhost", "::1"):
+        if args.no_auth:
+            raise UsageError(f"--no-auth is for loopback addresses only: binding to {args.host} without a token would "
+                             "hand the tools to the network; drop --no-auth (a token is generated) or bind 127.0.0.1")
+        if not args.allow_remote:
+            raise UsageError(f"binding to {args.host} exposes the tools to the network; "
+                             "pass --allow-remote (a bearer token is required there) to do it")
     from codeward.assembly import context_extras, metrics_observer
 
     catalog = _catalog_for(config)
@@ -267,13 +275,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
                             resource_providers=wired.resource_providers, prompt_providers=wired.prompt_providers)
     roots = ", ".join(str(r) for r in workspace.roots)
     if args.http:
+        from codeward.transport.http_token import http_auth
+
         url = f"http://{args.host}:{args.port}/mcp"
-        print(f"codeward {__version__}: serving {len(catalog)} tools over streamable HTTP at {url}\n"
-              f"  roots: {roots} (fixed: client roots are not used over HTTP)"
-              f"{' (bearer token required)' if token else ''}\n"
-              f"  connect: claude mcp add --transport http codeward {url}", file=sys.stderr, flush=True)
-        allowed = [f"{args.host}:*"] if args.host not in ("127.0.0.1", "localhost", "::1") else []
-        anyio.run(lambda: server.run_http(host=args.host, port=args.port, token=token, allowed_hosts=allowed))
+        _exit_on_sigterm()
+        with http_auth(host=args.host, port=args.port, token_env=args.token_env, no_auth=args.no_auth) as auth:
+            header = " --header 'Authorization: Bearer <token>'" if auth.token else ""
+            print(f"codeward {__version__}: serving {len(catalog)} tools over streamable HTTP at {url}\n"
+                  f"  roots: {roots} (fixed: client roots are not used over HTTP)\n"
+                  f"  {auth.notice}\n"
+                  f"  connect: claude mcp add --transport http codeward {url}{header}", file=sys.stderr, flush=True)
+            allowed = [f"{args.host}:*"] if args.host not in ("127.0.0.1", "localhost", "::1") else []
+            anyio.run(lambda: server.run_http(host=args.host, port=args.port, token=auth.token,
+                                              allowed_hosts=allowed))
         return 0
     if sys.stdin.isatty():
         print(f"codeward {__version__}: serving {len(catalog)} tools over MCP stdio; roots: {roots}\n"
@@ -358,11 +372,19 @@ def _gateway_config_path(args: argparse.Namespace) -> str | None:
 def cmd_gateway(args: argparse.Namespace) -> int:
     from codeward.control.plane import ControlOptions
     from codeward.gateway.cli import run_gateway_cli
+    from codeward.transport.http_token import HttpAuth, http_auth
 
-    token = _bearer_token(args)
-    return run_gateway_cli(_gateway_config_path(args), "http" if args.http else "stdio", args.host, args.port,
-                           token=token, roots=args.root or (), urls=args.url, yes=args.yes,
-                           allow_remote=args.allow_remote, meta=args.meta, control=ControlOptions.from_args(args))
+    auth: contextlib.AbstractContextManager[HttpAuth] = (
+        http_auth(host=args.host, port=args.port, token_env=args.token_env, no_auth=args.no_auth) if args.http
+        else contextlib.nullcontext(HttpAuth(None)))
+    if args.http:
+        _exit_on_sigterm()
+    with auth as chosen:
+        if chosen.notice:
+            print(f"codeward gateway: {chosen.notice}", file=sys.stderr, flush=True)
+        return run_gateway_cli(_gateway_config_path(args), "http" if args.http else "stdio", args.host, args.port,
+                               token=chosen.token, roots=args.root or (), urls=args.url, yes=args.yes,
+                               allow_remote=args.allow_remote, meta=args.meta, control=ControlOptions.from_args(args))
 
 
 def cmd_servers(args: argparse.Namespace) -> int:

@@ -66,6 +66,9 @@ SECRET_FILES = (".env", "deploy/server.key", "notes/private.txt", "prod.env", ".
 CODEWARD_OWN_WRITES = ("index.sqlite", "registry.sqlite3", "outputs", "logs", "venvs")
 """What codeward writes in ``.codeward/`` as it works (not the agent's doing)."""
 
+CODEWARD_HOME_DIRS = ((".local", "share", "codeward"), (".cache", "codeward"))
+"""What codeward keeps in its user's home (and the folders above them)."""
+
 PROJECT_CONFIG = """\
 # The operator's policy for this project: a tool may never change it.
 [server]
@@ -357,6 +360,9 @@ class Host:
         state: dict[str, str] = {}
         for folder in (self.outside, self.home):
             for path in _walk(folder):
+                rel = path.relative_to(folder).parts
+                if folder == self.home and any(rel[:len(own)] == own[:len(rel)] for own in CODEWARD_HOME_DIRS):
+                    continue  # codeward's own data and caches (a generated HTTP token, tool environments)
                 state[str(path)] = _fingerprint(path)
         for path in self.protected_paths():
             if path.name not in ("index", "ORIG_HEAD", "FETCH_HEAD") or ".git" not in path.parts:
