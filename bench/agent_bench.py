@@ -54,7 +54,7 @@ async def measure(rounds: int, root: Path) -> tuple[list[float], list[float]]:
     baseline: list[float] = []
     looped: list[float] = []
     with FakeOpenAI([call_reply, answer] * (2 * rounds + 20)) as fake:
-        client = ModelClient(ModelProfile("bench", fake.base_url, "bench"), environ={})
+        client = ModelClient(ModelProfile(name="bench", base_url=fake.base_url, model="bench"), environ={})
         tools = CatalogSurface(catalog)
         schema = [{"type": "function", "function": {"name": i.name, "description": i.description,
                                                     "parameters": i.input_schema}} for i in tools.tool_infos()]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,18 @@ REPO = Path(__file__).resolve().parents[1]
 collect_ignore_glob = ["fixtures/*"]
 """Vendored third-party projects under fixtures/ are review inputs, not tests of codeward."""
 NODE_BIN = REPO / "tests" / "node" / "node_modules" / ".bin"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_user_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The suite never reads the person's own ``~/.config/codeward/config.toml`` (nor do its subprocesses)."""
+    previous = os.environ.get("XDG_CONFIG_HOME")
+    os.environ["XDG_CONFIG_HOME"] = str(tmp_path_factory.mktemp("xdg-config"))
+    yield
+    if previous is None:
+        os.environ.pop("XDG_CONFIG_HOME", None)
+    else:
+        os.environ["XDG_CONFIG_HOME"] = previous
 
 
 @pytest.fixture

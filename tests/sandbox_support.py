@@ -15,8 +15,9 @@ import psutil
 import pytest
 
 from codeward.catalog import Catalog, ToolOutcome
-from codeward.coding.runtime import RUNTIME_KEY, SETTINGS_KEY, CodingRuntime, CodingSettings
+from codeward.coding.runtime import RUNTIME_KEY, SETTINGS_KEY, CodingRuntime
 from codeward.coding.sandbox import SandboxUnavailable, probe_sandbox
+from codeward.config import CodingSettings
 from codeward.context import ToolContext
 from codeward.workspace import Workspace
 

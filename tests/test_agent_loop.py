@@ -69,7 +69,7 @@ OPEN_CLIENTS: list[ModelClient] = []
 
 
 def _client(base_url: str) -> ModelClient:
-    client = ModelClient(ModelProfile("fake", base_url, "fake-model"), environ={})
+    client = ModelClient(ModelProfile(name="fake", base_url=base_url, model="fake-model"), environ={})
     OPEN_CLIENTS.append(client)
     return client
 

@@ -10,7 +10,6 @@ from codeward.agent.session import open_session
 from codeward.catalog import Catalog
 from codeward.config import load_config
 from codeward.llm.client import ModelClient
-from codeward.llm.profile import resolve_profile
 
 
 def test_switching_models_closes_every_client_when_the_session_ends(root: Path, catalog: Catalog) -> None:
@@ -27,9 +26,9 @@ def test_switching_models_closes_every_client_when_the_session_ends(root: Path, 
 
         async with open_session(config, catalog, model=None, confirm=deny, roots=[root]) as session:
             made.append(session.client)
-            session.switch_model(resolve_profile(config.raw, "two"))
+            session.switch_model(config.model.resolve("two"))
             made.append(session.client)
-            session.switch_model(resolve_profile(config.raw, "one"))
+            session.switch_model(config.model.resolve("one"))
             made.append(session.client)
             assert session.profile.model == "m1" and not any(client.closed for client in made)
 

@@ -50,7 +50,7 @@ async def test_refresh_reports_tool_and_outside_edits_and_prunes_old_blocks(root
         state["workspace"] = tracked.workspace()
 
     with FakeOpenAI(replies) as fake:
-        client = ModelClient(ModelProfile("fake", fake.base_url, "m"), environ={})
+        client = ModelClient(ModelProfile(name="fake", base_url=fake.base_url, model="m"), environ={})
         loop = ToolLoop(client, CatalogSurface(catalog), Conversation("s"), Recorder(),
                         lambda: ToolContext(state["workspace"]), before_request=rebuild, after_tools=tracked.refresh)
         result = await loop.run("edit a.txt")

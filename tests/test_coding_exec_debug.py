@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from codeward.catalog import Catalog, ToolOutcome
-from codeward.coding.runtime import CodingRuntime, CodingSettings
+from codeward.coding.runtime import CodingRuntime
+from codeward.config import CodingSettings
 from tests.fake_openai import FakeOpenAI, text
 from tests.sandbox_support import caller, context, runtime_fixture
 

@@ -10,7 +10,8 @@ import pytest
 
 from codeward.catalog import Catalog, ToolOutcome
 from codeward.coding.languages import detect_toolchains
-from codeward.coding.runtime import CodingRuntime, CodingSettings
+from codeward.coding.runtime import CodingRuntime
+from codeward.config import CodingSettings
 from tests.conftest import snapshot
 from tests.sandbox_support import bwrap_works, caller, context, runtime_fixture
 

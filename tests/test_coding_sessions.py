@@ -9,10 +9,11 @@ from collections.abc import Iterator
 import pytest
 
 from codeward.coding.languages import BY_NAME
-from codeward.coding.runtime import CodingRuntime, CodingSettings
+from codeward.coding.runtime import CodingRuntime
 from codeward.coding.sandbox import SandboxRequest
 from codeward.coding.sandbox.model import Status
 from codeward.coding.sessions import SessionStore
+from codeward.config import CodingSettings
 
 pytestmark = pytest.mark.xdist_group("sandbox")
 

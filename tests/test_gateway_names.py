@@ -58,7 +58,7 @@ def test_reserved_native_names_are_never_handed_out() -> None:
 
 def test_policy_exact_glob_read_only_and_per_server() -> None:
     config = GatewayConfig(
-        servers=(ServerConfig("fs", "stdio", command="x", auto_approve=("list_*",)),),
+        servers=(ServerConfig(alias="fs", transport="stdio", command="x", auto_approve=("list_*",)),),
         auto_approve=("fs__read_file", "time__*"),
     )
     policy = ApprovalPolicy.from_config(config)

@@ -667,11 +667,10 @@ def test_chunks_ctags_fails_on_are_tagged_exactly(root: Path, tmp_path: Path, mo
             assert_documented_differences(root, symbols, exact_all)
 
 
-def test_ctags_can_be_turned_off(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ctags_can_be_turned_off(root: Path) -> None:
     make_tree(root)
-    monkeypatch.setenv("CODEWARD_INDEX_CTAGS", "0")
     with open_index(Workspace.create([root])) as index:
-        stats = index.refresh(references=False, workers=1)
+        stats = index.refresh(references=False, workers=1, ctags=False)
         assert stats.definitions_only == 0 and stats.parsed == TREE_FILES
         assert not index.quick_dir.exists()
         assert index.counts()["identifiers"] > 0

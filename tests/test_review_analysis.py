@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from codeward.catalog import Catalog
-from codeward.coding.review.runner import REVIEW_EXTRAS_KEY, ReviewConfig
+from codeward.coding.review.runner import REVIEW_EXTRAS_KEY
+from codeward.config import ReviewSettings
 from codeward.context import ToolContext
 from tests.conftest import snapshot
 from tests.review_fixtures import CORE, Call, caller, plant_line, planted_project, write_planted_project
@@ -175,7 +176,7 @@ def test_gitignored_blacklisted_and_outside_files_are_not_analyzed(root: Path, c
 
 def test_missing_analyzer_is_a_per_type_error(root: Path, ctx: ToolContext, catalog: Catalog) -> None:
     write_planted_project(root)
-    ctx.extras[REVIEW_EXTRAS_KEY] = ReviewConfig(executables={"bandit": str(root / "no-such-bandit")})
+    ctx.extras[REVIEW_EXTRAS_KEY] = ReviewSettings(executables={"bandit": str(root / "no-such-bandit")})
     outcome = catalog.call("coding_analyze_file", {"file_path": "app/pkg/core.py",
                                                    "analysis_types": ["lint", "security"]}, ctx)
     assert not outcome.is_error, outcome.text
@@ -201,7 +202,7 @@ def test_hung_analyzer_is_stopped_at_the_timeout(root: Path, ctx: ToolContext, c
                                                  tmp_path: Path) -> None:
     (root / "a.py").write_text("import os\n")
     fake = _fake_analyzer(tmp_path, "ruff", "sleep 60")
-    ctx.extras[REVIEW_EXTRAS_KEY] = ReviewConfig(executables={"ruff": fake}, timeout_seconds=5)
+    ctx.extras[REVIEW_EXTRAS_KEY] = ReviewSettings(executables={"ruff": fake}, timeout_seconds=5)
     result = catalog.call("coding_analyze_file", {"file_path": "a.py", "analysis_types": ["lint", "security"]},
                           ctx).structured
     assert result is not None and result["success"] is False
@@ -215,7 +216,7 @@ def test_unreadable_analyzer_output_is_a_clear_error(root: Path, ctx: ToolContex
     (root / "a.py").write_text("import os\n")
     fake = _fake_analyzer(tmp_path, "bandit", "echo 'this is not json'")
     crashing = _fake_analyzer(tmp_path, "radon", "echo 'Traceback: boom' >&2; exit 3")
-    ctx.extras[REVIEW_EXTRAS_KEY] = ReviewConfig(executables={"bandit": fake, "radon": crashing})
+    ctx.extras[REVIEW_EXTRAS_KEY] = ReviewSettings(executables={"bandit": fake, "radon": crashing})
     result = catalog.call("coding_analyze_file", {"file_path": "a.py"}, ctx).structured
     assert result is not None
     runs = {run["analysis_type"]: run for run in result["analyses"]}
@@ -229,7 +230,7 @@ def test_a_cancelled_call_stops_its_analyzers(root: Path, ctx: ToolContext, cata
                                               tmp_path: Path) -> None:
     (root / "a.py").write_text("import os\n")
     hanging = _fake_analyzer(tmp_path, "ruff", "sleep 60")
-    ctx.extras[REVIEW_EXTRAS_KEY] = ReviewConfig(executables={"ruff": hanging}, timeout_seconds=60)
+    ctx.extras[REVIEW_EXTRAS_KEY] = ReviewSettings(executables={"ruff": hanging}, timeout_seconds=60)
     timer = threading.Timer(0.5, ctx.cancelled.set)
     timer.start()
     try:
@@ -313,6 +314,6 @@ def test_analyzers_come_from_the_interpreters_environment() -> None:
     from codeward.coding.review.runner import locate
 
     for name in ("ruff", "mypy", "bandit", "radon", "vulture", "lizard"):
-        found = locate(name, ReviewConfig())
+        found = locate(name, ReviewSettings())
         assert found.ok, found.error_text()
         assert os.access(found.data, os.X_OK)

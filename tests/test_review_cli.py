@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from codeward.coding.review.cli import EXIT_PASS, EXIT_USAGE, EXIT_VIOLATION, run_review_cli
-from codeward.coding.review.runner import ReviewConfig
+from codeward.config import ReviewSettings
 from tests.conftest import snapshot
 from tests.review_fixtures import write_planted_project
 
@@ -137,7 +137,7 @@ def test_a_slow_analyzer_is_reported_while_it_runs_then_fails_its_gates_first(tm
     hanging.write_text("#!/bin/sh\nsleep 60\n")
     hanging.chmod(0o755)
     err = io.StringIO()
-    config = ReviewConfig(executables={"radon": str(hanging)}, heartbeat_seconds=0.3)
+    config = ReviewSettings(executables={"radon": str(hanging)}, heartbeat_seconds=0.3)
     status = run_review_cli(["clean"], "text", None, None, timeout="2", config=config, root=tmp_path,
                             stdout=io.StringIO(), stderr=err)
     assert status == EXIT_VIOLATION

@@ -17,7 +17,7 @@ import pytest
 
 from codeward.catalog import Catalog
 from codeward.coding.review.cli import EXIT_VIOLATION, run_review_cli
-from codeward.coding.review.runner import ReviewConfig
+from codeward.config import ReviewSettings
 from tests.conftest import REPO
 from tests.review_fixtures import caller, planted_project
 
@@ -78,7 +78,7 @@ def test_sarif_is_valid_and_carries_every_issue(project: Path, reference: dict[s
 
 def test_sarif_marks_a_run_with_a_failed_analysis_unsuccessful(project: Path) -> None:
     out = io.StringIO()
-    config = ReviewConfig(executables={"bandit": str(project / "no-bandit")})
+    config = ReviewSettings(executables={"bandit": str(project / "no-bandit")})
     status = run_review_cli("app", "sarif", None, None, config=config, root=project, stdout=out,
                             stderr=io.StringIO(), progress=False)
     assert status == EXIT_VIOLATION

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from codeward.catalog import Catalog
-from codeward.coding.review.runner import REVIEW_EXTRAS_KEY, ReviewConfig
+from codeward.coding.review.runner import REVIEW_EXTRAS_KEY
+from codeward.config import ReviewSettings
 from codeward.context import ToolContext
 from codeward.workspace import Workspace
 from tests.conftest import node_tool
@@ -34,7 +35,7 @@ needs_biome = pytest.mark.skipif(BIOME is None, reason="Biome is not installed (
 
 def _lint(root: Path, catalog: Catalog, path: str = ".", **config: Any) -> dict[str, Any]:
     ctx = ToolContext(Workspace.create([root]))
-    ctx.extras[REVIEW_EXTRAS_KEY] = ReviewConfig(**config)
+    ctx.extras[REVIEW_EXTRAS_KEY] = ReviewSettings(**config)
     outcome = catalog.call("coding_analyze_project", {"path": path, "analysis_types": ["lint"]}, ctx)
     assert outcome.structured is not None, outcome.text
     return outcome.structured

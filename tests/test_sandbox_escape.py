@@ -10,7 +10,6 @@ import os
 import socket
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import psutil
@@ -81,7 +80,7 @@ def test_network_is_refused_unless_the_operator_allows_it(run: Callable[..., Too
 def test_allowed_network_still_cannot_reach_the_host_or_private_ranges(catalog: Catalog, root: Path,
                                                                        runtime: CodingRuntime) -> None:
     server = TcpServer("0.0.0.0")
-    allowed = caller(catalog, context(root, runtime, replace(runtime.settings, allow_network=True)))
+    allowed = caller(catalog, context(root, runtime, runtime.settings.model_copy(update={"allow_network": True})))
     own = [a.address for addrs in psutil.net_if_addrs().values() for a in addrs if a.family == socket.AF_INET]
     targets = ["127.0.0.1", "10.0.2.2", *own]
     try:

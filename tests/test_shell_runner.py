@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from codeward.catalog import Catalog, ToolOutcome
-from codeward.config import ConfigError, load_config
+from codeward.config import ConfigError, ModelSettings, load_config
 from codeward.context import ToolContext
-from codeward.shell import EXTRAS_KEY, ShellSettings, shell_settings_from_config
+from codeward.shell import EXTRAS_KEY, ShellSettings
 from codeward.workspace import Workspace
 from tests.conftest import snapshot
 from tests.fake_openai import FakeOpenAI, text
@@ -217,9 +217,10 @@ def test_a_cancelled_call_kills_the_script(catalog: Catalog, root: Path, sandbox
 
 
 def _qa_settings(fake: FakeOpenAI | None, sandboxed: bool = False) -> ShellSettings:
-    model = {"model": {"default": "qa", "profiles": {"qa": {"base_url": fake.base_url, "model": "fake"}}}} \
-        if fake is not None else {}
-    return ShellSettings(sandbox=sandboxed, qa_on_failure=True, model_config=model)
+    models = ModelSettings.model_validate({"default": "qa", "profiles": {"qa": {"base_url": fake.base_url,
+                                                                             "model": "fake"}}}) \
+        if fake is not None else ModelSettings()
+    return ShellSettings(sandbox=sandboxed, qa_on_failure=True, models=models)
 
 
 def test_qa_callback_asks_the_model_to_explain_a_failure(catalog: Catalog, root: Path) -> None:
@@ -255,16 +256,16 @@ def test_shell_settings_come_from_the_config_file(tmp_path: Path) -> None:
     config_file = tmp_path / "codeward.toml"
     config_file.write_text('[shell]\nsandbox = false\nmax_timeout_s = 120\nro_paths = ["tools"]\n'
                            'qa_on_failure = true\n[model]\ndefault = "x"\n')
-    settings = shell_settings_from_config(load_config(str(config_file)))
+    settings = load_config(str(config_file)).shell
     assert settings.sandbox is False and settings.max_timeout_s == 120.0 and settings.qa_on_failure
-    assert settings.ro_paths == (str(tmp_path / "tools"),)
-    assert settings.model_config["model"]["default"] == "x"
+    assert settings.ro_paths == ((tmp_path / "tools").resolve(),)
+    assert settings.models.default == "x"
     config_file.write_text("[shell]\nsandbox = 'no'\n")
-    with pytest.raises(ConfigError, match="sandbox must be like True"):
-        shell_settings_from_config(load_config(str(config_file)))
+    with pytest.raises(ConfigError, match=r"\[shell\] sandbox must be a boolean \(true/false\) \(got 'no'\)"):
+        load_config(str(config_file))
     config_file.write_text("[shell]\nsandboxed = false\n")
-    with pytest.raises(ConfigError, match="unknown keys \\['sandboxed'\\]"):
-        shell_settings_from_config(load_config(str(config_file)))
+    with pytest.raises(ConfigError, match="\\[shell\\] unknown key 'sandboxed': did you mean 'sandbox'"):
+        load_config(str(config_file))
     config_file.write_text("[shell]\nmax_timeout_s = 0\n")
     with pytest.raises(ConfigError, match="max_timeout_s must be between"):
-        shell_settings_from_config(load_config(str(config_file)))
+        load_config(str(config_file))

@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType, UnionType
-from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+from types import ModuleType
+from typing import Any, get_type_hints
 
 import anyio
 import anyio.to_thread
@@ -35,6 +35,7 @@ from codeward.content import RichContent
 from codeward.context import ToolContext
 from codeward.result import ErrorInfo, ErrorKind, Result
 from codeward.state_dir import StateDir
+from codeward.validation_messages import annotation_name, problems
 from codeward.workspace import Access
 
 TOOL_NAME_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
@@ -445,20 +446,19 @@ def _text_size(value: object) -> int:
 
 
 def describe_validation(spec: ToolSpec, exc: ValidationError) -> str:
-    fields = spec.input_model.model_fields
+    """Every problem of a call's arguments in one line, through the describer config errors use too."""
     lines: list[str] = []
-    for error in exc.errors():
-        where = ".".join(str(p) for p in error["loc"]) or "arguments"
-        kind = error["type"]
-        top = str(error["loc"][0]) if error["loc"] else ""
-        if kind == "missing":
-            lines.append(f"missing required argument {where!r} ({_type_name(fields[top])})")
-        elif kind == "extra_forbidden":
-            lines.append(f"unknown argument {where!r}; {spec.name} takes: {', '.join(fields) or 'no arguments'}")
+    for problem in problems(exc, spec.input_model):
+        where = ".".join(str(p) for p in problem.loc) or "arguments"
+        if problem.kind == "missing":
+            lines.append(f"missing required argument {where!r} ({problem.expected})")
+        elif problem.kind == "unknown":
+            close = problem.suggestion
+            hint = f"did you mean {close!r}? " if close else ""
+            lines.append(f"unknown argument {where!r}; {hint}{spec.name} takes: "
+                         f"{', '.join(spec.input_model.model_fields) or 'no arguments'}")
         else:
-            expected = _type_name(fields[top]) if top in fields else "a valid value"
-            given = error.get("input")
-            lines.append(f"argument {where!r} must be {expected}: {error['msg']} (got {_short(given)})")
+            lines.append(f"argument {where!r} {problem.fix()}")
     return f"invalid arguments for {spec.name}: " + "; ".join(lines)
 
 
@@ -588,26 +588,7 @@ def _drop_titles(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _type_name(info: FieldInfo) -> str:
-    return _annotation_name(info.annotation)
-
-
-def _annotation_name(annotation: Any) -> str:
-    names = {str: "a string", int: "an integer", float: "a number", bool: "a boolean (true/false)"}
-    if annotation in names:
-        return names[annotation]
-    args = [a for a in get_args(annotation) if a is not type(None)]
-    if get_origin(annotation) in (Union, UnionType) and len(args) == 1:
-        return _annotation_name(args[0]) + " or null"
-    if get_origin(annotation) is Literal:
-        return "one of " + ", ".join(repr(a) for a in get_args(annotation))
-    if get_origin(annotation) is list:
-        return "a list" + (f" of {_annotation_name(args[0]).removeprefix('a ').removeprefix('an ')}s" if args else "")
-    return getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return annotation_name(info.annotation)
 
 
 def _suggest(name: str, table: Mapping[str, ToolSpec]) -> str:

@@ -333,8 +333,7 @@ def cmd_call(args: argparse.Namespace) -> int:
     if spec is None and "__" in args.tool:
         from codeward.gateway.cli import call_cli
 
-        return call_cli(str(config.path) if config.path else None, args.tool, args.arguments, as_json=args.json,
-                        roots=args.root or ())
+        return call_cli(config.mcp, args.tool, args.arguments, as_json=args.json, roots=args.root or ())
     if spec is None:
         import difflib
 
@@ -358,15 +357,8 @@ def cmd_call(args: argparse.Namespace) -> int:
 def cmd_index(args: argparse.Namespace) -> int:
     from codeward.code.index_cli import run_index_cli
 
-    return run_index_cli(args.path, rebuild=args.rebuild, references=not args.definitions_only)
-
-
-def _gateway_config_path(args: argparse.Namespace) -> str | None:
-    from codeward.config import find_config
-
-    explicit = getattr(args, "config", None)
-    found = find_config(explicit)
-    return str(found) if found else None
+    return run_index_cli(args.path, rebuild=args.rebuild, references=not args.definitions_only,
+                         ctags=_config(args).index.ctags)
 
 
 def cmd_gateway(args: argparse.Namespace) -> int:
@@ -382,7 +374,7 @@ def cmd_gateway(args: argparse.Namespace) -> int:
     with auth as chosen:
         if chosen.notice:
             print(f"codeward gateway: {chosen.notice}", file=sys.stderr, flush=True)
-        return run_gateway_cli(_gateway_config_path(args), "http" if args.http else "stdio", args.host, args.port,
+        return run_gateway_cli(_config(args).mcp, "http" if args.http else "stdio", args.host, args.port,
                                token=chosen.token, roots=args.root or (), urls=args.url, yes=args.yes,
                                allow_remote=args.allow_remote, meta=args.meta, control=ControlOptions.from_args(args))
 
@@ -390,7 +382,7 @@ def cmd_gateway(args: argparse.Namespace) -> int:
 def cmd_servers(args: argparse.Namespace) -> int:
     from codeward.gateway.cli import list_servers_cli
 
-    return list_servers_cli(_gateway_config_path(args), urls=args.url, as_json=args.json, show_tools=args.tools,
+    return list_servers_cli(_config(args).mcp, urls=args.url, as_json=args.json, show_tools=args.tools,
                             repin=args.repin)
 
 
@@ -398,14 +390,14 @@ def cmd_review(args: argparse.Namespace) -> int:
     from codeward.coding.review.cli import run_review_cli
 
     return run_review_cli(args.paths, args.format, args.gates, args.output, timeout=args.timeout,
-                          isolated=args.isolated, progress=not args.quiet)
+                          isolated=args.isolated, progress=not args.quiet, config=_config(args).review)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from codeward.coding.run_cli import run_file_cli
 
     return run_file_cli(args.file, args.language, timeout_s=args.timeout, memory_mb=args.memory_mb,
-                        network=args.network)
+                        network=args.network, settings=_config(args).coding)
 
 
 def cmd_beads_init(args: argparse.Namespace) -> int:

@@ -18,11 +18,10 @@ from codeward.assembly import context_extras
 from codeward.catalog import Catalog
 from codeward.config import Config
 from codeward.context import ToolContext
-from codeward.gateway.config import GatewayConfig, parse_gateway_table
 from codeward.gateway.gateway import Gateway
 from codeward.gateway.policy import ConfirmCallback
 from codeward.llm.client import ModelClient
-from codeward.llm.profile import ModelProfile, resolve_profile
+from codeward.llm.profile import ModelProfile
 from codeward.surface import CatalogSurface, CompositeSurface
 from codeward.workspace import Workspace
 
@@ -64,13 +63,6 @@ class AgentSession:
         self.settings.text_tool_calls = profile.text_tool_calls
 
 
-def gateway_config_of(config: Config) -> GatewayConfig:
-    table = config.raw.get("mcp")
-    if not table:
-        return GatewayConfig(source=config.path)
-    return parse_gateway_table(table, config.path)
-
-
 @asynccontextmanager
 async def open_session(
     config: Config,
@@ -82,16 +74,14 @@ async def open_session(
     auto_approve: Sequence[str] = (),
 ) -> AsyncIterator[AgentSession]:
     """Everything a conversation needs, with the gateway's upstream servers connected."""
-    profile = resolve_profile(config.raw, model)
+    profile = config.model.resolve(model)
     client = ModelClient(profile)
     workspace = Workspace.create(list(roots) or list(config.roots) or [Path.cwd()], extra_blacklist=config.blacklist,
                                  protected=[config.path] if config.path else [])
-    gateway_config = gateway_config_of(config)
+    gateway_config = config.mcp
     patterns = (*gateway_config.auto_approve, *auto_approve)
     if auto_approve:
-        from dataclasses import replace
-
-        gateway_config = replace(gateway_config, auto_approve=patterns)
+        gateway_config = gateway_config.model_copy(update={"auto_approve": patterns})
     native = ApprovingSurface(CatalogSurface(catalog), confirm, auto_approve=patterns)
     settings = LoopSettings(max_tool_depth=gateway_config.max_tool_depth, text_tool_calls=profile.text_tool_calls)
     clients = [client]

@@ -27,9 +27,10 @@ from codeward.agent.loop import ToolLoop
 from codeward.agent.render import RichView
 from codeward.agent.session import AgentSession
 from codeward.agent.tracked import TrackedFiles, estimate_tokens
+from codeward.config.agent import DEFAULT_BUDGET_TOKENS
 from codeward.gateway.config import server_from_url
 from codeward.gateway.policy import ApprovalRequest
-from codeward.llm.profile import ModelConfigError, resolve_profile
+from codeward.llm.profile import ModelConfigError
 
 HELP = """Commands:
   :help                         this help
@@ -47,7 +48,6 @@ HELP = """Commands:
 Anything else is sent to the model. A reply line `CMD: <command>` is offered to run."""
 
 CMD_LINE = re.compile(r"^\s*CMD:\s*`?(?P<cmd>[^`]+?)`?\s*$", re.MULTILINE)
-DEFAULT_BUDGET_TOKENS = 32_000
 
 Ask = Callable[[str], Awaitable[str]]
 
@@ -81,14 +81,14 @@ class ChatShell:
 
     def __post_init__(self) -> None:
         self.view = RichView(self.console)
-        agent = self.session.config.raw.get("agent", {})
-        base_dirs = agent.get("base_dirs")
+        agent = self.session.config.agent
+        base_dirs = agent.base_dirs
         resolved_dirs = None if base_dirs is None else tuple(
             (self.session.workspace.primary / d).resolve() for d in base_dirs)
         self.tracked = TrackedFiles(self.session.workspace, resolved_dirs)
         if "run_shell" in self.session.catalog:
             self.command_runner = self._run_in_sandbox
-        self.budget_tokens = int(agent.get("context_budget_tokens", DEFAULT_BUDGET_TOKENS))
+        self.budget_tokens = agent.context_budget_tokens
 
     def loop(self) -> ToolLoop:
         return ToolLoop(self.session.client, self.session.surface, self.conversation, self.view,
@@ -245,7 +245,7 @@ class ChatShell:
             self.console.print(f"model {p.model} via {p.base_url} (profile {p.name}, max_tokens {p.max_tokens})")
             return
         try:
-            profile = resolve_profile(self.session.config.raw, args[0])
+            profile = self.session.config.model.resolve(args[0])
         except ModelConfigError as exc:
             self.console.print(f"[red]{exc}[/]")
             return

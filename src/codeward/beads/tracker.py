@@ -1,6 +1,6 @@
 """The four Beads operations over either backend: ``bd`` when it is on PATH, else the built-in store.
 
-Settings travel in ``ToolContext.extras["beads_settings"]`` (:class:`BeadsSettings`); by default
+Settings (the ``[beads]`` table, :class:`BeadsSettings`) travel in ``ToolContext.extras["beads_settings"]``; by default
 codeward uses ``bd`` when it finds it and the built-in store otherwise, so a project can start
 here and move to ``bd`` later without converting anything.
 """
@@ -12,7 +12,7 @@ import os
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
@@ -20,19 +20,12 @@ from codeward.beads.bd_cli import BdCli
 from codeward.beads.ids import new_id
 from codeward.beads.model import HIDDEN_STATUSES, Bead, Dependency, now_timestamp
 from codeward.beads.store import BeadsStore, open_store
+from codeward.config.beads import BeadsSettings
 from codeward.result import ErrorKind, Result
 from codeward.workspace import Access, Workspace
 
 EXTRAS_KEY = "beads_settings"
 MAX_TITLE_CHARS = 500
-
-
-@dataclass(frozen=True)
-class BeadsSettings:
-    backend: Literal["auto", "builtin", "bd"] = "auto"
-    """``auto``: ``bd`` when ``bd_command`` is found on PATH, else the built-in store."""
-    bd_command: str = "bd"
-    timeout: float = 30.0
 
 
 def beads_settings_of(extras: Mapping[str, Any]) -> BeadsSettings:

@@ -103,12 +103,7 @@ class Ctags:
 
     @classmethod
     def find(cls) -> Ctags | None:
-        """Universal-ctags on ``PATH`` (Exuberant ctags lacks what this needs), else ``None``.
-
-        ``CODEWARD_INDEX_CTAGS=0`` turns the quick tier off (every build is then exact).
-        """
-        if os.environ.get("CODEWARD_INDEX_CTAGS", "1") == "0":
-            return None
+        """Universal-ctags on ``PATH`` (Exuberant ctags lacks what this needs), else ``None``."""
         for name in CTAGS_NAMES:
             executable = shutil.which(name)
             if executable is None:

@@ -11,11 +11,12 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 
-def run_index_cli(path: str, *, rebuild: bool, references: bool = True) -> int:
+def run_index_cli(path: str, *, rebuild: bool, references: bool = True, ctags: bool = True) -> int:
     """Index ``path`` and say what was done; the exit status.
 
-    A cold build shows its two passes: definitions (universal-ctags, when installed and the
-    tree is big), then references (tree-sitter), unless ``references`` is False.
+    A cold build shows its two passes: definitions (universal-ctags, when installed, the tree
+    is big and ``ctags`` — ``[index] ctags`` — allows it), then references (tree-sitter),
+    unless ``references`` is False.
     """
     from rich.console import Console
 
@@ -35,7 +36,7 @@ def run_index_cli(path: str, *, rebuild: bool, references: bool = True) -> int:
         for with_references in ([False, True] if references else [False]):
             try:
                 stats = _refresh(console, index, rebuild=rebuild and not with_references,
-                                 references=with_references)
+                                 references=with_references, ctags=ctags)
             except KeyboardInterrupt:
                 console.print("interrupted: the index keeps the files finished so far")
                 return 130
@@ -48,7 +49,8 @@ def run_index_cli(path: str, *, rebuild: bool, references: bool = True) -> int:
     return 0
 
 
-def _refresh(console: Console, index: SymbolIndex, *, rebuild: bool, references: bool) -> RefreshStats:
+def _refresh(console: Console, index: SymbolIndex, *, rebuild: bool, references: bool,
+             ctags: bool) -> RefreshStats:
     """One refresh under a transient progress bar."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -59,4 +61,4 @@ def _refresh(console: Console, index: SymbolIndex, *, rebuild: bool, references:
         def report(done: int, total: int | None, message: str) -> None:
             bar.update(task, completed=done, total=total, description=message)
 
-        return index.refresh(progress=report, rebuild=rebuild, references=references)
+        return index.refresh(progress=report, rebuild=rebuild, references=references, ctags=ctags)

@@ -30,10 +30,11 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from codeward import state_dir
 from codeward.code.ctags_tags import Ctags
@@ -42,11 +43,14 @@ from codeward.code.quick_tier import QuickTier
 from codeward.code.tags import MAX_SIGNATURE_CHARS, Extractors, tagged_language, unpack_spans
 from codeward.code.usage_scan import IndexedFile, Usage, scan_usages
 from codeward.code.walk import walk
+from codeward.config.index import IndexSettings
 from codeward.result import ErrorKind, Result
 from codeward.state_dir import StateDir
 from codeward.workspace import Workspace
 
 SCHEMA_VERSION = 5
+EXTRAS_KEY = "index_settings"
+"""Key of the ``[index]`` table (:class:`IndexSettings`) in ``ToolContext.extras``."""
 MAX_FILE_BYTES = 4 * 1024 * 1024
 """Larger files (generated tables, amalgamations) are not indexed."""
 POOL_MIN_FILES = 64
@@ -182,6 +186,16 @@ def index_root_for(workspace: Workspace, real: Path) -> Path:
     return workspace.primary
 
 
+def index_settings_of(extras: Mapping[str, Any]) -> IndexSettings:
+    """The ``[index]`` table a context carries, or the defaults with the environment's overrides."""
+    value = extras.get(EXTRAS_KEY)
+    if isinstance(value, IndexSettings):
+        return value
+    from codeward.config.loader import defaults_with_environment
+
+    return defaults_with_environment().index
+
+
 def default_index_path(root: Path) -> Path:
     return StateDir(root).index
 
@@ -265,6 +279,7 @@ class SymbolIndex:
         workers: int | None = None,
         rebuild: bool = False,
         references: bool = True,
+        ctags: bool = True,
     ) -> RefreshStats:
         """Bring the index up to date with the files on disk; returns what changed.
 
@@ -272,6 +287,7 @@ class SymbolIndex:
         tree then takes them from universal-ctags when it is installed (the quick tier, see
         :mod:`codeward.code.quick_tier`), and a later full refresh (the default) tags those
         files exactly with tree-sitter, references included, and retires the tag files.
+        ``ctags=False`` (``[index] ctags = false``) makes every build the exact one.
         """
         if _in_spawned_import():
             raise RuntimeError(
@@ -290,12 +306,12 @@ class SymbolIndex:
                 known[path] = (file_id, mtime, size)
                 if not complete:
                     incomplete.add(path)
-            ctags = Ctags.find() if not known and not references else None
+            quick = Ctags.find() if ctags and not known and not references else None
             scan = self._scan(stats, progress)
-            if ctags is not None:
+            if quick is not None:
                 head = list(itertools.islice(scan, POOL_MIN_FILES))
                 if len(head) == POOL_MIN_FILES:  # a big tree: definitions from ctags
-                    self._quick_definitions(ctags, itertools.chain(head, scan), stats, plan)
+                    self._quick_definitions(quick, itertools.chain(head, scan), stats, plan)
                     stats.seconds = time.perf_counter() - started
                     return stats
                 scan = iter(head)

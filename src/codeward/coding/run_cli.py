@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import replace
 from typing import TextIO
 
 from codeward.coding.debug import detect_language
 from codeward.coding.execute import Limits, execute
 from codeward.coding.languages import LANGUAGE_NAMES
-from codeward.coding.runtime import CodingRuntime, CodingSettings
+from codeward.coding.runtime import CodingRuntime, settings_of
 from codeward.coding.sandbox import Status
+from codeward.config.coding import CodingSettings
 
 EXTENSIONS = {
     ".py": "python", ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".sh": "bash",
@@ -30,8 +30,12 @@ EXIT_SETUP = 2
 def run_file_cli(
     path_or_dash: str, language: str | None, *, timeout_s: float = 30.0, memory_mb: int | None = None,
     network: bool = False, stdin: TextIO | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None,
+    settings: CodingSettings | None = None,
 ) -> int:
-    """Run the file (``-``: source from stdin) and return the exit status to exit with."""
+    """Run the file (``-``: source from stdin) and return the exit status to exit with.
+
+    ``settings`` is the ``[coding]`` table (the sandbox backend); the warm pool is not used.
+    """
     source_in = stdin or sys.stdin
     out, err = stdout or sys.stdout, stderr or sys.stderr
     if path_or_dash == "-":
@@ -53,7 +57,7 @@ def run_file_cli(
         print(f"codeward: cannot tell the language of {path_or_dash}; pass --language with one of "
               f"{', '.join(LANGUAGE_NAMES)}", file=err)
         return EXIT_SETUP
-    runtime = CodingRuntime(replace(CodingSettings.from_env(), pool_size=0))
+    runtime = CodingRuntime((settings or settings_of({})).model_copy(update={"pool_size": 0}))
     try:
         result = execute(runtime, chosen, code, program_stdin, Limits(timeout_s, memory_mb, network))
     finally:

@@ -8,11 +8,9 @@ use by :func:`runtime_of`), never in a module global; its processes are stopped 
 
 from __future__ import annotations
 
-import os
 import threading
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from codeward.coding.languages import BY_NAME, Toolchain, detect_toolchain, detect_toolchains
@@ -20,71 +18,32 @@ from codeward.coding.sandbox import Sandbox, SandboxUnavailable, probe_sandbox
 from codeward.coding.sandbox.runner import StartableSandbox
 from codeward.coding.sessions import SessionStore
 from codeward.coding.warm_pool import WarmPool
-from codeward.llm.profile import ModelProfile
+from codeward.config.coding import CodingSettings
 
 RUNTIME_KEY = "coding_runtime"
 SETTINGS_KEY = "coding_settings"
-DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
-
-
-@dataclass(frozen=True)
-class CodingSettings:
-    """Choices for code execution; from ``extras["coding_settings"]`` or the environment.
-
-    Environment: ``CODEWARD_SANDBOX`` (bwrap|docker|process), ``CODEWARD_MODEL_BASE_URL``,
-    ``CODEWARD_MODEL``, ``CODEWARD_MODEL_API_KEY`` (the OpenAI-compatible model that
-    ``coding_debug_code`` asks for fixes).
-    """
-
-    backend: str | None = None
-    pool_size: int = 2
-    session_idle_s: float = 900.0
-    max_sessions: int = 8
-    session_memory_budget_mb: int = 2048
-    """The most memory the live sessions of one server may be allowed together (their limits summed)."""
-    model_base_url: str | None = None
-    model: str | None = None
-    model_api_key: str | None = None
-    model_timeout_s: float = 60.0
-    allow_network: bool = False
-    """``[coding] allow_network``: whether a call may ask for network (``network=true``). The
-    operator's decision, never the model's; even allowed, the host and private ranges stay out
-    of reach where the backend can keep them so (bwrap), and results say so where it cannot."""
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> CodingSettings:
-        env = os.environ if environ is None else environ
-        return cls(
-            backend=env.get("CODEWARD_SANDBOX") or None,
-            model_base_url=env.get("CODEWARD_MODEL_BASE_URL") or None,
-            model=env.get("CODEWARD_MODEL") or None,
-            model_api_key=env.get("CODEWARD_MODEL_API_KEY") or None,
-        )
-
-
-    def model_profile(self) -> ModelProfile | None:
-        """The model ``coding_debug_code`` asks, as a profile of the one model client; ``None`` if unset."""
-        if not self.model:
-            return None
-        return ModelProfile(name=self.model, base_url=self.model_base_url or DEFAULT_OPENAI_URL, model=self.model,
-                            temperature=0.2, timeout_s=self.model_timeout_s)
-
-
-NO_MODEL = ("no model is configured: set CODEWARD_MODEL (and CODEWARD_MODEL_BASE_URL for a local or "
-            "OpenAI-compatible server, CODEWARD_MODEL_API_KEY if it needs a key), or add a [model] profile "
-            "to codeward.toml")
+NO_MODEL = ("no model is configured: name a [model.profiles] profile in [coding] profile (or [model] default), "
+            "or set CODEWARD_MODEL (with CODEWARD_MODEL_BASE_URL for a local or OpenAI-compatible server, "
+            "CODEWARD_MODEL_API_KEY if it needs a key)")
 
 
 def settings_of(extras: Mapping[str, Any]) -> CodingSettings:
+    """The ``[coding]`` table a context carries, or the defaults with the environment's overrides."""
     value = extras.get(SETTINGS_KEY)
-    return value if isinstance(value, CodingSettings) else CodingSettings.from_env()
+    return value if isinstance(value, CodingSettings) else _environment_settings()
+
+
+def _environment_settings() -> CodingSettings:
+    from codeward.config.loader import defaults_with_environment
+
+    return defaults_with_environment().coding
 
 
 class CodingRuntime:
     """Lazily probes the sandbox and toolchains; owns the warm pool and sessions."""
 
     def __init__(self, settings: CodingSettings | None = None) -> None:
-        self.settings = settings or CodingSettings.from_env()
+        self.settings = settings or _environment_settings()
         self._lock = threading.Lock()
         self._sandbox: Sandbox | None = None
         self._sandbox_notes: list[str] = []

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -32,9 +31,14 @@ if TYPE_CHECKING:
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
-def gateway_config(config_path: str | Path | None, urls: Sequence[str] = ()) -> GatewayConfig:
-    """The config file (if any) plus servers given by URL on the command line."""
-    config = load_gateway_config(config_path) if config_path else GatewayConfig()
+ConfigSource = GatewayConfig | str | Path | None
+"""The ``[mcp]`` table of a loaded configuration, or a file to read it from."""
+
+
+def gateway_config(source: ConfigSource, urls: Sequence[str] = ()) -> GatewayConfig:
+    """The configured servers (the loaded ``[mcp]`` table, or a file's) plus servers given by URL."""
+    config = source if isinstance(source, GatewayConfig) else (
+        load_gateway_config(source) if source else GatewayConfig())
     for url in urls:
         config = config.with_server(server_from_url(url, taken=[s.alias for s in config.servers]))
     if not config.servers:
@@ -44,7 +48,7 @@ def gateway_config(config_path: str | Path | None, urls: Sequence[str] = ()) -> 
 
 
 def run_gateway_cli(
-    config_path: str | Path | None,
+    config_path: ConfigSource,
     transport: str = "stdio",
     host: str = "127.0.0.1",
     port: int = 8766,
@@ -125,7 +129,7 @@ def _note(text: str) -> None:
 
 
 def list_servers_cli(
-    config_path: str | Path | None,
+    config_path: ConfigSource,
     *,
     urls: Sequence[str] = (),
     as_json: bool = False,
@@ -168,7 +172,7 @@ async def _list_servers(config: GatewayConfig, as_json: bool, show_tools: bool, 
 
 
 def call_cli(
-    config_path: str | Path | None,
+    config_path: ConfigSource,
     name: str,
     assignments: Sequence[str],
     *,
@@ -192,7 +196,7 @@ def call_cli(
                           f"the configured servers ({known}); run `codeward servers --tools` to list them")
     server = config.server(split[0])
     assert server is not None
-    single = replace(config, servers=(server,))
+    single = config.only(server.alias)
     confirm: ConfirmCallback = approve_everything if yes else terminal_confirm
     return anyio.run(_call, single, name, list(assignments), confirm, as_json, list(roots),
                      out or sys.stdout, err or sys.stderr)

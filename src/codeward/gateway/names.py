@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from codeward.gateway.config import ALIAS_SEPARATOR
+from codeward.config.mcp import ALIAS_SEPARATOR
 
 VALID_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
 _INVALID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")

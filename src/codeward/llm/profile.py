@@ -1,83 +1,58 @@
 """Named model endpoints: ``[model.profiles.<name>]`` in ``codeward.toml``, or ``OPENAI_*``.
 
-:class:`ModelProfile`'s fields are the single definition of what a profile may say; the
-config loader validates the table against them.
+:class:`ModelProfile`'s fields are the single definition of what a profile may say: the
+configuration's ``[model]`` table (:class:`codeward.config.ModelSettings`) validates each
+profile table as one, and picks the one to use.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator
 
 
 class ModelConfigError(ValueError):
     """No usable model settings; the message says what to set."""
 
 
-@dataclass(frozen=True)
-class ModelProfile:
-    """One OpenAI-compatible endpoint and how to talk to it."""
+class ModelProfile(BaseModel):
+    """One OpenAI-compatible endpoint and how to talk to it (``[model.profiles.NAME]``)."""
 
-    name: str
-    base_url: str
-    model: str
-    key_env: str | None = None
-    max_tokens: int = 1024
-    temperature: float | None = None
-    text_tool_calls: bool = False
-    use_tool_role: bool = True
-    timeout_s: float = 120.0
-    extra_body: Mapping[str, Any] = field(default_factory=dict)
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    name: StrictStr = ""
+    """The profile's name, taken from its table name."""
+    base_url: StrictStr
+    """The endpoint's OpenAI-compatible base URL, e.g. ``http://127.0.0.1:8080/v1``."""
+    model: StrictStr
+    """The model id the endpoint serves."""
+    key_env: StrictStr | None = None
+    """The environment variable holding the API key (default ``OPENAI_API_KEY``); keys never go in files."""
+    max_tokens: StrictInt = 1024
+    """Tokens one reply may have."""
+    temperature: float | None = Field(default=None, strict=True)
+    """Sampling temperature; unset leaves the server's default."""
+    text_tool_calls: StrictBool = False
+    """The model writes tool calls as text (``<tool_call>`` JSON) instead of the API's tool calls."""
+    use_tool_role: StrictBool = True
+    """Tool results go back as ``tool`` messages; ``false`` sends them as user messages."""
+    timeout_s: float = Field(default=120.0, strict=True)
+    """Seconds one request may take."""
+    extra_body: Mapping[str, Any] = Field(default_factory=dict)
+    """Extra JSON fields sent with every request (server-specific options)."""
+
+    @field_validator("timeout_s", "max_tokens")
+    @classmethod
+    def _positive(cls, value: float) -> float:
+        if value <= 0:
+            raise ValueError("must be above 0")
+        return value
 
     def api_key(self, environ: Mapping[str, str] | None = None) -> str:
         env = os.environ if environ is None else environ
         if self.key_env:
             return env.get(self.key_env, "") or "none"
         return env.get("OPENAI_API_KEY", "") or "none"
-
-
-PROFILE_KEYS = frozenset(ModelProfile.__dataclass_fields__) - {"name"}
-
-
-def load_profiles(raw_config: Mapping[str, Any]) -> dict[str, ModelProfile]:
-    """``[model.profiles.<name>]`` tables as profiles; unknown keys are an error naming them."""
-    section = raw_config.get("model", {})
-    profiles: dict[str, ModelProfile] = {}
-    for name, table in (section.get("profiles") or {}).items():
-        if not isinstance(table, dict):
-            raise ModelConfigError(f"[model.profiles.{name}] must be a table")
-        unknown = set(table) - PROFILE_KEYS
-        if unknown:
-            raise ModelConfigError(f"[model.profiles.{name}]: unknown keys {sorted(unknown)}; "
-                                   f"known: {sorted(PROFILE_KEYS)}")
-        missing = {"base_url", "model"} - set(table)
-        if missing:
-            raise ModelConfigError(f"[model.profiles.{name}] needs {', '.join(sorted(missing))}")
-        profiles[name] = ModelProfile(name=name, **table)
-    return profiles
-
-
-def resolve_profile(raw_config: Mapping[str, Any], requested: str | None,
-                    environ: Mapping[str, str] | None = None) -> ModelProfile:
-    """The profile to use: ``--model NAME`` (a profile, or a model id on the default endpoint),
-    else ``[model] default``, else the ``OPENAI_*`` environment variables."""
-    env = os.environ if environ is None else environ
-    profiles = load_profiles(raw_config)
-    section = raw_config.get("model", {})
-    name = requested or section.get("default")
-    if name and name in profiles:
-        return profiles[name]
-    base_url = env.get("OPENAI_BASE_URL", "")
-    model = name or env.get("OPENAI_MODEL", "")
-    if not base_url:
-        if profiles:
-            raise ModelConfigError(f"no model profile named {name!r}; configured: {', '.join(profiles)}")
-        raise ModelConfigError(
-            "no model configured: add a [model.profiles.NAME] table to codeward.toml (base_url, model, key_env), "
-            "or set OPENAI_BASE_URL and OPENAI_MODEL (and OPENAI_API_KEY)"
-        )
-    if not model:
-        raise ModelConfigError("OPENAI_BASE_URL is set but no model: pass --model or set OPENAI_MODEL")
-    return ModelProfile(name=model, base_url=base_url, model=model)

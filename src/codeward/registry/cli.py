@@ -65,7 +65,8 @@ def add_registry_commands(subparsers: Any) -> None:
         sign.add_argument("--source", choices=SPACES)
         sign.set_defaults(handler=_sign)
 
-    publish = _command(commands, "publish", "copy a signed item to the hub (CODEWARD_REGISTRY_HUB)")
+    publish = _command(commands, "publish",
+                       "copy a signed item to the hub ([registry] hub_dir or CODEWARD_REGISTRY_HUB)")
     publish.add_argument("name")
     publish.add_argument("--kind", choices=KINDS)
     publish.add_argument("--source", choices=("project", "user"))
@@ -114,7 +115,9 @@ def _context(args: argparse.Namespace, served: bool) -> Any:
             raise ValueError(f"root {str(root)!r} is not a directory; pass an existing directory")
     workspace = Workspace.create(roots, extra_blacklist=config.blacklist,
                                  protected=[config.path] if config.path else [])
-    extras: dict[str, Any] = {}
+    from codeward.assembly import context_extras
+
+    extras = context_extras(config)
     if served:
         from codeward.surface import CatalogSurface
         from codeward.tools import default_catalog
@@ -173,10 +176,10 @@ def _run(args: argparse.Namespace) -> int:
 def _schema_for(args: argparse.Namespace) -> dict[str, Any]:
     from codeward.registry.items import Kind
     from codeward.registry.service import Registry
-    from codeward.registry.settings import RegistrySettings
+    from codeward.registry.settings import registry_settings_of
 
     ctx = _context(args, served=False)
-    found = Registry(ctx.workspace, RegistrySettings.from_env()).find(args.name, Kind.TOOL)
+    found = Registry(ctx.workspace, registry_settings_of(ctx.extras)).find(args.name, Kind.TOOL)
     schema = found.data.meta.get("config_schema") if found.ok and found.data is not None else None
     return schema if isinstance(schema, dict) else {}
 
@@ -193,10 +196,10 @@ def _new(args: argparse.Namespace) -> int:
     from codeward.registry.items import Kind, Space
     from codeward.registry.scaffold import scaffold
     from codeward.registry.service import Registry
-    from codeward.registry.settings import RegistrySettings
+    from codeward.registry.settings import registry_settings_of
 
     ctx = _context(args, served=False)
-    registry = Registry(ctx.workspace, RegistrySettings.from_env())
+    registry = Registry(ctx.workspace, registry_settings_of(ctx.extras))
     kind = Kind(args.kind)
     space = Space.USER if args.user else Space.PROJECT
     category = args.category or ("utility" if kind is Kind.TOOL else "")

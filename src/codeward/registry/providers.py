@@ -21,7 +21,7 @@ from codeward.providers import (
 from codeward.registry.documents import fill_placeholders, read_document
 from codeward.registry.items import Item, Kind
 from codeward.registry.service import Registry
-from codeward.registry.settings import RegistrySettings
+from codeward.registry.settings import RegistrySettings, registry_settings_of
 from codeward.registry.signing import split_signature
 from codeward.result import ErrorKind, Result
 from codeward.workspace import Workspace
@@ -49,7 +49,7 @@ class DirectivePrompts:
         self.settings = settings
 
     def _registry(self, workspace: Workspace) -> Registry:
-        return Registry(workspace, self.settings or RegistrySettings.from_env())
+        return Registry(workspace, self.settings or registry_settings_of({}))
 
     def list_prompts(self, workspace: Workspace) -> Sequence[PromptInfo]:
         prompts = []
@@ -93,7 +93,7 @@ class KnowledgeResources:
         self.settings = settings
 
     def _registry(self, workspace: Workspace) -> Registry:
-        return Registry(workspace, self.settings or RegistrySettings.from_env())
+        return Registry(workspace, self.settings or registry_settings_of({}))
 
     def list_resources(self, workspace: Workspace) -> Sequence[ResourceInfo]:
         return [ResourceInfo(KNOWLEDGE_SCHEME + item.name, item.name, item.description, "text/markdown")

@@ -163,7 +163,8 @@ class Registry:
         """Only valid items whose signature is intact go to the hub."""
         if self.settings.hub_dir is None:
             return Result.fail(ErrorKind.UNAVAILABLE, "no registry hub is configured",
-                               "Set CODEWARD_REGISTRY_HUB to the shared folder (e.g. a git checkout) to publish to.",
+                               "Set [registry] hub_dir in codeward.toml (or CODEWARD_REGISTRY_HUB) to the "
+                               "shared folder (e.g. a git checkout) to publish to.",
                                data=None)
         if item.problems:
             return Result.fail(ErrorKind.INVALID_INPUT, f"{item.name} has invalid metadata and cannot be published: "
@@ -224,13 +225,16 @@ class Registry:
     def _write(self, target: Path, space: Space, data: bytes, overwrite: bool) -> Result[Path]:
         if space is Space.HUB and not self.spaces.root(space).is_dir():
             return Result.fail(ErrorKind.NOT_FOUND, f"the registry hub {self.spaces.root(space)} does not exist",
-                               "Create the folder, or point CODEWARD_REGISTRY_HUB at an existing one.", data=target)
+                               "Create the folder, or point [registry] hub_dir (or CODEWARD_REGISTRY_HUB) at an "
+                               "existing one.", data=target)
         if space is Space.USER:
             try:
                 self.spaces.user_dir.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 return Result.fail(ErrorKind.PERMISSION, f"cannot create the user space {self.spaces.user_dir}: "
-                                   f"{exc.strerror}", "Set CODEWARD_USER_AI_DIR to a writable folder.", data=target)
+                                   f"{exc.strerror}",
+                                   "Set [registry] user_dir (or CODEWARD_USER_AI_DIR) to a writable folder.",
+                                   data=target)
         gate = self.spaces.gate(space)
         if gate is None:
             return Result.fail(ErrorKind.NOT_FOUND, f"the {space.value} space does not exist", data=target)

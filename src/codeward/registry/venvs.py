@@ -57,7 +57,7 @@ def interpreter_for(tool: str, requirements: list[str], folder: Path, ctx: ToolC
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         return Result.fail(ErrorKind.PERMISSION, f"cannot create {folder} for the tool's environment: {exc.strerror}",
-                           "Set CODEWARD_VENV_DIR to a writable folder.", data=None)
+                           "Set [registry] venv_dir (or CODEWARD_VENV_DIR) to a writable folder.", data=None)
     with _locked(folder / f"{tool}-{key}.lock"):
         if (target / READY_MARKER).exists() and python.exists():
             return Result.success(Interpreter((str(python), "-I"), target))

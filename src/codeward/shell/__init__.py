@@ -10,7 +10,6 @@
 """
 
 from codeward.shell.runner import ShellCommand, run_command
-from codeward.shell.settings import EXTRAS_KEY, ShellSettings, shell_settings_from_config, shell_settings_of
+from codeward.shell.settings import EXTRAS_KEY, ShellSettings, shell_settings_of
 
-__all__ = ["EXTRAS_KEY", "ShellCommand", "ShellSettings", "run_command", "shell_settings_from_config",
-           "shell_settings_of"]
+__all__ = ["EXTRAS_KEY", "ShellCommand", "ShellSettings", "run_command", "shell_settings_of"]

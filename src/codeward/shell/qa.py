@@ -7,8 +7,10 @@ configured or it cannot be reached, one line says so and the run's result stands
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
+
+from codeward.config.model import ModelSettings
+from codeward.llm.profile import ModelConfigError
 
 SYSTEM_PROMPT = ("You help a developer whose shell script failed. In a few short sentences, say what most "
                  "likely went wrong and how to fix it. Refer to the actual error lines. No preamble.")
@@ -26,13 +28,12 @@ def failure_messages(script: str, shell: str, exit_code: int | None, stdout: str
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": report}]
 
 
-def explain_failure(model_config: Mapping[str, Any], profile_name: str, messages: list[dict[str, Any]]) -> str:
+def explain_failure(models: ModelSettings, profile_name: str, messages: list[dict[str, Any]]) -> str:
     """The model's explanation, or one line saying why there is none. Never raises."""
     from codeward.llm.client import ModelError, ask_text_sync
-    from codeward.llm.profile import ModelConfigError, resolve_profile
 
     try:
-        profile = resolve_profile(model_config, profile_name or None)
+        profile = models.resolve(profile_name or None)
     except ModelConfigError as exc:
         return f"(unavailable: {exc})"
     try:

@@ -324,7 +324,7 @@ def report(command: ShellCommand, settings: ShellSettings, result: SandboxResult
     text = banner + body
     if result.exit_code != 0 and settings.qa_on_failure:
         messages = failure_messages(command.script, command.shell, result.exit_code, result.stdout, result.stderr)
-        text += "\nQA ANALYSIS:\n" + explain_failure(settings.model_config, settings.qa_model, messages)
+        text += "\nQA ANALYSIS:\n" + explain_failure(settings.models, settings.qa_model, messages)
     extra = [f"note: {n}" for n in notes + result.notes]
     if result.limit_hit is not None or (result.exit_code is not None and result.exit_code < 0):
         extra.insert(0, f"note: {result.error_message}")

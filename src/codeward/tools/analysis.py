@@ -19,7 +19,7 @@ from codeward.code.call_graph import CallGraphBuilder, CallNode
 from codeward.code.file_summary import summarize
 from codeward.code.index_rows import Symbol
 from codeward.code.repo_map import build_repo_map
-from codeward.code.symbol_index import CALLABLE_KINDS, CLASS_KINDS, SymbolIndex, index_root_for
+from codeward.code.symbol_index import CALLABLE_KINDS, CLASS_KINDS, SymbolIndex, index_root_for, index_settings_of
 from codeward.code.tags import Extractors, tagged_language
 from codeward.code.textfile import read_text
 from codeward.code.usage_scan import SpanTable, Usage, locate_matches, usage_pattern
@@ -229,7 +229,8 @@ def _open_index(ctx: ToolContext, real: Path, *, references: bool = True) -> Res
         ctx.progress(done, total, f"symbol index: {message}")
 
     try:
-        stats = index.refresh(progress=report, cancelled=ctx.cancelled, references=references)
+        stats = index.refresh(progress=report, cancelled=ctx.cancelled, references=references,
+                              ctags=index_settings_of(ctx.extras).ctags)
     except Exception:
         index.close()
         raise

@@ -10,7 +10,6 @@ import math
 import sys
 import threading
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -18,7 +17,8 @@ from codeward.coding.review import service
 from codeward.coding.review.gates import evaluate, gates_help, parse_cli_gates
 from codeward.coding.review.report import check_output_path, from_review, write_report
 from codeward.coding.review.report.formats import FORMAT_NAMES, render_format
-from codeward.coding.review.runner import DEFAULT_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS, REVIEW_EXTRAS_KEY, ReviewConfig
+from codeward.coding.review.runner import DEFAULT_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS, REVIEW_EXTRAS_KEY
+from codeward.config.review import ReviewSettings
 from codeward.context import ToolContext
 from codeward.result import ErrorKind, Result
 from codeward.workspace import Workspace
@@ -63,7 +63,7 @@ def parse_timeout(raw: str | float | None) -> Result[float]:
 
 def run_review_cli(paths: str | Sequence[str], fmt: str, gates: list[str] | None, output: str | None, *,
                    timeout: str | float | None = None, isolated: bool = False, progress: bool = True,
-                   config: ReviewConfig | None = None, root: Path | None = None, stdout: TextIO | None = None,
+                   config: ReviewSettings | None = None, root: Path | None = None, stdout: TextIO | None = None,
                    stderr: TextIO | None = None) -> int:
     """Review ``paths`` (inside ``root``, default the current directory) and return the exit status.
 
@@ -96,9 +96,10 @@ def run_review_cli(paths: str | Sequence[str], fmt: str, gates: list[str] | None
         print(f"codeward review: {exc}", file=err)
         return EXIT_USAGE
     ctx = ToolContext(workspace, reporter=StderrProgress(err)) if progress else ToolContext(workspace)
-    base = config or ReviewConfig()
-    ctx.extras[REVIEW_EXTRAS_KEY] = replace(base, timeout_seconds=seconds.data if timeout is not None
-                                            else base.timeout_seconds, isolated=isolated or base.isolated)
+    base = config or ReviewSettings()
+    ctx.extras[REVIEW_EXTRAS_KEY] = base.model_copy(update={
+        "timeout_seconds": seconds.data if timeout is not None else base.timeout_seconds,
+        "isolated": isolated or base.isolated})
     destination = None
     if output is not None:
         checked = check_output_path(workspace, output, "--output")

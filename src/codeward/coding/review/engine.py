@@ -28,7 +28,8 @@ from codeward.coding.review.analyzers import (
 from codeward.coding.review.dedupe import merge_duplicates
 from codeward.coding.review.models import AnalysisType, AnalyzerRun, Issue, Severity, at_least
 from codeward.coding.review.project_config import ProjectConfig
-from codeward.coding.review.runner import ReviewConfig, locate
+from codeward.coding.review.runner import locate
+from codeward.config.review import ReviewSettings
 
 MAX_PARALLEL_ANALYZERS = 4
 CONFIGURABLE = frozenset({"ruff", "mypy", "bandit", "vulture", "biome", "shellcheck"})
@@ -70,7 +71,7 @@ def review(
     types: Sequence[AnalysisType],
     threshold: Severity,
     *,
-    config: ReviewConfig,
+    config: ReviewSettings,
     cancelled: threading.Event,
     progress: Progress | None = None,
     project: ProjectConfig | None = None,
@@ -169,7 +170,7 @@ def _label(job: _Job) -> str:
     return f"{job.analyzer.tool} ({job.analyzer.analysis_type})"
 
 
-def _configuration(tool: str, config: ReviewConfig, project: ProjectConfig) -> str:
+def _configuration(tool: str, config: ReviewSettings, project: ProjectConfig) -> str:
     """Which configuration an analyzer honoured, for the analysis summary."""
     if tool not in CONFIGURABLE:
         return ""

@@ -18,35 +18,21 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+from codeward.config.review import DEFAULT_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS, ReviewSettings
 from codeward.result import ErrorKind, Result
 
-DEFAULT_TIMEOUT_SECONDS = 120.0
-MAX_TIMEOUT_SECONDS = 86_400.0
 POLL_SECONDS = 0.1
 STDERR_TAIL_CHARS = 600
 REVIEW_EXTRAS_KEY = "review"
-"""Key of a :class:`ReviewConfig` in ``ToolContext.extras``; absent means the defaults."""
+"""Key of the ``[review]`` table (:class:`ReviewSettings`) in ``ToolContext.extras``; absent means the defaults."""
+__all__ = ["DEFAULT_TIMEOUT_SECONDS", "MAX_TIMEOUT_SECONDS", "REVIEW_EXTRAS_KEY", "Completed", "ReviewSettings",
+           "locate", "run"]
 DROPPED_ENV = ("PYTHONPATH", "MYPYPATH", "PYTHONSTARTUP", "PYTHONHOME", "RUFF_CACHE_DIR", "RUFF_OUTPUT_FILE",
                "MYPY_CACHE_DIR", "BIOME_CONFIG_PATH", "SHELLCHECK_OPTS")
-
-
-@dataclass(frozen=True)
-class ReviewConfig:
-    """How analyzers are found, bounded and configured. Put one in ``ctx.extras["review"]`` to change it."""
-
-    executables: Mapping[str, str] = field(default_factory=dict)
-    """Explicit executable per analyzer name (e.g. a project's own mypy); overrides the search."""
-    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
-    """Wall-clock limit for one analyzer run."""
-    heartbeat_seconds: float = 10.0
-    """How often a long review reports which analyzers are still running."""
-    isolated: bool = False
-    """Ignore the reviewed project's analyzer configuration (ruff, mypy, bandit, vulture, biome...)
-    and use codeward's fixed rules: for code nobody has vouched for."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,10 +46,12 @@ class Completed:
         return text if len(text) <= STDERR_TAIL_CHARS else "..." + text[-STDERR_TAIL_CHARS:]
 
 
-def locate(name: str, config: ReviewConfig) -> Result[str]:
+def locate(name: str, config: ReviewSettings) -> Result[str]:
     """The executable for analyzer ``name``: configured, beside the interpreter, or on PATH."""
     configured = config.executables.get(name)
     if configured is not None:
+        if "/" not in configured:  # a program name: look it up on PATH
+            configured = shutil.which(configured) or configured
         if os.access(configured, os.X_OK) and Path(configured).is_file():
             return Result.success(configured)
         return Result.fail(ErrorKind.UNAVAILABLE, f"{name} is configured as {configured!r}, which is not an "

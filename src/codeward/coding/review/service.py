@@ -35,7 +35,7 @@ from codeward.coding.review.report import (
     render,
     write_report,
 )
-from codeward.coding.review.runner import REVIEW_EXTRAS_KEY, ReviewConfig
+from codeward.coding.review.runner import REVIEW_EXTRAS_KEY
 from codeward.coding.review.selection import (
     MAX_FILES,
     compile_patterns,
@@ -44,6 +44,7 @@ from codeward.coding.review.selection import (
     unsupported_file_hint,
 )
 from codeward.coding.review.summary import file_analysis, project_analysis
+from codeward.config.review import ReviewSettings
 from codeward.context import ToolContext
 from codeward.result import ErrorKind, Result
 
@@ -56,9 +57,9 @@ class ProjectReview:
     issues: list[Issue]
 
 
-def config_of(ctx: ToolContext) -> ReviewConfig:
+def config_of(ctx: ToolContext) -> ReviewSettings:
     config = ctx.extras.get(REVIEW_EXTRAS_KEY)
-    return config if isinstance(config, ReviewConfig) else ReviewConfig()
+    return config if isinstance(config, ReviewSettings) else ReviewSettings()
 
 
 def _types(requested: Sequence[AnalysisType] | None) -> Result[list[AnalysisType]]:

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from codeward.coding.review.models import AnalysisType, Issue
 from codeward.coding.review.project_config import ProjectConfig
-from codeward.coding.review.runner import Completed, ReviewConfig, locate, run
+from codeward.coding.review.runner import Completed, locate, run
+from codeward.config.review import ReviewSettings
 from codeward.result import ErrorInfo, ErrorKind
 
 
@@ -65,7 +66,7 @@ class FileIndex:
 class ToolRunner:
     """Runs one analyzer program in the private working directory, within the configured bounds."""
 
-    config: ReviewConfig
+    config: ReviewSettings
     workdir: Path
     cancelled: threading.Event
     project: ProjectConfig = field(default_factory=ProjectConfig)

@@ -1,0 +1,13 @@
+"""``[index]``: the repository symbol index (``codeward index``, ``find_symbol``, ``repo_map``...)."""
+
+from __future__ import annotations
+
+from codeward.config.base import Bool, Table
+
+
+class IndexSettings(Table):
+    """How the symbol index is built."""
+
+    ctags: Bool = True
+    """Take a cold build's definitions from universal-ctags when it is installed (much faster on big
+    trees); ``false`` makes every build the exact tree-sitter one."""

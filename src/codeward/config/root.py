@@ -1,0 +1,76 @@
+"""The whole configuration: one typed table per ``codeward.toml`` table.
+
+:class:`Config` is what a loaded configuration is; every command builds from one, so a
+setting means the same thing on ``serve``, ``gateway``, ``call`` and the agent.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import PrivateAttr
+
+from codeward.config.agent import AgentSettings
+from codeward.config.base import Field, Table
+from codeward.config.beads import BeadsSettings
+from codeward.config.coding import CodingSettings
+from codeward.config.index import IndexSettings
+from codeward.config.mcp import GatewayConfig
+from codeward.config.model import ModelSettings
+from codeward.config.registry import RegistrySettings
+from codeward.config.review import ReviewSettings
+from codeward.config.server import ServerSettings
+from codeward.config.shell import ShellSettings
+from codeward.config.web import WebSettings
+from codeward.context import Settings
+
+
+class Config(Table):
+    """``codeward.toml`` (and the user file and environment beneath it), validated and immutable."""
+
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    web: WebSettings = Field(default_factory=WebSettings)
+    beads: BeadsSettings = Field(default_factory=BeadsSettings)
+    shell: ShellSettings = Field(default_factory=ShellSettings)
+    coding: CodingSettings = Field(default_factory=CodingSettings)
+    registry: RegistrySettings = Field(default_factory=RegistrySettings)
+    review: ReviewSettings = Field(default_factory=ReviewSettings)
+    index: IndexSettings = Field(default_factory=IndexSettings)
+    agent: AgentSettings = Field(default_factory=AgentSettings)
+    model: ModelSettings = Field(default_factory=ModelSettings)
+    mcp: GatewayConfig = Field(default_factory=GatewayConfig)
+
+    _path: Path | None = PrivateAttr(default=None)
+    _user_path: Path | None = PrivateAttr(default=None)
+
+    @property
+    def path(self) -> Path | None:
+        """The project file (``codeward.toml`` or a ``--config`` file), if one was read."""
+        return self._path
+
+    @property
+    def user_path(self) -> Path | None:
+        """The user-level file, if one was read."""
+        return self._user_path
+
+    @property
+    def base_dir(self) -> Path:
+        """The project file's directory (or the working directory without one)."""
+        return self._path.parent if self._path else Path.cwd()
+
+    @property
+    def roots(self) -> tuple[Path, ...]:
+        return self.server.roots
+
+    @property
+    def blacklist(self) -> tuple[str, ...]:
+        return self.server.blacklist
+
+    @property
+    def toolsets(self) -> tuple[str, ...] | None:
+        return self.server.toolsets
+
+    @property
+    def settings(self) -> Settings:
+        """The per-call settings every tool context of this configuration carries."""
+        return Settings(output_cap_chars=self.server.output_cap_chars)

@@ -1,0 +1,35 @@
+"""``[server]``: what every surface serves — roots, extra protected globs, toolsets, output cap."""
+
+from __future__ import annotations
+
+from pydantic import field_validator
+
+from codeward.config.base import ADDITIVE, PROJECT_ONLY, ConfigPath, Field, Int, Strings, Table
+
+CHARS_PER_TOKEN = 4
+
+
+class ServerSettings(Table):
+    """The workspace policy and catalog every command builds from the configuration."""
+
+    roots: tuple[ConfigPath, ...] = Field(default=(), json_schema_extra={PROJECT_ONLY: True})
+    """Directories the tools may access, the first being primary (relative to the file). Empty: the
+    client's MCP roots, else the command line, else the current directory."""
+    blacklist: Strings = Field(default=(), json_schema_extra={ADDITIVE: True})
+    """Extra glob patterns no tool may read or write (on top of the built-in protected names)."""
+    toolsets: Strings | None = None
+    """Toolsets to serve (``codeward tools`` shows each tool's); unset serves every toolset."""
+    output_cap_tokens: Int = 25_000
+    """About this many tokens of a tool's output are returned; the rest is saved to a file the caller
+    can read."""
+
+    @field_validator("output_cap_tokens")
+    @classmethod
+    def _cap(cls, value: int) -> int:
+        if value < 100:
+            raise ValueError("must be an integer of at least 100")
+        return value
+
+    @property
+    def output_cap_chars(self) -> int:
+        return self.output_cap_tokens * CHARS_PER_TOKEN

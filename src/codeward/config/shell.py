@@ -1,0 +1,67 @@
+"""``[shell]``: how ``run_shell`` may run scripts.
+
+The table is the operator's: unlike ``mcp_env.toml`` (which lives in the project, where an
+agent can write), nothing in it can be changed by the scripts it governs. Every default is
+the safe choice: sandboxed, no network, secrets hidden, no model asked.
+"""
+
+from __future__ import annotations
+
+from pydantic import field_validator
+
+from codeward.config.base import Bool, ConfigPath, Field, Int, Str, Strings, Table, code_only
+from codeward.config.model import ModelSettings
+
+HARD_MAX_TIMEOUT_S = 3600.0
+"""No setting can allow a longer single script than this."""
+_MINIMUMS = {"output_chars": 1000, "max_output_bytes": 10_000, "memory_mb": 64, "max_processes": 8}
+
+
+class ShellSettings(Table):
+    """Switches of the shell runner."""
+
+    sandbox: Bool = True
+    """Run scripts in the bwrap sandbox. ``false`` runs them as the server's user, with every
+    result saying so."""
+    network: Bool = False
+    """Give sandboxed scripts the network (the unsandboxed mode always has it)."""
+    hide_secrets: Bool = True
+    """Cover files the workspace blacklists (``.env``, keys, ...) with empty stand-ins in the sandbox."""
+    pass_env: Strings = ()
+    """Host environment variables passed into the sandbox (and usable in ``mcp_env.toml`` ``${VAR}``)."""
+    ro_paths: tuple[ConfigPath, ...] = ()
+    """Host directories made visible read-only in the sandbox (toolchains outside ``/usr``)."""
+    max_timeout_s: float = Field(default=600.0, strict=True)
+    """The longest a script may run, in seconds (at most 3600)."""
+    output_chars: Int = 30_000
+    """Characters of each stream shown; longer output keeps its start and end around a marker."""
+    max_output_bytes: Int = 1_000_000
+    """Bytes of each stream collected; a script printing 16 times more is killed."""
+    memory_mb: Int = 4096
+    """Memory of a sandboxed run, all its processes together."""
+    max_processes: Int = 1024
+    """Processes and threads of a sandboxed run."""
+    log: Bool = True
+    """Append every run to ``.codeward/logs/shell.jsonl`` in the primary root."""
+    qa_on_failure: Bool = False
+    """When a script fails, ask the configured model to explain the error (``QA ANALYSIS``)."""
+    qa_model: Str = ""
+    """Model profile for the explanation; empty means ``[model] default`` or the OPENAI_* variables."""
+    models: ModelSettings = code_only(ModelSettings(), "is the [model] table, which the loader attaches; "
+                                                      "configure profiles under [model.profiles.NAME]")
+    """The ``[model]`` table the QA step picks its profile from."""
+
+    @field_validator("max_timeout_s")
+    @classmethod
+    def _timeout(cls, value: float) -> float:
+        if not 0 < value <= HARD_MAX_TIMEOUT_S:
+            raise ValueError(f"must be between 0 and {HARD_MAX_TIMEOUT_S:g} seconds")
+        return value
+
+    @field_validator(*_MINIMUMS)
+    @classmethod
+    def _at_least(cls, value: int, info: object) -> int:
+        minimum = _MINIMUMS[getattr(info, "field_name", "")]
+        if value < minimum:
+            raise ValueError(f"must be at least {minimum}")
+        return value
