@@ -92,10 +92,13 @@ Str = StrictStr
 
 
 class Table(BaseModel):
-    """A configuration table: immutable, unknown keys refused, field docstrings as documentation."""
+    """A configuration table: immutable, unknown keys refused.
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True,
-                              arbitrary_types_allowed=True, populate_by_name=True)
+    A field's docstring (the string under it) documents the key; :mod:`codeward.config.reference`
+    reads them from the source when it writes the reference, so importing costs nothing for them.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True, populate_by_name=True)
 
     @field_validator("*", mode="before")
     @classmethod

@@ -6,9 +6,11 @@ a test fails when the file is stale, so a key cannot be added without being docu
 
 from __future__ import annotations
 
+import ast
 import inspect
+import itertools
 import sys
-from collections.abc import Iterator
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -88,18 +90,14 @@ def _table_section(title: str, path: str, model: type[BaseModel], lead: str = ""
     if lead and doc:
         lines[2:3] = [lead, "", doc]
     lines += ["| key | type | default | meaning |", "|---|---|---|---|"]
-    for key, info in _keys(model):
-        if key in ("name", "alias") and path in ("model.profiles", "mcp.servers"):
-            continue
-        lines.append(f"| `{key}` | {_type(info)} | {_default(info)} | {_meaning(path, key, info)} |")
-    return [*lines, ""]
-
-
-def _keys(model: type[BaseModel]) -> Iterator[tuple[str, FieldInfo]]:
+    docs = field_docs(model)
     for name, info in model.model_fields.items():
-        if marked(info, CODE_ONLY):
+        key = info.alias or name
+        if marked(info, CODE_ONLY) or (key in ("name", "alias") and path in ("model.profiles", "mcp.servers")):
             continue
-        yield info.alias or name, info
+        meaning = _meaning(path, key, info, docs.get(name, ""))
+        lines.append(f"| `{key}` | {_type(info)} | {_default(info)} | {meaning} |")
+    return [*lines, ""]
 
 
 def _model_of(info: FieldInfo) -> type[BaseModel]:
@@ -143,8 +141,27 @@ def _toml(value: Any) -> str:
     return str(value)
 
 
-def _meaning(path: str, key: str, info: FieldInfo) -> str:
-    text = " ".join((info.description or "").split())
+def field_docs(model: type[BaseModel]) -> dict[str, str]:
+    """The docstring under each field of ``model`` (and its bases), read from the source."""
+    docs: dict[str, str] = {}
+    for cls in reversed(model.__mro__):
+        if not (isinstance(cls, type) and issubclass(cls, BaseModel)) or cls is BaseModel:
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+        for statement, following in itertools.pairwise(body):
+            if (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
+                    and isinstance(following, ast.Expr) and isinstance(following.value, ast.Constant)
+                    and isinstance(following.value.value, str)):
+                docs[statement.target.id] = inspect.cleandoc(following.value.value)
+    return docs
+
+
+def _meaning(path: str, key: str, info: FieldInfo, doc: str) -> str:
+    text = " ".join((info.description or doc).split())
     notes = []
     variable = next((o.variable for o in OVERRIDES if o.table == path and o.key == key), None)
     if variable:

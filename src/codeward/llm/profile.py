@@ -21,7 +21,7 @@ class ModelConfigError(ValueError):
 class ModelProfile(BaseModel):
     """One OpenAI-compatible endpoint and how to talk to it (``[model.profiles.NAME]``)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: StrictStr = ""
     """The profile's name, taken from its table name."""
