@@ -391,6 +391,18 @@ class Workspace:
             return not self.blacklist_reason(real)
         return not (self.blacklist_reason(entry) or self.blacklist_reason(real))
 
+    def admits_walked(self, text: str) -> bool:
+        """:meth:`visible` for a path a walk reached without following a link, given as text.
+
+        Such a path (normalized, absolute, from a resolved folder: what ripgrep reports) is its
+        own real path, so only the allowlist and the blacklist remain to check, without the cost
+        of a ``Path`` or a ``realpath`` per entry.
+        """
+        if not _POSIX:
+            path = Path(text)
+            return self.contains(path) and not self.blacklist_reason(path)
+        return self._contains_text(text) and not self._blacklist_reason_text(text, text.rpartition("/")[2])
+
     def reader(self, base: Path) -> VisibleReader:
         """Reads files under ``base`` by relative path, each only when :meth:`visible` admits it."""
         return VisibleReader(self, base)

@@ -12,6 +12,7 @@ from codeward.catalog import Catalog
 
 TOOL_MODULES: tuple[str, ...] = (
     "codeward.tools.files",
+    "codeward.tools.search",
     "codeward.tools.analysis",
     "codeward.tools.treesitter_tools",
     "codeward.tools.python_ast",
