@@ -30,6 +30,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from codeward import state_dir
+from codeward.checkpoints.journal import Journal
+from codeward.checkpoints.store import Record
 from codeward.code.textfile import displayable
 from codeward.content import RichContent
 from codeward.context import ToolContext
@@ -192,6 +194,8 @@ class ToolOutcome:
     """How long the call ran (what latency figures count)."""
     waited: float = 0.0
     """How long it waited for a person to approve it before running (not part of ``seconds``)."""
+    checkpoint: int | None = None
+    """The checkpoint recording what the call changed (``undo`` reverts it); None if nothing changed."""
 
 
 class PathLocks:
@@ -300,17 +304,33 @@ class Catalog:
         if not parsed.ok:
             return self._finish(name, spec, parsed, ctx, started)
         values = parsed.data.model_dump() if parsed.data is not None else {}
-        lock_keys = self._lock_keys(spec, values, ctx)
+        targets = self._write_targets(spec, values, ctx)
+        journal = self._journal(spec, values, ctx)
+        record: Record | None = None
         try:
-            with self.locks.hold(lock_keys):
-                result = spec.func(ctx, **values)
+            with self.locks.hold([str(path) if isinstance(path, Path) else path for path in targets]):
+                if journal is None:
+                    result = spec.func(ctx, **values)
+                else:
+                    for path in targets:
+                        if isinstance(path, Path):
+                            journal.before(path)
+                    try:
+                        result = spec.func(ctx.child(journal=journal), **values)
+                    finally:
+                        record = journal.commit()  # whatever changed, even if the tool then failed
         except Exception as exc:  # a bug in a tool: report it, keep the server alive
             result = Result.fail(
                 ErrorKind.INTERNAL,
                 f"tool {name!r} failed unexpectedly: {type(exc).__name__}: {exc}",
                 "This is a bug in codeward; please report it with the arguments used.",
             )
-        return self._finish(name, spec, result, ctx, started)
+        if journal is not None and journal.problems:
+            result = Result(data=result.data, errors=result.errors,
+                            notes=[*result.notes, "[no complete checkpoint: " + "; ".join(journal.problems) + "]"])
+        outcome = self._finish(name, spec, result, ctx, started)
+        outcome.checkpoint = record.id if record is not None else None
+        return outcome
 
     async def acall(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext) -> ToolOutcome:
         """:meth:`call` in a worker thread, so independent calls run in parallel.
@@ -331,14 +351,27 @@ class Catalog:
         """The seed's ``async_dispatch``: :meth:`dispatch` off the event loop."""
         return (await self.acall(name, arguments, ctx)).text
 
-    def _lock_keys(self, spec: ToolSpec, values: Mapping[str, Any], ctx: ToolContext) -> list[str]:
-        keys: list[str] = []
+    def _write_targets(self, spec: ToolSpec, values: Mapping[str, Any], ctx: ToolContext) -> list[Path | str]:
+        """The files a call's write-path arguments name: resolved, or as given when the gate refuses them."""
+        targets: list[Path | str] = []
         for param in spec.write_paths:
             raw = values.get(param)
             if isinstance(raw, str):
                 resolved = ctx.workspace.resolve(raw, Access.WRITE, param=param)
-                keys.append(str(resolved.data) if resolved.ok else raw)
-        return keys
+                targets.append(resolved.data if resolved.ok else raw)
+        return targets
+
+    def _journal(self, spec: ToolSpec, values: Mapping[str, Any], ctx: ToolContext) -> Journal | None:
+        """A checkpoint recorder for a call of a tool that may write (None for read-only tools)."""
+        settings = ctx.settings.checkpoints
+        if spec.annotations.read_only or not settings.enabled:
+            return None
+        shown = [str(values[p]) for p in spec.write_paths if isinstance(values.get(p), str)]
+        if not shown:
+            texts = (values.get(name) for name in spec.input_model.model_fields)
+            shown = [text for text in texts if isinstance(text, str)][:1]
+        summary = " ".join([spec.name, *(_one_line(text) for text in shown)])
+        return Journal(ctx.workspace, spec.name, summary, settings)
 
     def _finish(
         self, name: str, spec: ToolSpec | None, result: Result[Any], ctx: ToolContext, started: float
@@ -527,6 +560,11 @@ def _prune_spills(folder: Path, keep: int) -> None:
     for _mtime, name in saved[keep:]:
         with contextlib.suppress(OSError):
             os.unlink(folder / name)
+
+
+def _one_line(text: str, width: int = 60) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
 
 
 def _check_name(name: str) -> None:

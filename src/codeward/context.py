@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from codeward.checkpoints.journal import CheckpointSettings, Journal
 from codeward.workspace import Workspace
 
 
@@ -48,6 +49,8 @@ class Settings:
     """About 25k tokens of text; longer outputs are cut with a marker and saved in full."""
     spill_keep: int = 100
     """Saved outputs kept; older ones are deleted as new ones are saved."""
+    checkpoints: CheckpointSettings = field(default_factory=CheckpointSettings)
+    """Whether every change a tool makes is recorded (for ``undo``), and how much is kept."""
 
 
 @dataclass
@@ -61,6 +64,9 @@ class ToolContext:
     cancelled: threading.Event = field(default_factory=threading.Event)
     extras: dict[str, Any] = field(default_factory=dict)
     """Services other layers attach (metrics, gateway handles); keyed by their own names."""
+    journal: Journal | None = None
+    """The checkpoint recorder of this call (set by the catalog for tools that write): a tool
+    writing a file its arguments do not name calls ``journal.before(path)`` first."""
 
     def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
         self.reporter.progress(done, total, message)

@@ -14,11 +14,16 @@ import os
 import re
 import secrets
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from codeward.result import ErrorKind, Result
 from codeward.workspace import Access, Workspace, private_key_marker
+
+if TYPE_CHECKING:
+    from codeward.checkpoints.journal import Journal
 
 _BOMS: tuple[tuple[bytes, str], ...] = (
     (codecs.BOM_UTF32_LE, "utf-32-le"),
@@ -226,6 +231,20 @@ def _replace_in(dir_fd: int, name: str, data: bytes) -> None:
         os.fsync(dir_fd)
 
 
+@contextlib.contextmanager
+def checked_dir(folder: Path, workspace: Workspace | None, name: str | None = None) -> Iterator[int]:
+    """A descriptor of ``folder`` for ``*at`` calls, checked once open: the folder it really is (and
+    ``name`` in it) must be writable in ``workspace``, so a folder swapped for a link after the path
+    was resolved cannot redirect the operation (:class:`PathChanged`)."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        if workspace is not None:
+            _check_opened(fd, folder, name, workspace, Access.WRITE)
+        yield fd
+    finally:
+        os.close(fd)
+
+
 def _check_opened(fd: int, expected: Path, name: str | None, workspace: Workspace, access: Access) -> None:
     """Raise :class:`PathChanged` unless the opened file (or ``name`` in the opened directory) is allowed.
 
@@ -244,12 +263,15 @@ def _check_opened(fd: int, expected: Path, name: str | None, workspace: Workspac
 
 
 def write_text(path: Path, original: TextFile, new_text: str, display: str,
-               workspace: Workspace | None = None) -> Result[None]:
+               workspace: Workspace | None = None, *, journal: Journal | None = None) -> Result[None]:
     """Atomically write ``new_text`` in ``original``'s encoding, BOM and line endings.
 
     Pass the ``workspace`` the path was resolved in: the folder actually written to is checked
-    against it once open (see :func:`atomic_write`).
+    against it once open (see :func:`atomic_write`). Pass the call's ``journal`` (``ctx.journal``)
+    when ``path`` is not one of the tool's declared write paths, so that the change is checkpointed.
     """
+    if journal is not None:
+        journal.before(path)
     try:
         data = original.encode(new_text)
     except UnicodeEncodeError as exc:

@@ -13,6 +13,9 @@ from codeward.catalog import Catalog
 TOOL_MODULES: tuple[str, ...] = (
     "codeward.tools.files",
     "codeward.tools.search",
+    "codeward.tools.file_ops",
+    "codeward.tools.patch",
+    "codeward.tools.checkpoint_tools",
     "codeward.tools.analysis",
     "codeward.tools.treesitter_tools",
     "codeward.tools.python_ast",

@@ -123,7 +123,7 @@ def _render_matches(matches: list[TextMatch]) -> Iterator[str]:
 @tool(toolset="files", read_only=True, title="Search file contents", output=SearchReport,
       examples=[{"pattern": r"def \w+_stock", "glob": ["*.py"]},
                 {"pattern": "LOW_STOCK", "path": "src/inventory", "context": 2},
-                {"pattern": "TODO", "mode": "count"}])
+                {"pattern": "stock", "mode": "count"}])
 def search_text(
     ctx: ToolContext,
     pattern: Annotated[str, Field(description="Regular expression (Rust/ripgrep syntax), or plain text with "
