@@ -198,3 +198,14 @@ def test_undo_follows_files_through_moves_and_deletions_of_their_folders(root: P
     assert not call("delete_path", path="pkg", recursive=True).is_error
     assert not call("undo", steps=2).is_error  # the deletion, then the write, with no outside change between
     assert (root / "pkg/m.py").read_text() == "x = 3  # by hand\n"
+
+
+def test_a_shell_runs_writes_come_back_as_a_checkpoint(root: Path, call: Call) -> None:
+    (root / "keep.txt").write_text("precious\n")
+    (root / "edit.txt").write_text("before\n")
+    ran = call("run_shell", script="echo after > edit.txt && rm keep.txt && mkdir out && echo new > out/n.txt")
+    assert not ran.is_error and ran.checkpoint is not None, ran.text
+    assert not (root / "keep.txt").exists() and (root / "out/n.txt").read_text() == "new\n"
+    undone = call("undo")
+    assert not undone.is_error, undone.text
+    assert _tree(root) == {"keep.txt": b"precious\n", "edit.txt": b"before\n"} and not (root / "out").exists()

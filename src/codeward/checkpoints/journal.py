@@ -26,6 +26,10 @@ from codeward.checkpoints.states import ABSENT, FileState, capture, state_of
 from codeward.checkpoints.store import MAX_FILE_BYTES, Change, CheckpointStore, Record
 from codeward.workspace import Workspace
 
+MEMORY_BUDGET = 64 << 20
+"""Earlier contents a call holds in memory until it commits; past this they go to the store at once
+(a call that then changes nothing leaves them there until the store next collects)."""
+
 
 @dataclass(frozen=True)
 class CheckpointSettings:
@@ -84,6 +88,12 @@ class Journal:
             except OSError as exc:
                 state, data = ABSENT, None
                 self._problem(f"{self.workspace.display(path)} could not be snapshotted ({exc.strerror or exc})")
+            if data is not None and sum(map(len, self._kept.values())) + len(data) > MEMORY_BUDGET:
+                try:
+                    self.store.put_blob(data)
+                    state, data = state.model_copy(update={"stored": True}), None
+                except OSError as exc:
+                    self._problem(f"the checkpoint store cannot be written ({exc.strerror or exc})")
             self._before[path] = state
             if data is not None:
                 self._kept[path] = data

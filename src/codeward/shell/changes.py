@@ -18,6 +18,10 @@ refused and reported, never applied. What the layer holds:
 - anything else (FIFOs, sockets, devices): refused.
 
 Deletions that would remove a protected path keep it (and the folders holding it).
+
+Every path that passes the gate is noted in the call's checkpoint journal (when given) before
+it changes, so a run's writes and deletions are recorded like any tool's and ``undo`` takes
+them back.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from codeward.checkpoints.journal import Journal
 from codeward.coding.sandbox.overlay import Overlays
 from codeward.workspace import Access, Workspace
 
@@ -78,7 +83,7 @@ class Applied:
         return lines
 
 
-def apply_overlays(workspace: Workspace, overlays: Overlays) -> Applied:
+def apply_overlays(workspace: Workspace, overlays: Overlays, journal: Journal | None = None) -> Applied:
     """Apply every layer of a finished run to the workspace (see the module docstring).
 
     New file contents are first written to temporary files beside their targets, then made
@@ -89,9 +94,9 @@ def apply_overlays(workspace: Workspace, overlays: Overlays) -> Applied:
     staged = _Staged(workspace)
     try:
         for layer in overlays.layers:
-            _Applier(workspace, layer.lower, applied, staged).apply_dir(layer.upper, layer.lower)
+            _Applier(workspace, layer.lower, applied, staged, journal).apply_dir(layer.upper, layer.lower)
         for original, copy in overlays.copies:
-            _apply_copy(workspace, original, copy, applied, staged)
+            _apply_copy(workspace, original, copy, applied, staged, journal)
         staged.commit(applied)
     finally:
         staged.discard()
@@ -161,8 +166,10 @@ def protected_reason(workspace: Workspace, path: Path) -> str:
 
 
 class _Applier:
-    def __init__(self, workspace: Workspace, root: Path, applied: Applied, staged: _Staged) -> None:
+    def __init__(self, workspace: Workspace, root: Path, applied: Applied, staged: _Staged,
+                 journal: Journal | None = None) -> None:
         self.workspace = workspace
+        self.journal = journal
         self.root = root
         self.applied = applied
         self.staged = staged
@@ -198,6 +205,8 @@ class _Applier:
             checked = self.workspace.resolve(str(target), Access.WRITE)
             if not checked.ok:
                 return checked.errors[0].message
+        if self.journal is not None:
+            self.journal.before(target)  # about to change: its checkpoint keeps what it was
         return ""
 
     # -- walking the layer ---------------------------------------------------------------
@@ -343,7 +352,8 @@ class _Applier:
         self.applied.deleted += 1
 
 
-def _apply_copy(workspace: Workspace, original: Path, copy: Path, applied: Applied, staged: _Staged) -> None:
+def _apply_copy(workspace: Workspace, original: Path, copy: Path, applied: Applied, staged: _Staged,
+                journal: Journal | None = None) -> None:
     """A tracked file outside the roots, shown through a private copy: write back if changed."""
     try:
         info = copy.lstat()
@@ -358,6 +368,8 @@ def _apply_copy(workspace: Workspace, original: Path, copy: Path, applied: Appli
     if reason:
         applied.refused.append((str(original), reason))
         return
+    if journal is not None:
+        journal.before(original)
     try:
         _stage_copy(copy, original, mode, (info.st_atime_ns, info.st_mtime_ns), workspace, staged, str(original))
     except OSError as exc:

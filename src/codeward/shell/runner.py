@@ -156,7 +156,7 @@ def run_command(ctx: ToolContext, command: ShellCommand, settings: ShellSettings
         try:
             result = _run_in(sandbox.data, request, watch)
             if request.overlays is not None and result.status is not Status.SETUP_ERROR:
-                notes += apply_overlays(ctx.workspace, request.overlays).notes()
+                notes += apply_overlays(ctx.workspace, request.overlays, ctx.journal).notes()
         finally:
             if request.overlays is not None:
                 request.overlays.close()
