@@ -19,6 +19,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "codeward.tools.analysis",
     "codeward.tools.treesitter_tools",
     "codeward.tools.python_ast",
+    "codeward.tools.python_refs",
     "codeward.tools.web",
     "codeward.tools.runtime",
     "codeward.tools.beads",

@@ -358,7 +358,8 @@ def py_find_usages(
     name: Annotated[str, Field(description="Identifier to find; a dotted name (a class or module, a dot, "
                                            "a member) finds its qualified uses and its definition.")],
 ) -> Result[UsageReport | None]:
-    """Find every use of a name in a Python file or directory (whole-identifier, exact match)."""
+    """Find every use of a name in a Python file or directory: name-based (whole identifier, whatever it refers
+    to). For the uses of one particular symbol, use py_find_references."""
     if not IDENTIFIER_NAME.match(name.strip()):
         return Result.fail(ErrorKind.INVALID_INPUT, f"name {name!r} is not an identifier",
                            "Give a Python name such as 'load_config' or a dotted one such as 'os.path.join'.")
