@@ -161,6 +161,11 @@ ARGUMENT_POOLS: dict[str, st.SearchStrategy[Any]] = {
     "output_path": st.sampled_from(["reports/out.md", "reports/out.html", "../escape.md", ".git/config"]),
     "image": st.none() | st.sampled_from(["python:3.11-slim", "absent:latest"]),
 }
+HISTORY: dict[str, tuple[str, dict[str, Any]]] = {
+    "undo": ("write_file", {"path": "notes/undo-me.txt", "content": "a change for undo to take back\n",
+                            "overwrite": True}),
+}
+"""Tools whose answer is about earlier calls: the call each generated one follows (else every undo is refused)."""
 SLOW_TOOLS = {"coding_check_quality_gates": 2, "code_list_languages": 1, "coding_analyze_project": 3,
               "coding_analyze_file": 4, "coding_monitor_execution": 5, "coding_run_in_docker": 5}
 
@@ -219,6 +224,10 @@ def test_results_for_generated_arguments_fit_the_wire_schema(name: str, catalog:
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
         @given(arguments(spec))
         def check(generated: dict[str, Any]) -> None:
+            if name in HISTORY:
+                before, before_arguments = HISTORY[name]
+                prepared = catalog.call(before, before_arguments, ctx)
+                assert not prepared.is_error, prepared.text
             outcome = catalog.call(name, world.arguments(catalog, name, generated), ctx)
             if outcome.structured is None:
                 assert outcome.is_error, f"{name} answered without structured content: {outcome.text[:300]}"

@@ -121,9 +121,9 @@ def test_non_python_file_gets_complexity_from_lizard(planted: Path, module_call:
     assert statuses["lint"] == statuses["type"] == statuses["security"] == "skipped"
     assert result["success"] is True
 
-    only_lint = module_call("coding_analyze_file", file_path="app/web/branchy.js", analysis_types=["lint"])
-    assert only_lint.is_error
-    assert "not available for javascript" in only_lint.text and "complexity" in only_lint.text
+    only_types = module_call("coding_analyze_file", file_path="app/web/branchy.js", analysis_types=["type"])
+    assert only_types.is_error
+    assert "not available for javascript" in only_types.text and "complexity" in only_types.text
 
 
 def test_project_analysis_aggregates_files(planted: Path, project_analysis: dict[str, Any],

@@ -104,3 +104,6 @@ def test_a_missing_optional_linter_is_reported_and_does_not_fail_the_gates(root:
     [biome] = [run for run in analysis["analyses"] if run["tool"] == "biome"]
     assert biome["status"] == "skipped"
     assert "biome is not installed" in biome["message"] and "npm install --global @biomejs/biome" in biome["message"]
+    asked = catalog.call("coding_analyze_file", {"file_path": "app.js", "analysis_types": ["lint"]}, ctx)
+    assert asked.is_error and [e.kind.value for e in asked.errors] == ["unavailable"]
+    assert "biome is not installed" in asked.text and "npm install --global @biomejs/biome" in asked.text

@@ -109,7 +109,13 @@ def analyze_file(ctx: ToolContext, file_path: str, analysis_types: Sequence[Anal
     if analysis_types is not None and not set(types.data) & set(available):
         return Result.fail(ErrorKind.INVALID_INPUT, f"{', '.join(types.data)} analysis is not available for "
                            f"{source.language} files", f"For {source.language}, use: {', '.join(available)}.")
-    return Result.success(file_analysis(_run(ctx, [source], types.data, severity_threshold), source))
+    review_result = _run(ctx, [source], types.data, severity_threshold)
+    if analysis_types is not None and review_result.runs and all(r.status == "skipped" for r in review_result.runs):
+        return Result.fail(ErrorKind.UNAVAILABLE, f"nothing could check {display}: "
+                           + "; ".join(run.message for run in review_result.runs),
+                           f"Install the analyzer named above, or ask for what {source.language} has here: "
+                           f"{', '.join(available)}.")
+    return Result.success(file_analysis(review_result, source))
 
 
 def _project_files(ctx: ToolContext, path: str, include: Sequence[str] | None,
