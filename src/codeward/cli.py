@@ -175,6 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
                                  "local-model extra) as an OpenAI-compatible endpoint")
     local.add_argument("--port", type=int, default=8080, help="port (default 8080)")
     local.add_argument("--threads", type=int, help="CPU threads (default: all cores)")
+    local.add_argument("--ctx", type=int, default=16_384, metavar="TOKENS",
+                       help="context window in tokens (default 16384, at most 32768; about 12 KB of memory a token)")
     local.set_defaults(handler=cmd_serve_local)
 
     from codeward.agent.commands import add_agent_arguments
@@ -408,11 +410,11 @@ def cmd_beads_init(args: argparse.Namespace) -> int:
 
 
 def cmd_serve_local(args: argparse.Namespace) -> int:
-    from codeward.agent.local_model import LocalModelUnavailable, serve_local
+    from codeward.agent.local_model import LocalModelUnavailable, WeightsMismatch, serve_local
 
     try:
-        return serve_local(args.port, threads=args.threads, echo=lambda line: print(line, flush=True))
-    except LocalModelUnavailable as exc:
+        return serve_local(args.port, threads=args.threads, n_ctx=args.ctx, echo=lambda line: print(line, flush=True))
+    except (LocalModelUnavailable, WeightsMismatch) as exc:
         raise UsageError(str(exc)) from exc
 
 
