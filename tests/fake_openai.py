@@ -1,7 +1,9 @@
 """A real local HTTP server that speaks the OpenAI chat-completions streaming protocol.
 
 It plays scripted responses in order and records every request body, so tests can drive the
-agent deterministically over real HTTP and check exactly what the model was sent.
+agent deterministically over real HTTP and check exactly what the model was sent. Given
+``props`` or ``models``, it also answers ``GET /props`` (llama.cpp) and ``GET /v1/models`` with
+them, as servers that state their context size do; otherwise those are 404.
 """
 
 from __future__ import annotations
@@ -27,6 +29,11 @@ class Reply:
     """Pause between chunks (to test cancelling a stream)."""
     before: Callable[[], None] | None = None
     """Run when this reply is about to be served (to change the world between model rounds)."""
+
+
+def llama_props(n_ctx: int) -> dict[str, Any]:
+    """What llama.cpp's ``/props`` says about a server whose slots have ``n_ctx`` tokens."""
+    return {"default_generation_settings": {"n_ctx": n_ctx, "params": {}}, "total_slots": 1}
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
@@ -68,11 +75,14 @@ def tool_calls(*calls: tuple[str, str], preface: str = "", pieces: int = 4, with
 class FakeOpenAI:
     """Start with ``with FakeOpenAI([...]) as fake:``; point a client at ``fake.base_url``."""
 
-    def __init__(self, replies: list[Reply] | None = None, repeat_last: bool = False) -> None:
+    def __init__(self, replies: list[Reply] | None = None, repeat_last: bool = False,
+                 props: dict[str, Any] | None = None, models: dict[str, Any] | None = None) -> None:
         self.replies = list(replies or [])
         self.repeat_last = repeat_last
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.gets: list[str] = []
+        self.documents = {"/props": props, "/v1/models": models}
         self._lock = threading.Lock()
         owner = self
 
@@ -81,6 +91,17 @@ class FakeOpenAI:
 
             def log_message(self, *args: Any) -> None:
                 return None
+
+            def do_GET(self) -> None:
+                owner.gets.append(self.path)
+                document = owner.documents.get(self.path)
+                status = 404 if document is None else 200
+                payload = json.dumps(document if document is not None else {"error": "not found"}).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))

@@ -107,3 +107,23 @@ def test_session_file_is_jsonl_with_a_header(tmp_path: Path) -> None:
     lines = [json.loads(line) for line in log.path.read_text().splitlines()]
     assert lines[0]["session"] == log.session_id and lines[0]["model"] == "m"
     assert lines[1] == {"turn": {"role": "user", "content": "hi"}}
+
+
+def test_ask_reports_output_the_server_could_not_parse_without_printing_it_as_the_answer(root: Path) -> None:
+    reply = text("```json", pieces=1)
+    reply.chunks = reply.chunks[:-1]
+    reply.error_event = {"code": 500, "message": "The model produced output that does not match the expected "
+                         "peg-native format", "type": "server_error"}
+    with FakeOpenAI([reply]) as fake:
+        done = ask(root, fake.base_url, "read notes.txt")
+    assert done.returncode == 1 and done.stdout == "" and "Traceback" not in done.stderr
+    assert "could not parse as text or a tool call" in done.stderr and "'```json'" in done.stderr
+
+
+def test_ask_stops_a_model_that_repeats_a_failing_call(root: Path) -> None:
+    with FakeOpenAI([tool_calls(("read_file", '{"path": "missing.txt"}'))], repeat_last=True) as fake:
+        done = ask(root, fake.base_url, "read missing.txt")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.count("┌ read_file") == 1
+    assert "stopped: the model repeated a call that had failed 3 times" in done.stderr
+    assert len(fake.requests) == 4

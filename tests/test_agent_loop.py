@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -177,11 +178,11 @@ async def test_http_400_shows_status_and_body(project: Path, catalog: Catalog) -
 async def test_error_object_inside_a_200_stream_ends_the_turn_cleanly(project: Path, catalog: Catalog) -> None:
     reply = text("partial answ")
     reply.chunks = reply.chunks[:-1]
-    reply.error_event = {"message": "Failed to parse tool call arguments as JSON", "type": "server_error"}
+    reply.error_event = {"message": "slot unavailable", "type": "server_error"}
     with FakeOpenAI([reply, text("second try works")]) as fake:
         loop, view = make_loop(fake, project, catalog)
         failed = await loop.run("hi")
-        assert failed.failure and "mid-stream" in failed.failure and "Failed to parse" in failed.failure
+        assert failed.failure and "mid-stream" in failed.failure and "slot unavailable" in failed.failure
         assert view.of("error") == [failed.failure] and view.events[-1] == ("done", None)
         assert loop.conversation.turns[-1] == Turn("assistant", "partial answ")
         again = await loop.run("try again")
@@ -235,3 +236,104 @@ async def test_a_tool_turn_without_a_pending_call_fails_loudly() -> None:
     conversation.append(Turn("user", "hi"))
     with pytest.raises(AssertionError, match="answers no pending assistant call"):
         conversation.append(Turn("tool", "result", tool_call_id="call_x"))
+
+
+# -- loop hygiene ----------------------------------------------------------------------------------
+
+
+async def test_an_identical_failing_call_is_not_sent_again_and_the_loop_stops(project: Path, catalog: Catalog) -> None:
+    again = tool_calls(("read_file", '{"path": "missing.txt"}'))
+    with FakeOpenAI([again], repeat_last=True) as fake:
+        loop, view = make_loop(fake, project, catalog, settings=LoopSettings(max_tool_depth=8))
+        result = await loop.run("read missing.txt")
+    assert view.of("begin") == ["read_file"], "the failing call ran once"
+    first_error = fake.messages(1)[-1]["content"]
+    told = fake.messages(2)[-1]["content"]
+    assert told.startswith("[codeward] not run again: read_file was already called with exactly these arguments")
+    assert first_error in told and "Do not call it like this again" in told
+    brief = "[codeward] not run again: the same failing call again; see its earlier result."
+    assert fake.messages(3)[-1]["content"] == brief
+    assert len(fake.requests) == 4 and not result.hit_depth_limit
+    assert result.failure is not None and result.failure.startswith(
+        "stopped: the model repeated a call that had failed 3 times (read_file({\"path\":\"missing.txt\"}): ")
+    assert view.of("error") == [result.failure]
+    assert loop.conversation.pending_call_ids() == set(), "every call was answered"
+
+
+async def test_the_same_call_with_other_arguments_or_key_order_is_judged_by_value(project: Path,
+                                                                                  catalog: Catalog) -> None:
+    replies = [tool_calls(("get_file_slice", '{"path": "nope.txt", "start_line": 1, "end_line": 1}')),
+               tool_calls(("get_file_slice", '{"end_line": 1, "start_line": 1,  "path": "nope.txt"}')),
+               tool_calls(("get_file_slice", '{"path": "a.txt", "start_line": 1, "end_line": 1}')),
+               text("alpha")]
+    with FakeOpenAI(replies) as fake:
+        loop, view = make_loop(fake, project, catalog)
+        result = await loop.run("read")
+    assert result.ok and view.of("begin") == ["get_file_slice", "get_file_slice"]
+    assert fake.messages(2)[-1]["content"].startswith("[codeward] not run again:"), "same values, other order"
+    assert "alpha" in fake.messages(3)[-1]["content"]
+
+
+async def test_output_the_server_could_not_parse_is_reported_with_the_raw_text(project: Path,
+                                                                               catalog: Catalog) -> None:
+    reply = text("```json", pieces=1)
+    reply.chunks = reply.chunks[:-1]
+    reply.error_event = {"code": 500, "message": "The model produced output that does not match the expected "
+                         "peg-native format", "type": "server_error"}
+    with FakeOpenAI([reply, text("second try works")]) as fake:
+        loop, view = make_loop(fake, project, catalog)
+        failed = await loop.run("read a.txt")
+        assert failed.unparsed and failed.failure is not None
+        assert "could not parse as text or a tool call" in failed.failure
+        assert "peg-native format" in failed.failure and "'```json'" in failed.failure
+        assert view.of("error") == [failed.failure]
+        assert all(turn.role != "assistant" for turn in loop.conversation.turns), "raw fragments are not context"
+        again = await loop.run("try again")
+    assert again.ok and again.text == "second try works"
+    assert [m["role"] for m in fake.messages(1)] == ["system", "user", "user"]
+
+
+async def test_use_tool_role_false_keeps_roles_alternating_over_several_rounds(project: Path,
+                                                                               catalog: Catalog) -> None:
+    replies = [tool_calls(("read_file", '{"path": "a.txt"}')), tool_calls(("read_file", '{"path": "b.txt"}')),
+               text("alpha and beta")]
+    with FakeOpenAI(replies) as fake:
+        loop, _ = make_loop(fake, project, catalog, use_tool_role=False)
+        result = await loop.run("read a then b")
+        follow = FakeOpenAI([text("bye")])
+    assert result.ok
+    third = fake.messages(2)
+    assert [m["role"] for m in third] == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert third[3]["content"] == "[tool: read_file]\nalpha\n" and third[5]["content"] == "[tool: read_file]\nbeta\n"
+    with follow:
+        loop.model = _client(follow.base_url)
+        await loop.run("thanks")
+    roles = [m["role"] for m in follow.messages(0)]
+    assert roles == ["system", "user", "assistant", "user", "assistant", "user", "assistant", "user"]
+    assert all(a != b for a, b in itertools.pairwise(roles))
+
+
+
+async def test_a_repeated_successful_call_gets_its_result_and_a_request_without_tools(project: Path,
+                                                                                    catalog: Catalog) -> None:
+    read = tool_calls(("read_file", '{"path": "a.txt"}'))
+    with FakeOpenAI([read, read, text("It says alpha.")]) as fake:
+        loop, view = make_loop(fake, project, catalog)
+        result = await loop.run("what is in a.txt?")
+    assert result.ok and result.text == "It says alpha."
+    assert view.of("begin") == ["read_file"], "the repeat was answered without running the tool again"
+    assert fake.messages(2)[-1]["content"].startswith(
+        "[codeward] not run again: read_file already ran with exactly these arguments; its result is the same:\nalpha")
+    assert "tools" in fake.requests[1] and "tools" not in fake.requests[2], "the answer is asked for without tools"
+
+
+async def test_a_change_in_between_lets_the_same_failing_call_run_again(project: Path, catalog: Catalog) -> None:
+    replies = [tool_calls(("read_file", '{"path": "new.txt"}')),
+               tool_calls(("write_file", '{"path": "new.txt", "content": "fresh"}')),
+               tool_calls(("read_file", '{"path": "new.txt"}')),
+               text("It says fresh.")]
+    with FakeOpenAI(replies) as fake:
+        loop, view = make_loop(fake, project, catalog, settings=LoopSettings())
+        result = await loop.run("create and read new.txt")
+    assert result.ok and view.of("begin") == ["read_file", "write_file", "read_file"]
+    assert fake.messages(3)[-1]["content"] == "fresh"

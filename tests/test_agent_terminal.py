@@ -15,31 +15,40 @@ from pathlib import Path
 
 import pytest
 
-from tests.fake_openai import FakeOpenAI, text, tool_calls
+from tests.fake_openai import FakeOpenAI, llama_props, text, tool_calls
 
 pytestmark = pytest.mark.xdist_group("terminal")
 
 
 class Tmux:
-    """One detached tmux session running a command; type into it and read its screen."""
+    """One detached tmux session running a command; type into it and read its screen.
+
+    Each session has its own tmux server (``-L``): a shared server would run the command with
+    the environment of whichever process started it first.
+    """
 
     def __init__(self, command: str, cwd: Path, env: dict[str, str]) -> None:
         self.name = f"cw-{uuid.uuid4().hex[:8]}"
         exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", "160", "-y", "50", "-c", str(cwd),
-                        f"env {exports} {command}"], check=True)
+        self.tmux("new-session", "-d", "-s", self.name, "-x", "160", "-y", "50", "-c", str(cwd),
+                  f"env {exports} {command}", check=True)
+
+    def tmux(self, *args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["tmux", "-L", self.name, "-f", "/dev/null", *args], check=check, capture_output=True,
+                              text=True)
 
     def send(self, *keys: str) -> None:
-        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
+        self.tmux("send-keys", "-t", self.name, *keys, check=True)
 
     def type_line(self, line: str) -> None:
         self.send("-l", line)
         self.send("Enter")
 
     def screen(self) -> str:
-        done = subprocess.run(["tmux", "capture-pane", "-p", "-S", "-200", "-t", self.name], capture_output=True,
-                              text=True)
-        return done.stdout
+        return self.tmux("capture-pane", "-p", "-S", "-200", "-t", self.name).stdout
+
+    def running(self) -> bool:
+        return self.tmux("has-session", "-t", self.name).returncode == 0
 
     def wait_for(self, needle: str, timeout: float = 30.0) -> str:
         deadline = time.monotonic() + timeout
@@ -51,7 +60,7 @@ class Tmux:
         raise AssertionError(f"{needle!r} did not appear; screen:\n{self.screen()}")
 
     def close(self) -> None:
-        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+        self.tmux("kill-server")
 
 
 def _free_port() -> int:
@@ -63,12 +72,23 @@ def _free_port() -> int:
 @pytest.fixture
 def upstream(tmp_path: Path) -> Iterator[str]:
     """A real MCP server over HTTP to connect with :mcp connect (codeward itself, on another root)."""
+    yield from _serve_http(tmp_path)
+
+
+@pytest.fixture
+def guarded_upstream(tmp_path: Path) -> Iterator[str]:
+    """The same, requiring ``Authorization: Bearer upstream-secret``."""
+    yield from _serve_http(tmp_path, token="upstream-secret")
+
+
+def _serve_http(tmp_path: Path, token: str | None = None) -> Iterator[str]:
     other = tmp_path / "other"
     other.mkdir()
     port = _free_port()
+    extra = ["--token-env", "UPSTREAM_TOKEN"] if token else ["--no-auth"]
+    env = {**os.environ, "UPSTREAM_TOKEN": token or ""}
     proc = subprocess.Popen([sys.executable, "-m", "codeward", "serve", str(other), "--http", "--port", str(port),
-                             "--no-auth"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         with socket.socket() as sock:
@@ -125,8 +145,7 @@ def test_chat_in_a_terminal_approves_a_call_runs_mcp_commands_and_cancels(root: 
             assert len(fake.requests) == 3
             shell.type_line(":quit")
             deadline = time.monotonic() + 10
-            while time.monotonic() < deadline and shell.name in subprocess.run(
-                    ["tmux", "ls"], capture_output=True, text=True).stdout:
+            while time.monotonic() < deadline and shell.running():
                 time.sleep(0.1)
         finally:
             shell.close()
@@ -231,3 +250,39 @@ def test_tracked_files_go_to_the_model_once_and_are_restored_on_resume(root: Pat
     assert fake.messages(1)[-1]["content"] == "anything else?", "a file dropped before sending is not sent"
     assert fake.messages(2)[-1]["content"] == "hello again"
     assert "other.md" not in screen.split(":files")[-1]
+
+
+def test_chat_connects_with_a_token_shows_identifiers_as_written_and_counts_the_tools(
+        root: Path, tmp_path: Path, guarded_upstream: str) -> None:
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed (scripts/test installs it)")
+    answer = "Edit __init__.py and __version__.py; keep my_var and `__all__`."
+    with FakeOpenAI([text(answer)], props=llama_props(16_384)) as fake:
+        env = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_MODEL": "fake", "CODEWARD_HOME": str(tmp_path / "home"),
+               "PATH": os.environ["PATH"], "TERM": "xterm-256color", "HOME": str(tmp_path),
+               "PEER_TOKEN": "upstream-secret"}
+        shell = Tmux(f"{shlex.quote(sys.executable)} -m codeward chat", root, env)
+        try:
+            shell.wait_for("codeward chat")
+            shell.type_line(f":mcp connect {guarded_upstream} other --token-env UNSET_TOKEN")
+            shell.wait_for("cannot connect: --token-env UNSET_TOKEN: that environment variable is empty")
+            shell.type_line(f":mcp connect {guarded_upstream} bare")
+            shell.wait_for("bare: ")
+            shell.type_line(f":mcp connect {guarded_upstream} peer --token-env PEER_TOKEN")
+            shell.wait_for("peer: ready")
+            shell.type_line(":mcp tools")
+            shell.wait_for("peer__read_file")
+            shell.type_line("what should I edit?")
+            screen = shell.wait_for("Edit __init__.py")
+            assert "Edit __init__.py and __version__.py; keep my_var and __all__." in screen
+            shell.wait_for("history ~")
+            flowing = " ".join(shell.screen().split())
+            assert "bare: ready" not in flowing
+            status = flowing[flowing.index("context ~"):]
+            assert " of 16,384 tokens: tools ~" in status and "· history ~" in status
+            assert "· new tracked files ~0 (0 tracked)" in status
+            shell.type_line(":quit")
+        finally:
+            shell.close()
+    assert fake.headers, "the model was asked"
+

@@ -10,7 +10,7 @@ error and does not run.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from codeward.catalog import ToolOutcome
@@ -24,11 +24,14 @@ class ApprovingSurface:
     """A surface whose calls need approval unless the policy allows them outright."""
 
     def __init__(self, inner: ToolSurface, confirm: ConfirmCallback, auto_approve: Sequence[str] = (),
-                 read_only_auto_approve: bool = True) -> None:
+                 read_only_auto_approve: bool = True,
+                 delegated: Callable[[str, Mapping[str, Any] | None], bool] | None = None) -> None:
         self.inner = inner
         self.confirm = confirm
         self.auto_approve = tuple(auto_approve)
         self.read_only_auto_approve = read_only_auto_approve
+        self.delegated = delegated
+        """Calls that ``inner`` approves itself (a meta-tool forwarding to an approving surface)."""
 
     def tool_infos(self) -> Sequence[ToolInfo]:
         return self.inner.tool_infos()
@@ -44,7 +47,8 @@ class ApprovingSurface:
     async def call(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext) -> ToolOutcome:
         info = next((i for i in self.inner.tool_infos() if i.name == name), None)
         waited = 0.0
-        if info is not None and not self.auto_approves(info, name):
+        delegated = self.delegated is not None and self.delegated(name, arguments)
+        if info is not None and not delegated and not self.auto_approves(info, name):
             request = ApprovalRequest(name, "codeward", name, dict(arguments or {}), info.description,
                                       dict(info.annotations or {}), context=ctx)
             asked = time.perf_counter()

@@ -8,10 +8,12 @@ from typing import Any
 
 import anyio
 
+from codeward.agent.budget import CatalogChoice
 from codeward.agent.conversation import Conversation
 from codeward.agent.history import SessionLog, data_home, find_session, load_session, sessions_dir
 from codeward.agent.loop import ToolLoop
 from codeward.agent.render import PlainView
+from codeward.agent.tracked import estimate_tokens
 from codeward.config import Config
 from codeward.control.plane import add_control_arguments, control_plane
 from codeward.gateway.policy import ApprovalRequest
@@ -22,7 +24,21 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", action="append", help="workspace root (repeatable; default: config or cwd)")
     parser.add_argument("--auto-approve", action="append", default=[], metavar="PATTERN",
                         help="run matching tools without asking (exact name or glob such as 'git__*')")
+    offered = parser.add_mutually_exclusive_group()
+    offered.add_argument("--meta", action="store_true",
+                         help="offer only the four meta-tools, which search, describe and call every tool "
+                         "(default: the full catalog when it fits the model's context, else a trimmed one)")
+    offered.add_argument("--toolsets", action="append", metavar="NAME[,NAME]",
+                         help="offer only these toolsets (or gateway servers), e.g. files,python")
     add_control_arguments(parser)
+
+
+def catalog_choice(args: argparse.Namespace) -> CatalogChoice:
+    """``--meta`` / ``--toolsets`` as a choice (names split on commas, blanks dropped)."""
+    toolsets = None
+    if args.toolsets is not None:
+        toolsets = tuple(dict.fromkeys(n.strip() for each in args.toolsets for n in each.split(",") if n.strip()))
+    return CatalogChoice(meta=args.meta, toolsets=toolsets)
 
 
 def run_chat(args: argparse.Namespace, config: Config, catalog: Any) -> int:
@@ -54,7 +70,7 @@ async def _chat(args: argparse.Namespace, config: Config, catalog: Any) -> int:
 
     async with control_plane(args, "chat") as plane, open_session(
             config, catalog, model=args.model, confirm=plane.approvals(confirm, notify=note), roots=args.root or (),
-            auto_approve=args.auto_approve) as session:
+            auto_approve=args.auto_approve, choice=catalog_choice(args)) as session:
         if args.resume is not None:
             path = find_session(sessions_dir(), args.resume or None)
             log, conversation = load_session(path, session.profile.use_tool_role)
@@ -98,13 +114,16 @@ async def _ask(args: argparse.Namespace, config: Config, catalog: Any) -> int:
 
     async with control_plane(args, "ask") as plane, open_session(
             config, catalog, model=args.model, confirm=plane.approvals(fallback=deny, notify=note),
-            roots=args.root or (), auto_approve=args.auto_approve) as session:
+            roots=args.root or (), auto_approve=args.auto_approve, choice=catalog_choice(args)) as session:
         conversation = Conversation(session.system_prompt(), use_tool_role=session.profile.use_tool_role)
         plane.watch_agent(session, conversation)
         view = PlainView()
-        result = await ToolLoop(session.client, session.surface, conversation, view, session.context,
+        surface, plan = session.offer(args.question, estimate_tokens(conversation.system + args.question))
+        if plan.form != "full":
+            view.notice(plan.summary())
+        result = await ToolLoop(session.client, surface, conversation, view, session.context,
                                 session.settings).run(args.question)
-    answer = "".join(view.answer) or result.text
+    answer = "" if result.unparsed else "".join(view.answer) or result.text
     if answer:
         print(answer.strip())
     return 0 if result.ok else 1

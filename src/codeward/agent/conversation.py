@@ -3,8 +3,9 @@
 Assistant turns keep their streamed text and ``tool_calls``; tool turns carry the
 ``tool_call_id`` they answer. A tool turn that answers no pending call is a bug and fails an
 assertion at once (strict chat templates would reject it much later, less clearly). With
-``use_tool_role=False`` tool results are rendered as ``[tool: alias__name]`` blocks prefixed to
-the next user turn instead, for chat templates that reject the ``tool`` role.
+``use_tool_role=False`` tool results are rendered as ``[tool: alias__name]`` user text instead,
+for chat templates that reject the ``tool`` role: prefixed to the next user turn, or as a user
+message of their own before the model's next turn, so roles still alternate.
 """
 
 from __future__ import annotations
@@ -96,6 +97,9 @@ class Conversation:
                 else:
                     carried.append(f"[tool: {turn.name or turn.tool_call_id}]\n{turn.content}")
                 continue
+            if turn.role != "user" and carried:  # results the model must see before its next turn
+                messages.append({"role": "user", "content": "\n\n".join(carried)})
+                carried = []
             if turn.role == "assistant":
                 message: dict[str, Any] = {"role": "assistant", "content": turn.content}
                 if turn.tool_calls and self.use_tool_role:

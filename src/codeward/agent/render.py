@@ -1,8 +1,14 @@
-"""The terminal view of the agent: streamed Markdown, and a dim indented frame per tool call."""
+"""The terminal view of the agent: streamed Markdown, and a dim indented frame per tool call.
+
+Code talk is full of underscores (``__init__``, ``__version__.py``, ``my_var``) that Markdown
+would take for emphasis; outside code spans and fences they are escaped, so identifiers show
+as written (emphasis with ``*`` still works).
+"""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import TextIO
 
@@ -31,7 +37,7 @@ class RichView:
             if self._live is None:
                 self._live = Live(Markdown(""), console=self.console, refresh_per_second=12, transient=False)
                 self._live.start()
-            self._live.update(Markdown("".join(self._buffer)))
+            self._live.update(Markdown(literal_identifiers("".join(self._buffer))))
         else:
             self.console.file.write(delta)
             self.console.file.flush()
@@ -98,6 +104,54 @@ class PlainView:
 
     def response_end(self) -> None:
         return None
+
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_CODE_SPAN = re.compile(r"(`+)(?:.+?)\1", re.DOTALL)
+
+
+def literal_identifiers(markdown: str) -> str:
+    """``markdown`` with every ``_`` outside code escaped, so no identifier turns into emphasis."""
+    out: list[str] = []
+    fence: str | None = None
+    prose: list[str] = []
+
+    def flush() -> None:
+        if prose:
+            out.append(_escape_prose("".join(prose)))
+            prose.clear()
+
+    for line in markdown.splitlines(keepends=True):
+        opening = _FENCE.match(line)
+        if fence is None and opening:
+            flush()
+            fence = opening.group(1)
+            out.append(line)
+        elif fence is not None:
+            out.append(line)
+            closing = _FENCE.match(line)
+            if closing and closing.group(1)[0] == fence[0] and len(closing.group(1)) >= len(fence) \
+                    and not line.strip()[len(closing.group(1)):]:
+                fence = None
+        else:
+            prose.append(line)
+    flush()
+    return "".join(out)
+
+
+def _escape_prose(text: str) -> str:
+    pieces: list[str] = []
+    last = 0
+    for span in _CODE_SPAN.finditer(text):
+        pieces.append(_escape_underscores(text[last:span.start()]))
+        pieces.append(span.group(0))
+        last = span.end()
+    pieces.append(_escape_underscores(text[last:]))
+    return "".join(pieces)
+
+
+def _escape_underscores(text: str) -> str:
+    return re.sub(r"(?<!\\)_", r"\\_", text)
 
 
 def _short_args(arguments: str, width: int = 100) -> str:

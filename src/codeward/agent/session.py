@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from codeward.agent.approval import ApprovingSurface
+from codeward.agent.budget import CatalogChoice, CatalogPlan, group_tools, plan_catalog, schema_tokens
 from codeward.agent.loop import LoopSettings
+from codeward.agent.offered import OfferedSurface, meta_surface
 from codeward.assembly import context_extras
 from codeward.catalog import Catalog
 from codeward.config import Config
@@ -22,7 +24,8 @@ from codeward.gateway.gateway import Gateway
 from codeward.gateway.policy import ConfirmCallback
 from codeward.llm.client import ModelClient
 from codeward.llm.profile import ModelProfile
-from codeward.surface import CatalogSurface, CompositeSurface
+from codeward.llm.window import DEFAULT_CONTEXT_TOKENS, ContextWindow, discover_window
+from codeward.surface import CatalogSurface, CompositeSurface, ToolSurface
 from codeward.workspace import Workspace
 
 SYSTEM_PROMPT = """You are codeward's coding assistant, working in the project at {root}.
@@ -49,6 +52,40 @@ class AgentSession:
     """How :meth:`switch_model` makes the new client (the control plane swaps in an observed one)."""
     retired: list[ModelClient] = field(default_factory=list)
     """Clients replaced by :meth:`switch_model`; closed with the session (a reply may still stream)."""
+    window: ContextWindow = field(default_factory=lambda: ContextWindow(DEFAULT_CONTEXT_TOKENS, "default"))
+    """The model's context, learned by :meth:`learn_window`."""
+    choice: CatalogChoice = field(default_factory=CatalogChoice)
+    meta: ToolSurface | None = None
+    """The surface of meta mode (the four meta-tools in front of :attr:`surface`)."""
+    plan: CatalogPlan | None = None
+    """What the last request offered."""
+
+    async def learn_window(self) -> ContextWindow:
+        """Ask the profile, else the server, how many tokens the model takes."""
+        self.window = await discover_window(self.profile)
+        return self.window
+
+    def toolset_of(self, name: str) -> str | None:
+        spec = self.catalog.get(name)
+        return spec.toolset if spec is not None else None
+
+    def groups(self) -> list[str]:
+        """The toolsets (and gateway servers) the session can offer."""
+        return [g.name for g in group_tools(self.surface.tool_infos(), self.toolset_of)]
+
+    def offer(self, text: str, used_tokens: int) -> tuple[ToolSurface, CatalogPlan]:
+        """The surface for a request about ``text`` whose conversation already takes ``used_tokens``."""
+        groups = group_tools(self.surface.tool_infos(), self.toolset_of)
+        meta = self.meta if self.meta is not None else self.surface
+        plan = plan_catalog(groups, schema_tokens(meta.tool_infos()), self.window, used_tokens,
+                            self.profile.max_tokens, text, meta=self.choice.meta, toolsets=self.choice.toolsets)
+        self.plan = plan
+        if plan.form == "full":
+            return self.surface, plan
+        if plan.form == "meta":
+            return meta, plan
+        names = [info.name for g in groups if g.name in plan.toolsets for info in g.infos]
+        return OfferedSurface(self.surface, names), plan
 
     def context(self) -> ToolContext:
         return ToolContext(self.workspace, settings=self.config.settings, extras=self.extras)
@@ -63,6 +100,21 @@ class AgentSession:
         self.settings.text_tool_calls = profile.text_tool_calls
 
 
+def choice_problem(session: AgentSession) -> str | None:
+    """What is wrong with ``--toolsets`` (names the session does not have), or None."""
+    wanted = session.choice.toolsets
+    if wanted is None:
+        return None
+    known = session.groups()
+    unknown = [name for name in wanted if name not in known]
+    if unknown:
+        return (f"--toolsets: no toolset named {', '.join(map(repr, unknown))}; this session has "
+                f"{', '.join(known)} (the [server] toolsets of codeward.toml and the gateway's servers)")
+    if not wanted:
+        return f"--toolsets needs at least one name; this session has {', '.join(known)}"
+    return None
+
+
 @asynccontextmanager
 async def open_session(
     config: Config,
@@ -72,8 +124,10 @@ async def open_session(
     confirm: ConfirmCallback,
     roots: Sequence[str | Path] = (),
     auto_approve: Sequence[str] = (),
+    choice: CatalogChoice | None = None,
 ) -> AsyncIterator[AgentSession]:
-    """Everything a conversation needs, with the gateway's upstream servers connected."""
+    """Everything a conversation needs, with the gateway's upstream servers connected and the
+    model's context window learned."""
     profile = config.model.resolve(model)
     client = ModelClient(profile)
     workspace = Workspace.create(list(roots) or list(config.roots) or [Path.cwd()], extra_blacklist=config.blacklist,
@@ -85,17 +139,24 @@ async def open_session(
     native = ApprovingSurface(CatalogSurface(catalog), confirm, auto_approve=patterns)
     settings = LoopSettings(max_tool_depth=gateway_config.max_tool_depth, text_tool_calls=profile.text_tool_calls)
     clients = [client]
+    problem: str | None = None
     try:
         async with Gateway(gateway_config, confirm=confirm, reserved_names=catalog.names()) as gateway:
             if gateway_config.servers:
                 await gateway.wait_settled(gateway_config.startup_wait)
             surface = CompositeSurface([native, gateway])
             session = AgentSession(profile, client, workspace, catalog, gateway, native, surface, settings, config,
-                                   context_extras(config))
-            try:
-                yield session
-            finally:
-                clients = [*session.retired, session.client]
+                                   context_extras(config), choice=choice or CatalogChoice(),
+                                   meta=meta_surface(surface, confirm, patterns))
+            problem = choice_problem(session)
+            if problem is None:
+                await session.learn_window()
+                try:
+                    yield session
+                finally:
+                    clients = [*session.retired, session.client]
     finally:
         for each in dict.fromkeys(clients):  # every client the session made, once
             await each.close()
+    if problem is not None:  # raised out here: inside the gateway's task group it would arrive wrapped
+        raise ValueError(problem)

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import shlex
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -27,7 +29,6 @@ from codeward.agent.loop import ToolLoop
 from codeward.agent.render import RichView
 from codeward.agent.session import AgentSession
 from codeward.agent.tracked import TrackedFiles, estimate_tokens
-from codeward.config.agent import DEFAULT_BUDGET_TOKENS
 from codeward.gateway.config import server_from_url
 from codeward.gateway.policy import ApprovalRequest
 from codeward.llm.profile import ModelConfigError
@@ -39,7 +40,8 @@ HELP = """Commands:
   :add PATH|GLOB ...            track files: content to the model once, then diffs when they change
   :drop PATH|GLOB ...           stop tracking them
   :files                        tracked files with sizes and token estimates
-  :mcp connect <url> [alias]    connect an MCP server; its tools become alias__tool
+  :mcp connect <url> [alias] [--token-env VAR] [--header 'Name: value']...
+                                connect an MCP server; its tools become alias__tool
   :mcp disconnect <alias>       disconnect it
   :mcp list                     connected servers: state, tools, latency
   :mcp tools                    every tool the model is offered
@@ -55,6 +57,44 @@ Ask = Callable[[str], Awaitable[str]]
 def extract_commands(text: str) -> list[str]:
     """The ``CMD:`` lines of a reply, in order."""
     return [m.group("cmd").strip() for m in CMD_LINE.finditer(text) if m.group("cmd").strip()]
+
+
+def connect_arguments(words: list[str], environ: Mapping[str, str] | None = None) -> tuple[str, str | None,
+                                                                                         dict[str, Any]]:
+    """``:mcp connect``'s words as (url, alias, server options); a ValueError says what is wrong.
+
+    ``--token-env VAR`` sends ``Authorization: Bearer $VAR`` (read now: an unset variable is an
+    error here, not a 401 later); ``--header 'Name: value'`` (repeatable) sends any header.
+    """
+    env = os.environ if environ is None else environ
+    positional: list[str] = []
+    headers: dict[str, str] = {}
+    options: dict[str, Any] = {}
+    rest = list(words)
+    while rest:
+        word = rest.pop(0)
+        if word in ("--token-env", "--header"):
+            if not rest:
+                raise ValueError(f"{word} needs a value")
+            value = rest.pop(0)
+            if word == "--token-env":
+                if not env.get(value):
+                    raise ValueError(f"--token-env {value}: that environment variable is empty or unset")
+                options["auth_env"] = value
+            else:
+                name, sep, text = value.partition(":")
+                if not sep or not name.strip() or not text.strip():
+                    raise ValueError(f"--header {value!r}: write it as 'Name: value'")
+                headers[name.strip()] = text.strip()
+        elif word.startswith("--"):
+            raise ValueError(f"unknown option {word}; use --token-env VAR or --header 'Name: value'")
+        else:
+            positional.append(word)
+    if not 1 <= len(positional) <= 2:
+        raise ValueError("usage: :mcp connect <url> [alias] [--token-env VAR] [--header 'Name: value']")
+    if headers:
+        options["headers"] = headers
+    return positional[0], positional[1] if len(positional) == 2 else None, options
 
 
 def shell_toolset_disabled(command: str, cwd: Path) -> str:
@@ -77,7 +117,9 @@ class ChatShell:
     tracked: TrackedFiles = field(init=False)
     pending_files: list[str] = field(default_factory=list)
     """Files added since the last message: their content goes with the next one."""
-    budget_tokens: int = DEFAULT_BUDGET_TOKENS
+    budget_tokens: int | None = None
+    """``[agent] context_budget_tokens``; unset, the model's context window is the budget."""
+    _offered: tuple[str, tuple[str, ...]] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.view = RichView(self.console)
@@ -90,8 +132,16 @@ class ChatShell:
             self.command_runner = self._run_in_sandbox
         self.budget_tokens = agent.context_budget_tokens
 
-    def loop(self) -> ToolLoop:
-        return ToolLoop(self.session.client, self.session.surface, self.conversation, self.view,
+    def loop(self, message: str = "", typed: str = "") -> ToolLoop:
+        """The loop for one message, offering the catalog that fits what the conversation leaves free
+        (toolsets chosen by what the user ``typed`` and the tracked files' names)."""
+        about = " ".join([typed, *self.tracked.paths()])
+        surface, plan = self.session.offer(about, self.history_tokens() + estimate_tokens(message))
+        shown = (plan.form, plan.toolsets)
+        if shown != self._offered and (plan.form != "full" or self._offered is not None):
+            self.view.notice(plan.summary())
+        self._offered = shown
+        return ToolLoop(self.session.client, surface, self.conversation, self.view,
                         self.session.context, self.session.settings, before_request=self._rebuild_allowlist,
                         after_tools=self.tracked.refresh)
 
@@ -130,6 +180,7 @@ class ChatShell:
             await self.send(line)
 
     async def send(self, line: str) -> None:
+        typed = line
         if self.pending_files:
             block = self.tracked.context_block(self.pending_files)
             line = f"{block}\n\n{line}" if block else line
@@ -137,7 +188,7 @@ class ChatShell:
         if self.pending_exec:
             line = "\n\n".join([*self.pending_exec, line])
             self.pending_exec = []
-        task = asyncio.ensure_future(self.loop().run(line))
+        task = asyncio.ensure_future(self.loop(line, typed).run(line))
         loop = asyncio.get_running_loop()
         try:
             loop.add_signal_handler(signal.SIGINT, task.cancel)
@@ -191,7 +242,7 @@ class ChatShell:
         elif command == "files":
             self._files()
         elif command == "model":
-            self._model(args)
+            await self._model(args)
         elif command == "history":
             self._history()
         elif command == "mcp":
@@ -229,20 +280,42 @@ class ChatShell:
         self._status()
 
     def history_tokens(self) -> int:
-        return sum(estimate_tokens(str(m.get("content") or "")) for m in self.conversation.to_messages())
+        """The conversation as the next request sends it (system prompt, turns, calls and results)."""
+        total = 0
+        for message in self.conversation.to_messages():
+            total += estimate_tokens(str(message.get("content") or "")) + 4
+            for call in message.get("tool_calls") or ():
+                total += estimate_tokens(call["function"]["name"] + call["function"]["arguments"]) + 4
+        return total
+
+    def context_status(self) -> tuple[str, bool]:
+        """The status line (what the next request carries: schemas, history, files not yet sent) and
+        whether it is over budget."""
+        history = self.history_tokens()
+        files = estimate_tokens(self.tracked.context_block(self.pending_files)) if self.pending_files else 0
+        plan = self.session.plan
+        if plan is None:
+            plan = self.session.offer(" ".join(self.tracked.paths()), history + files)[1]
+        window = self.session.window
+        budget = self.budget_tokens or window.tokens
+        total = plan.schema_tokens + history + files
+        form = {"full": "all", "meta": "meta", "trimmed": ", ".join(plan.toolsets)}[plan.form]
+        line = (f"context ~{total:,} of {budget:,} tokens: tools ~{plan.schema_tokens:,} ({plan.tool_count}: {form}) · "
+                f"history ~{history:,} · new tracked files ~{files:,} ({len(self.tracked.files)} tracked)")
+        return line, total + self.session.profile.max_tokens > budget
 
     def _status(self) -> None:
-        files, history = self.tracked.tokens(), self.history_tokens()
-        self.console.print(f"[dim]context: {len(self.tracked.files)} tracked files ~{files:,} tokens · "
-                           f"history ~{history:,} tokens[/]")
-        if files + history > self.budget_tokens:
-            self.console.print(f"[yellow][codeward] over the context budget ({self.budget_tokens:,} tokens): "
-                               ":drop files you no longer need (see :files)[/]")
+        line, over = self.context_status()
+        self.console.print(line, style="dim", markup=False, highlight=False)
+        if over:
+            self.console.print("[yellow][codeward] near or over the context budget (with room for the reply): "
+                               ":drop files you no longer need (see :files), or start a new session[/]")
 
-    def _model(self, args: list[str]) -> None:
+    async def _model(self, args: list[str]) -> None:
         if not args:
-            p = self.session.profile
-            self.console.print(f"model {p.model} via {p.base_url} (profile {p.name}, max_tokens {p.max_tokens})")
+            p, w = self.session.profile, self.session.window
+            self.console.print(f"model {p.model} via {p.base_url} (profile {p.name}, max_tokens {p.max_tokens}, "
+                               f"context {w.tokens:,} tokens from {w.source})", markup=False, highlight=False)
             return
         try:
             profile = self.session.config.model.resolve(args[0])
@@ -250,7 +323,9 @@ class ChatShell:
             self.console.print(f"[red]{exc}[/]")
             return
         self.session.switch_model(profile)
-        self.console.print(f"switched to {profile.model} via {profile.base_url}")
+        window = await self.session.learn_window()
+        self.console.print(f"switched to {profile.model} via {profile.base_url} (context {window.tokens:,} tokens "
+                           f"from {window.source})", markup=False, highlight=False)
 
     def _history(self) -> None:
         sessions = list_sessions(sessions_dir())
@@ -265,10 +340,10 @@ class ChatShell:
     async def _mcp(self, args: list[str]) -> None:
         gateway = self.session.gateway
         sub = args[0] if args else "list"
-        if sub == "connect" and len(args) in (2, 3):
+        if sub == "connect" and len(args) >= 2:
             try:
-                server = server_from_url(args[1], args[2] if len(args) == 3 else None,
-                                         taken=[s.alias for s in gateway.statuses()])
+                url, alias, options = connect_arguments(args[1:])
+                server = server_from_url(url, alias, taken=[s.alias for s in gateway.statuses()], **options)
                 upstream = await gateway.add_server(server)
             except (ValueError, OSError) as exc:
                 self.console.print(f"[red]cannot connect: {exc}[/]")
@@ -298,5 +373,5 @@ class ChatShell:
             self.console.print(found.description, markup=False, highlight=False)
             self.console.print_json(json.dumps(found.input_schema))
         else:
-            self.console.print("[red]usage:[/] :mcp connect <url> [alias] | disconnect <alias> | list | tools | "
-                               "tool <alias__name>")
+            self.console.print("usage: :mcp connect <url> [alias] [--token-env VAR] [--header 'Name: value'] | "
+                               "disconnect <alias> | list | tools | tool <alias__name>", style="red", markup=False)

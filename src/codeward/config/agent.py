@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from codeward.config.base import Int, Str, Table
 
-DEFAULT_BUDGET_TOKENS = 32_000
-
 
 class AgentSettings(Table):
     """How the agent shell tracks files and watches its context."""
@@ -13,5 +11,6 @@ class AgentSettings(Table):
     base_dirs: tuple[Str, ...] | None = None
     """Directories (relative to the primary root) whose files the shell's allowlist may add;
     unset: the whole workspace."""
-    context_budget_tokens: Int = DEFAULT_BUDGET_TOKENS
-    """Tokens of tracked files plus history above which the shell warns (``:drop`` files)."""
+    context_budget_tokens: Int | None = None
+    """Tokens the next request (tool schemas, history, tracked files, room for the reply) may take
+    before the shell warns (``:drop`` files); unset: the model's context window."""

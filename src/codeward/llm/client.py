@@ -44,6 +44,30 @@ class Finished:
 class StreamFailed:
     message: str
     partial_text: str = ""
+    kind: str = "error"
+    """"error"; "unparsed" (the server could not parse the model's output as text or a tool call);
+    "context" (the request does not fit the model's context)."""
+
+
+UNPARSED_MARKERS = ("does not match the expected", "failed to parse", "unparsed")
+CONTEXT_MARKERS = ("exceeds the available context size", "context_length_exceeded", "maximum context length",
+                   "context window", "too many tokens")
+
+
+def failure(message: str, partial_text: str) -> StreamFailed:
+    """A failure, classified and explained: a parse error carries the model's raw text."""
+    lowered = message.lower()
+    if any(marker in lowered for marker in UNPARSED_MARKERS):
+        raw = (f"the raw output that arrived before the error: {partial_text!r}" if partial_text
+               else "no text arrived before the error (the server's log has the raw output)")
+        return StreamFailed(f"the model wrote output its server could not parse as text or a tool call ({message}); "
+                            f"{raw}. Ask again, perhaps more plainly; a small model does this now and then",
+                            partial_text, "unparsed")
+    if any(marker in lowered for marker in CONTEXT_MARKERS):
+        return StreamFailed(f"{message} — the request does not fit the model's context: offer fewer tools "
+                            "(--meta or --toolsets), :drop tracked files, start a new conversation, or give the "
+                            "server a larger context (codeward model serve-local --ctx)", partial_text, "context")
+    return StreamFailed(message, partial_text)
 
 
 StreamEvent = TextDelta | Notice | Finished | StreamFailed
@@ -86,7 +110,7 @@ class ModelClient:
         text: list[str] = []
         calls = ToolCallAccumulator()
         finish: str | None = None
-        failure: StreamFailed | None = None
+        failed: StreamFailed | None = None
         stream: Any = None
         try:
             stream = await self._client.chat.completions.create(**body, extra_body=dict(self.profile.extra_body))
@@ -104,19 +128,18 @@ class ModelClient:
                         finish = choice.finish_reason
         except openai.APIStatusError as exc:
             snippet = (exc.response.text or "").strip()[:400]
-            failure = StreamFailed(f"HTTP {exc.status_code} from {self.profile.base_url}: {snippet or exc.message}",
-                                   "".join(text))
+            failed = failure(f"HTTP {exc.status_code} from {self.profile.base_url}: {snippet or exc.message}",
+                             "".join(text))
         except openai.APIConnectionError as exc:
             cause = exc.__cause__ or exc
-            failure = StreamFailed(f"cannot reach the model server at {self.profile.base_url}: {cause}",
-                                   "".join(text))
+            failed = StreamFailed(f"cannot reach the model server at {self.profile.base_url}: {cause}", "".join(text))
         except openai.APIError as exc:  # an {"error": ...} object inside a 200 event stream
-            failure = StreamFailed(f"the model server reported an error mid-stream: {exc.message}", "".join(text))
+            failed = failure(f"the model server reported an error mid-stream: {exc.message}", "".join(text))
         finally:
             if stream is not None:
                 await stream.close()
-        if failure is not None:
-            yield failure
+        if failed is not None:
+            yield failed
             return
         yield Finished("".join(text), calls.complete() if calls else [], finish)
 

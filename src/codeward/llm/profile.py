@@ -41,13 +41,16 @@ class ModelProfile(BaseModel):
     """Tool results go back as ``tool`` messages; ``false`` sends them as user messages."""
     timeout_s: float = Field(default=120.0, strict=True)
     """Seconds one request may take."""
+    context_tokens: StrictInt | None = None
+    """The model's context window in tokens; unset, the server is asked (llama.cpp ``/props``,
+    ``/v1/models`` metadata), else 32,768."""
     extra_body: Mapping[str, Any] = Field(default_factory=dict)
     """Extra JSON fields sent with every request (server-specific options)."""
 
-    @field_validator("timeout_s", "max_tokens")
+    @field_validator("timeout_s", "max_tokens", "context_tokens")
     @classmethod
-    def _positive(cls, value: float) -> float:
-        if value <= 0:
+    def _positive(cls, value: float | None) -> float | None:
+        if value is not None and value <= 0:
             raise ValueError("must be above 0")
         return value
 
