@@ -174,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     local = model_sub.add_parser("serve-local", help="serve Qwen2.5-Coder-0.5B from PyPI packages (needs the "
                                  "local-model extra) as an OpenAI-compatible endpoint")
     local.add_argument("--port", type=int, default=8080, help="port (default 8080)")
-    local.add_argument("--threads", type=int, help="CPU threads (default: all cores)")
+    local.add_argument("--threads", type=int, help="CPU threads (default: all cores but one)")
     local.add_argument("--ctx", type=int, default=16_384, metavar="TOKENS",
                        help="context window in tokens (default 16384, at most 32768; about 12 KB of memory a token)")
     local.set_defaults(handler=cmd_serve_local)

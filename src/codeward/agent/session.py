@@ -28,9 +28,9 @@ from codeward.llm.window import DEFAULT_CONTEXT_TOKENS, ContextWindow, discover_
 from codeward.surface import CatalogSurface, CompositeSurface, ToolSurface
 from codeward.workspace import Workspace
 
-SYSTEM_PROMPT = """You are codeward's coding assistant, working in the project at {root}.
+SYSTEM_PROMPT = """You are codeward's coding assistant, working in the project folder `{name}`.
 You have tools in this request's `tools` field: call a tool by emitting a tool call; its result
-arrives in the next turn. Paths are relative to the project root. Read files before you change
+arrives in the next turn. Paths are relative to the project folder. Read files before you change
 them; prefer small exact edits. Use tools for file reads, code navigation and edits; write a line
 `CMD: <command>` to propose a local shell command, which the user may run.
 When you have what you need, answer in plain text."""
@@ -91,7 +91,9 @@ class AgentSession:
         return ToolContext(self.workspace, settings=self.config.settings, extras=self.extras)
 
     def system_prompt(self) -> str:
-        return SYSTEM_PROMPT.format(root=self.workspace.primary)
+        """Names the project folder, not its path: the prompt is the same wherever the project lives
+        (so a greedy local model answers alike), and tools take relative paths anyway."""
+        return SYSTEM_PROMPT.format(name=self.workspace.primary.name)
 
     def switch_model(self, profile: ModelProfile) -> None:
         self.retired.append(self.client)
