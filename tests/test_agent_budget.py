@@ -55,8 +55,8 @@ def test_a_16k_context_gets_the_core_and_the_relevant_toolsets(root: Path) -> No
     assert "16,384-token context (server /props)" in done.stderr
 
 
-def test_a_4k_context_gets_the_core_toolset_alone(root: Path) -> None:
-    with FakeOpenAI([text("ok")], props=llama_props(4_096)) as fake:
+def test_a_6k_context_gets_the_core_toolset_alone(root: Path) -> None:
+    with FakeOpenAI([text("ok")], props=llama_props(6_144)) as fake:
         done = ask(root, fake.base_url, "what does src/app.py export?")
     assert done.returncode == 0, done.stderr
     assert toolsets_of(offered(fake)) == {"files"}
@@ -96,7 +96,7 @@ def test_a_profile_states_the_context_size(root: Path) -> None:
     with FakeOpenAI([text("ok")], props=llama_props(131_072)) as fake:
         (root / "codeward.toml").write_text(
             f'[model]\ndefault = "small"\n[model.profiles.small]\nbase_url = "{fake.base_url}"\n'
-            'model = "m"\ncontext_tokens = 4096\n')
+            'model = "m"\ncontext_tokens = 6144\n')
         done = ask(root, fake.base_url, "hello")
     assert done.returncode == 0, done.stderr
     assert toolsets_of(offered(fake)) == {"files"}
@@ -161,7 +161,8 @@ def plan(window: int, question: str, used: int = 300, reply: int = 1024, **choic
     (16_384, "find where parse_config is defined", "trimmed", ("files", "analysis", "python")),
     (16_384, "list the open issues", "trimmed", ("files", "beads")),
     (16_384, "fix the crash in main.c", "trimmed", ("files", "cpp")),
-    (4_096, "find where parse_config is defined", "trimmed", ("files",)),
+    (6_144, "find where parse_config is defined", "trimmed", ("files",)),
+    (4_096, "find where parse_config is defined", "meta", None),
     (2_048, "anything", "meta", None),
 ])
 def test_the_plan_for_a_stated_context(window: int, question: str, form: str,
@@ -174,6 +175,6 @@ def test_the_plan_for_a_stated_context(window: int, question: str, form: str,
 
 
 def test_a_long_conversation_moves_the_plan_towards_meta() -> None:
-    forms = [plan(16_384, "find where parse_config is defined", used=used).form for used in (300, 9_000, 11_500)]
+    forms = [plan(16_384, "find where parse_config is defined", used=used).form for used in (300, 7_500, 11_500)]
     assert forms == ["trimmed", "trimmed", "meta"]
     assert plan(16_384, "x", used=300).toolsets == ("files",)

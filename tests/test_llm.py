@@ -41,7 +41,8 @@ def test_the_context_from_a_model_listing(listing: object, expected: int | None)
 
 def test_a_server_is_asked_once_and_an_unreachable_one_gets_the_default() -> None:
     async def probe(base_url: str, context_tokens: int | None = None) -> tuple[int, str]:
-        window = await discover_window(ModelProfile("p", base_url, "m", context_tokens=context_tokens))
+        profile = ModelProfile(name="p", base_url=base_url, model="m", context_tokens=context_tokens)
+        window = await discover_window(profile)
         return window.tokens, window.source
 
     with FakeOpenAI(props=llama_props(12_288)) as fake:

@@ -1,6 +1,6 @@
 """The catalog the model is offered, chosen to fit its context window.
 
-Every tool schema is sent with every request: codeward's whole catalog is about 11,500 tokens,
+Every tool schema is sent with every request: codeward's whole catalog is about 17,000 tokens,
 more than a small local model's whole context. Before each message the session plans what
 to offer:
 
@@ -167,7 +167,7 @@ def plan_catalog(groups: Sequence[ToolGroup], meta_tokens: int, window: ContextW
     for group in wanted:
         if sum(g.tokens for g in picked) + group.tokens <= room:
             picked.append(group)
-    if picked:
+    if picked and all(g in picked for g in wanted if g.name in CORE_TOOLSETS):  # never without the core
         tokens = sum(g.tokens for g in picked)
         return CatalogPlan("trimmed", tuple(g.name for g in picked), sum(len(g.infos) for g in picked), tokens,
                            window, f"all {count} tools (~{total:,} tokens) do not fit the {context} with room "
