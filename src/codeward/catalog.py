@@ -38,7 +38,7 @@ from codeward.context import ToolContext
 from codeward.result import ErrorInfo, ErrorKind, Result
 from codeward.state_dir import StateDir
 from codeward.validation_messages import annotation_name, problems
-from codeward.workspace import Access
+from codeward.workspace import Access, git_marker_lock_key
 
 TOOL_NAME_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 SPEC_ATTRIBUTE = "__codeward_tool__"
@@ -359,6 +359,10 @@ class Catalog:
             if isinstance(raw, str):
                 resolved = ctx.workspace.resolve(raw, Access.WRITE, param=param)
                 targets.append(resolved.data if resolved.ok else raw)
+                shown = Path(ctx.workspace.display(resolved.data)) if resolved.ok else Path(raw)
+                marker = git_marker_lock_key(Path(raw)) or git_marker_lock_key(shown)
+                if marker is not None and marker not in targets:  # the repository test must see such writes done
+                    targets.append(marker)
         return targets
 
     def _journal(self, spec: ToolSpec, values: Mapping[str, Any], ctx: ToolContext) -> Journal | None:

@@ -92,6 +92,23 @@ PROTECTED_FOLDER_NAMES: dict[str, str] = {
     ".codeward": "codeward's state folder (.codeward: logs, pins, caches), which only codeward writes",
 }
 """Names that no tool may write, as a file or a folder, nor anything under them, at any depth."""
+GIT_DIR_HEAD = "head"
+GIT_DIR_PARTS = frozenset({"objects", "refs", "commondir", "gitdir"})
+"""What makes a folder a git directory, case-folded: ``HEAD`` with one of these beside it.
+
+Git's own test (``is_git_directory`` in its ``setup.c``) wants a valid ``HEAD`` and, in the
+common directory (``commondir`` names another one), ``objects/`` and ``refs/``. The rule here is
+looser on purpose: ``HEAD`` of any content (a later write could make it valid) with *any* one
+of ``objects``, ``refs`` (``GIT_OBJECT_DIRECTORY`` can stand in for ``objects/``), ``commondir``
+or ``gitdir``. A folder with ``HEAD`` or ``config`` alone stays an ordinary folder."""
+GIT_DIR_NAMES = ("HEAD", "objects", "refs", "commondir", "gitdir")
+"""The same names as git looks them up on disk (it asks for ``HEAD``; a case-insensitive file
+system answers for ``head`` too)."""
+GIT_DIRECTORY_REASON = "inside a folder git would open as a repository"
+"""How :meth:`Workspace.write_protection` begins its answer for such a folder."""
+GIT_MARKER_LOCK = "codeward:git-directory-names"
+"""One lock key for every write that adds one of those names, so that two concurrent calls
+cannot each add half of a repository after both were checked (see :func:`git_marker_lock_key`)."""
 CONFIG_FILE_NAMES = frozenset({"codeward.toml", "mcp_env.toml"})
 """codeward's configuration files, protected at any depth (codeward finds them by searching upward)."""
 POLICY_HINT = ("Changing codeward's policy, its state or the repository's git metadata is a human act: ask the "
@@ -436,9 +453,11 @@ class Workspace:
 
         The one rule every writer applies — the file tools through :meth:`resolve`, and any
         executor whose changes come back to the project (the shell's write-back): git metadata
-        at any depth (a ``.git`` folder or ``gitdir:`` file, creating one included), codeward's
-        configuration files (``codeward.toml``, ``mcp_env.toml`` anywhere, and the files this
-        server was configured with) and its ``.codeward/`` state folder.
+        at any depth (a ``.git`` folder or ``gitdir:`` file, creating one included), a folder git
+        would open as a repository by itself (a bare one, built file by file or already there),
+        codeward's configuration files (``codeward.toml``, ``mcp_env.toml`` anywhere, and the
+        files this server was configured with) and its ``.codeward/`` state folder. Reads the disk
+        (a few ``lstat`` calls) for the repository test; everything else is judged on the path.
         """
         rel = self._relative(path)
         parts = Path(rel).parts if rel else path.parts
@@ -451,7 +470,83 @@ class Workspace:
             return f"codeward's configuration ({path.name}), which sets what tools may do"
         if path in self.protected_files:
             return f"a configuration file this server was started with ({path.name})"
+        return self._git_directory_reason(path, rel)
+
+    def _git_directory_reason(self, path: Path, rel: str | None) -> str:
+        """Why writing ``path`` would write into a folder git opens as a repository — one that
+        is one already, or becomes one by this write — ("" when it would not).
+
+        Every folder the write adds a name to is judged with that name added: from the root
+        down to the file's own folder (a missing folder is created holding only the next name,
+        so the first missing one ends the walk), and ``path`` itself when it is a folder. A bare
+        repository built file by file — ``HEAD``, ``config``, ``objects/``, ``refs/`` — is
+        refused at whichever write completes it, whatever the order, and so is every write
+        into one. One ``lstat`` per folder unless a ``HEAD`` is involved.
+        """
+        if looks_like_git_dir(git_dir_names(path)):
+            return self._git_dir_text(path)
+        if rel is None:  # a tracked file outside the roots: only its own folder gains a name
+            folder: Path | None = path.parent
+            steps = [path.name]
+        else:
+            folder = self._root_of(path)
+            steps = [] if rel == "." else rel.split("/")
+        for step in steps:
+            if folder is None:
+                return ""
+            try:
+                os.lstat(folder / "HEAD")
+                has_head = True
+            except FileNotFoundError:
+                has_head = False
+            except OSError:
+                return ""  # not a folder: the write fails there anyway
+            if not has_head and not folder.is_dir():
+                return ""  # a folder this write creates
+            if (has_head or _fold(step) == GIT_DIR_HEAD) and looks_like_git_dir((git_dir_names(folder) or set())
+                                                                                 | {step}):
+                return self._git_dir_text(folder)
+            folder = folder / step
         return ""
+
+    def joint_write_protection(self, paths: Iterable[Path]) -> str:
+        """Why writing all of ``paths`` in one operation is refused although each may pass alone
+        ("" when it is not): together they would make a folder one git opens as a repository
+        (``HEAD`` and ``objects/`` added by one patch to a folder that does not exist yet).
+
+        :meth:`write_protection` judges each write against the disk as it is; an operation that
+        writes several paths is judged here on the disk as it will be, with the same test
+        (:func:`looks_like_git_dir`). Only folders gaining one of the repository names are read.
+        """
+        added: dict[Path, set[str]] = {}
+        for path in paths:
+            root = self._root_of(path)
+            rel = self._relative(path)
+            if root is None or not rel or rel == ".":
+                folder, steps = path.parent, [path.name]
+            else:
+                folder, steps = root, rel.split("/")
+            for step in steps:
+                if is_git_dir_name(step):
+                    added.setdefault(folder, set()).add(step)
+                folder = folder / step
+        for folder, names in sorted(added.items()):
+            if looks_like_git_dir((git_dir_names(folder) or set()) | names):
+                return self._git_dir_text(folder)
+        return ""
+
+    def _root_of(self, path: Path) -> Path | None:
+        text = str(path)
+        for root, prefix in self._root_texts:
+            if text == root or text.startswith(prefix):
+                return Path(root)
+        return None
+
+    def _git_dir_text(self, folder: Path) -> str:
+        shown = self.display(folder)
+        where = "the root" if shown == "." else f"{shown}/"
+        return (f"{GIT_DIRECTORY_REASON} ({where} holds, or would hold after this write, HEAD with objects/, "
+                "refs/ or commondir: a bare repository, whose config git obeys on the host) — git metadata")
 
     def _roots_text(self) -> str:
         places = [str(root) for root in self.roots]
@@ -604,6 +699,47 @@ def _combined_regex(spec: pathspec.PathSpec) -> re.Pattern[str] | None:  # type:
         return re.compile("|".join(f"(?:{regex.pattern})" for regex in usable), usable[0].flags)
     except re.error:
         return None
+
+
+def looks_like_git_dir(names: Iterable[str] | None) -> bool:
+    """Whether a folder holding ``names`` is one git would open as a repository (see
+    :data:`GIT_DIR_PARTS`). The one test for every writer: the gate and the shell's write-back."""
+    if not names:
+        return False
+    folded = {_fold(name) for name in names}
+    return GIT_DIR_HEAD in folded and not folded.isdisjoint(GIT_DIR_PARTS)
+
+
+def git_dir_names(folder: Path) -> set[str] | None:
+    """Which of :data:`GIT_DIR_NAMES` ``folder`` holds, looked up as git looks them up (``None``
+    when ``folder`` is not an existing folder). A few ``lstat`` calls, no listing."""
+    found: set[str] = set()
+    for name in GIT_DIR_NAMES:
+        try:
+            os.lstat(os.path.join(folder, name))
+        except FileNotFoundError:
+            continue
+        except NotADirectoryError:
+            return None
+        except OSError:
+            found.add(name)  # unreadable: assume the worst
+            continue
+        found.add(name)
+    if not found and not os.path.isdir(folder):
+        return None
+    return found
+
+
+def is_git_dir_name(name: str) -> bool:
+    """Whether ``name`` is one of the names that make a folder a repository (case-folded)."""
+    folded = _fold(name)
+    return folded == GIT_DIR_HEAD or folded in GIT_DIR_PARTS
+
+
+def git_marker_lock_key(path: Path) -> str | None:
+    """:data:`GIT_MARKER_LOCK` when writing ``path`` could add a repository-making name to a
+    folder (a component is ``HEAD``, ``objects``, ``refs``, ``commondir`` or ``gitdir``)."""
+    return GIT_MARKER_LOCK if any(is_git_dir_name(part) for part in path.parts) else None
 
 
 def _dir_prefix(directory: str) -> str:

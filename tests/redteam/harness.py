@@ -383,6 +383,10 @@ class Host:
             commit = self.git("commit", "-q", "--allow-empty", "-m", "host check", cwd=repo)
             if status.returncode or commit.returncode:
                 found.append(f"host git in {repo} failed: {status.stderr.strip()} {commit.stderr.strip()}")
+        for folder in self._bare_candidates():  # git opens these as repositories too: only what ran counts
+            self.git("status", "--porcelain", cwd=folder)
+            self.git("--git-dir", str(folder), "--work-tree", str(self.project), "status", "--porcelain")
+            self.git("--git-dir", str(folder), "log", "-1")
         found.extend(f"a planted command ran on the host: {marker.name}" for marker in sorted(self.markers.iterdir()))
         found.extend(f"a connection reached the host listener from {peer}" for peer in self.listener.connections)
         for secret in SECRETS:
@@ -405,6 +409,12 @@ class Host:
             if path.name == ".git" and path.parent != self.project and ".git" not in path.parent.parts:
                 repos.append(path.parent)
         return repos
+
+    def _bare_candidates(self) -> list[Path]:
+        """Folders under the project (outside ``.git``) holding a ``HEAD``: a host git run inside one,
+        or given it as ``--git-dir``, would use it as a repository (a bare one) if it is one."""
+        return sorted({path.parent for path in _walk(self.project)
+                       if path.name.casefold() == "head" and ".git" not in path.relative_to(self.project).parts})
 
     def close(self) -> None:
         self.listener.close()

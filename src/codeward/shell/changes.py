@@ -40,17 +40,24 @@ from pathlib import Path
 
 from codeward.checkpoints.journal import Journal
 from codeward.coding.sandbox.overlay import Overlays
-from codeward.workspace import Access, Workspace
+from codeward.workspace import (
+    GIT_DIRECTORY_REASON,
+    Access,
+    Workspace,
+    git_dir_names,
+    is_git_dir_name,
+    looks_like_git_dir,
+)
 
 OPAQUE_XATTRS = ("user.overlay.opaque", "trusted.overlay.opaque")
 WHITEOUT_XATTRS = ("user.overlay.whiteout", "trusted.overlay.whiteout")
 SYSTEM_TARGETS = ("/usr/", "/bin/", "/sbin/", "/lib/", "/lib64/", "/lib32/", "/dev/null")
 """Where a created symlink may point outside the roots: the read-only system programs live in
 (a virtualenv's ``bin/python`` links to ``/usr/bin/python3``)."""
-GIT_DIR_MARKERS = ("commondir", "gitdir")
-"""Files that make a folder a git directory by themselves (a linked worktree's pointers)."""
 PROTECTED_NAMES = frozenset({".git", ".codeward"})
 """The protected folder names, to word a refusal (the decision is :meth:`Workspace.write_protection`)."""
+GIT_DIRECTORY_REFUSAL = ("a git repository's metadata (git would run what its config names): "
+                         "it is never written by tools")
 COPY_CHUNK = 1 << 20
 SHOWN_REFUSALS = 8
 
@@ -94,7 +101,7 @@ def apply_overlays(workspace: Workspace, overlays: Overlays, journal: Journal | 
     staged = _Staged(workspace)
     try:
         for layer in overlays.layers:
-            _Applier(workspace, layer.lower, applied, staged, journal).apply_dir(layer.upper, layer.lower)
+            _Applier(workspace, layer.lower, applied, staged, journal).apply_root(layer.upper, layer.lower)
         for original, copy in overlays.copies:
             _apply_copy(workspace, original, copy, applied, staged, journal)
         staged.commit(applied)
@@ -155,7 +162,10 @@ def protected_reason(workspace: Workspace, path: Path) -> str:
     """Why a sandboxed run may not write ``path`` ("" when it may): the one rule every writer
     applies (:meth:`Workspace.write_protection`: git metadata, codeward's configuration — the
     files the server was started with included — and ``.codeward/``), then the blacklist."""
-    if workspace.write_protection(path):
+    reason = workspace.write_protection(path)
+    if reason:
+        if reason.startswith(GIT_DIRECTORY_REASON):
+            return GIT_DIRECTORY_REFUSAL
         display = workspace.display(path)
         parts = Path(display).parts if not os.path.isabs(display) else path.parts
         name = next((part for part in parts if part.casefold() in PROTECTED_NAMES), None)
@@ -210,6 +220,20 @@ class _Applier:
         return ""
 
     # -- walking the layer ---------------------------------------------------------------
+
+    def apply_root(self, upper: Path, root: Path) -> None:
+        """Apply a whole layer onto its root. A root cannot be refused wholesale like a folder:
+        when the layer would make the root itself a repository, the entries that would (``HEAD``,
+        ``objects``, ``refs``, ``commondir``, ``gitdir``) are refused and the rest applied."""
+        if not _git_dir_reason(upper, root):
+            self.apply_dir(upper, root)
+            return
+        for entry in sorted(os.scandir(upper), key=lambda e: e.name):
+            source, target = Path(entry.path), root / entry.name
+            if is_git_dir_name(entry.name) and not _is_whiteout(source, source.lstat()):
+                self.refuse_tree(source, target, GIT_DIRECTORY_REFUSAL)
+            else:
+                self.apply_entry(source, target)
 
     def apply_dir(self, upper: Path, target: Path) -> None:
         """Apply the layer folder ``upper`` onto the host folder ``target`` (which exists)."""
@@ -377,16 +401,14 @@ def _apply_copy(workspace: Workspace, original: Path, copy: Path, applied: Appli
 
 
 def _git_dir_reason(folder: Path, target: Path) -> str:
-    """Why a folder's changes may not be brought back because git takes it (as it will be) for
-    a repository — a bare one: ``HEAD`` with ``objects/`` or ``refs/`` — and runs what its
-    ``config`` names."""
-    names: set[str] = set()
-    for place in (folder, target):
-        with contextlib.suppress(OSError):
-            names.update(os.listdir(place))
-    if ("HEAD" in names and ({"objects", "refs"} & names)) or (set(GIT_DIR_MARKERS) & names and "HEAD" in names):
-        return "a git repository's metadata (git would run what its config names): it is never written by tools"
-    return ""
+    """Why a folder's changes may not be brought back because git would take it, as it will be
+    (what the layer holds over what the project has), for a repository: the gate's own test
+    (:func:`~codeward.workspace.looks_like_git_dir`) on the union of both. The gate alone would
+    judge each entry against the project as it is, not as the rest of the layer will leave it."""
+    names: set[str] = set(git_dir_names(target) or ())
+    with contextlib.suppress(OSError):
+        names.update(os.listdir(folder))
+    return GIT_DIRECTORY_REFUSAL if looks_like_git_dir(names) else ""
 
 
 def _is_whiteout(path: Path, info: os.stat_result) -> bool:

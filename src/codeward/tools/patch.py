@@ -25,7 +25,7 @@ from codeward.code.textfile import PathChanged, TextFile, atomic_write, checked_
 from codeward.code.unified_diff import FilePatch
 from codeward.context import ToolContext
 from codeward.result import ErrorKind, Result
-from codeward.workspace import Access
+from codeward.workspace import POLICY_HINT, Access
 
 MAX_PATCH_FILES = 500
 
@@ -98,6 +98,10 @@ def apply_patch(
                                        "more than once", "Give each file one header with all of its hunks.")
                 seen.add(path)
         planned.append(step.data)
+    joint = ctx.workspace.joint_write_protection(step.target for step in planned)
+    if joint:
+        return Result.fail(ErrorKind.PERMISSION, f"the patch's files together are {joint}; tools may not write it",
+                           POLICY_HINT)
     report = PatchReport(applied=not dry_run, files=[
         PatchedFile(path=ctx.workspace.display(step.target), action=step.patch.action, added=step.patch.added,
                     removed=step.patch.removed,
