@@ -38,6 +38,8 @@ SHELL_LOG = "logs/shell.jsonl"
 VENVS = "venvs"
 PINS = "gateway-pins.json"
 CHECKPOINTS = "checkpoints"
+GIT_HISTORY = "git-history.json"
+"""Which repositories' histories hold a secret, by the state of their refs (:mod:`codeward.git.history`)."""
 
 GITIGNORE = f"""\
 # Written by codeward: its caches, outputs, logs and environments, rebuilt as needed.
@@ -48,6 +50,7 @@ GITIGNORE = f"""\
 {LOGS}/
 {VENVS}/
 {CHECKPOINTS}/
+{GIT_HISTORY}
 """
 OUTPUTS_GITIGNORE = "# Written by codeward: saved tool outputs are not tracked.\n*\n"
 """A ``.gitignore`` for an outputs folder outside ``.codeward`` (the registry's ``.ai/outputs``)."""

@@ -371,10 +371,28 @@ class Workspace:
     def _blacklist_memo(self) -> dict[str, str]:
         return {}
 
+    @cached_property
+    def _key_memo(self) -> dict[tuple[str, int, int, int], bool]:
+        """Whether a file (by path, size, inode change time, inode) began like a private key, for
+        :func:`secret_paths`: each run of a script asks again about the same unchanged files."""
+        return {}
+
+    def holds_private_key(self, path: Path, info: os.stat_result) -> bool:
+        """:func:`file_holds_private_key`, remembered while the file's size and times stay the same."""
+        key = (str(path), info.st_size, info.st_ctime_ns, info.st_ino)
+        memo = self._key_memo
+        found = memo.get(key)
+        if found is None:
+            if len(memo) >= BLACKLIST_MEMO_SIZE:
+                memo.clear()
+            found = memo[key] = bool(file_holds_private_key(path))
+        return found
+
     def __getstate__(self) -> dict[str, object]:
         """What pickles (a worker process gets the workspace): the policy, not the memo of answers."""
         state = dict(self.__dict__)
         state.pop("_blacklist_memo", None)
+        state.pop("_key_memo", None)
         return state
 
     def _judge_blacklist(self, text: str, name: str) -> str:
@@ -802,7 +820,8 @@ _SCAN_SKIPPED = frozenset({"objects"})
 """Inside a .git folder: content-addressed names, never a secret's name, and many of them."""
 
 
-def secret_paths(workspace: Workspace, *, sniff_keys: bool = True) -> tuple[list[Path], bool]:
+def secret_paths(workspace: Workspace, *, sniff_keys: bool = True,
+                 git_dirs: list[Path] | None = None) -> tuple[list[Path], bool]:
     """Every secret under the roots — blacklisted names at any depth (``.git`` included, case
     folded as the gate compares) and, with ``sniff_keys``, small files that begin like a private
     key — and whether the scan covered everything.
@@ -810,6 +829,8 @@ def secret_paths(workspace: Workspace, *, sniff_keys: bool = True) -> tuple[list
     For executors that must hide what the file tools refuse (the shell sandbox covers each with
     an empty stand-in): one source, so a script sees no secret that ``read_file`` would refuse.
     A blacklisted directory is listed once, not descended into. Symlinks are not followed.
+    ``git_dirs``, when given, receives every git directory the same walk passes (``.git``
+    folders at any depth, submodules' under ``.git/modules/``), whose histories may hold secrets.
     """
     found: list[Path] = []
     scanned = 0
@@ -835,10 +856,15 @@ def secret_paths(workspace: Workspace, *, sniff_keys: bool = True) -> tuple[list
                     is_dir = entry.is_dir(follow_symlinks=False)
                     if is_dir:
                         if not (in_git and entry.name in _SCAN_SKIPPED):
-                            pending.append((entry.path, in_git or _fold(entry.name) == ".git"))
-                    elif sniff_keys and entry.stat(follow_symlinks=False).st_size <= KEY_SNIFF_MAX_SIZE \
-                            and not in_git and file_holds_private_key(path):
-                        found.append(path)
+                            is_git = _fold(entry.name) == ".git"
+                            pending.append((entry.path, in_git or is_git))
+                            if git_dirs is not None and (is_git or (in_git and os.path.basename(directory) == "modules"
+                                                                    and os.path.isdir(os.path.join(path, "objects")))):
+                                git_dirs.append(path)
+                    elif sniff_keys and not in_git:
+                        info = entry.stat(follow_symlinks=False)
+                        if info.st_size <= KEY_SNIFF_MAX_SIZE and workspace.holds_private_key(path, info):
+                            found.append(path)
                 except OSError:
                     continue
     return sorted(found), True

@@ -63,7 +63,8 @@ SECRET_FILES = (".env", "deploy/server.key", "notes/private.txt", "prod.env", ".
 """Every file planted with a secret (``deploy/ci-bot`` is an SSH key known only by its first line)."""
 """Strings planted in files the agent must never read; none may appear in any output."""
 
-CODEWARD_OWN_WRITES = ("index.sqlite", "registry.sqlite3", "outputs", "logs", "venvs", "checkpoints")
+CODEWARD_OWN_WRITES = ("index.sqlite", "registry.sqlite3", "outputs", "logs", "venvs", "checkpoints",
+                       "git-history.json")
 """What codeward writes in ``.codeward/`` as it works (not the agent's doing)."""
 
 CODEWARD_HOME_DIRS = ((".local", "share", "codeward"), (".cache", "codeward"))

@@ -27,6 +27,10 @@ class ShellSettings(Table):
     """Give sandboxed scripts the network (the unsandboxed mode always has it)."""
     hide_secrets: Bool = True
     """Cover files the workspace blacklists (``.env``, keys, ...) with empty stand-ins in the sandbox."""
+    allow_secret_history: Bool = False
+    """Show scripts a repository's object store even when its history holds a file the workspace
+    keeps secret (``git show HEAD:.env`` then prints it). Off, such a store is hidden and the
+    result says why."""
     pass_env: Strings = ()
     """Host environment variables passed into the sandbox (and usable in ``mcp_env.toml`` ``${VAR}``)."""
     ro_paths: tuple[ConfigPath, ...] = ()

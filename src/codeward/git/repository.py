@@ -87,11 +87,11 @@ class Repository:
 
     # -- running git -------------------------------------------------------------------------
 
-    def run(self, args: Sequence[str], *, timeout: float = TIMEOUT_SECONDS, drivers: bool = True
-            ) -> Result[GitOutput]:
+    def run(self, args: Sequence[str], *, timeout: float = TIMEOUT_SECONDS, drivers: bool = True,
+            stdin: bytes | None = None) -> Result[GitOutput]:
         """``git args`` in this repository, hardened and pinned; ``drivers=False`` only to list them."""
         return run_git(args, self.top, config=self.driver_overrides if drivers else (), git_dir=self.git_dir,
-                       work_tree=self.top, timeout=timeout)
+                       work_tree=self.top, timeout=timeout, stdin=stdin)
 
     def relative(self, path: Path) -> str:
         """``path`` relative to the work tree ('.' for the top), as pathspecs and output name it."""

@@ -109,18 +109,21 @@ def git_environment(git_dir: Path | None = None, work_tree: Path | None = None) 
 
 
 def run_git(args: Sequence[str], cwd: Path, *, config: Sequence[str] = (), git_dir: Path | None = None,
-            work_tree: Path | None = None, timeout: float = TIMEOUT_SECONDS) -> Result[GitOutput]:
-    """Run ``git <HARDENING> <config> <args>``; the whole process group dies on timeout."""
+            work_tree: Path | None = None, timeout: float = TIMEOUT_SECONDS, stdin: bytes | None = None
+            ) -> Result[GitOutput]:
+    """Run ``git <HARDENING> <config> <args>`` (``stdin`` fed to it, else nothing); the whole
+    process group dies on timeout."""
     argv = ["git", *HARDENING, *config, *args]
     try:
-        process = subprocess.Popen(argv, cwd=cwd, env=git_environment(git_dir, work_tree), stdin=subprocess.DEVNULL,
+        process = subprocess.Popen(argv, cwd=cwd, env=git_environment(git_dir, work_tree),
+                                   stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     except FileNotFoundError:
         return Result.fail(ErrorKind.UNAVAILABLE, "git is not installed", "Install git (e.g. apt-get install git).")
     except OSError as exc:
         return Result.fail(ErrorKind.UNAVAILABLE, f"cannot start git: {exc.strerror}")
     try:
-        out, err = process.communicate(timeout=timeout)
+        out, err = process.communicate(stdin, timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(process)
         process.communicate()

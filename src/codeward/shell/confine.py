@@ -5,24 +5,26 @@ overlays (:mod:`codeward.coding.sandbox.overlay`): nothing the script writes rea
 project until :mod:`codeward.shell.changes` has passed each change through the workspace's
 write checks, so ``.git`` metadata, codeward's configuration and its shell log cannot be
 changed, renamed away or planted from inside. Files the workspace blacklists (``.env``,
-keys, credentials) are covered by empty stand-ins, so ``cat .env`` in a script reads nothing.
+keys, credentials — the one list, :func:`codeward.workspace.secret_paths`) are covered by
+empty stand-ins, so ``cat .env`` in a script reads nothing; the git directories the same walk
+passes are listed, so that the runner can hide the object store of one whose history holds a
+secret (:mod:`codeward.git.history`).
 """
 
 from __future__ import annotations
 
-import os
-import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pathspec
+from codeward import state_dir
+from codeward.git.history import HistoryVerdict, check_history
+from codeward.workspace import SECRET_SCAN_LIMIT, Workspace, secret_paths
 
-from codeward.workspace import HARD_BLACKLIST_NAMES, HARD_BLACKLIST_SUFFIX, Workspace
-
-MAX_SCANNED_ENTRIES = 200_000
-SKIPPED_DIRS = frozenset({"objects"})
-"""Folders of a ``.git`` not scanned for secrets: object stores hold only hashed names."""
+STORE_PARTS = ("objects", "rr-cache")
+"""What of a git directory holds file contents: the object store, and rerere's recorded conflicts."""
+ALLOW_HINT = ("The operator can allow it with `[shell] allow_secret_history = true` in codeward.toml, or remove "
+              "the files from the history (e.g. `git filter-repo --invert-paths --path .env`, then "
+              "`git reflog expire --expire=now --all && git gc --prune=now`).")
 
 
 @dataclass
@@ -34,6 +36,10 @@ class Confinement:
     files: list[Path] = field(default_factory=list)
     """Tracked files outside the roots, shown writable through a private copy."""
     hidden: list[str] = field(default_factory=list)
+    secrets: list[Path] = field(default_factory=list)
+    """The secrets covered (files and folders the workspace blacklists, keys found by content)."""
+    git_dirs: list[Path] = field(default_factory=list)
+    """Git directories under the roots (found while looking for secrets)."""
     notes: list[str] = field(default_factory=list)
 
 
@@ -48,13 +54,14 @@ def confine(workspace: Workspace, hide_secrets: bool) -> Confinement:
         if tracked.is_file() and not under_a_root(workspace, tracked) and not workspace.blacklist_reason(tracked):
             plan.files.append(tracked)
     if hide_secrets:
-        hidden, complete = blacklisted_entries(workspace)
+        hidden, complete = secret_paths(workspace, git_dirs=plan.git_dirs)
+        plan.secrets = hidden
         plan.hidden = [str(p) for p in hidden]
         if hidden:
             shown = ", ".join(workspace.display(p) for p in hidden[:5]) + (" ..." if len(hidden) > 5 else "")
             plan.notes.append(f"hidden from the script (blacklisted secrets, read as empty): {shown}")
         if not complete:
-            plan.notes.append(f"WARNING: the secret scan stopped after {MAX_SCANNED_ENTRIES} entries; "
+            plan.notes.append(f"WARNING: the secret scan stopped after {SECRET_SCAN_LIMIT} entries; "
                               "blacklisted files beyond were not hidden")
     return plan
 
@@ -63,54 +70,25 @@ def under_a_root(workspace: Workspace, path: Path) -> bool:
     return any(path == root or path.is_relative_to(root) for root in workspace.roots)
 
 
-def blacklisted_entries(workspace: Workspace) -> tuple[list[Path], bool]:
-    """Files and directories under the roots that the workspace blacklists (not descending
-    into a blacklisted directory), and whether the scan covered everything.
-
-    A cheap pre-filter (the globs' include patterns as one regex, the protected names) picks
-    candidates; :meth:`Workspace.blacklist_reason` has the final word on each.
-    """
-    candidate = _prefilter(workspace.blacklist_globs)
-    found: list[Path] = []
-    scanned = 0
-    for root in workspace.roots:
-        prefix = len(str(root).rstrip("/")) + 1
-        pending = [str(root)]
-        while pending:
-            directory = pending.pop()
-            try:
-                entries = list(os.scandir(directory))
-            except OSError:
-                continue
-            for entry in entries:
-                scanned += 1
-                if scanned > MAX_SCANNED_ENTRIES:
-                    return sorted(found), False
-                if entry.is_symlink():
-                    continue
-                if candidate(entry.name, entry.path[prefix:]) and workspace.blacklist_reason(Path(entry.path)):
-                    found.append(Path(entry.path))
-                elif entry.is_dir(follow_symlinks=False) and not (
-                        entry.name in SKIPPED_DIRS and os.path.basename(directory) == ".git"):
-                    pending.append(entry.path)
-    return sorted(found), True
-
-
-def _prefilter(globs: tuple[str, ...]) -> Callable[[str, str], bool]:
-    """A test that is true for every blacklisted (name, relative path), and for few others."""
-    spec = pathspec.PathSpec.from_lines("gitignore", globs)
-    sources = [p.regex.pattern for p in spec.patterns if p.include and p.regex is not None]
-    try:  # case-insensitive: the workspace also refuses 'server.KEY' where '*.key' is blacklisted
-        combined = re.compile("|".join(f"(?:{s})" for s in sources), re.IGNORECASE) if sources else None
-    except re.error:
-        return lambda name, relative: True
-
-    def test(name: str, relative: str) -> bool:
-        if not name.isascii() or not relative.isascii():
-            return True  # normalisation may change it: let the workspace decide
-        folded = name.casefold()
-        if folded in HARD_BLACKLIST_NAMES or folded.endswith(HARD_BLACKLIST_SUFFIX):
-            return True
-        return combined is not None and combined.search(relative) is not None
-
-    return test
+def hide_secret_history(workspace: Workspace, plan: Confinement) -> list[HistoryVerdict]:
+    """Hide the object store of every repository whose history holds a secret (or could not be
+    checked), with a note saying which and why; the verdict of every repository checked."""
+    verdicts: list[HistoryVerdict] = []
+    for git_dir in plan.git_dirs:
+        root = next((r for r in workspace.roots if git_dir.is_relative_to(r)), None)
+        verdict = check_history(workspace, git_dir, plan.secrets, state_dir.of(root) if root else None)
+        verdicts.append(verdict)
+        if not verdict.exposes:
+            continue
+        plan.hidden += [str(git_dir / part) for part in STORE_PARTS if (git_dir / part).is_dir()]
+        where = workspace.display(git_dir)
+        if verdict.problem:
+            why = f"its history could not be checked for secrets ({verdict.problem})"
+        else:
+            more = f" and {verdict.count - len(verdict.secrets)} more" if verdict.count > len(verdict.secrets) else ""
+            why = (f"its history holds files the workspace keeps secret ({', '.join(verdict.secrets)}{more}), "
+                   "which `git show` or `git cat-file` would print")
+        plan.notes.append(f"git history unavailable: the object store of {where} is hidden from the script because "
+                          f"{why}; git commands that read commits fail here (the work tree's files are as usual). "
+                          + ALLOW_HINT)
+    return verdicts

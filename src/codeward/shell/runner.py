@@ -24,7 +24,7 @@ from codeward.coding.sandbox.overlay import Overlays, overlay_failure
 from codeward.coding.sandbox.runner import kill_tree, minimal_env
 from codeward.result import ErrorKind, Result
 from codeward.shell.changes import apply_overlays
-from codeward.shell.confine import confine, under_a_root
+from codeward.shell.confine import confine, hide_secret_history, under_a_root
 from codeward.shell.envfile import ENV_FILE_NAME, EnvFile, build_environment, load_env_file, prepended_dirs
 from codeward.shell.host import HOST_BACKEND, run_on_host
 from codeward.shell.log import ShellLogEntry, append_entry
@@ -233,6 +233,8 @@ def _sandboxed_request(ctx: ToolContext, command: ShellCommand, settings: ShellS
             notes.append(f"PATH entry {entry} (from {ENV_FILE_NAME}) is not visible in the sandbox; add it to "
                          "[shell] ro_paths in codeward.toml to use programs from there")
     plan = confine(ctx.workspace, settings.hide_secrets)
+    if settings.hide_secrets and not settings.allow_secret_history:
+        hide_secret_history(ctx.workspace, plan)
     notes += plan.notes
     owner = project_owner(primary)
     try:
