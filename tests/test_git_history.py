@@ -122,3 +122,20 @@ def test_nothing_the_repository_configures_runs(repo: Path, tmp_path: Path) -> N
     (repo / ".env").write_text("TOKEN=x\n")
     assert not verdict(repo).exposes
     assert not marker.exists()
+
+
+def test_the_secret_walk_lists_every_git_directory_and_a_bare_one_is_judged(repo: Path) -> None:
+    (repo / ".env").write_text("TOKEN=secret\n")
+    git(repo, "add", "-f", ".env")
+    git(repo, "commit", "-q", "-m", "secret")
+    git(repo, "rm", "-q", "--cached", ".env")
+    git(repo, "commit", "-q", "-m", "untracked again")
+    git(repo, "clone", "-q", "--bare", str(repo), str(repo / "fixtures" / "mirror.git"))
+    (repo / "docs").mkdir()
+    (repo / "docs" / "HEAD").write_text("a heading\n")  # not a repository
+    workspace = Workspace.create([repo])
+    found: list[Path] = []
+    secrets, _ = secret_paths(workspace, git_dirs=found)
+    assert sorted(found) == [repo / ".git", repo / "fixtures" / "mirror.git"]
+    bare = check_history(workspace, repo / "fixtures" / "mirror.git", secrets, None)
+    assert bare.secrets == ("fixtures/.env",) and bare.exposes

@@ -820,6 +820,13 @@ _SCAN_SKIPPED = frozenset({"objects"})
 """Inside a .git folder: content-addressed names, never a secret's name, and many of them."""
 
 
+def _git_dir_listing(names: set[str]) -> bool:
+    """Whether a folder with these entries is a git directory, as git itself tests it (a ``HEAD``
+    beside ``objects`` and ``refs``, or beside a ``commondir`` naming them elsewhere) — stricter
+    than :func:`looks_like_git_dir`, which must also refuse halves of one."""
+    return "HEAD" in names and ({"objects", "refs"} <= names or "commondir" in names)
+
+
 def secret_paths(workspace: Workspace, *, sniff_keys: bool = True,
                  git_dirs: list[Path] | None = None) -> tuple[list[Path], bool]:
     """Every secret under the roots — blacklisted names at any depth (``.git`` included, case
@@ -830,7 +837,7 @@ def secret_paths(workspace: Workspace, *, sniff_keys: bool = True,
     an empty stand-in): one source, so a script sees no secret that ``read_file`` would refuse.
     A blacklisted directory is listed once, not descended into. Symlinks are not followed.
     ``git_dirs``, when given, receives every git directory the same walk passes (``.git``
-    folders at any depth, submodules' under ``.git/modules/``), whose histories may hold secrets.
+    folders at any depth, submodules' under ``.git/modules/``, bare repositories), whose histories may hold secrets.
     """
     found: list[Path] = []
     scanned = 0
@@ -842,6 +849,8 @@ def secret_paths(workspace: Workspace, *, sniff_keys: bool = True,
                 entries = list(os.scandir(directory))
             except OSError:
                 continue
+            if git_dirs is not None and _git_dir_listing({entry.name for entry in entries}):
+                git_dirs.append(Path(directory))
             for entry in entries:
                 scanned += 1
                 if scanned > SECRET_SCAN_LIMIT:
@@ -856,11 +865,7 @@ def secret_paths(workspace: Workspace, *, sniff_keys: bool = True,
                     is_dir = entry.is_dir(follow_symlinks=False)
                     if is_dir:
                         if not (in_git and entry.name in _SCAN_SKIPPED):
-                            is_git = _fold(entry.name) == ".git"
-                            pending.append((entry.path, in_git or is_git))
-                            if git_dirs is not None and (is_git or (in_git and os.path.basename(directory) == "modules"
-                                                                    and os.path.isdir(os.path.join(path, "objects")))):
-                                git_dirs.append(path)
+                            pending.append((entry.path, in_git or _fold(entry.name) == ".git"))
                     elif sniff_keys and not in_git:
                         info = entry.stat(follow_symlinks=False)
                         if info.st_size <= KEY_SNIFF_MAX_SIZE and workspace.holds_private_key(path, info):

@@ -61,7 +61,7 @@ def give(host: Host) -> None:
 
 def deepen(host: Host) -> None:
     """More history with secrets in every place git keeps one: an older commit, a stash, the
-    index, a commit only the reflog reaches, a dangling blob, a nested repository."""
+    index, a commit only the reflog reaches, a nested repository, a bare clone in the project."""
     (host.project / "prod.env").write_text(f"OLD_TOKEN={SECRET_NAMED}-old\n")
     host.git("commit", "-q", "-am", "older secret")
     (host.project / "prod.env").write_text(f"token = {SECRET_NAMED}\n")
@@ -80,6 +80,7 @@ def deepen(host: Host) -> None:
     host.git("init", "-q", cwd=nested)
     host.git("add", "-A", cwd=nested)
     host.git("commit", "-q", "-m", "nested", cwd=nested)
+    host.git("clone", "-q", "--bare", str(host.project), str(host.project / "fixtures" / "mirror.git"))
     give(host)
     host.rebaseline()
 
@@ -89,10 +90,12 @@ async def test_a_script_cannot_read_secrets_out_of_the_history(host: Host) -> No
     async with host.serve() as session:
         answers = [await session.call("run_shell", {"script": script}) for script in READS]
         nested = await session.call("run_shell", {"script": "cd vendor/lib && git show HEAD:.env; git log -p"})
+        bare = await session.call("run_shell", {"script": "git --git-dir=fixtures/mirror.git show HEAD:.env; "
+                                                          "git --git-dir=fixtures/mirror.git log -p --all"})
         files = await session.call("run_shell", {"script": "cat README.md; ls src; git status --short | head -3"})
-    for answer in [*answers, nested]:
+    for answer in [*answers, nested, bare]:
         assert UNAVAILABLE in answer.text and "allow_secret_history" in answer.text, answer.text
-        assert "vendor/lib/.git" in answer.text and ".env" in answer.text
+        assert "vendor/lib/.git" in answer.text and "fixtures/mirror.git" in answer.text and ".env" in answer.text
     assert "# Demo project" in files.text and "app.py" in files.text  # the work tree is there as usual
     # the fixture searches every answer for the planted secrets and checks the host
 

@@ -37,8 +37,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codeward.git.repository import Repository
-from codeward.git.runner import GitOutput
+from codeward.git.repository import alternates
+from codeward.git.runner import GitOutput, run_git
 from codeward.result import Result
 from codeward.state_dir import GIT_HISTORY, StateDir
 from codeward.workspace import Workspace
@@ -81,7 +81,7 @@ class _Memo:
 
 def check_history(workspace: Workspace, git_dir: Path, secret_files: Sequence[Path], state: StateDir | None
                   ) -> HistoryVerdict:
-    """Whether the repository at ``git_dir`` (a ``.git`` folder inside the roots) holds the content
+    """Whether the repository at ``git_dir`` (a git directory inside the roots) holds the content
     of a file the workspace blacklists; remembered in ``state`` by the repository's state."""
     work_tree = git_dir.parent
     secrets = [path for path in secret_files if path.is_relative_to(work_tree) and _is_file(path)]
@@ -91,12 +91,12 @@ def check_history(workspace: Workspace, git_dir: Path, secret_files: Sequence[Pa
     if entry is not None and entry.get("key") == key:
         found = [str(p) for p in entry.get("found", []) if isinstance(p, str)]  # type: ignore[attr-defined]
         return HistoryVerdict(git_dir, tuple(found[:MAX_SHOWN]), len(found), cached=True)
-    repository = Repository.discover(workspace, work_tree)
-    if not repository.ok:
-        return HistoryVerdict(git_dir, problem=repository.errors[0].message)
+    repository = _Store.open(workspace, git_dir)
+    if isinstance(repository, str):
+        return HistoryVerdict(git_dir, problem=repository)
     policy = hashlib.sha256(repr(workspace.blacklist_globs).encode()).hexdigest()
     previous = entry if entry is not None and entry.get("policy") == policy else None  # else judge all anew
-    scanned = _scan(workspace, repository.data, secrets, previous)
+    scanned = _scan(workspace, repository, secrets, previous)
     if isinstance(scanned, str):
         return HistoryVerdict(git_dir, problem=scanned)
     history, stored, tips = scanned
@@ -149,7 +149,36 @@ def state_key(workspace: Workspace, git_dir: Path, secrets: Iterable[Path]) -> s
     return digest.hexdigest()
 
 
-def _scan(workspace: Workspace, repository: Repository, secrets: Sequence[Path],
+@dataclass(frozen=True)
+class _Store:
+    """A git directory (a ``.git`` folder, a submodule's, or a bare repository) read with only
+    ``GIT_DIR`` set: no work tree is needed to list a history, and none is trusted."""
+
+    git_dir: Path
+    top: Path
+    """Where the history's paths are judged from: the folder holding the git directory."""
+
+    @classmethod
+    def open(cls, workspace: Workspace, git_dir: Path) -> _Store | str:
+        """The store, or why it is not read: its common directory or an alternate object store
+        lies outside the roots (a script could not see those; codeward does not read them)."""
+        store = cls(git_dir, git_dir.parent)
+        asked = store.run(["rev-parse", "--git-common-dir"])
+        if not asked.ok or asked.data.returncode:
+            return _failure("opening the repository", asked)
+        common = Path(asked.data.stdout.strip())
+        common = (common if common.is_absolute() else git_dir / common).resolve()
+        for what, place in (("common git directory", common), *(("alternate object store", alt)
+                                                               for alt in alternates(common))):
+            if not workspace.contains(place):
+                return f"its {what} is at {place}, outside the workspace"
+        return store
+
+    def run(self, args: Sequence[str], *, timeout: float = 30.0, stdin: bytes | None = None) -> Result[GitOutput]:
+        return run_git(args, self.git_dir, git_dir=self.git_dir, timeout=timeout, stdin=stdin)
+
+
+def _scan(workspace: Workspace, repository: _Store, secrets: Sequence[Path],
           previous: dict[str, object] | None) -> tuple[list[str], list[str], list[str]] | str:
     """(the secrets found in the history, the secret files stored, the tips checked) or why the
     check failed. With a previous answer only objects its tips do not reach are listed, and its
@@ -189,7 +218,7 @@ def _scan(workspace: Workspace, repository: Repository, secrets: Sequence[Path],
     return sorted({*found, *earlier}), stored, tips
 
 
-def _secret_name(workspace: Workspace, repository: Repository, name: str) -> str:
+def _secret_name(workspace: Workspace, repository: _Store, name: str) -> str:
     """The path as tools show it when the workspace blacklists it ("" when it does not); a name
     that is not a plain relative path counts as secret (fail closed)."""
     if not name:
@@ -200,11 +229,11 @@ def _secret_name(workspace: Workspace, repository: Repository, name: str) -> str
     return workspace.display(path) if workspace.blacklist_reason(path) else ""
 
 
-def _stored_copies(workspace: Workspace, repository: Repository, secrets: Sequence[Path]) -> list[str] | str:
+def _stored_copies(workspace: Workspace, repository: _Store, secrets: Sequence[Path]) -> list[str] | str:
     """The secret files whose current content is an object in the store, whatever references it."""
     if not secrets:
         return []
-    files = [repository.relative(path) for path in secrets]
+    files = [str(path) for path in secrets]
     hashed = repository.run(["hash-object", "--no-filters", "--", *files])
     if not hashed.ok or hashed.data.returncode:
         return _failure("hashing the secret files", hashed)

@@ -62,7 +62,7 @@ class Repository:
         common = Path(lines[2])
         common_dir = (common if common.is_absolute() else directory / common).resolve()
         for what, place in (("work tree", top), ("git directory", git_dir), ("common git directory", common_dir),
-                            *(("alternate object store", alt) for alt in _alternates(common_dir))):
+                            *(("alternate object store", alt) for alt in alternates(common_dir))):
             if not workspace.contains(place):
                 return Result.fail(
                     ErrorKind.PERMISSION,
@@ -175,7 +175,7 @@ def _repo_patterns(glob: str, prefix: str) -> list[str]:
     return [f"**/{body}", f"**/{body}/**"]
 
 
-def _alternates(common_dir: Path) -> list[Path]:
+def alternates(common_dir: Path) -> list[Path]:
     """Object stores the repository borrows from (``objects/info/alternates``), resolved."""
     objects = common_dir / "objects"
     try:

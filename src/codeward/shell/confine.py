@@ -18,10 +18,12 @@ from pathlib import Path
 
 from codeward import state_dir
 from codeward.git.history import HistoryVerdict, check_history
+from codeward.git.repository import alternates
 from codeward.workspace import SECRET_SCAN_LIMIT, Workspace, secret_paths
 
 STORE_PARTS = ("objects", "rr-cache")
-"""What of a git directory holds file contents: the object store, and rerere's recorded conflicts."""
+"""What of a git directory holds file contents: the object store, and rerere's recorded conflicts
+(with the stores it borrows from, ``objects/info/alternates``, when they lie inside the roots)."""
 ALLOW_HINT = ("The operator can allow it with `[shell] allow_secret_history = true` in codeward.toml, or remove "
               "the files from the history (e.g. `git filter-repo --invert-paths --path .env`, then "
               "`git reflog expire --expire=now --all && git gc --prune=now`).")
@@ -75,12 +77,15 @@ def hide_secret_history(workspace: Workspace, plan: Confinement) -> list[History
     checked), with a note saying which and why; the verdict of every repository checked."""
     verdicts: list[HistoryVerdict] = []
     for git_dir in plan.git_dirs:
+        if _common_dir(git_dir) in plan.git_dirs:
+            continue  # a linked worktree's: its history and store are its common directory's, checked there
         root = next((r for r in workspace.roots if git_dir.is_relative_to(r)), None)
         verdict = check_history(workspace, git_dir, plan.secrets, state_dir.of(root) if root else None)
         verdicts.append(verdict)
         if not verdict.exposes:
             continue
-        plan.hidden += [str(git_dir / part) for part in STORE_PARTS if (git_dir / part).is_dir()]
+        stores = [git_dir / part for part in STORE_PARTS] + alternates(git_dir)
+        plan.hidden += [str(store) for store in stores if store.is_dir() and under_a_root(workspace, store)]
         where = workspace.display(git_dir)
         if verdict.problem:
             why = f"its history could not be checked for secrets ({verdict.problem})"
@@ -92,3 +97,12 @@ def hide_secret_history(workspace: Workspace, plan: Confinement) -> list[History
                           f"{why}; git commands that read commits fail here (the work tree's files are as usual). "
                           + ALLOW_HINT)
     return verdicts
+
+
+def _common_dir(git_dir: Path) -> Path | None:
+    """The git directory a linked worktree's ``commondir`` names (None without one)."""
+    try:
+        text = (git_dir / "commondir").read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    return (git_dir / text).resolve() if text else None
