@@ -527,6 +527,12 @@ def bound_output(text: str, ctx: ToolContext, name: str) -> tuple[str, bool]:
 # -- internals -------------------------------------------------------------------------------
 
 
+def save_output(text: str, ctx: ToolContext, name: str) -> str | None:
+    """Keep ``text`` in the saved-outputs folder (``.codeward/outputs/``, pruned like spilled outputs);
+    its path as tools show it, or None when it cannot be saved."""
+    return _spill(text, ctx, name)
+
+
 def _spill(text: str, ctx: ToolContext, name: str) -> str | None:
     """Save a whole output in ``.codeward/outputs``; its path as shown, or None when it cannot be saved.
 

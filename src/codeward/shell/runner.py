@@ -133,21 +133,36 @@ class RunWatch:
             self.ctx.progress(elapsed, self.timeout_s, f"running for {elapsed} s")
 
 
-def run_command(ctx: ToolContext, command: ShellCommand, settings: ShellSettings) -> Result[str]:
-    """Check, run, report and log one script. Bad input runs nothing and writes nothing."""
+@dataclass
+class Executed:
+    """A finished run: the sandbox's result, notes for the caller (write-back refusals...), whether cancelled."""
+
+    result: SandboxResult
+    notes: list[str]
+    cancelled: bool
+
+    @property
+    def timed_out(self) -> bool:
+        return self.result.status is Status.TIMEOUT
+
+
+def execute(ctx: ToolContext, command: ShellCommand, settings: ShellSettings) -> Result[Executed | None]:
+    """Check and run one script the one way codeward runs anything a tool asks for: in the sandbox
+    (unless the operator turned it off), its writes brought back through the gate and recorded in
+    the call's checkpoint, the run logged. Bad input runs nothing and writes nothing."""
     checked = check_command(command, settings)
     if not checked.ok:
-        return checked
+        return checked.cast(None)
     env_file = load_env_file(ctx.workspace)
     if not env_file.ok:
-        return env_file.cast("")
+        return env_file.cast(None)
     runtime = shell_runtime_of(ctx.extras)
     sandbox = runtime.sandbox() if settings.sandbox else Result.success(None)
     if not sandbox.ok:
-        return sandbox.cast("")
+        return sandbox.cast(None)
     prepared = (_sandboxed_request if settings.sandbox else _host_request)(ctx, command, settings, env_file.data)
     if not prepared.ok or prepared.data is None:
-        return prepared.cast("")
+        return prepared.cast(None)
     request, notes = prepared.data
     watch = RunWatch(ctx, command.timeout_s)
     if sandbox.data is None:
@@ -161,7 +176,18 @@ def run_command(ctx: ToolContext, command: ShellCommand, settings: ShellSettings
             if request.overlays is not None:
                 request.overlays.close()
     _record(ctx, command, settings, result)
-    return report(command, settings, result, notes, watch.cancelled)
+    if result.status is Status.SETUP_ERROR:
+        return report(command, settings, result, notes, watch.cancelled).cast(None)
+    return Result.success(Executed(result, notes, watch.cancelled))
+
+
+def run_command(ctx: ToolContext, command: ShellCommand, settings: ShellSettings) -> Result[str]:
+    """Check, run, report and log one script (``run_shell``): :func:`execute`, in the seed's format."""
+    executed = execute(ctx, command, settings)
+    if not executed.ok or executed.data is None:
+        return executed.cast("")
+    run = executed.data
+    return report(command, settings, run.result, run.notes, run.cancelled)
 
 
 def check_command(command: ShellCommand, settings: ShellSettings) -> Result[str]:

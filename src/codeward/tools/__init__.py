@@ -26,6 +26,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "codeward.tools.coding_review",
     "codeward.tools.coding_exec",
     "codeward.tools.shell",
+    "codeward.tools.tests",
     "codeward.tools.registry_tools",
 )
 
