@@ -59,6 +59,10 @@ def test_console_shows_live_calls_and_approves_and_denies_by_click(browser: Any,
             first = page.locator("article.ask[data-tool='write_file']")
             first.wait_for()
             assert "approved by a click" in first.inner_text()
+            # the card shows the change as a diff (a new file), not only the arguments as JSON
+            diff = first.locator("[data-testid='preview']")
+            assert "+++ b/x.txt" in diff.inner_text() and "+approved by a click" in diff.inner_text()
+            assert first.locator("[data-testid='preview'] .line.add").count() >= 1
             row = page.locator("#calls tr[data-tool='write_file']").first
             assert row.get_attribute("data-status") == "awaiting_approval"
             assert not (root / "x.txt").exists()

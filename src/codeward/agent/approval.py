@@ -3,8 +3,9 @@
 Upstream tools are approved inside the gateway; this wrapper gives native tools the same
 treatment: names or globs in ``auto_approve`` run at once, read-only tools run at once unless
 the user turned that off, everything else goes through the confirm callback (the terminal
-prompt, or — with the control plane — an HTTP approval). A denied call returns a clear tool
-error and does not run.
+prompt, or — with the control plane — an HTTP approval), with a preview of what it would do:
+the unified diff of an edit (the call run on copies of its files), the command of a call
+that executes something. A denied call returns a clear tool error and does not run.
 """
 
 from __future__ import annotations
@@ -13,9 +14,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import anyio.to_thread
+
 from codeward.catalog import ToolOutcome
 from codeward.context import ToolContext
 from codeward.gateway.policy import ApprovalRequest, ConfirmCallback, matches
+from codeward.previews import preview_call
 from codeward.result import ErrorInfo, ErrorKind
 from codeward.surface import ToolInfo, ToolSurface
 
@@ -49,8 +53,10 @@ class ApprovingSurface:
         waited = 0.0
         delegated = self.delegated is not None and self.delegated(name, arguments)
         if info is not None and not delegated and not self.auto_approves(info, name):
+            preview = await anyio.to_thread.run_sync(preview_call, getattr(self.inner, "catalog", None), name,
+                                                     dict(arguments or {}), ctx)
             request = ApprovalRequest(name, "codeward", name, dict(arguments or {}), info.description,
-                                      dict(info.annotations or {}), context=ctx)
+                                      dict(info.annotations or {}), context=ctx, preview=preview)
             asked = time.perf_counter()
             try:
                 approved = bool(await self.confirm(request))

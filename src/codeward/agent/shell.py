@@ -157,6 +157,9 @@ class ChatShell:
     async def confirm(self, request: ApprovalRequest) -> bool:
         """The approval prompt for tool calls the policy does not allow outright."""
         self.view.flush()
+        details = request.details()
+        if details:
+            self.console.print(details, markup=False, highlight=False)
         answer = await self.ask(f"  call {request.summary(160)}? [y/N] ")
         return answer.strip().lower().startswith("y")
 

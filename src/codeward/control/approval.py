@@ -52,6 +52,7 @@ def ask_data(request: ApprovalRequest) -> dict[str, Any]:
         "arguments": json.loads(json.dumps(dict(request.arguments), default=str)),
         "description": (request.description.splitlines() or [""])[0][:300],
         "annotations": dict(request.annotations),
+        "preview": request.preview.to_dict() if request.preview is not None else None,
         "call_id": extras.get(CALL_ID_KEY),
     }
 
@@ -75,7 +76,7 @@ async def ask_mcp_client(request: ApprovalRequest) -> bool:
     if peer is None:
         raise Abstain("no MCP client to ask")
     message = (f"codeward gateway: allow {request.summary()} on server {request.alias!r}?"
-               + (f"\n\n{request.description.splitlines()[0]}" if request.description else ""))
+               + (f"\n\n{request.description.splitlines()[0]}" if request.description else "") + request.details())
     try:
         answer = await anyio.to_thread.run_sync(peer.elicit, message, APPROVE_SCHEMA)
     except Exception as exc:  # no elicitation support, a closed session

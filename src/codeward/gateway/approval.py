@@ -36,7 +36,7 @@ async def confirm_with_client(request: ApprovalRequest) -> bool:
     if peer is None:
         return False
     message = (f"codeward gateway: allow {request.summary()} on server {request.alias!r}?"
-               + (f"\n\n{request.description.splitlines()[0]}" if request.description else ""))
+               + (f"\n\n{request.description.splitlines()[0]}" if request.description else "") + request.details())
     try:
         answer = await anyio.to_thread.run_sync(peer.elicit, message, APPROVE_SCHEMA)
     except Exception as exc:  # no elicitation support, a closed session...: the answer is no
@@ -53,7 +53,8 @@ async def terminal_confirm(request: ApprovalRequest) -> bool:
         return False
 
     def ask() -> bool:
-        print(f"codeward: call {request.summary()}? [y/N] ", end="", file=sys.stderr, flush=True)
+        print(f"{request.details()}codeward: call {request.summary()}? [y/N] ", end="", file=sys.stderr,
+              flush=True)
         try:
             return sys.stdin.readline().strip().lower().startswith("y")
         except (OSError, ValueError):

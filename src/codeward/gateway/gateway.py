@@ -35,6 +35,7 @@ from codeward.gateway.policy import (
 )
 from codeward.gateway.results import outcome_from_error, outcome_from_result
 from codeward.gateway.upstream import ServerState, ServerStatus, Upstream
+from codeward.previews import command_preview
 from codeward.result import ErrorInfo, ErrorKind
 from codeward.surface import ToolInfo, unknown_tool
 
@@ -193,7 +194,8 @@ class Gateway:
         waited = 0.0
         if not self.policy.auto_approves(name, ref.alias, ref.tool, entry.read_only):
             request = ApprovalRequest(name, ref.alias, ref.tool, dict(arguments or {}), entry.info.description,
-                                      dict(entry.info.annotations or {}), context=ctx)
+                                      dict(entry.info.annotations or {}), context=ctx,
+                                      preview=command_preview(dict(arguments or {})))
             asked = time.perf_counter()
             approved = await self._ask(request)
             waited = time.perf_counter() - asked

@@ -29,6 +29,16 @@ class ApprovalRequest:
     annotations: Mapping[str, Any] = field(default_factory=dict)
     context: Any = field(default=None, compare=False, repr=False)
     """The caller's :class:`~codeward.context.ToolContext`, for prompts that go through its peer."""
+    preview: Any = field(default=None, compare=False)
+    """What a person should judge (:class:`codeward.previews.Preview`): the diff an edit would make, or
+    the command a call would run; None when the arguments say it all."""
+
+    def details(self) -> str:
+        """The preview as a prompt shows it, after the call's summary ("" without one)."""
+        if self.preview is None:
+            return ""
+        what = "the change it would make" if self.preview.kind == "diff" else "what it would run"
+        return f"\n{what}:\n{self.preview.text.rstrip()}\n"
 
     def summary(self, width: int = 200) -> str:
         import json

@@ -104,6 +104,19 @@ async function answer(requestId, approved, card) {
   }
 }
 
+function previewBlock(preview) {
+  // A diff with its lines coloured (+ added, - removed, @@ hunks), or the command a call would run.
+  const lines = String(preview.text || "").split("\n").map((line) => {
+    const kind = preview.kind !== "diff" ? "" :
+      line.startsWith("+++") || line.startsWith("---") ? "file" :
+      line.startsWith("@@") ? "hunk" : line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : "";
+    return el("span", {class: kind ? `line ${kind}` : "line"}, line + "\n");
+  });
+  return el("div", {class: "preview"},
+    el("div", {class: "dim"}, preview.kind === "diff" ? "the change it would make" : "what it would run"),
+    el("pre", {class: `preview ${preview.kind}`, "data-testid": "preview"}, ...lines));
+}
+
 function renderAsks() {
   const box = document.getElementById("approvals");
   const cards = [...view.asks.values()].map((ask) => {
@@ -112,7 +125,8 @@ function renderAsks() {
     const card = el("article", {class: "ask", "data-request-id": ask.request_id, "data-tool": data.tool || ""},
       el("h3", {}, title, data.server && data.server !== data.tool ? el("span", {class: "dim"}, ` via ${data.server}`) : null),
       data.description ? el("p", {class: "dim"}, data.description) : null,
-      el("pre", {}, JSON.stringify(data.arguments || data.args || data, null, 2)),
+      data.preview ? previewBlock(data.preview) : null,
+      el("pre", {class: data.preview ? "args dim" : "args"}, JSON.stringify(data.arguments || data.args || data, null, 2)),
     );
     const approve = el("button", {class: "approve", type: "button", "data-testid": "approve"}, "Approve");
     const deny = el("button", {class: "deny", type: "button", "data-testid": "deny"}, "Deny");
