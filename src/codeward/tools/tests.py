@@ -73,7 +73,7 @@ class TestReport(BaseModel):
 
 
 @tool(toolset="shell", destructive=True, open_world=False, title="Run the project's tests", output=TestReport,
-      examples=[{"targets": ["tests"], "timeout_s": 120}])
+      examples=[{"targets": ["tests"], "timeout_s": 120}, {"targets": ["tests/test_store.py"], "keyword": "tax"}])
 def run_tests(
     ctx: ToolContext,
     targets: Annotated[list[str], Field(description="Test files, folders or pytest node ids (path::name) to run; "
@@ -96,14 +96,14 @@ def run_tests(
                                "put the selection in the command", "Drop targets/keyword, or drop command.")
         script, runner, shown = command, "command", command.strip()
     else:
+        arguments = _pytest_arguments(ctx, targets, keyword)
+        if not arguments.ok:
+            return _failed(arguments)
         found = uses_pytest(root)
         if not found:
             return Result.fail(ErrorKind.NOT_FOUND, "no pytest configuration or tests found in the project",
                                "Give the runner's command (command='npm test'), or add a [tool.pytest.ini_options] "
                                "table to pyproject.toml.")
-        arguments = _pytest_arguments(ctx, targets, keyword)
-        if not arguments.ok:
-            return _failed(arguments)
         shown = "pytest " + " ".join(shlex.quote(a) for a in arguments.data)
         script = _pytest_script(arguments.data)
         runner = f"pytest ({found})"
