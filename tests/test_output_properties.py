@@ -164,8 +164,10 @@ ARGUMENT_POOLS: dict[str, st.SearchStrategy[Any]] = {
 HISTORY: dict[str, tuple[str, dict[str, Any]]] = {
     "undo": ("write_file", {"path": "notes/undo-me.txt", "content": "a change for undo to take back\n",
                             "overwrite": True}),
+    "git_commit": ("write_file", {"path": "src/inventory/store.py", "content": "LOW_STOCK = 2\n", "overwrite": True}),
 }
-"""Tools whose answer is about earlier calls: the call each generated one follows (else every undo is refused)."""
+"""Tools whose answer is about earlier calls: the call each generated one follows (else every undo is refused,
+and a commit has nothing to take)."""
 SLOW_TOOLS = {"coding_check_quality_gates": 2, "code_list_languages": 1, "coding_analyze_project": 3,
               "coding_analyze_file": 4, "coding_monitor_execution": 5, "coding_run_in_docker": 5}
 
@@ -228,7 +230,8 @@ def test_results_for_generated_arguments_fit_the_wire_schema(name: str, catalog:
                 before, before_arguments = HISTORY[name]
                 prepared = catalog.call(before, before_arguments, ctx)
                 assert not prepared.is_error, prepared.text
-            outcome = catalog.call(name, world.arguments(catalog, name, generated), ctx)
+            called = ctx.child(approved=True) if spec.ask_always else ctx  # a person said yes
+            outcome = catalog.call(name, world.arguments(catalog, name, generated), called)
             if outcome.structured is None:
                 assert outcome.is_error, f"{name} answered without structured content: {outcome.text[:300]}"
                 seen["errors"] += 1

@@ -93,6 +93,13 @@ class ToolSpec:
     """Example calls (arguments), shown in ``docs/tools.md`` and ``registry_help`` and run by the
     contract test against every real client. They are never sent in ``tools/list``: a small model
     copies example values literally, and every listed token costs context."""
+    ask_always: bool = False
+    """Every call needs a person's yes, whatever the approval policy would auto-approve (``git_commit``):
+    approval layers always ask and mark the call approved (``ToolContext.approved``); the tool asks the
+    client's user itself when no layer did, and refuses when no one can be asked."""
+    preview: Callable[[Mapping[str, Any], Any], str | None] | None = None
+    """The unified diff an approval prompt shows for a call (given its arguments and context) when the
+    diff of its ``write_paths`` cannot say it (see :mod:`codeward.previews`)."""
 
     @property
     def input_schema(self) -> dict[str, Any]:
@@ -125,6 +132,8 @@ def tool(
     quick: bool = False,
     examples: Iterable[Mapping[str, Any]] = (),
     aliases: Iterable[str] = (),
+    ask_always: bool = False,
+    preview: Callable[[Mapping[str, Any], Any], str | None] | None = None,
 ) -> Callable[[Callable[..., Result[Any]]], Callable[..., Result[Any]]]:
     """Declare a function a tool. Its docstring is the description; its signature the schema.
 
@@ -158,6 +167,8 @@ def tool(
             quick=quick and read_only,
             examples=checked,
             aliases=other_names,
+            ask_always=ask_always and not read_only,
+            preview=preview,
         )
         setattr(func, SPEC_ATTRIBUTE, spec)
         return func

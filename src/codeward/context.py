@@ -64,6 +64,9 @@ class ToolContext:
     cancelled: threading.Event = field(default_factory=threading.Event)
     extras: dict[str, Any] = field(default_factory=dict)
     """Services other layers attach (metrics, gateway handles); keyed by their own names."""
+    approved: bool = False
+    """A person approved this very call (set by the approval layer that asked them — never by a tool or
+    the model): a tool marked ``ask_always`` then does not ask again."""
     journal: Journal | None = None
     """The checkpoint recorder of this call (set by the catalog for tools that write): a tool
     writing a file its arguments do not name calls ``journal.before(path)`` first."""

@@ -47,6 +47,9 @@ def preview_call(catalog: Catalog | None, name: str, arguments: Mapping[str, Any
     try:
         spec = catalog.get(name) if catalog is not None else None
         if catalog is not None and spec is not None and ctx is not None and not spec.annotations.read_only:
+            if spec.preview is not None:
+                own = spec.preview(arguments, ctx)
+                return Preview("diff", _bounded(own)) if own else command_preview(arguments)
             fields = spec.input_model.model_fields
             if "apply" in fields and arguments.get("apply", False) is not True:
                 return None  # a dry run itself: nothing is written

@@ -27,6 +27,8 @@ class ToolInfo:
     annotations: dict[str, bool] | None = None
     title: str | None = None
     source: str = "codeward"
+    ask_always: bool = False
+    """Every call asks a person, whatever the policy auto-approves (codeward's own tools only)."""
 
     @property
     def read_only(self) -> bool:
@@ -41,6 +43,7 @@ class ToolInfo:
             output_schema=spec.output_schema,
             annotations=spec.annotations.to_mcp(),
             title=spec.title,
+            ask_always=spec.ask_always,
         )
 
 

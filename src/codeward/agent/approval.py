@@ -44,6 +44,8 @@ class ApprovingSurface:
         return self.inner.has(name)
 
     def auto_approves(self, info: ToolInfo | None, name: str) -> bool:
+        if info is not None and info.ask_always:
+            return False
         if matches(name, self.auto_approve):
             return True
         return self.read_only_auto_approve and info is not None and info.read_only
@@ -65,9 +67,12 @@ class ApprovingSurface:
             waited = time.perf_counter() - asked
             if not approved:
                 error = ErrorInfo(ErrorKind.PERMISSION, f"the call to {name} was not approved, so it did not run",
-                                  f"Ask the user to approve it when prompted, or to add {name!r} to "
-                                  "[mcp] auto_approve in codeward.toml.", source="agent-policy")
+                                  "Ask the user to approve it when prompted" + (
+                                      " (it always asks)." if info.ask_always else
+                                      f", or to add {name!r} to [mcp] auto_approve in codeward.toml."),
+                                  source="agent-policy")
                 return ToolOutcome(name, error.render(), True, [error], seconds=0.0, waited=waited)
+            ctx = ctx.child(approved=True)
         started = time.perf_counter()
         outcome = await self.inner.call(name, arguments, ctx)
         outcome.seconds = outcome.seconds or time.perf_counter() - started

@@ -151,6 +151,10 @@ class Repository:
         notes = [f"[{withheld} protected file(s) left out]"] if withheld else []
         return Result(data=kept, notes=notes)
 
+    def protected(self, rel: str) -> bool:
+        """Whether a path git printed (relative to the top) must be left out of an answer."""
+        return self._is_protected(rel)
+
     def _is_protected(self, rel: str) -> bool:
         """Whether a path as git prints it (relative to the top) is blacklisted or unusable."""
         if not rel or rel.startswith("/") or ".." in rel.split("/"):

@@ -17,6 +17,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "codeward.tools.patch",
     "codeward.tools.checkpoint_tools",
     "codeward.tools.analysis",
+    "codeward.tools.git_tools",
     "codeward.tools.treesitter_tools",
     "codeward.tools.python_ast",
     "codeward.tools.python_refs",
