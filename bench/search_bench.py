@@ -5,7 +5,9 @@ same question (``rg -n --hidden PATTERN``, ``rg -l``, ``rg --count-matches``, wi
 case rule: ``search_text`` is smart-case by default, so the baseline gets ``--smart-case``) with
 all of its output read. Both search the same files: the workspace root is where ignore files
 stop being read, so the baseline gets ``--no-ignore-parent`` (the default tree lies inside
-codeward's own checkout, whose ``.gitignore`` would otherwise hide parts of it from rg alone);
+codeward's own checkout, whose ``.gitignore`` would otherwise hide parts of it from rg alone)
+and the workspace's protected names as ``--iglob !GLOB`` (a ``credentials`` folder, ``*.pem``...,
+which search_text never reads);
 the bench checks that both found the same number of matching lines. ``search_text`` pays for
 what it adds: the gate checks of every reported path,
 the blacklist globs, sorting for stable pages, and building the bounded first page
@@ -40,7 +42,7 @@ from codeward.catalog import Catalog
 from codeward.code import ripgrep
 from codeward.context import ToolContext
 from codeward.tools import default_catalog
-from codeward.workspace import Workspace
+from codeward.workspace import HARD_BLACKLIST_NAMES, HARD_BLACKLIST_SUFFIX, Workspace
 
 TARGET = 1.3
 QUERIES: list[tuple[str, dict[str, Any], list[str]]] = [
@@ -107,6 +109,8 @@ def main() -> int:
     print(f"load average {os.getloadavg()[0]:.2f}; tree {tree} ({files:,} files); rg {binary}")
     catalog = default_catalog()
     ctx = ToolContext(Workspace.create([tree]))
+    protected = [f"--iglob=!{glob}" for glob in (*ctx.workspace.blacklist_globs, *sorted(HARD_BLACKLIST_NAMES),
+                                                 f"*{HARD_BLACKLIST_SUFFIX}")]
     worst = 0.0
     print(f"{'query':<28} {'search_text':>12} {'rg':>9} {'ratio':>7} {'cpu ratio':>10}  result")
     for label, arguments, rg_args in QUERIES:
@@ -115,7 +119,7 @@ def main() -> int:
         first = ""
         case = {"smart": "--smart-case", "sensitive": "--case-sensitive", "insensitive": "--ignore-case"}[
             arguments.get("case", "smart")]
-        command = [binary, "--hidden", "--no-require-git", "--no-ignore-parent", case, *rg_args,
+        command = [binary, "--hidden", "--no-require-git", "--no-ignore-parent", *protected, case, *rg_args,
                    "--regexp", arguments["pattern"], "./"]
         for _ in range(options.runs):
             outcome: list[Any] = []

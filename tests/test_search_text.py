@@ -143,6 +143,19 @@ def test_blacklisted_files_never_appear(root: Path, call: Call, name: str) -> No
     assert refused.is_error and refused.errors[0].kind is ErrorKind.PERMISSION
 
 
+def test_a_private_key_under_any_name_never_appears_in_any_mode(root: Path, call: Call) -> None:
+    """Its lines, its name and its match counts (a count per pattern would spell the key out) all stay out."""
+    _write(root, {"deploy/ci-bot": "-----BEGIN OPENSSH PRIVATE KEY-----\nKEYBODYb3Blbn\n"
+                                   "-----END OPENSSH PRIVATE KEY-----\n", "ok.txt": "a PRIVATE note\n"})
+    for extra in ({}, {"mode": "files"}, {"mode": "count"}, {"context": 3}, {"hidden": True, "include_ignored": True}):
+        outcome = call("search_text", pattern="KEYBODY|PRIVATE", **extra)
+        assert "ci-bot" not in outcome.text and "KEYBODYb3" not in outcome.text, (extra, outcome.text)
+        assert "ok.txt" in outcome.text and "1 " in outcome.text, outcome.text
+    for path in ("deploy", "deploy/ci-bot"):
+        outcome = call("search_text", pattern="KEYBODY|PRIVATE", path=path)
+        assert not outcome.is_error and outcome.text.startswith("no matches"), outcome.text
+
+
 def test_symlinks_out_never_appear_and_are_refused_as_paths(root: Path, tmp_path: Path, call: Call) -> None:
     outside = tmp_path / "outside"
     _write(outside, {"secret.txt": "hit outside\n", "dir/deep.txt": "hit outside\n"})

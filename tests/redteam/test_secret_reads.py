@@ -24,7 +24,10 @@ async def test_no_reading_tool_reveals_a_secret(host: Host) -> None:
         for tool, arguments in (("list_directory", {"path": "."}), ("get_tree", {"path": ".", "max_depth": 5}),
                                 ("search_files", {"path": ".", "pattern": "*"}),
                                 ("repo_map", {"path": "."}), ("find_symbol", {"name": "token"}),
-                                ("get_git_diff", {"path": ".", "base_rev": EMPTY_TREE})):
+                                ("get_git_diff", {"path": ".", "base_rev": EMPTY_TREE}),
+                                ("search_text", {"pattern": "CW-REDTEAM", "hidden": True, "include_ignored": True}),
+                                ("search_text", {"pattern": "SECRET", "mode": "count", "hidden": True}),
+                                ("search_text", {"pattern": "-----BEGIN", "context": 5, "hidden": True})):
             await session.call(tool, arguments)
         resources = await session.client.list_resources()
         for resource in resources.resources:

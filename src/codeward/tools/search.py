@@ -4,6 +4,8 @@ ripgrep walks and matches (:mod:`codeward.code.ripgrep`); this module decides wh
 searched and what may be shown. Every path ripgrep reports is checked again: counted results
 against the allowlist and blacklist, shown results with the full symlink-resolving
 :meth:`Workspace.visible` test, so a link out of the workspace or a secret file never appears.
+A file whose content is a private key (whatever its name) is left out of every mode: not only its
+lines, but its name and match counts too — a count per pattern would spell the key out.
 
 Results are paginated in a stable order (by path, then line). A search that matches more lines
 than :data:`SCAN_CAP` stops reading there, says so, and pages through ripgrep's own sorted,
@@ -310,7 +312,8 @@ class _Plan:
         return self.target.cwd / text
 
     def allowed(self, raw: bytes) -> bool:
-        """The cheap gate check for counting: inside the roots and not blacklisted (memoized per path).
+        """The gate check for counting: inside the roots, not blacklisted, not a private key by its first
+        line (memoized per path).
 
         ripgrep neither follows links nor reports them, and it walks from a resolved folder, so
         the path it reports is the file's real path; :meth:`shown` checks that again for
@@ -319,8 +322,16 @@ class _Plan:
         known = self._allowed.get(raw)
         if known is None:
             text = os.fsdecode(raw[2:] if raw.startswith(b"./") else raw)
-            known = self._allowed[raw] = self.workspace.admits_walked(f"{self._cwd_prefix}{text}")
+            full = f"{self._cwd_prefix}{text}"
+            known = self._allowed[raw] = self.workspace.admits_walked(full) and not self._holds_key(full)
         return known
+
+    def _holds_key(self, path: str) -> bool:
+        try:
+            info = os.stat(path, follow_symlinks=False)
+        except OSError:
+            return True  # gone or unreadable since ripgrep read it: show nothing of it
+        return stat.S_ISREG(info.st_mode) and self.workspace.holds_private_key(Path(path), info)
 
     def shown(self, raw: bytes) -> bool:
         """The full check for what is displayed: the path resolved, links and all (memoized per path)."""
