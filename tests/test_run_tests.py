@@ -150,3 +150,10 @@ async def test_run_tests_over_stdio(root: Path) -> None:
         result = await client.call_tool("run_tests", {"targets": ["tests"]})
         assert not result.is_error and result.structured_content is not None
         assert result.structured_content["failed"] == 2, result.content
+        for arguments, words in [({"targets": ["../outside"]}, "outside the workspace"),
+                                 ({"targets": [".env"]}, "blacklisted"),
+                                 ({"targets": ["--co"]}, "not a test path"),
+                                 ({"timeout_s": 0}, "timeout_s")]:
+            refused = await client.call_tool("run_tests", arguments)
+            text = "\n".join(getattr(block, "text", "") for block in refused.content)
+            assert refused.is_error and words in text, (arguments, text)
