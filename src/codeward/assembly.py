@@ -18,11 +18,13 @@ from codeward.metrics import CallMetrics
 
 
 def context_extras(config: Config) -> dict[str, Any]:
-    """The extras every tool context of this configuration carries (a fresh metrics recorder too)."""
+    """The extras every tool context of this configuration carries (a fresh metrics recorder too,
+    and the one code-execution runtime whose warm pool and sessions all the server's calls share)."""
     from codeward.beads.tracker import EXTRAS_KEY as BEADS_KEY
     from codeward.code.python_symbols import PARSE_CACHE_KEY, ParseCache
     from codeward.code.symbol_index import EXTRAS_KEY as INDEX_KEY
     from codeward.coding.review.runner import REVIEW_EXTRAS_KEY
+    from codeward.coding.runtime import RUNTIME_KEY, CodingRuntime
     from codeward.coding.runtime import SETTINGS_KEY as CODING_KEY
     from codeward.net.settings import EXTRAS_KEY as WEB_KEY
     from codeward.registry.settings import EXTRAS_KEY as REGISTRY_KEY
@@ -30,7 +32,8 @@ def context_extras(config: Config) -> dict[str, Any]:
 
     return {METRICS_KEY: CallMetrics(), PARSE_CACHE_KEY: ParseCache(), WEB_KEY: config.web, BEADS_KEY: config.beads,
             CODING_KEY: config.coding, SHELL_KEY: config.shell, REGISTRY_KEY: config.registry,
-            REVIEW_EXTRAS_KEY: config.review, INDEX_KEY: config.index}
+            REVIEW_EXTRAS_KEY: config.review, INDEX_KEY: config.index,
+            RUNTIME_KEY: CodingRuntime(config.coding)}
 
 
 def metrics_observer(extras: Mapping[str, Any]) -> Any:

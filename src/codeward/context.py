@@ -14,6 +14,12 @@ from typing import Any, Protocol
 from codeward.checkpoints.journal import CheckpointSettings, Journal
 from codeward.workspace import Workspace
 
+CLIENT_KEY = "mcp_client"
+"""The extras key saying whose call it is (``codeward.server.client_of``), for state a tool
+keeps per client (Python sessions): ``""`` for a process's one client (stdio, the
+command line, the agent), the MCP session over handshake-era HTTP, ``None`` when the transport
+names no client."""
+
 
 class Reporter(Protocol):
     """Where a tool sends progress and log messages while it works (thread-safe)."""

@@ -34,7 +34,7 @@ from mcp_types.version import is_version_at_least
 from codeward import __version__
 from codeward.catalog import ToolOutcome
 from codeward.content import BinaryBlock, Block, ResourceBlock, TextBlock
-from codeward.context import Settings, ToolContext
+from codeward.context import CLIENT_KEY, Settings, ToolContext
 from codeward.file_resources import FileResources
 from codeward.providers import PromptProvider, ResourceProvider
 from codeward.surface import ToolSurface
@@ -289,7 +289,7 @@ class CodewardServer:
             settings=self.settings,
             reporter=_RequestReporter(ctx, lambda: self._log_level),
             peer=_SessionPeer(ctx, answers),
-            extras={**self.extras, "close_sse_stream": ctx.close_sse_stream},
+            extras={**self.extras, "close_sse_stream": ctx.close_sse_stream, CLIENT_KEY: client_of(ctx)},
         )
         try:
             outcome = await self.surface.call(params.name, params.arguments, tool_ctx)
@@ -541,6 +541,21 @@ class _LowLevelServer(Server[Any]):
         if notification_options is None and self._tools_can_change:
             notification_options = NotificationOptions(tools_changed=True)
         return super().create_initialization_options(notification_options, experimental_capabilities, extensions)
+
+
+def client_of(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """Who is calling, for state a tool keeps per client (Python sessions).
+
+    Over stdio the process serves one client (``""``). Over streamable HTTP a handshake-era
+    client is its MCP session (the SDK issued the ``Mcp-Session-Id`` and refuses unknown ones);
+    a 2026-07-28 request carries no such id, so it names no client (``None``).
+    """
+    request = ctx.request
+    if request is None:
+        return ""
+    headers = getattr(request, "headers", None)
+    session = headers.get("mcp-session-id") if headers is not None else None
+    return f"mcp-session:{session}" if session else None
 
 
 def to_call_result(outcome: ToolOutcome) -> types.CallToolResult:

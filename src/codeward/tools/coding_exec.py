@@ -18,7 +18,7 @@ from codeward.coding.debug import Attempt, detect_language, diagnose, repair
 from codeward.coding.execute import Execution, Limits, execute
 from codeward.coding.monitor import Sampler
 from codeward.coding.runtime import NO_MODEL, runtime_of, settings_of
-from codeward.context import ToolContext
+from codeward.context import CLIENT_KEY, ToolContext
 from codeward.result import ErrorKind, Result
 
 LanguageName = Literal["python", "javascript", "java", "cpp", "c", "go", "rust", "bash"]
@@ -138,7 +138,8 @@ def coding_execute_code(
         return refused.cast(None)  # type: ignore[arg-type]
     ctx.progress(0, 1, f"running {language} code")
     runtime = runtime_of(ctx.extras)
-    execution = execute(runtime, language, code, stdin, Limits(timeout, memory_mb, network), session_id)
+    execution = execute(runtime, language, code, stdin, Limits(timeout, memory_mb, network), session_id,
+                        client=ctx.extras.get(CLIENT_KEY, ""))
     ctx.progress(1, 1, execution.status.value)
     return _execution_result(execution)
 
