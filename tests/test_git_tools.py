@@ -361,3 +361,16 @@ async def test_git_tools_over_stdio_with_the_commit_asked_by_elicitation(repo: P
                                                          "from_path": ""}]
     assert len(asked) == 2 and "+    return 9" in asked[0] and "nine" in asked[0]
     assert git(repo, "log", "-1", "--format=%s").strip() == "nine" and not any(outside.iterdir())
+
+
+def test_a_repository_without_commits_is_answered_plainly(root: Path, catalog: Catalog) -> None:
+    git(root, "init", "-q")
+    (root / "a.txt").write_text("a\n")
+    ctx = ToolContext(Workspace.create([root]))
+    status = catalog.call("git_status", {}, ctx)
+    assert status.structured is not None and status.structured["commit"] == "" and "no commits yet" in status.text
+    log = catalog.call("git_log", {}, ctx)
+    assert not log.is_error and log.structured is not None and log.structured["commits"] == []
+    for name, arguments in (("git_show", {}), ("git_blame", {"path": "a.txt"})):
+        outcome = catalog.call(name, arguments, ctx)
+        assert outcome.is_error and "no commits yet" in outcome.text, (name, outcome.text)

@@ -69,6 +69,9 @@ def read_blame(repository: Repository, rel: str, revision: str, first: int, last
         return ran.cast([])
     if ran.data.returncode != 0:
         error = ran.data.first_error_line()
+        if "no such ref: HEAD" in error:
+            return Result.fail(ErrorKind.NOT_FOUND, "the repository has no commits yet, so no line has a commit",
+                               "Commit the file first (git_commit).", data=[])
         if "no such path" in error:
             return Result.fail(ErrorKind.NOT_FOUND, f"{rel} is not tracked by git"
                                + (f" at {revision!r}" if revision else ""),

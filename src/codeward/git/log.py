@@ -62,6 +62,8 @@ def read_log(repository: Repository, path: Path, revision: str, *, limit: int, s
         return ran.cast(([], False))
     if ran.data.returncode != 0:
         error = ran.data.first_error_line()
+        if not has_commits(repository):
+            return Result(data=([], False), notes=["[the repository has no commits yet]"])
         if "bad revision" in error or "unknown revision" in error or "ambiguous argument" in error:
             return Result.fail(ErrorKind.NOT_FOUND, f"git does not know revision {revision!r}",
                                "List revisions with git_log (revision='HEAD') or name a branch, tag or commit hash.",
@@ -82,6 +84,9 @@ def read_commit(repository: Repository, revision: str) -> Result[Commit]:
     if not ran.ok:
         return ran.cast(None)  # type: ignore[arg-type]
     if ran.data.returncode != 0:
+        if not has_commits(repository):
+            return Result.fail(ErrorKind.NOT_FOUND, "the repository has no commits yet",
+                               "Commit something first (git_commit); git_status shows what there is.", data=None)
         return Result.fail(ErrorKind.NOT_FOUND, f"git does not know revision {revision!r} as a commit",
                            "Name a commit: HEAD, HEAD~2, a branch, a tag or a hash (git_log lists them).", data=None)
     commit = ran.data.stdout.strip()
@@ -93,6 +98,12 @@ def read_commit(repository: Repository, revision: str) -> Result[Commit]:
     if shown.data.returncode != 0 or not parsed:
         return Result.fail(ErrorKind.INTERNAL, f"git log failed: {shown.data.first_error_line()}", data=None)
     return Result.success(parsed[0])
+
+
+def has_commits(repository: Repository) -> bool:
+    """Whether HEAD names a commit (not in a repository before its first commit)."""
+    ran = repository.run(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])
+    return ran.ok and ran.data.returncode == 0
 
 
 def parse_log(output: str, protected: Callable[[str], bool]) -> list[Commit]:
