@@ -40,7 +40,7 @@ TARGET_MS = 0.5
 
 SERVE = """
 import sys
-from codeward.gateway.cli import run_gateway_cli
+from codeward.cli.gateway import run_gateway_cli
 sys.exit(run_gateway_cli(sys.argv[1]))
 """
 

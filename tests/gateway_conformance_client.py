@@ -18,7 +18,6 @@ import anyio
 
 from codeward.context import ToolContext
 from codeward.gateway import Gateway, parse_gateway_table
-from codeward.gateway.policy import approve_everything
 from codeward.workspace import Workspace
 
 
@@ -44,7 +43,7 @@ async def main(url: str, scenario: str) -> int:
     config = parse_gateway_table({"servers": {"conformance": {"url": url, "timeout": 20}}})
     with tempfile.TemporaryDirectory() as scratch:
         ctx = ToolContext(Workspace.create([Path(scratch)]), peer=AcceptingUser())
-        async with Gateway(config, confirm=approve_everything) as gateway:
+        async with Gateway(config) as gateway:
             await gateway.wait_settled(25)
             [status] = gateway.statuses()
             if status.error:

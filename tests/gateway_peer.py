@@ -76,15 +76,23 @@ async def slow(seconds: float) -> str:
 
 
 @server.tool()
-async def add_tool(name: str, ctx: Context) -> str:
-    """Register a new tool named NAME and announce the change."""
+async def add_tool(name: str, ctx: Context, description: str = "") -> str:
+    """Register a new tool named NAME (optionally with a DESCRIPTION) and announce the change."""
 
     def added() -> str:
         return f"I am {name}"
 
-    server.add_tool(added, name=name, description=f"A tool added at run time: {name}")
+    server.add_tool(added, name=name, description=description or f"A tool added at run time: {name}")
     await ctx.session.send_tool_list_changed()
     return f"added {name}"
+
+
+@server.tool()
+async def remove_tool(name: str, ctx: Context) -> str:
+    """Remove the tool named NAME and announce the change."""
+    server.remove_tool(name)
+    await ctx.session.send_tool_list_changed()
+    return f"removed {name}"
 
 
 class Answer(BaseModel):

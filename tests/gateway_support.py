@@ -39,12 +39,13 @@ def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.
     raise RuntimeError(f"server did not listen on port {port} within {timeout}s")
 
 
-def start(cmd: list[str], port: int, env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+def start(cmd: list[str], port: int, env: Mapping[str, str] | None = None, *, cwd: Path | None = None,
+          timeout: float = 30.0) -> subprocess.Popen[bytes]:
     """Start a server process in its own process group and wait until it listens on ``port``."""
     proc = subprocess.Popen(cmd, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+                            stderr=subprocess.DEVNULL, start_new_session=True, cwd=cwd)
     try:
-        wait_for_port(port, proc)
+        wait_for_port(port, proc, timeout)
     except BaseException:
         stop(proc)
         raise
@@ -52,9 +53,10 @@ def start(cmd: list[str], port: int, env: Mapping[str, str] | None = None) -> su
 
 
 @contextmanager
-def background(cmd: list[str], port: int, env: Mapping[str, str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
+def background(cmd: list[str], port: int, env: Mapping[str, str] | None = None, *, cwd: Path | None = None,
+               timeout: float = 30.0) -> Iterator[subprocess.Popen[bytes]]:
     """A server process for the duration of a ``with`` block (stopped with its whole group)."""
-    proc = start(cmd, port, env)
+    proc = start(cmd, port, env, cwd=cwd, timeout=timeout)
     try:
         yield proc
     finally:

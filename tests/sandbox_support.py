@@ -15,10 +15,10 @@ import psutil
 import pytest
 
 from codeward.catalog import Catalog, ToolOutcome
-from codeward.coding.runtime import RUNTIME_KEY, SETTINGS_KEY, CodingRuntime
+from codeward.coding.runtime import CodingRuntime
 from codeward.coding.sandbox import SandboxUnavailable, probe_sandbox
 from codeward.config import CodingSettings
-from codeward.context import ToolContext
+from codeward.context import Services, ToolContext
 from codeward.workspace import Workspace
 
 
@@ -47,10 +47,9 @@ def runtime_fixture(settings: CodingSettings | None = None) -> Callable[[], Iter
 
 
 def context(root: Path, runtime: CodingRuntime, settings: CodingSettings | None = None) -> ToolContext:
-    extras: dict[str, Any] = {RUNTIME_KEY: runtime}
-    if settings is not None:
-        extras[SETTINGS_KEY] = settings
-    return ToolContext(Workspace.create([root]), extras=extras)
+    services = Services(coding=settings)
+    services.runtimes.get(CodingRuntime, lambda: runtime)  # this runtime, not a fresh one
+    return ToolContext(Workspace.create([root]), services=services)
 
 
 def caller(catalog: Catalog, ctx: ToolContext) -> Callable[..., ToolOutcome]:

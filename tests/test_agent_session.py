@@ -7,12 +7,11 @@ from pathlib import Path
 import anyio
 
 from codeward.agent.session import open_session
-from codeward.catalog import Catalog
 from codeward.config import load_config
 from codeward.llm.client import ModelClient
 
 
-def test_switching_models_closes_every_client_when_the_session_ends(root: Path, catalog: Catalog) -> None:
+def test_switching_models_closes_every_client_when_the_session_ends(root: Path) -> None:
     (root / "codeward.toml").write_text(
         '[model]\ndefault = "one"\n'
         '[model.profiles.one]\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m1"\n'
@@ -24,7 +23,7 @@ def test_switching_models_closes_every_client_when_the_session_ends(root: Path, 
         async def deny(*_args: object) -> bool:
             return False
 
-        async with open_session(config, catalog, model=None, confirm=deny, roots=[root]) as session:
+        async with open_session(config, model=None, confirm=deny, roots=[root]) as session:
             made.append(session.client)
             session.switch_model(config.model.resolve("two"))
             made.append(session.client)

@@ -11,6 +11,7 @@ from codeward.gateway.config import GatewayConfig, ServerConfig
 from codeward.gateway.names import ToolRef, assign_names, hashed_name, split_name
 from codeward.gateway.pins import PinStore, PinVerdict, tool_fingerprint
 from codeward.gateway.policy import ApprovalPolicy, ToolFilter
+from codeward.surface import ToolInfo, ToolOrigin
 
 VALID = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
 
@@ -56,19 +57,50 @@ def test_reserved_native_names_are_never_handed_out() -> None:
     assert "cw__read_file" not in names and len(names) == 1
 
 
+def _upstream(exposed: str, alias: str, tool: str, read_only: bool) -> ToolInfo:
+    return ToolInfo(exposed, "", {"type": "object"}, annotations={"readOnlyHint": read_only},
+                    origin=ToolOrigin(alias, tool, "digest"))
+
+
 def test_policy_exact_glob_read_only_and_per_server() -> None:
     config = GatewayConfig(
         servers=(ServerConfig(alias="fs", transport="stdio", command="x", auto_approve=("list_*",)),),
-        auto_approve=("fs__read_file", "time__*"),
+        auto_approve=("fs__read_file", "time__*", "write_file"),
     )
     policy = ApprovalPolicy.from_config(config)
-    assert policy.auto_approves("fs__read_file", "fs", "read_file", read_only=False)
-    assert policy.auto_approves("time__now", "time", "now", read_only=False)
-    assert policy.auto_approves("fs__list_dir", "fs", "list_dir", read_only=False)
-    assert not policy.auto_approves("fs__write_file", "fs", "write_file", read_only=True)
+    assert policy.auto_approves(_upstream("fs__read_file", "fs", "read_file", read_only=False))
+    assert policy.auto_approves(_upstream("time__now", "time", "now", read_only=False))
+    assert policy.auto_approves(_upstream("fs__list_dir", "fs", "list_dir", read_only=False))
+    assert not policy.auto_approves(_upstream("fs__write_file", "fs", "write_file", read_only=True))
+    assert not policy.auto_approves(_upstream("fs__write_file", "fs", "write_file", read_only=False)), (
+        "a bare name is a native tool's: it never approves an upstream tool of that name")
     relaxed = ApprovalPolicy(read_only_auto_approve=True)
-    assert relaxed.auto_approves("x__get", "x", "get", read_only=True)
-    assert not relaxed.auto_approves("x__put", "x", "put", read_only=False)
+    assert relaxed.auto_approves(_upstream("x__get", "x", "get", read_only=True))
+    assert not relaxed.auto_approves(_upstream("x__put", "x", "put", read_only=False))
+
+
+def test_policy_binds_to_the_tool_not_to_its_exposed_name() -> None:
+    policy = ApprovalPolicy(auto_approve=("p__x_y",))
+    assert policy.auto_approves(_upstream("p__x_y", "p", "x_y", read_only=False))
+    assert not policy.auto_approves(_upstream("p__x_y", "p", "x.y", read_only=False)), (
+        "x.y took the exposed name p__x_y over: the rule was for the tool x_y")
+    assert not policy.auto_approves(_upstream("p__x_y_3f2a9c1b", "q", "x_y", read_only=False))
+
+
+def test_native_tools_run_when_read_only_or_named_by_either_name() -> None:
+    policy = ApprovalPolicy(auto_approve=("write_file", "cw__edit_file"))
+
+    def native(exposed: str, tool: str, read_only: bool) -> ToolInfo:
+        return ToolInfo(exposed, "", {"type": "object"}, annotations={"readOnlyHint": read_only},
+                        origin=ToolOrigin("codeward", tool, "digest", native=True))
+
+    assert policy.auto_approves(native("cw__read_file", "read_file", read_only=True))
+    assert policy.auto_approves(native("cw__write_file", "write_file", read_only=False))
+    assert policy.auto_approves(native("cw__edit_file", "edit_file", read_only=False))
+    assert not policy.auto_approves(native("run_shell", "run_shell", read_only=False))
+    assert not policy.auto_approves(ToolInfo("list_things", "", {}, annotations={"readOnlyHint": True})), (
+        "without an origin only an exact rule counts, never a read-only claim")
+    assert policy.auto_approves(ToolInfo("write_file", "", {}))
 
 
 def test_allow_and_deny_filters() -> None:

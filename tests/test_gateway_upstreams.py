@@ -22,10 +22,13 @@ from typing import Any
 import anyio
 import pytest
 
+from codeward.chain import chain
 from codeward.content import BinaryBlock
 from codeward.context import ToolContext
 from codeward.gateway import Gateway, ServerState
-from codeward.gateway.policy import ApprovalRequest, approve_everything
+from codeward.gateway.config import GatewayConfig
+from codeward.gateway.policy import Approval, ApprovalPolicy, ApprovalRequest, ConfirmCallback
+from codeward.surface import ToolSurface
 from codeward.workspace import Workspace
 from tests.conftest import node_tool, snapshot
 from tests.gateway_support import (
@@ -79,6 +82,12 @@ def peer_with_token() -> Iterator[str]:
         yield f"http://127.0.0.1:{port}/mcp"
 
 
+def approved_by(gateway: Gateway, cfg: GatewayConfig, confirm: ConfirmCallback) -> ToolSurface:
+    """The gateway behind the approval middleware, as every stack composes it."""
+    return chain(gateway, [Approval(ApprovalPolicy.from_config(cfg), confirm,
+                                    trusted_digest=gateway.trusted_digest)])
+
+
 def _names(gateway: Gateway) -> set[str]:
     return {info.name for info in gateway.tool_infos()}
 
@@ -89,7 +98,7 @@ def _names(gateway: Gateway) -> set[str]:
 @needs_everything
 async def test_everything_over_stdio_round_trips_text_images_and_structure(ctx: ToolContext) -> None:
     cfg = config({"every": {"command": EVERYTHING, "args": ["stdio"]}})
-    async with Gateway(cfg, confirm=approve_everything) as gateway:
+    async with Gateway(cfg) as gateway:
         assert await gateway.wait_settled(30)
         names = _names(gateway)
         assert {"every__echo", "every__get-sum", "every__get-tiny-image"} <= names
@@ -131,7 +140,7 @@ class _Progress:
 async def test_everything_over_streamable_http_and_legacy_sse(
         everything_http: str, everything_sse: str, ctx: ToolContext) -> None:
     cfg = config({"web": {"url": everything_http}, "old": {"url": everything_sse}})
-    async with Gateway(cfg, confirm=approve_everything) as gateway:
+    async with Gateway(cfg) as gateway:
         assert await gateway.wait_settled(30)
         states = {s.alias: (s.state, s.transport) for s in gateway.statuses()}
         assert states == {"web": (ServerState.READY, "http"), "old": (ServerState.READY, "sse")}
@@ -151,20 +160,21 @@ async def test_filesystem_server_writes_only_after_approval(tmp_path: Path, ctx:
         asked.append(request)
         return False
 
-    async with Gateway(cfg, confirm=refuse) as gateway:
+    async with Gateway(cfg) as gateway:
         assert await gateway.wait_settled(30)
-        listing = await gateway.call("fs__list_directory", {"path": str(shared)}, ctx)
+        approving = approved_by(gateway, cfg, refuse)
+        listing = await approving.call("fs__list_directory", {"path": str(shared)}, ctx)
         assert "notes.txt" in listing.text and not asked
-        read = await gateway.call("fs__read_text_file", {"path": str(shared / "notes.txt")}, ctx)
+        read = await approving.call("fs__read_text_file", {"path": str(shared / "notes.txt")}, ctx)
         assert "beta" in read.text
         before = snapshot(shared)
-        denied = await gateway.call("fs__write_file", {"path": str(shared / "notes.txt"), "content": "gone"}, ctx)
+        denied = await approving.call("fs__write_file", {"path": str(shared / "notes.txt"), "content": "gone"}, ctx)
         assert denied.is_error and denied.errors[0].kind.value == "permission"
         assert "not approved" in denied.text and "auto_approve" in denied.text
         assert snapshot(shared) == before, "a denied call must not change anything"
         assert [r.name for r in asked] == ["fs__write_file"] and asked[0].arguments["content"] == "gone"
 
-    async with Gateway(cfg, confirm=approve_everything) as gateway:
+    async with Gateway(cfg) as gateway:
         assert await gateway.wait_settled(30)
         done = await gateway.call("fs__write_file", {"path": str(shared / "new.txt"), "content": "hello"}, ctx)
         assert not done.is_error, done.text
@@ -195,7 +205,7 @@ async def test_tool_errors_rpc_errors_and_http_failures_are_told_apart(
         "wrong": {"url": peer_with_token, "auth_token": "not-the-token", "timeout": 10},
         "down": {"url": closed, "timeout": 5},
     })
-    async with Gateway(cfg, confirm=approve_everything) as gateway:
+    async with Gateway(cfg) as gateway:
         assert await gateway.wait_settled(30)
 
         tool_failure = await gateway.call("p__fail", {"reason": "disk on fire"}, ctx)
@@ -265,7 +275,7 @@ async def test_unknown_protocol_version_is_logged_and_tolerated(
 
 
 async def test_killed_stdio_upstream_comes_back(ctx: ToolContext) -> None:
-    async with Gateway(config({"p": stdio_peer()}), confirm=approve_everything) as gateway:
+    async with Gateway(config({"p": stdio_peer()})) as gateway:
         assert await gateway.wait_settled(30)
         first = int((await gateway.call("p__pid", {}, ctx)).text)
         os.kill(first, signal.SIGKILL)
@@ -299,7 +309,7 @@ async def test_restarted_http_upstream_that_forgot_the_session_is_reconnected(ct
 
 async def test_tool_list_changes_are_followed(ctx: ToolContext) -> None:
     changes: list[int] = []
-    async with Gateway(config({"p": stdio_peer()}), confirm=approve_everything) as gateway:
+    async with Gateway(config({"p": stdio_peer()})) as gateway:
         assert await gateway.wait_settled(30)
         gateway.subscribe(lambda: changes.append(len(gateway.tool_infos())))
         await gateway.call("p__add_tool", {"name": "fresh"}, ctx)
@@ -325,7 +335,7 @@ async def test_one_hung_server_of_five_does_not_hold_up_the_others(tmp_path: Pat
         "d": {"command": sys.executable, "args": [LEGACY_PEER, "2025-03-26"]},
         "hung": {"command": sys.executable, "args": ["-c", hang, str(pid_file)], "timeout": 120},
     }
-    async with Gateway(config(servers), confirm=approve_everything) as gateway:
+    async with Gateway(config(servers)) as gateway:
         with anyio.fail_after(60):
             for alias in "abcd":
                 upstream = gateway.upstream(alias)
@@ -347,7 +357,7 @@ async def test_a_server_that_hangs_past_its_timeout_is_reported_once(
     servers = {"hung": {"command": sys.executable, "args": ["-c", "import time; time.sleep(600)"], "timeout": 1},
                "ok": stdio_peer()}
     with caplog.at_level(logging.WARNING, logger="codeward.gateway"):
-        async with Gateway(config(servers), confirm=approve_everything) as gateway:
+        async with Gateway(config(servers)) as gateway:
             assert await gateway.wait_settled(30)
             hung = gateway.upstream("hung")
             assert hung is not None and hung.state == ServerState.FAILED
@@ -378,7 +388,7 @@ class _Person:
 async def test_upstream_elicitation_reaches_the_caller_and_gets_defaults(tmp_path: Path) -> None:
     person = _Person()
     ctx = ToolContext(Workspace.create([tmp_path]), peer=person)
-    async with Gateway(config({"p": stdio_peer()}), confirm=approve_everything) as gateway:
+    async with Gateway(config({"p": stdio_peer()})) as gateway:
         assert await gateway.wait_settled(30)
         outcome = await gateway.call("p__ask", {}, ctx)
     assert json.loads(outcome.text) == {"action": "accept", "data": {"color": "red", "size": 0}}
@@ -424,20 +434,21 @@ async def test_filters_and_read_only_auto_approval(ctx: ToolContext) -> None:
         return False
 
     strict = config({"every": {"command": EVERYTHING, "args": ["stdio"], "allow": ["echo"]}})
-    async with Gateway(strict, confirm=no) as gateway:
+    async with Gateway(strict) as gateway:
         assert await gateway.wait_settled(30)
-        refused = await gateway.call("every__echo", {"message": "ro"}, ctx)
-        assert refused.errors[0].source == "gateway-policy", "read-only hints count only when opted in"
+        refused = await approved_by(gateway, strict, no).call("every__echo", {"message": "ro"}, ctx)
+        assert refused.errors[0].source == "approval-policy", "read-only hints count only when opted in"
 
-    async with Gateway(cfg, confirm=no) as gateway:
+    async with Gateway(cfg) as gateway:
         assert await gateway.wait_settled(30)
+        approving = approved_by(gateway, cfg, no)
         names = _names(gateway)
         assert "every__echo" in names and "every__get-sum" in names
         assert "every__get-env" not in names and "every__gzip-file-as-resource" not in names
-        assert (await gateway.call("every__echo", {"message": "ro"}, ctx)).text == "Echo: ro"
-        denied = await gateway.call("every__toggle-simulated-logging", {}, ctx)
-        assert denied.errors[0].source == "gateway-policy"
-        hidden = await gateway.call("every__get-env", {}, ctx)
+        assert (await approving.call("every__echo", {"message": "ro"}, ctx)).text == "Echo: ro"
+        denied = await approving.call("every__toggle-simulated-logging", {}, ctx)
+        assert denied.errors[0].source == "approval-policy"
+        hidden = await approving.call("every__get-env", {}, ctx)
         assert hidden.errors[0].kind.value == "not_found" and "allow/deny" in hidden.text
     assert asked == ["every__echo", "every__toggle-simulated-logging"]
 
@@ -446,7 +457,7 @@ async def test_bad_arguments_and_huge_results_are_handled(tmp_path: Path) -> Non
     from codeward.context import Settings
 
     ctx = ToolContext(Workspace.create([tmp_path]), settings=Settings(output_cap_chars=2_000))
-    async with Gateway(config({"p": stdio_peer()}), confirm=approve_everything) as gateway:
+    async with Gateway(config({"p": stdio_peer()})) as gateway:
         assert await gateway.wait_settled(30)
         wrong = await gateway.call("p__echo", ["not", "an", "object"], ctx)  # type: ignore[arg-type]
         assert wrong.errors[0].kind.value == "invalid_input" and "JSON object" in wrong.text
@@ -464,7 +475,7 @@ async def test_servers_are_added_removed_and_reconnected_at_run_time(ctx: ToolCo
 
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
-    async with Gateway(config({"late": {"url": url, "timeout": 5}}), confirm=approve_everything) as gateway:
+    async with Gateway(config({"late": {"url": url, "timeout": 5}})) as gateway:
         assert await gateway.wait_settled(30)
         late = gateway.upstream("late")
         assert late is not None and late.state == ServerState.FAILED

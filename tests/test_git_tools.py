@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from codeward.agent.approval import ApprovingSurface
 from codeward.catalog import Catalog, ToolOutcome
-from codeward.context import ToolContext
-from codeward.gateway.policy import ApprovalRequest
+from codeward.chain import chain
+from codeward.context import CallInfo, ToolContext
+from codeward.gateway.policy import Approval, ApprovalPolicy, ApprovalRequest
 from codeward.previews import preview_call
 from codeward.result import ErrorKind
-from codeward.surface import CatalogSurface
+from codeward.surface import CatalogSurface, ToolSurface
 from codeward.workspace import Workspace
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -202,12 +202,13 @@ def test_outside_repositories_are_refused(root: Path, tmp_path: Path, catalog: C
 
 
 def _approving(catalog: Catalog, answers: list[bool], asked: list[ApprovalRequest],
-               auto_approve: tuple[str, ...] = ()) -> ApprovingSurface:
+               auto_approve: tuple[str, ...] = ()) -> ToolSurface:
     async def confirm(request: ApprovalRequest) -> bool:
         asked.append(request)
         return answers.pop(0)
 
-    return ApprovingSurface(CatalogSurface(catalog), confirm, auto_approve=auto_approve)
+    return chain(CatalogSurface(catalog), [Approval(ApprovalPolicy(auto_approve=auto_approve), confirm,
+                                                    catalog=catalog)])
 
 
 @pytest.mark.anyio
@@ -273,7 +274,7 @@ def test_commit_runs_no_hook_or_filter_and_a_failure_leaves_the_index_as_it_was(
     git(repo, "config", "core.fsmonitor", f"touch {marker}; false")
     (repo / ".gitattributes").write_text("*.py filter=evil\n")
     (repo / "src/app.py").write_text("def main():\n    return 6\n")
-    ctx = ToolContext(Workspace.create([repo]), approved=True)
+    ctx = ToolContext(Workspace.create([repo]), call=CallInfo(approved=True))
     done = catalog.call("git_commit", {"paths": ["src/app.py", ".gitattributes"], "message": "six"}, ctx)
     assert not done.is_error, done.text
     assert not marker.exists()
@@ -292,7 +293,7 @@ def test_commit_preview_and_identity(repo: Path, tmp_path: Path, catalog: Catalo
     git(repo, "config", "--unset", "user.name")
     git(repo, "config", "--unset", "user.email")
     (repo / "src/app.py").write_text("x\n")
-    context = ToolContext(Workspace.create([repo]), approved=True)
+    context = ToolContext(Workspace.create([repo]), call=CallInfo(approved=True))
     shown = preview_call(catalog, "git_commit", {"paths": ["src/app.py"], "message": "m"}, context)
     assert shown is not None and shown.kind == "diff" and "+x" in shown.text and "git commit -m 'm'" in shown.text
     monkeypatch.setenv("HOME", str(tmp_path / "home"))

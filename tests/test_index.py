@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from codeward.code.index_cli import run_index_cli
+from codeward.cli.index import run_index_cli
 from codeward.code.symbol_index import MAX_FILE_BYTES, SymbolIndex, default_index_path
 from codeward.workspace import Workspace
 

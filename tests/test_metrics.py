@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
@@ -78,7 +79,7 @@ def test_without_a_recorder_process_figures_only(call: Call) -> None:
 
 def test_recorded_calls_show_per_tool(call: Call, ctx: ToolContext) -> None:
     metrics = CallMetrics()
-    ctx.extras["metrics"] = metrics
+    ctx.services = replace(ctx.services, metrics=metrics)
     for arguments in ({"path": "missing.txt"}, {"path": "missing.txt"}, {}):
         done = call("read_file", **arguments)
         metrics.record(done.name, done.seconds, done.is_error)

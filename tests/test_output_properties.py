@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import types
 from collections.abc import Mapping
+from dataclasses import replace
 from enum import Enum
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
@@ -209,7 +210,7 @@ def arguments(spec: ToolSpec) -> st.SearchStrategy[dict[str, Any]]:
 @pytest.mark.parametrize("name", OUTPUT_TOOLS)
 def test_results_for_generated_arguments_fit_the_wire_schema(name: str, catalog: Catalog, tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    from codeward.assembly import context_extras
+    from codeward.assembly import services_for
     from codeward.config import load_config
 
     spec = catalog.get(name)
@@ -220,7 +221,7 @@ def test_results_for_generated_arguments_fit_the_wire_schema(name: str, catalog:
         for key in ("DOCKER_HOST", "CODEWARD_USER_AI_DIR"):
             monkeypatch.setenv(key, world.env[key])
         config = load_config(str(world.project / "codeward.toml"))
-        ctx = ToolContext(Workspace.create([world.project]), settings=config.settings, extras=context_extras(config))
+        ctx = ToolContext(Workspace.create([world.project]), settings=config.settings, services=services_for(config))
 
         @settings(max_examples=SLOW_TOOLS.get(name, 25), deadline=None, database=None,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -230,7 +231,7 @@ def test_results_for_generated_arguments_fit_the_wire_schema(name: str, catalog:
                 before, before_arguments = HISTORY[name]
                 prepared = catalog.call(before, before_arguments, ctx)
                 assert not prepared.is_error, prepared.text
-            called = ctx.child(approved=True) if spec.ask_always else ctx  # a person said yes
+            called = ctx.child(call=replace(ctx.call, approved=True)) if spec.ask_always else ctx  # a person said yes
             outcome = catalog.call(name, world.arguments(catalog, name, generated), called)
             if outcome.structured is None:
                 assert outcome.is_error, f"{name} answered without structured content: {outcome.text[:300]}"

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from codeward.agent.approval import ApprovingSurface
 from codeward.catalog import Catalog
+from codeward.chain import chain
 from codeward.context import ToolContext
 from codeward.control.approval import ask_data
-from codeward.gateway.policy import ApprovalRequest
+from codeward.gateway.policy import Approval, ApprovalPolicy, ApprovalRequest
 from codeward.previews import command_preview, preview_call
 from codeward.surface import CatalogSurface
 from tests.conftest import snapshot
@@ -55,7 +55,7 @@ async def test_the_agent_asks_with_the_diff_and_a_denial_changes_nothing(root: P
         asked.append(request)
         return False
 
-    surface = ApprovingSurface(CatalogSurface(catalog), deny)
+    surface = chain(CatalogSurface(catalog), [Approval(ApprovalPolicy(), deny, catalog=catalog)])
     outcome = await surface.call("edit_file", {"path": "a.txt", "old_string": "old", "new_string": "new"}, ctx)
     assert outcome.is_error and (root / "a.txt").read_text() == "old\n"
     request = asked[0]

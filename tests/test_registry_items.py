@@ -11,6 +11,7 @@ import pytest
 
 from codeward.catalog import ToolOutcome
 from codeward.cli import main as cli_main
+from codeward.context import Services
 from codeward.registry import Registry, registry_settings_of
 from codeward.workspace import Workspace
 from tests.conftest import snapshot
@@ -147,7 +148,7 @@ def test_search_ranks_with_bm25_and_follows_file_changes(root: Path, user_space:
     assert "word_count" in only_tools and "[knowledge" not in only_tools
     assert "ping_host" in call("registry_search", query="net").text  # category
 
-    registry = Registry(Workspace.create([root]), registry_settings_of({}))
+    registry = Registry(Workspace.create([root]), registry_settings_of(Services()))
     with registry.index() as index:
         assert index.refresh(registry.spaces.files()) == 0  # nothing changed since the last search
     slug = root / ".ai/tools/text/slugify_title.py"

@@ -126,7 +126,7 @@ async def test_meta_mode_lists_four_tools_that_reach_the_whole_catalog(tmp_path:
 
 GATEWAY = """
 import sys
-from codeward.gateway.cli import run_gateway_cli
+from codeward.cli.gateway import run_gateway_cli
 sys.exit(run_gateway_cli(sys.argv[1], roots=[sys.argv[2]], meta=True))
 """
 

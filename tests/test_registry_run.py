@@ -19,10 +19,8 @@ import pytest
 
 from codeward.catalog import Catalog, ToolOutcome
 from codeward.cli import main as cli_main
-from codeward.context import ToolContext
-from codeward.net.settings import EXTRAS_KEY as WEB_KEY
+from codeward.context import Services, ToolContext
 from codeward.net.settings import WebSettings
-from codeward.registry.served import EXTRAS_KEY as SERVED_KEY
 from codeward.registry.served import ServedTools
 from codeward.registry.settings import RegistrySettings
 from codeward.surface import CatalogSurface
@@ -206,7 +204,7 @@ def test_api_tool_runs_through_a_runtime_to_http_client(root: Path, user_space: 
     write(root, ".ai/tools/get_item.py", api_tool("items/{item_id}"))
     write(root, ".ai/tools/post_item.py", api_tool("items", "POST"))
     write(root, ".ai/tools/lost_item.py", api_tool(f"http://127.0.0.1:{api_port}/nowhere/{{item_id}}"))
-    allowed = ToolContext(Workspace.create([root]), extras={WEB_KEY: WebSettings(allow_hosts=("127.0.0.1",))})
+    allowed = ToolContext(Workspace.create([root]), services=Services(web=WebSettings(allow_hosts=("127.0.0.1",))))
     guarded = ToolContext(Workspace.create([root]))
 
     def call(ctx: ToolContext, tool: str, **arguments: Any) -> ToolOutcome:
@@ -240,7 +238,7 @@ def test_mcp_tool_items_call_a_served_tool_with_preset_arguments(root: Path, use
                       '__tool_type__ = "mcp_tool"', "__executor_id__ = None", '__category__ = "shortcuts"',
                       'CONFIG = {"tool": "read_file", "arguments": {"path": "notes.txt", "limit": 2}}', ""])
     write(root, ".ai/tools/head_notes.py", text)
-    ctx = ToolContext(Workspace.create([root]), extras={SERVED_KEY: ServedTools(CatalogSurface(catalog))})
+    ctx = ToolContext(Workspace.create([root]), services=Services(served=ServedTools(CatalogSurface(catalog))))
     assert not catalog.call("registry_execute", {"name": "head_notes", "action": "sign"}, ctx).is_error
     ran = catalog.call("registry_execute", {"name": "head_notes", "params": {}}, ctx)
     assert not ran.is_error and ran.text.startswith("one\ntwo\n\n[lines 1-2 of 3")
@@ -273,7 +271,7 @@ def test_a_third_party_import_gets_its_own_environment(root: Path, user_space: P
     write(root, ".ai/tools/sizes.py", python_tool(body=body, params="n: int", header="import humanize"))
     recorder = _Recorder()
     settings = RegistrySettings(user_dir=user_space, venv_dir=shared_venvs, install_timeout=300)
-    ctx = ToolContext(Workspace.create([root]), reporter=recorder, extras={"registry_settings": settings})
+    ctx = ToolContext(Workspace.create([root]), reporter=recorder, services=Services(registry=settings))
     assert not catalog.call("registry_execute", {"name": "sizes", "action": "sign"}, ctx).is_error
     help_text = catalog.call("registry_help", {"name": "sizes"}, ctx).text
     assert "own virtual environment with humanize" in help_text

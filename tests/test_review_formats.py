@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 
 from codeward.catalog import Catalog
-from codeward.coding.review.cli import EXIT_VIOLATION, run_review_cli
+from codeward.cli.review import EXIT_VIOLATION, run_review_cli
 from codeward.config import ReviewSettings
 from tests.conftest import REPO
 from tests.review_fixtures import caller, planted_project

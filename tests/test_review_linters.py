@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from codeward.catalog import Catalog
-from codeward.coding.review.runner import REVIEW_EXTRAS_KEY
 from codeward.config import ReviewSettings
 from codeward.context import ToolContext
 from codeward.workspace import Workspace
@@ -35,7 +35,7 @@ needs_biome = pytest.mark.skipif(BIOME is None, reason="Biome is not installed (
 
 def _lint(root: Path, catalog: Catalog, path: str = ".", **config: Any) -> dict[str, Any]:
     ctx = ToolContext(Workspace.create([root]))
-    ctx.extras[REVIEW_EXTRAS_KEY] = ReviewSettings(**config)
+    ctx.services = replace(ctx.services, review=ReviewSettings(**config))
     outcome = catalog.call("coding_analyze_project", {"path": path, "analysis_types": ["lint"]}, ctx)
     assert outcome.structured is not None, outcome.text
     return outcome.structured

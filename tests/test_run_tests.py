@@ -12,7 +12,7 @@ from mcp import Client, StdioServerParameters
 
 from codeward.catalog import Catalog, ToolOutcome
 from codeward.code.test_results import parse_junit
-from codeward.context import ToolContext
+from codeward.context import Services, ToolContext
 from codeward.result import ErrorKind
 from codeward.shell.settings import ShellSettings
 from codeward.workspace import Workspace
@@ -44,7 +44,7 @@ def _project(root: Path) -> None:
 
 @pytest.fixture
 def run(root: Path, workspace: Workspace, catalog: Catalog) -> Any:
-    ctx = ToolContext(workspace, extras={"shell_settings": ShellSettings(ro_paths=HOST_PYTHON)})
+    ctx = ToolContext(workspace, services=Services(shell=ShellSettings(ro_paths=HOST_PYTHON)))
 
     def call(**arguments: Any) -> ToolOutcome:
         return catalog.call("run_tests", arguments, ctx)

@@ -14,14 +14,13 @@ import stat
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from codeward.catalog import Catalog, ToolOutcome
 from codeward.coding.sandbox.overlay import overlays_work
-from codeward.context import ToolContext
-from codeward.shell import EXTRAS_KEY, ShellSettings
+from codeward.context import Services, ToolContext
+from codeward.shell import ShellSettings
 from codeward.workspace import Workspace
 from tests.conftest import snapshot
 from tests.sandbox_support import needs_bwrap
@@ -35,8 +34,7 @@ GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent", "GIT_AUTHOR_NAME"
 
 def shell(catalog: Catalog, root: Path, script: str, settings: ShellSettings | None = None,
           workspace: Workspace | None = None) -> ToolOutcome:
-    extras: dict[str, Any] = {EXTRAS_KEY: settings} if settings is not None else {}
-    ctx = ToolContext(workspace or Workspace.create([root]), extras=extras)
+    ctx = ToolContext(workspace or Workspace.create([root]), services=Services(shell=settings))
     outcome = catalog.call("run_shell", {"script": script, "timeout_s": 60}, ctx)
     assert not outcome.is_error, outcome.text
     return outcome

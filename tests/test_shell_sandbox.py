@@ -15,8 +15,8 @@ import pytest
 
 from codeward.catalog import Catalog, ToolOutcome
 from codeward.coding.sandbox import SandboxRequest, Status
-from codeward.context import ToolContext
-from codeward.shell import EXTRAS_KEY, ShellSettings
+from codeward.context import Services, ToolContext
+from codeward.shell import ShellSettings
 from codeward.shell.host import run_on_host
 from codeward.workspace import Workspace
 from tests.conftest import snapshot
@@ -27,8 +27,7 @@ MODES = [pytest.param(True, id="sandboxed", marks=needs_bwrap), pytest.param(Fal
 
 def run_shell(catalog: Catalog, roots: list[Path], script: str, settings: ShellSettings | None = None,
               **arguments: Any) -> ToolOutcome:
-    extras: dict[str, Any] = {EXTRAS_KEY: settings} if settings is not None else {}
-    ctx = ToolContext(Workspace.create(roots), extras=extras)
+    ctx = ToolContext(Workspace.create(roots), services=Services(shell=settings))
     return catalog.call("run_shell", {"script": script, **arguments}, ctx)
 
 

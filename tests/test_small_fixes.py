@@ -13,13 +13,13 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from codeward.agent.approval import ApprovingSurface
 from codeward.catalog import Catalog, Result, ToolOutcome, tool
+from codeward.chain import Middleware, chain
 from codeward.context import ToolContext
-from codeward.control.observe import ObservedSurface, SessionObserver
+from codeward.control.observe import Observe, SessionObserver
 from codeward.control.state import ControlState
 from codeward.gateway import Gateway
-from codeward.gateway.policy import ApprovalRequest
+from codeward.gateway.policy import Approval, ApprovalPolicy, ApprovalRequest
 from codeward.surface import CatalogSurface, ToolSurface
 from codeward.workspace import Workspace
 from tests.gateway_support import config, stdio_peer
@@ -81,9 +81,10 @@ def _person(approve: bool, seen: list[str]) -> Callable[[ApprovalRequest], Any]:
     return answer
 
 
-def _observed(surface: ToolSurface) -> tuple[ObservedSurface, ControlState]:
+def _observed(surface: ToolSurface, *inner: Middleware) -> tuple[ToolSurface, ControlState]:
+    """``surface`` behind the control plane's observer (outermost) and ``inner``, as a stack chains them."""
     state = ControlState("test")
-    return ObservedSurface(surface, SessionObserver(state)), state
+    return chain(surface, [Observe(SessionObserver(state)), *inner]), state
 
 
 def _record(state: ControlState, name: str) -> dict[str, Any]:
@@ -94,9 +95,11 @@ def _record(state: ControlState, name: str) -> dict[str, Any]:
 @pytest.mark.parametrize("approve", [True, False])
 async def test_gateway_latency_leaves_out_the_wait_for_approval(ctx: ToolContext, approve: bool) -> None:
     seen: list[str] = []
-    async with Gateway(config({"peer": stdio_peer(timeout=60)}), confirm=_person(approve, seen)) as gateway:
+    cfg = config({"peer": stdio_peer(timeout=60)})
+    async with Gateway(cfg) as gateway:
         assert await gateway.wait_settled(60)
-        observed, state = _observed(gateway)
+        observed, state = _observed(gateway, Approval(ApprovalPolicy.from_config(cfg), _person(approve, seen),
+                                                      trusted_digest=gateway.trusted_digest))
         outcome = await observed.call("peer__count", {}, ctx)
     assert seen == ["peer__count"] and outcome.is_error is not approve
     assert outcome.waited >= WAIT
@@ -114,8 +117,7 @@ async def test_native_tool_latency_leaves_out_the_wait_for_approval(root: Path, 
                                                                     approve: bool) -> None:
     ctx = ToolContext(Workspace.create([root]))
     seen: list[str] = []
-    approving = ApprovingSurface(CatalogSurface(catalog), _person(approve, seen))
-    observed, state = _observed(approving)
+    observed, state = _observed(CatalogSurface(catalog), Approval(ApprovalPolicy(), _person(approve, seen)))
     outcome: ToolOutcome = await observed.call("write_file", {"path": "notes.md", "content": "hello\n"}, ctx)
     assert seen == ["write_file"] and outcome.is_error is not approve
     assert (root / "notes.md").exists() is approve

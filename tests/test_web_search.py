@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 import pytest
 
@@ -34,7 +35,8 @@ def site() -> Iterator[tuple[str, list[str]]]:
 @pytest.fixture
 def engine(site: tuple[str, list[str]], ctx: ToolContext) -> list[str]:
     """Point web_search at the local results server; returns the server's request log."""
-    ctx.extras["web_settings"] = WebSettings(allow_hosts=("127.0.0.1",), search_endpoint=f"{site[0]}/html/")
+    web = WebSettings(allow_hosts=("127.0.0.1",), search_endpoint=f"{site[0]}/html/")
+    ctx.services = replace(ctx.services, web=web)
     site[1].clear()
     return site[1]
 
@@ -79,7 +81,7 @@ def test_unreachable_provider_is_a_clear_error(call: Call, ctx: ToolContext) -> 
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     endpoint = f"http://127.0.0.1:{port}/html/"
-    ctx.extras["web_settings"] = WebSettings(allow_hosts=("127.0.0.1",), search_endpoint=endpoint)
+    ctx.services = replace(ctx.services, web=WebSettings(allow_hosts=("127.0.0.1",), search_endpoint=endpoint))
     out = call("web_search", query="anything")
     assert out.is_error and out.errors[0].kind is ErrorKind.UNAVAILABLE
     assert f"the search provider {endpoint} is unreachable: cannot connect" in out.text
@@ -87,7 +89,8 @@ def test_unreachable_provider_is_a_clear_error(call: Call, ctx: ToolContext) -> 
 
 
 def test_provider_http_error_is_reported(call: Call, site: tuple[str, list[str]], ctx: ToolContext) -> None:
-    ctx.extras["web_settings"] = WebSettings(allow_hosts=("127.0.0.1",), search_endpoint=f"{site[0]}/status/503")
+    web = WebSettings(allow_hosts=("127.0.0.1",), search_endpoint=f"{site[0]}/status/503")
+    ctx.services = replace(ctx.services, web=web)
     out = call("web_search", query="anything")
     assert out.is_error and out.errors[0].kind is ErrorKind.UNAVAILABLE
     assert "answered HTTP 503" in out.text

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any, get_type_hints
@@ -327,7 +327,7 @@ class Catalog:
                         if isinstance(path, Path):
                             journal.before(path)
                     try:
-                        result = spec.func(ctx.child(journal=journal), **values)
+                        result = spec.func(ctx.child(call=replace(ctx.call, journal=journal)), **values)
                     finally:
                         record = journal.commit()  # whatever changed, even if the tool then failed
         except Exception as exc:  # a bug in a tool: report it, keep the server alive

@@ -1,24 +1,40 @@
-"""What a tool receives besides its arguments: the security policy, settings and channels.
+"""What a tool receives besides its arguments: the security policy, settings, services, channels.
 
 Everything a tool may depend on travels in a :class:`ToolContext`; there is no module-level
-state, so two contexts with different workspaces can serve calls concurrently.
+state, so two contexts with different workspaces can serve calls concurrently. What one server
+(or agent session) shares across its calls is its :class:`Services`; what belongs to one call
+alone is its :class:`CallInfo`.
+
+The service types are named here for type checking only: the settings are the tables of the
+typed configuration (:mod:`codeward.config`), and each subsystem owns the accessor that
+supplies its safe default (``web_settings_of(ctx.services)``...), so this low module imports
+none of them and no import circle can form through it.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from codeward.checkpoints.journal import CheckpointSettings, Journal
 from codeward.workspace import Workspace
 
-CLIENT_KEY = "mcp_client"
-"""The extras key saying whose call it is (``codeward.server.client_of``), for state a tool
-keeps per client (Python sessions): ``""`` for a process's one client (stdio, the
-command line, the agent), the MCP session over handshake-era HTTP, ``None`` when the transport
-names no client."""
+if TYPE_CHECKING:
+    from codeward.config import (
+        BeadsSettings,
+        CodingSettings,
+        IndexSettings,
+        RegistrySettings,
+        ReviewSettings,
+        ShellSettings,
+        WebSettings,
+    )
+    from codeward.metrics import CallMetrics
+    from codeward.registry.served import ServedTools
+
+T = TypeVar("T")
 
 
 class Reporter(Protocol):
@@ -59,23 +75,90 @@ class Settings:
     """Whether every change a tool makes is recorded (for ``undo``), and how much is kept."""
 
 
+class Runtimes:
+    """Long-lived helpers of one server, made on first use: the code-execution runtime (warm
+    sandboxes, sessions), the shell runtime, the parse cache. Thread-safe; keyed by type."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._made: dict[type[Any], Any] = {}
+
+    def get(self, kind: type[T], make: Callable[[], T]) -> T:
+        """The helper of this type, made by ``make`` the first time it is asked for."""
+        with self._lock:
+            found = self._made.get(kind)
+            if found is None:
+                found = self._made[kind] = make()
+            return found  # type: ignore[no-any-return]
+
+    def peek(self, kind: type[T]) -> T | None:
+        """The helper of this type if one was made, without making it."""
+        with self._lock:
+            return self._made.get(kind)
+
+    def close(self) -> None:
+        """Stop every helper that holds processes (those with a ``close()``)."""
+        with self._lock:
+            made, self._made = list(self._made.values()), {}
+        for helper in made:
+            closer = getattr(helper, "close", None)
+            if callable(closer):
+                closer()
+
+
+@dataclass(frozen=True)
+class Services:
+    """What every call of one server or agent session shares, built once from the configuration.
+
+    A settings field left ``None`` means that subsystem's safe defaults (its ``*_of`` accessor
+    supplies them); ``metrics`` ``None`` means calls are not recorded; ``served`` is the tool
+    list the registry's meta-tools search and run.
+    """
+
+    web: WebSettings | None = None
+    beads: BeadsSettings | None = None
+    shell: ShellSettings | None = None
+    coding: CodingSettings | None = None
+    registry: RegistrySettings | None = None
+    review: ReviewSettings | None = None
+    index: IndexSettings | None = None
+    metrics: CallMetrics | None = None
+    served: ServedTools | None = None
+    runtimes: Runtimes = field(default_factory=Runtimes, compare=False)
+
+
+@dataclass(frozen=True)
+class CallInfo:
+    """Facts about one call only: its id in the session's records, the transport's stream handle,
+    its checkpoint journal, whether a person approved it."""
+
+    call_id: str | None = None
+    """The id the control plane gave this call (approvals in the console point at it)."""
+    close_sse_stream: Callable[[], Awaitable[None]] | None = None
+    """Over streamable HTTP, ends the response stream early (the client resumes it)."""
+    journal: Journal | None = None
+    """The checkpoint recorder of this call (set by the catalog for tools that write): a tool
+    writing a file its arguments do not name calls ``journal.before(path)`` first."""
+    client: str | None = ""
+    """Whose call it is (``codeward.server.client_of``), for state a tool keeps per client (Python
+    sessions): ``""`` for a process's one client (stdio, the command line, the agent), the MCP
+    session over handshake-era HTTP, ``None`` when the transport names no client."""
+    approved: bool = False
+    """A person approved this very call (set by the approval layer that asked them — never by a tool or
+    the model): a tool marked ``ask_always`` then does not ask again."""
+
+
 @dataclass
 class ToolContext:
-    """The per-call environment: policy (workspace), settings, progress/log channel, peer."""
+    """The per-call environment: policy (workspace), settings, services, progress/log channel, peer."""
 
     workspace: Workspace
     settings: Settings = field(default_factory=Settings)
     reporter: Reporter = field(default_factory=NullReporter)
     peer: Peer | None = None
     cancelled: threading.Event = field(default_factory=threading.Event)
-    extras: dict[str, Any] = field(default_factory=dict)
-    """Services other layers attach (metrics, gateway handles); keyed by their own names."""
-    approved: bool = False
-    """A person approved this very call (set by the approval layer that asked them — never by a tool or
-    the model): a tool marked ``ask_always`` then does not ask again."""
-    journal: Journal | None = None
-    """The checkpoint recorder of this call (set by the catalog for tools that write): a tool
-    writing a file its arguments do not name calls ``journal.before(path)`` first."""
+    services: Services = field(default_factory=Services)
+    call: CallInfo = field(default_factory=CallInfo)
 
     def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
         self.reporter.progress(done, total, message)

@@ -1,6 +1,6 @@
 """Call metrics of a server or session: how many calls per tool, how many failed, how long they took.
 
-One :class:`CallMetrics` lives in ``ToolContext.extras["metrics"]``; whatever dispatches calls
+One :class:`CallMetrics` lives in ``ToolContext.services.metrics``; whatever dispatches calls
 (the MCP server, the CLI) records each finished call, and ``get_server_metrics`` reads a
 :meth:`~CallMetrics.snapshot`. Latency percentiles are computed over a bounded window of the
 most recent calls of each tool, so memory stays flat however long the server runs.
@@ -12,11 +12,17 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
-EXTRAS_KEY = "metrics"
+from codeward.catalog import ToolOutcome
+from codeward.chain import Middleware, ToolCall
+from codeward.surface import ToolSurface
+
+if TYPE_CHECKING:
+    from codeward.context import Services
+
 DEFAULT_WINDOW = 1000
 
 
@@ -117,11 +123,25 @@ def percentile(sorted_values: Sequence[float], pct: float) -> float:
     return sorted_values[min(rank, len(sorted_values)) - 1]
 
 
-def metrics_of(extras: Mapping[str, Any]) -> CallMetrics | None:
+def metrics_of(services: Services) -> CallMetrics | None:
     """The recorder a context carries, if calls are being recorded."""
-    value = extras.get(EXTRAS_KEY)
-    return value if isinstance(value, CallMetrics) else None
+    return services.metrics
 
 
 def _ms(seconds: float) -> float:
     return round(seconds * 1000, 3)
+
+
+class RecordCalls(Middleware):
+    """The chain's metrics: every finished call (denied ones too) counted into ``metrics``."""
+
+    def __init__(self, metrics: CallMetrics) -> None:
+        self.metrics = metrics
+
+    async def call_tool(self, call: ToolCall, inner: ToolSurface) -> ToolOutcome:
+        started = time.perf_counter()
+        outcome = await inner.call(call.name, call.arguments, call.ctx)
+        # the outcome's own run time; else the time here, less any wait for a person's approval
+        seconds = outcome.seconds or max(0.0, time.perf_counter() - started - outcome.waited)
+        self.metrics.record(call.name, seconds, outcome.is_error)
+        return outcome

@@ -129,7 +129,7 @@ def _diff_on_copies(catalog: Catalog, name: str, arguments: Mapping[str, Any], c
 def replace_context(ctx: ToolContext, workspace: Workspace) -> ToolContext:
     """``ctx`` over another workspace, recording no checkpoints and talking to no client."""
     settings = replace(ctx.settings, checkpoints=CheckpointSettings(enabled=False))
-    return ToolContext(workspace, settings=settings, extras=dict(ctx.extras))
+    return ToolContext(workspace, settings=settings, services=ctx.services)
 
 
 def _text(path: Path) -> str | None:

@@ -34,7 +34,7 @@ from mcp_types.version import is_version_at_least
 from codeward import __version__
 from codeward.catalog import ToolOutcome
 from codeward.content import BinaryBlock, Block, ResourceBlock, TextBlock
-from codeward.context import CLIENT_KEY, Settings, ToolContext
+from codeward.context import CallInfo, Services, Settings, ToolContext
 from codeward.file_resources import FileResources
 from codeward.providers import PromptProvider, ResourceProvider
 from codeward.surface import ToolSurface
@@ -83,9 +83,6 @@ class WorkspaceHolder:
         if not self.roots_from_client:
             return False
         return self.stale or (modern and time.monotonic() - self.refreshed_at > ttl)
-
-
-CallObserver = Callable[[str, dict[str, Any] | None, ToolOutcome], None]
 
 
 class _RequestReporter:
@@ -207,9 +204,8 @@ class CodewardServer:
         roots_from_client: bool = False,
         resource_providers: Sequence[ResourceProvider] = (),
         prompt_providers: Sequence[PromptProvider] = (),
-        extras: dict[str, Any] | None = None,
+        services: Services | None = None,
         name: str = "codeward",
-        observers: Sequence[CallObserver] = (),
         roots_ttl: float = 10.0,
         tools_can_change: bool = False,
     ) -> None:
@@ -221,8 +217,7 @@ class CodewardServer:
         self.settings = settings or Settings()
         self.resource_providers: list[ResourceProvider] = [FileResources(), *resource_providers]
         self.prompt_providers = list(prompt_providers)
-        self.extras = dict(extras or {})
-        self.observers = list(observers)
+        self.services = services or Services()
         self.roots_ttl = roots_ttl
         self._log_level = "info"
         self.subscriptions: set[str] = set()
@@ -289,18 +284,14 @@ class CodewardServer:
             settings=self.settings,
             reporter=_RequestReporter(ctx, lambda: self._log_level),
             peer=_SessionPeer(ctx, answers),
-            extras={**self.extras, "close_sse_stream": ctx.close_sse_stream, CLIENT_KEY: client_of(ctx)},
+            services=self.services,
+            call=CallInfo(close_sse_stream=ctx.close_sse_stream, client=client_of(ctx)),
         )
         try:
             outcome = await self.surface.call(params.name, params.arguments, tool_ctx)
         except InputRequired as needed:
             return types.InputRequiredResult(input_requests={needed.key: needed.request},
                                              result_type="input_required")
-        for observe in self.observers:
-            try:
-                observe(params.name, params.arguments, outcome)
-            except Exception:  # an observer must never break a call
-                logger.exception("call observer failed")
         return to_call_result(outcome)
 
     # -- workspace and roots ---------------------------------------------------------------

@@ -7,6 +7,8 @@ the agent and the CLI only ever talk to a surface.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -17,8 +19,35 @@ from codeward.result import ErrorInfo, ErrorKind
 
 
 @dataclass(frozen=True)
+class ToolOrigin:
+    """Which tool a listed name really is: where it comes from, its own name there, its definition.
+
+    Approval rules bind to this, never to the exposed name alone: a tool that takes over an
+    exposed name (after the one that held it was dropped or withheld) is another identity and
+    does not inherit the first one's auto-approval; a redefined tool has another ``digest``.
+    """
+
+    server: str
+    """``codeward`` for native tools, else the gateway alias of the upstream server."""
+    tool: str
+    """The tool's name on that server (before any alias or fix-up)."""
+    digest: str
+    """SHA-256 of the definition as served (name, description, schemas, annotations)."""
+    native: bool = False
+
+
+def definition_digest(name: str, description: str, input_schema: Mapping[str, Any],
+                      output_schema: Mapping[str, Any] | None, annotations: Mapping[str, Any] | None) -> str:
+    """The digest of a tool definition, over what a model reads of it (MCP wire field names)."""
+    blob = json.dumps({"name": name, "description": description, "inputSchema": input_schema,
+                       "outputSchema": output_schema, "annotations": annotations},
+                      sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
 class ToolInfo:
-    """A tool as clients see it: name, description, schemas and hints."""
+    """A tool as clients see it: name, description, schemas and hints, and what it really is."""
 
     name: str
     description: str
@@ -29,6 +58,7 @@ class ToolInfo:
     source: str = "codeward"
     ask_always: bool = False
     """Every call asks a person, whatever the policy auto-approves (codeward's own tools only)."""
+    origin: ToolOrigin | None = None
 
     @property
     def read_only(self) -> bool:
@@ -36,14 +66,17 @@ class ToolInfo:
 
     @classmethod
     def from_spec(cls, spec: ToolSpec) -> ToolInfo:
+        annotations = spec.annotations.to_mcp()
+        digest = definition_digest(spec.name, spec.description, spec.input_schema, spec.output_schema, annotations)
         return cls(
             name=spec.name,
             description=spec.description,
             input_schema=spec.input_schema,
             output_schema=spec.output_schema,
-            annotations=spec.annotations.to_mcp(),
+            annotations=annotations,
             title=spec.title,
             ask_always=spec.ask_always,
+            origin=ToolOrigin("codeward", spec.name, digest, native=True),
         )
 
 

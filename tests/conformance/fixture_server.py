@@ -164,7 +164,7 @@ def test_elicitation_sep1330_enums(ctx: ToolContext) -> Result[str]:
 @tool(toolset="conformance", read_only=True)
 def test_reconnection(ctx: ToolContext) -> Result[str]:
     """Close the SSE stream mid-call; the client resumes and gets the result."""
-    close = ctx.extras.get("close_sse_stream")
+    close = ctx.call.close_sse_stream
     time.sleep(0.05)
     if close is not None:
         anyio.from_thread.run(close)

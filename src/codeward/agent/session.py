@@ -1,7 +1,10 @@
-"""Assembling an agent session: model profile, workspace, native tools, gateway, approval.
+"""An agent session: a model client over the stack every command builds (:mod:`codeward.stack`).
 
 Both ``codeward chat`` and ``codeward ask`` open an :class:`AgentSession`; they differ only
-in how they ask for approval and how they show things.
+in how they ask for approval and how they show things. The tools, their policy, approval and
+observation come from :func:`codeward.stack.build_stack`, the same as on ``serve`` and the
+gateway; what one request offers of them (full, trimmed, meta) is planned here against the
+model's context window.
 """
 
 from __future__ import annotations
@@ -10,23 +13,26 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from codeward.agent.approval import ApprovingSurface
 from codeward.agent.budget import CatalogChoice, CatalogPlan, group_tools, plan_catalog, schema_tokens
 from codeward.agent.loop import LoopSettings
-from codeward.agent.offered import OfferedSurface, meta_surface
-from codeward.assembly import context_extras
+from codeward.agent.offered import Offered
 from codeward.catalog import Catalog
+from codeward.chain import Middleware, chain
 from codeward.config import Config
-from codeward.context import ToolContext
-from codeward.gateway.gateway import Gateway
+from codeward.context import Services, ToolContext
 from codeward.gateway.policy import ConfirmCallback
 from codeward.llm.client import ModelClient
 from codeward.llm.profile import ModelProfile
 from codeward.llm.window import DEFAULT_CONTEXT_TOKENS, ContextWindow, discover_window
-from codeward.surface import CatalogSurface, CompositeSurface, ToolSurface
+from codeward.stack import Approver, Stack, build_stack
+from codeward.surface import ToolSurface
 from codeward.workspace import Workspace
+
+if TYPE_CHECKING:
+    from codeward.gateway.gateway import Gateway
+
 
 SYSTEM_PROMPT = """You are codeward's coding assistant, working in the project folder `{name}`.
 You have tools in this request's `tools` field: call a tool by emitting a tool call; its result
@@ -40,14 +46,10 @@ When you have what you need, answer in plain text."""
 class AgentSession:
     profile: ModelProfile
     client: ModelClient
+    stack: Stack
     workspace: Workspace
-    catalog: Catalog
-    gateway: Gateway
-    native: ApprovingSurface
-    surface: CompositeSurface
+    """The policy of the next call (the chat narrows it to the tracked files before each request)."""
     settings: LoopSettings
-    config: Config
-    extras: dict[str, Any]
     client_factory: Callable[[ModelProfile], ModelClient] = ModelClient
     """How :meth:`switch_model` makes the new client (the control plane swaps in an observed one)."""
     retired: list[ModelClient] = field(default_factory=list)
@@ -55,10 +57,35 @@ class AgentSession:
     window: ContextWindow = field(default_factory=lambda: ContextWindow(DEFAULT_CONTEXT_TOKENS, "default"))
     """The model's context, learned by :meth:`learn_window`."""
     choice: CatalogChoice = field(default_factory=CatalogChoice)
-    meta: ToolSurface | None = None
-    """The surface of meta mode (the four meta-tools in front of :attr:`surface`)."""
     plan: CatalogPlan | None = None
     """What the last request offered."""
+
+    @property
+    def config(self) -> Config:
+        return self.stack.config
+
+    @property
+    def catalog(self) -> Catalog:
+        return self.stack.catalog
+
+    @property
+    def surface(self) -> ToolSurface:
+        return self.stack.surface
+
+    @property
+    def meta(self) -> ToolSurface:
+        """The surface of meta mode: the four meta-tools in front of the same chain."""
+        return self.stack.meta_surface()
+
+    @property
+    def gateway(self) -> Gateway:
+        """The upstream servers (none at first, unless configured; ``:mcp connect`` adds more)."""
+        assert self.stack.gateway is not None, "an agent's stack always has a gateway"
+        return self.stack.gateway
+
+    @property
+    def services(self) -> Services:
+        return self.stack.services
 
     async def learn_window(self) -> ContextWindow:
         """Ask the profile, else the server, how many tokens the model takes."""
@@ -76,7 +103,7 @@ class AgentSession:
     def offer(self, text: str, used_tokens: int) -> tuple[ToolSurface, CatalogPlan]:
         """The surface for a request about ``text`` whose conversation already takes ``used_tokens``."""
         groups = group_tools(self.surface.tool_infos(), self.toolset_of)
-        meta = self.meta if self.meta is not None else self.surface
+        meta = self.meta
         plan = plan_catalog(groups, schema_tokens(meta.tool_infos()), self.window, used_tokens,
                             self.profile.max_tokens, text, meta=self.choice.meta, toolsets=self.choice.toolsets)
         self.plan = plan
@@ -85,10 +112,10 @@ class AgentSession:
         if plan.form == "meta":
             return meta, plan
         names = [info.name for g in groups if g.name in plan.toolsets for info in g.infos]
-        return OfferedSurface(self.surface, names), plan
+        return chain(self.surface, [Offered(names)]), plan
 
     def context(self) -> ToolContext:
-        return ToolContext(self.workspace, settings=self.config.settings, extras=self.extras)
+        return self.stack.context(workspace=self.workspace)
 
     def system_prompt(self) -> str:
         """Names the project folder, not its path: the prompt is the same wherever the project lives
@@ -120,36 +147,31 @@ def choice_problem(session: AgentSession) -> str | None:
 @asynccontextmanager
 async def open_session(
     config: Config,
-    catalog: Catalog,
     *,
     model: str | None,
     confirm: ConfirmCallback,
     roots: Sequence[str | Path] = (),
     auto_approve: Sequence[str] = (),
+    observers: Sequence[Middleware] = (),
     choice: CatalogChoice | None = None,
 ) -> AsyncIterator[AgentSession]:
     """Everything a conversation needs, with the gateway's upstream servers connected and the
-    model's context window learned."""
+    model's context window learned.
+
+    Calls the policy does not allow outright go to ``confirm``; ``auto_approve`` adds names or
+    globs to ``[mcp] auto_approve``; ``observers`` go outermost in the chain (the control plane).
+    """
     profile = config.model.resolve(model)
+    stack = build_stack(config, roots, upstreams=True, approver=Approver(confirm, tuple(auto_approve)),
+                        observers=observers)
     client = ModelClient(profile)
-    workspace = Workspace.create(list(roots) or list(config.roots) or [Path.cwd()], extra_blacklist=config.blacklist,
-                                 protected=[config.path] if config.path else [])
-    gateway_config = config.mcp
-    patterns = (*gateway_config.auto_approve, *auto_approve)
-    if auto_approve:
-        gateway_config = gateway_config.model_copy(update={"auto_approve": patterns})
-    native = ApprovingSurface(CatalogSurface(catalog), confirm, auto_approve=patterns)
-    settings = LoopSettings(max_tool_depth=gateway_config.max_tool_depth, text_tool_calls=profile.text_tool_calls)
+    settings = LoopSettings(max_tool_depth=stack.gateway_config.max_tool_depth,
+                            text_tool_calls=profile.text_tool_calls)
     clients = [client]
     problem: str | None = None
     try:
-        async with Gateway(gateway_config, confirm=confirm, reserved_names=catalog.names()) as gateway:
-            if gateway_config.servers:
-                await gateway.wait_settled(gateway_config.startup_wait)
-            surface = CompositeSurface([native, gateway])
-            session = AgentSession(profile, client, workspace, catalog, gateway, native, surface, settings, config,
-                                   context_extras(config), choice=choice or CatalogChoice(),
-                                   meta=meta_surface(surface, confirm, patterns))
+        async with stack:
+            session = AgentSession(profile, client, stack, stack.workspace, settings, choice=choice or CatalogChoice())
             problem = choice_problem(session)
             if problem is None:
                 await session.learn_window()

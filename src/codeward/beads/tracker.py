@@ -1,6 +1,6 @@
 """The four Beads operations over either backend: ``bd`` when it is on PATH, else the built-in store.
 
-Settings (the ``[beads]`` table, :class:`BeadsSettings`) travel in ``ToolContext.extras["beads_settings"]``; by default
+Settings (the ``[beads]`` table, :class:`BeadsSettings`) travel in ``ToolContext.services.beads``; by default
 codeward uses ``bd`` when it finds it and the built-in store otherwise, so a project can start
 here and move to ``bd`` later without converting anything.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 import difflib
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ValidationError
 
@@ -24,13 +24,14 @@ from codeward.config.beads import BeadsSettings
 from codeward.result import ErrorKind, Result
 from codeward.workspace import Access, Workspace
 
-EXTRAS_KEY = "beads_settings"
+if TYPE_CHECKING:
+    from codeward.context import Services
+
 MAX_TITLE_CHARS = 500
 
 
-def beads_settings_of(extras: Mapping[str, Any]) -> BeadsSettings:
-    value = extras.get(EXTRAS_KEY)
-    return value if isinstance(value, BeadsSettings) else BeadsSettings()
+def beads_settings_of(services: Services) -> BeadsSettings:
+    return services.beads or BeadsSettings()
 
 
 @dataclass(frozen=True)
@@ -61,12 +62,12 @@ class Tracker(Protocol):
     def ready(self) -> Result[list[Bead]]: ...
 
 
-def open_tracker(workspace: Workspace, extras: Mapping[str, Any], access: Access) -> Result[Tracker | None]:
+def open_tracker(workspace: Workspace, services: Services, access: Access) -> Result[Tracker | None]:
     """The tracker for the workspace's primary root; fails with the seed's error when there is no .beads/."""
     store = open_store(workspace, access)
     if not store.ok or store.data is None:
         return store.cast(None)
-    settings = beads_settings_of(extras)
+    settings = beads_settings_of(services)
     if settings.backend == "builtin":
         return Result.success(BuiltinTracker(store.data))
     executable = shutil.which(settings.bd_command)

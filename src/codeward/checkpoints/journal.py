@@ -2,7 +2,7 @@
 
 The catalog opens a :class:`Journal` for every call of a tool that is not read-only, notes the
 paths the tool declares it writes (``ToolSpec.write_paths``) before the tool runs, hands the
-journal to the tool as ``ctx.journal``, and commits it when the tool returns: each noted path
+journal to the tool as ``ctx.call.journal``, and commits it when the tool returns: each noted path
 whose state changed becomes a change of the call's checkpoint. So a tool that writes only the
 files its arguments name needs to do nothing; a tool that writes other files (a patch, a
 rename across files, a command's write-back) calls :meth:`Journal.before` for each before

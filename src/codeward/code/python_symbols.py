@@ -30,7 +30,6 @@ from codeward.result import ErrorKind, Result
 DEFINITION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef)
 DefinitionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
-PARSE_CACHE_KEY = "codeward.python_parse_cache"
 PARSE_CACHE_SIZE = 64
 SUGGESTIONS = 5
 

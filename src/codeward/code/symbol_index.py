@@ -30,11 +30,11 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from codeward import state_dir
 from codeward.code.ctags_tags import Ctags
@@ -48,9 +48,10 @@ from codeward.result import ErrorKind, Result
 from codeward.state_dir import StateDir
 from codeward.workspace import Workspace
 
+if TYPE_CHECKING:
+    from codeward.context import Services
+
 SCHEMA_VERSION = 5
-EXTRAS_KEY = "index_settings"
-"""Key of the ``[index]`` table (:class:`IndexSettings`) in ``ToolContext.extras``."""
 MAX_FILE_BYTES = 4 * 1024 * 1024
 """Larger files (generated tables, amalgamations) are not indexed."""
 POOL_MIN_FILES = 64
@@ -186,11 +187,10 @@ def index_root_for(workspace: Workspace, real: Path) -> Path:
     return workspace.primary
 
 
-def index_settings_of(extras: Mapping[str, Any]) -> IndexSettings:
+def index_settings_of(services: Services) -> IndexSettings:
     """The ``[index]`` table a context carries, or the defaults with the environment's overrides."""
-    value = extras.get(EXTRAS_KEY)
-    if isinstance(value, IndexSettings):
-        return value
+    if services.index is not None:
+        return services.index
     from codeward.config.loader import defaults_with_environment
 
     return defaults_with_environment().index

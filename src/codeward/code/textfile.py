@@ -267,7 +267,7 @@ def write_text(path: Path, original: TextFile, new_text: str, display: str,
     """Atomically write ``new_text`` in ``original``'s encoding, BOM and line endings.
 
     Pass the ``workspace`` the path was resolved in: the folder actually written to is checked
-    against it once open (see :func:`atomic_write`). Pass the call's ``journal`` (``ctx.journal``)
+    against it once open (see :func:`atomic_write`). Pass the call's ``journal`` (``ctx.call.journal``)
     when ``path`` is not one of the tool's declared write paths, so that the change is checkpointed.
     """
     if journal is not None:

@@ -16,11 +16,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from codeward.coding.languages import BY_NAME, CODE_DIR, Language, java_main_class
-from codeward.coding.sandbox import Bind, SandboxRequest, SandboxResult, Status
+from codeward.coding.sandbox import Bind, SandboxRequest, Status
 from codeward.coding.sandbox.bwrap import PRIVATE_WORKDIR
 
 if TYPE_CHECKING:
-    from codeward.coding.execute import Execution, Limits
     from codeward.coding.sandbox.docker import ContainerResult
 
 COMPILE_FAILED = 97
@@ -74,19 +73,3 @@ def run_code_in_docker(
         result.status = Status.ERROR
         result.error_message = "compilation failed; the compiler's messages are in stderr"
     return outcome
-
-
-def execute_in_docker(sandbox: Any, language: str, code: str, stdin: str, limits: Limits) -> Execution:
-    from codeward.coding.execute import Execution
-
-    outcome = run_code_in_docker(sandbox, language, code, stdin, network=limits.network,
-                                 timeout_s=limits.timeout_s, memory_mb=limits.memory_mb)
-    result: SandboxResult = outcome.result
-    return Execution(
-        language=language, status=result.status, stdout=result.stdout, stderr=result.stderr,
-        exit_code=result.exit_code, execution_time=result.duration_s, error_message=result.error_message,
-        backend=result.backend, isolated=result.isolated, stdout_truncated=result.stdout_truncated,
-        stderr_truncated=result.stderr_truncated, peak_memory_mb=result.peak_memory_mb,
-        limit_hit=result.limit_hit.value if result.limit_hit else None, notes=list(result.notes),
-        limits=list(result.limits), unenforced_limits=list(result.unenforced_limits),
-    )

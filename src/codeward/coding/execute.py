@@ -15,6 +15,7 @@ import shutil
 import stat
 import tempfile
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from codeward.coding.languages import BY_NAME, CODE_DIR, LANGUAGE_NAMES, Language, Toolchain, java_main_class
 from codeward.coding.runtime import CodingRuntime
@@ -91,9 +92,7 @@ def execute(
     sandbox = runtime.sandbox()
     notes = runtime.sandbox_notes
     if not hasattr(sandbox, "start"):
-        from codeward.coding.docker_exec import execute_in_docker
-
-        return execute_in_docker(sandbox, language, code, stdin, limits)
+        return _execute_in_docker(sandbox, language, code, stdin, limits)
     request = _run_request(spec, toolchain, stdin, limits, code)
     if session_id is not None:
         sessions = runtime.sessions() if language == "python" else None
@@ -109,6 +108,23 @@ def execute(
             if warm is not None:
                 return _from_result(language, warm, notes, warm=True)
     return _compile_and_run(runtime, spec, toolchain, code, request, observer, notes)
+
+
+def _execute_in_docker(sandbox: Any, language: str, code: str, stdin: str, limits: Limits) -> Execution:
+    """One run in the Docker backend (compile and run in the language's image)."""
+    from codeward.coding.docker_exec import run_code_in_docker
+
+    outcome = run_code_in_docker(sandbox, language, code, stdin, network=limits.network,
+                                 timeout_s=limits.timeout_s, memory_mb=limits.memory_mb)
+    result: SandboxResult = outcome.result
+    return Execution(
+        language=language, status=result.status, stdout=result.stdout, stderr=result.stderr,
+        exit_code=result.exit_code, execution_time=result.duration_s, error_message=result.error_message,
+        backend=result.backend, isolated=result.isolated, stdout_truncated=result.stdout_truncated,
+        stderr_truncated=result.stderr_truncated, peak_memory_mb=result.peak_memory_mb,
+        limit_hit=result.limit_hit.value if result.limit_hit else None, notes=list(result.notes),
+        limits=list(result.limits), unenforced_limits=list(result.unenforced_limits),
+    )
 
 
 def _check_input(language: str, code: str, stdin: str, limits: Limits, session_id: str | None) -> str | None:

@@ -1,7 +1,7 @@
 """The long-lived parts of code execution for one server: the chosen sandbox, the detected
 toolchains, the warm pool and the live sessions.
 
-A :class:`CodingRuntime` lives in ``ToolContext.extras`` (one per server, created on first
+A :class:`CodingRuntime` lives in ``ToolContext.services.runtimes`` (one per server, created on first
 use by :func:`runtime_of`), never in a module global; its processes are stopped by
 :meth:`CodingRuntime.close`, when it is garbage-collected, or at interpreter exit.
 """
@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from codeward.coding.languages import BY_NAME, Toolchain, detect_toolchain, detect_toolchains
 from codeward.coding.sandbox import Sandbox, SandboxUnavailable, probe_sandbox
@@ -20,17 +19,17 @@ from codeward.coding.sessions import SessionStore
 from codeward.coding.warm_pool import WarmPool
 from codeward.config.coding import CodingSettings
 
-RUNTIME_KEY = "coding_runtime"
-SETTINGS_KEY = "coding_settings"
+if TYPE_CHECKING:
+    from codeward.context import Services
+
 NO_MODEL = ("no model is configured: name a [model.profiles] profile in [coding] profile (or [model] default), "
             "or set CODEWARD_MODEL (with CODEWARD_MODEL_BASE_URL for a local or OpenAI-compatible server, "
             "CODEWARD_MODEL_API_KEY if it needs a key)")
 
 
-def settings_of(extras: Mapping[str, Any]) -> CodingSettings:
+def settings_of(services: Services) -> CodingSettings:
     """The ``[coding]`` table a context carries, or the defaults with the environment's overrides."""
-    value = extras.get(SETTINGS_KEY)
-    return value if isinstance(value, CodingSettings) else _environment_settings()
+    return services.coding or _environment_settings()
 
 
 def _environment_settings() -> CodingSettings:
@@ -134,9 +133,6 @@ class CodingRuntime:
             sessions.close()
 
 
-def runtime_of(extras: dict[str, Any]) -> CodingRuntime:
-    """The runtime stored in a context's extras, created there on first use."""
-    runtime = extras.get(RUNTIME_KEY)
-    if isinstance(runtime, CodingRuntime):
-        return runtime
-    return extras.setdefault(RUNTIME_KEY, CodingRuntime(settings_of(extras)))  # type: ignore[no-any-return]
+def runtime_of(services: Services) -> CodingRuntime:
+    """The server's runtime, created on first use."""
+    return services.runtimes.get(CodingRuntime, lambda: CodingRuntime(settings_of(services)))

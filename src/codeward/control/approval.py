@@ -20,8 +20,6 @@ from codeward.control.asks import AskTimeout
 from codeward.control.state import ControlState
 from codeward.gateway.policy import ApprovalRequest, ConfirmCallback
 
-CALL_ID_KEY = "control.call_id"
-"""``ToolContext.extras`` key under which the observed surface passes the call's id."""
 CANCEL_GRACE_S = 1.0
 APPROVING_WORDS = frozenset({"approve", "approved", "allow", "allowed", "yes", "y", "ok", "true", "accept"})
 
@@ -44,7 +42,7 @@ def is_approval(response: Any) -> bool:
 def ask_data(request: ApprovalRequest) -> dict[str, Any]:
     """What the console shows for an approval: the call, its arguments, its server, its hints."""
     context = request.context
-    extras = getattr(context, "extras", None) or {}
+    call = getattr(context, "call", None)
     return {
         "type": "tool_approval",
         "tool": request.name,
@@ -53,7 +51,7 @@ def ask_data(request: ApprovalRequest) -> dict[str, Any]:
         "description": (request.description.splitlines() or [""])[0][:300],
         "annotations": dict(request.annotations),
         "preview": request.preview.to_dict() if request.preview is not None else None,
-        "call_id": extras.get(CALL_ID_KEY),
+        "call_id": getattr(call, "call_id", None),
     }
 
 

@@ -1,7 +1,7 @@
 """Seeing a session from outside: wrappers that report tool calls and model requests.
 
-Nothing in the agent or the gateway knows about the control plane. :class:`ObservedSurface`
-wraps a tool surface, :class:`ObservedModelClient` is the model client with a witness, and
+Nothing in the agent or the gateway knows about the control plane. :class:`Observe` is the
+middleware the stack puts outermost in its chain, :class:`ObservedModelClient` is the model client with a witness, and
 :class:`SessionObserver` fans each report out to the control state (events, the console) and
 the session logs (files). Either side may be absent.
 """
@@ -11,21 +11,21 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from codeward.agent.conversation import Turn
 from codeward.catalog import ToolOutcome
-from codeward.context import ToolContext
-from codeward.control.approval import CALL_ID_KEY
+from codeward.chain import Middleware, ToolCall, tool_info
 from codeward.control.state import ControlState
 from codeward.llm.client import Finished, ModelClient, StreamEvent, StreamFailed
 from codeward.llm.profile import ModelProfile
 from codeward.logs import SessionLogs, preview
 from codeward.result import ErrorKind
-from codeward.surface import ToolInfo, ToolSurface
+from codeward.surface import ToolSurface
 
-DENIAL_SOURCES = ("agent-policy", "gateway-policy")
+DENIAL_SOURCES = ("approval-policy",)
 
 
 class SessionObserver:
@@ -115,27 +115,23 @@ class SessionObserver:
                                       output=preview(stdout, 600))
 
 
-class ObservedSurface:
-    """A tool surface that reports each call's start and end (and hands its id to approvals)."""
+class Observe(Middleware):
+    """The chain's observer: reports each call's start and end (and hands its id to approvals).
 
-    def __init__(self, inner: ToolSurface, observer: SessionObserver) -> None:
-        self.inner = inner
+    It sits outermost, so denied calls are reported too."""
+
+    def __init__(self, observer: SessionObserver) -> None:
         self.observer = observer
 
-    def tool_infos(self) -> Sequence[ToolInfo]:
-        return self.inner.tool_infos()
-
-    def has(self, name: str) -> bool:
-        return self.inner.has(name)
-
-    async def call(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext) -> ToolOutcome:
-        info = next((i for i in self.inner.tool_infos() if i.name == name), None)
+    async def call_tool(self, call: ToolCall, inner: ToolSurface) -> ToolOutcome:
+        name, arguments = call.name, call.arguments
+        info = tool_info(inner, name)
         source = info.source if info is not None else "?"
         call_id = self.observer.call_started(name, arguments, source)
-        ctx = ctx.child(extras={**ctx.extras, CALL_ID_KEY: call_id})
+        ctx = call.ctx.child(call=replace(call.ctx.call, call_id=call_id))
         started = time.perf_counter()
         try:
-            outcome = await self.inner.call(name, arguments, ctx)
+            outcome = await inner.call(name, arguments, ctx)
         except BaseException as exc:
             self.observer.call_crashed(call_id, name, arguments, source, exc, time.perf_counter() - started)
             raise
@@ -169,9 +165,3 @@ class ObservedModelClient(ModelClient):
         finally:
             if not reported:
                 self.observer.model_response(request_id, profile, None, time.perf_counter() - started)
-
-
-def observe_session_surface(surfaces: list[ToolSurface], observer: SessionObserver) -> list[ToolSurface]:
-    """Each surface wrapped (once) so its calls are reported."""
-    return [s if isinstance(s, ObservedSurface) else ObservedSurface(s, observer) for s in surfaces]
-

@@ -1,4 +1,4 @@
-"""The control plane of one command run (``chat``, ``ask``, ``gateway``): flags, logs, API, glue.
+"""The control plane of one command run (``chat``, ``ask``, ``gateway``): logs, API, glue.
 
 :func:`control_plane` is entered around a session. Without ``--control`` or ``--logs`` it is
 inert and every method hands back what it was given, so the commands read the same either
@@ -8,58 +8,36 @@ API and console, and tool approvals race the terminal against the console.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import re
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from codeward.chain import Middleware
 from codeward.control.approval import ApprovalDesk, ask_mcp_client
-from codeward.control.observe import ObservedModelClient, ObservedSurface, SessionObserver
-from codeward.control.server import DEFAULT_HOST, DEFAULT_PORT, ControlServer
+from codeward.control.observe import Observe, ObservedModelClient, SessionObserver
+from codeward.control.server import DEFAULT_APPROVAL_TIMEOUT, DEFAULT_HOST, DEFAULT_PORT, ControlServer
 from codeward.control.state import ControlState
 from codeward.gateway.policy import ConfirmCallback, approve_everything, deny_unlisted
 from codeward.logs import Redactor, SessionLogs
-from codeward.surface import ToolSurface
 
 if TYPE_CHECKING:
     from codeward.agent.conversation import Conversation
     from codeward.agent.session import AgentSession
     from codeward.gateway.gateway import Gateway
 
-DEFAULT_APPROVAL_TIMEOUT = 300.0
 SERVER_POLL_S = 1.0
 EXIT_CODE = re.compile(r"(?:\[exit code (-?\d+)\]|EXIT CODE: (-?\d+))\s*$")
 RUN_SHELL_OUTPUT = re.compile(r"\ASTDOUT:\n(?P<out>.*)\nSTDERR:\n(?P<err>.*)\nEXIT CODE: -?\d+\s*\Z", re.S)
 
 CommandRunner = Callable[[str, Path], str]
-
-
-def add_control_arguments(parser: argparse.ArgumentParser) -> None:
-    """The control-plane flags, shared by ``chat``, ``ask`` and ``gateway``."""
-    group = parser.add_argument_group("control plane (Hook API, web console, session logs)")
-    group.add_argument("--control", action="store_true",
-                       help=f"serve the Hook API and web console (default {DEFAULT_HOST}:{DEFAULT_PORT}); "
-                       "tool approvals can then be given in the browser too; implies --logs")
-    group.add_argument("--control-port", type=int, default=DEFAULT_PORT, metavar="N",
-                       help=f"port of the Hook API (default {DEFAULT_PORT}; 0 picks a free one)")
-    group.add_argument("--control-host", default=DEFAULT_HOST, metavar="HOST",
-                       help="bind address of the Hook API (default 127.0.0.1)")
-    group.add_argument("--control-allow-remote", action="store_true",
-                       help="allow --control-host to be a non-loopback address (the token is still required)")
-    group.add_argument("--approval-timeout", type=float, default=DEFAULT_APPROVAL_TIMEOUT, metavar="SECONDS",
-                       help="without a terminal, deny a call nobody approved in the console within this time "
-                       f"(default {DEFAULT_APPROVAL_TIMEOUT:g})")
-    group.add_argument("--logs", action="store_true",
-                       help="write session logs (model requests, tool calls, API hooks, subprocesses) under "
-                       "the data folder's logs/<session>/")
 
 
 def new_session_id() -> str:
@@ -109,8 +87,6 @@ class ControlPlane:
         """Report this agent session's tool calls, model requests and turns; show its servers."""
         if not self.active:
             return
-        composite = session.surface
-        composite.surfaces = self.observe_surfaces(composite.surfaces)
         observer = self.observer
 
         def observed(profile: Any) -> Any:
@@ -126,7 +102,7 @@ class ControlPlane:
             self.state.set_project({
                 "label": self.label, "roots": [str(r) for r in session.workspace.roots],
                 "model": profile.model, "profile": profile.name, "base_url": profile.base_url,
-                "tools": len(composite.tool_infos()),
+                "tools": len(session.surface.tool_infos()),
                 "config": str(session.config.path) if session.config.path else None,
                 "chat_session": chat_session, "logs": str(self.logs.directory) if self.logs else None,
             })
@@ -134,13 +110,9 @@ class ControlPlane:
                                     "entries": [turn.to_dict() for turn in conversation.turns]})
             self.watch_gateway(session.gateway)
 
-    def observe_surfaces(self, surfaces: Sequence[ToolSurface]) -> list[ToolSurface]:
-        if not self.active:
-            return list(surfaces)
-        return [s if isinstance(s, ObservedSurface) else ObservedSurface(s, self.observer) for s in surfaces]
-
-    def observe_surface(self, surface: ToolSurface) -> ToolSurface:
-        return self.observe_surfaces([surface])[0]
+    def middleware(self) -> list[Middleware]:
+        """What this plane adds to a stack's chain: the call observer, when anything is watching."""
+        return [Observe(self.observer)] if self.active else []
 
     def watch_gateway(self, gateway: Gateway, **project: Any) -> None:
         """Keep the state's list of upstream servers current (polled on the gateway's own loop);
@@ -200,7 +172,9 @@ class ControlPlane:
 
 @dataclass(frozen=True)
 class ControlOptions:
-    """What a run asked for: the API served (``serve``), logs written (``logs``), where, how long to wait."""
+    """What a run asked for: the API served (``serve``), logs written (``logs``), where, how long to wait.
+
+    The command line builds one from its ``--control*``/``--logs`` flags."""
 
     serve: bool = False
     logs: bool = False
@@ -209,25 +183,15 @@ class ControlOptions:
     allow_remote: bool = False
     approval_timeout: float | None = DEFAULT_APPROVAL_TIMEOUT
 
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> ControlOptions:
-        """From the flags of :func:`add_control_arguments` (missing flags keep their defaults)."""
-        return cls(serve=bool(getattr(args, "control", False)), logs=bool(getattr(args, "logs", False)),
-                   host=getattr(args, "control_host", DEFAULT_HOST), port=getattr(args, "control_port", DEFAULT_PORT),
-                   allow_remote=bool(getattr(args, "control_allow_remote", False)),
-                   approval_timeout=getattr(args, "approval_timeout", DEFAULT_APPROVAL_TIMEOUT))
-
 
 @asynccontextmanager
-async def control_plane(options: ControlOptions | argparse.Namespace | None, label: str, *,
+async def control_plane(options: ControlOptions | None, label: str, *,
                         announce: Callable[[str], None] | None = None,
                         data_home: Path | None = None) -> AsyncIterator[ControlPlane]:
     """The plane for a command run; inert unless ``options`` ask to serve the API or write logs."""
     from codeward.agent.history import data_home as default_home
     from codeward.control.client import token_file
 
-    if isinstance(options, argparse.Namespace):
-        options = ControlOptions.from_args(options)
     options = options or ControlOptions()
     session_id = new_session_id()
     if not (options.serve or options.logs):

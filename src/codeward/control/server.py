@@ -23,6 +23,8 @@ from codeward.logs import SessionLogs
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8999
+DEFAULT_APPROVAL_TIMEOUT = 300.0
+"""Seconds a call waits for a console approval when no terminal can answer, before it is denied."""
 START_TIMEOUT_S = 10.0
 
 

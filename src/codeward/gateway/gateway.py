@@ -1,7 +1,10 @@
-"""The gateway: many upstream servers served as one namespaced, policy-checked tool surface.
+"""The gateway: many upstream servers served as one namespaced tool surface.
 
 :class:`Gateway` is a :class:`~codeward.surface.ToolSurface` (``tool_infos``, ``has``,
-``call``), so the MCP server, the agent and the CLI use it like the native catalog. Use it
+``call``), so the MCP server, the agent and the CLI use it like the native catalog. It
+offers only what each server's allow/deny lists and the pins let through; whether a call
+may run is decided outside it, by the approval middleware of the stack's chain (each listed
+tool carries its :class:`~codeward.surface.ToolOrigin` for that). Use it
 as an async context manager: entering starts every upstream connection in parallel (each
 with its own deadline) and returns at once; :meth:`Gateway.wait_settled` waits until every
 server is either ready or reported failed.
@@ -26,18 +29,11 @@ from codeward.gateway.config import GatewayConfig, ServerConfig
 from codeward.gateway.errors import UpstreamError
 from codeward.gateway.names import ToolRef, assign_names, plain_name, split_name
 from codeward.gateway.pins import PinStore, PinVerdict, tool_fingerprint
-from codeward.gateway.policy import (
-    ApprovalPolicy,
-    ApprovalRequest,
-    ConfirmCallback,
-    ToolFilter,
-    deny_unlisted,
-)
+from codeward.gateway.policy import ToolFilter
 from codeward.gateway.results import outcome_from_error, outcome_from_result
 from codeward.gateway.upstream import ServerState, ServerStatus, Upstream
-from codeward.previews import command_preview
 from codeward.result import ErrorInfo, ErrorKind
-from codeward.surface import ToolInfo, unknown_tool
+from codeward.surface import ToolInfo, ToolOrigin, unknown_tool
 
 logger = logging.getLogger("codeward.gateway")
 
@@ -57,15 +53,12 @@ class Gateway:
         self,
         config: GatewayConfig,
         *,
-        confirm: ConfirmCallback = deny_unlisted,
         reserved_names: Iterable[str] = (),
         environ: Mapping[str, str] | None = None,
         retries: int = 6,
         backoff: float = 0.25,
     ) -> None:
         self.config = config
-        self.policy = ApprovalPolicy.from_config(config)
-        self._confirm = confirm
         self._reserved = frozenset(reserved_names)
         self._environ = environ
         self._retries = retries
@@ -163,6 +156,12 @@ class Gateway:
         """Exposed name → what changed, for tools redefined since they were pinned."""
         return dict(self._pin_alerts)
 
+    def trusted_digest(self, origin: ToolOrigin) -> str | None:
+        """The pinned definition of an upstream tool (what its approval was given for), if pins are kept."""
+        if self._pins is None or origin.native:
+            return None
+        return self._pins.pinned(origin.server).get(origin.tool)
+
     def route(self, name: str) -> ToolRef | None:
         entry = self._table.get(name)
         return entry.ref if entry else None
@@ -191,32 +190,12 @@ class Gateway:
         upstream = self._upstreams.get(ref.alias)
         if upstream is None:
             return self._not_served(name, started)
-        waited = 0.0
-        if not self.policy.auto_approves(name, ref.alias, ref.tool, entry.read_only):
-            request = ApprovalRequest(name, ref.alias, ref.tool, dict(arguments or {}), entry.info.description,
-                                      dict(entry.info.annotations or {}), context=ctx,
-                                      preview=command_preview(dict(arguments or {})))
-            asked = time.perf_counter()
-            approved = await self._ask(request)
-            waited = time.perf_counter() - asked
-            started += waited  # a person's think time is not the tool's latency
-            if not approved:
-                return _waited(outcome_from_error(name, ErrorInfo(
-                    ErrorKind.PERMISSION, f"the call to {name} was not approved, so it did not run",
-                    self.policy.reason(name), source="gateway-policy"), started), waited)
         try:
             result = await upstream.call(ref.tool, arguments, progress=_progress_to(ctx), elicit=_elicit_via(ctx),
                                          idempotent=entry.idempotent)
         except UpstreamError as error:
-            return _waited(outcome_from_error(name, error.info(), started), waited)
-        return _waited(outcome_from_result(name, result, ctx, started), waited)
-
-    async def _ask(self, request: ApprovalRequest) -> bool:
-        try:
-            return bool(await self._confirm(request))
-        except Exception as exc:  # a broken prompt must deny, never approve
-            logger.warning("gateway: approval prompt for %s failed (%s); denying", request.name, exc)
-            return False
+            return outcome_from_error(name, error.info(), started)
+        return outcome_from_result(name, result, ctx, started)
 
     def _not_served(self, name: str, started: float) -> ToolOutcome:
         if name in self._withheld:
@@ -329,6 +308,7 @@ def _entry(name: str, ref: ToolRef, tool: types.Tool) -> _Entry:
         }
     read_only = bool(hints and hints.read_only_hint)
     idempotent = bool(hints and (hints.idempotent_hint or hints.read_only_hint))
+    digest = tool_fingerprint(tool.model_dump(by_alias=True, mode="json", exclude_none=True))
     info = ToolInfo(
         name=name,
         description=tool.description or "",
@@ -337,13 +317,9 @@ def _entry(name: str, ref: ToolRef, tool: types.Tool) -> _Entry:
         annotations=annotations,
         title=tool.title or (hints.title if hints else None),
         source=ref.alias,
+        origin=ToolOrigin(ref.alias, ref.tool, digest),
     )
     return _Entry(info, ref, read_only, idempotent)
-
-
-def _waited(outcome: ToolOutcome, seconds: float) -> ToolOutcome:
-    outcome.waited = seconds
-    return outcome
 
 
 def _progress_to(ctx: ToolContext) -> Any:

@@ -2,45 +2,52 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.context import ToolContext
+from codeward.catalog import ToolOutcome
+from codeward.chain import Middleware, ToolCall
 from codeward.gateway.names import plain_name
-from codeward.surface import CatalogSurface, ToolInfo, ToolSurface, unknown_tool
+from codeward.surface import ToolInfo, ToolSurface, unknown_tool
 
 
-class AliasedSurface:
-    """Another surface's tools renamed ``alias__name`` (so they sort and read like upstream tools)."""
+class Alias(Middleware):
+    """The inner surface's tools renamed ``alias__name`` (so they sort and read like upstream tools).
 
-    def __init__(self, inner: ToolSurface, alias: str) -> None:
-        self.inner = inner
+    Only the names change: each tool keeps its :class:`~codeward.surface.ToolOrigin`, so approval
+    rules written for ``name`` or ``alias__name`` mean the same tool.
+    """
+
+    def __init__(self, alias: str) -> None:
         self.alias = alias
-        self._names = {plain_name(alias, info.name): info.name for info in inner.tool_infos()}
-        self._infos = [replace(info, name=plain_name(alias, info.name)) for info in inner.tool_infos()]
+        self._renamed: tuple[Sequence[ToolInfo], list[ToolInfo]] | None = None
 
-    def tool_infos(self) -> Sequence[ToolInfo]:
-        return self._infos
+    def _inner_name(self, name: str) -> str | None:
+        prefix = plain_name(self.alias, "")
+        return name[len(prefix):] if name.startswith(prefix) and len(name) > len(prefix) else None
 
-    def has(self, name: str) -> bool:
-        return name in self._names
+    def list_tools(self, inner: ToolSurface) -> Sequence[ToolInfo]:
+        infos = inner.tool_infos()
+        cached = self._renamed
+        if cached is not None and cached[0] is infos:  # the same list as last time: the same renames
+            return cached[1]
+        renamed = [replace(info, name=plain_name(self.alias, info.name)) for info in infos]
+        self._renamed = (infos, renamed)
+        return renamed
 
-    async def call(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext) -> ToolOutcome:
-        inner = self._names.get(name)
-        if inner is None:
-            return unknown_tool(name, list(self._names))
-        outcome = await self.inner.call(inner, arguments, ctx)
-        outcome.name = name
+    def has(self, name: str, inner: ToolSurface) -> bool:
+        original = self._inner_name(name)
+        return original is not None and inner.has(original)
+
+    async def call_tool(self, call: ToolCall, inner: ToolSurface) -> ToolOutcome:
+        original = self._inner_name(call.name)
+        if original is None or not inner.has(original):
+            return unknown_tool(call.name, [info.name for info in self.list_tools(inner)])
+        outcome = await inner.call(original, call.arguments, call.ctx)
+        outcome.name = call.name
         return outcome
 
 
-def native_surface(catalog: Catalog, native: bool | str) -> ToolSurface | None:
-    """The native tools as configured by ``[mcp] native``: off, own names, or an alias."""
-    if native is False:
-        return None
-    surface = CatalogSurface(catalog)
-    if native is True:
-        return surface
-    return AliasedSurface(surface, native)
+def native_alias(native: bool | str) -> Alias | None:
+    """The rename ``[mcp] native`` asks for: none for ``true`` (own names) or ``false`` (not served)."""
+    return Alias(native) if isinstance(native, str) else None

@@ -3,17 +3,31 @@
 The policy is built once from the configuration and is immutable: nothing a model sends and
 nothing an upstream server announces can change it. The only upstream input it ever reads is
 a tool's ``readOnlyHint`` — and only when the user opted in with ``read_only_auto_approve``.
+:class:`Approval` enforces it as one middleware of the chain, for native and upstream tools
+alike, on every surface that has someone to ask (the gateway, the agent, ``codeward call``).
 """
 
 from __future__ import annotations
 
 import fnmatch
+import logging
+import threading
+import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+import anyio.to_thread
+
+from codeward.catalog import Catalog, ToolOutcome
+from codeward.chain import Middleware, ToolCall, tool_info
 from codeward.gateway.config import GatewayConfig, ServerConfig
 from codeward.gateway.names import plain_name
+from codeward.previews import preview_call
+from codeward.result import ErrorInfo, ErrorKind
+from codeward.surface import ToolInfo, ToolOrigin, ToolSurface
+
+logger = logging.getLogger("codeward.approval")
 
 
 @dataclass(frozen=True)
@@ -29,6 +43,8 @@ class ApprovalRequest:
     annotations: Mapping[str, Any] = field(default_factory=dict)
     context: Any = field(default=None, compare=False, repr=False)
     """The caller's :class:`~codeward.context.ToolContext`, for prompts that go through its peer."""
+    changed: bool = False
+    """The tool's definition differs from the one its auto-approval was given for."""
     preview: Any = field(default=None, compare=False)
     """What a person should judge (:class:`codeward.previews.Preview`): the diff an edit would make, or
     the command a call would run; None when the arguments say it all."""
@@ -87,31 +103,127 @@ class ToolFilter:
 
 @dataclass(frozen=True)
 class ApprovalPolicy:
-    """Whether a call may run without confirmation. Immutable; built from the config alone."""
+    """Whether a call may run without confirmation. Immutable; built from the config alone.
+
+    Rules bind to what a tool *is* (:class:`~codeward.surface.ToolOrigin`), not to the name it
+    happens to be listed under: ``fs__read_file`` means the tool ``read_file`` of server ``fs``,
+    so a tool that later takes over an exposed name never inherits another's approval.
+    """
 
     auto_approve: tuple[str, ...] = ()
     read_only_auto_approve: bool = False
+    """Trust upstream servers' ``readOnlyHint`` (codeward's own read-only tools always run)."""
     per_server: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """alias → that server's own ``auto_approve`` (upstream tool names or globs)."""
 
     @classmethod
-    def from_config(cls, config: GatewayConfig) -> ApprovalPolicy:
+    def from_config(cls, config: GatewayConfig, extra: tuple[str, ...] = ()) -> ApprovalPolicy:
         return cls(
-            auto_approve=tuple(config.auto_approve),
+            auto_approve=(*config.auto_approve, *extra),
             read_only_auto_approve=config.read_only_auto_approve,
             per_server={s.alias: tuple(s.auto_approve) for s in config.servers if s.auto_approve},
         )
 
-    def auto_approves(self, name: str, alias: str, tool: str, read_only: bool) -> bool:
-        """True when ``name`` (exposed) may run without asking anyone."""
-        if matches(name, self.auto_approve) or matches(plain_name(alias, tool), self.auto_approve):
+    def auto_approves(self, info: ToolInfo) -> bool:
+        """True when the listed tool ``info`` may run without asking anyone."""
+        origin = info.origin
+        if origin is None:  # provenance unknown: nothing but an exact rule for its name
+            return info.name in self.auto_approve
+        if origin.native:
+            return matches(info.name, self.auto_approve) or matches(origin.tool, self.auto_approve) or info.read_only
+        if matches(plain_name(origin.server, origin.tool), self.auto_approve):
             return True
-        if matches(tool, self.per_server.get(alias, ())):
+        if matches(origin.tool, self.per_server.get(origin.server, ())):
             return True
-        return self.read_only_auto_approve and read_only
+        return self.read_only_auto_approve and info.read_only
 
     def reason(self, name: str) -> str:
         """The hint a denied call carries: how the user can allow it for good."""
-        alias = name.split("__", 1)[0]
-        return (f"Ask the user to approve the call when prompted, or have them add {name!r} (or "
-                f"'{alias}__*' for every tool of that server) to [mcp] auto_approve in codeward.toml.")
+        split = name.split("__", 1)
+        every = f" (or '{split[0]}__*' for every tool of that server)" if len(split) == 2 else ""
+        return (f"Ask the user to approve the call when prompted, or have them add {name!r}{every} to "
+                "[mcp] auto_approve in codeward.toml.")
+
+
+TrustedDigest = Callable[[ToolOrigin], "str | None"]
+"""The definition an approval rule was given for (a pinned digest), or None to trust the first seen."""
+
+
+class Approval(Middleware):
+    """Calls the policy does not allow outright go to ``confirm``; a denied call does not run.
+
+    An auto-approval holds for the definition it was first given to (the pinned one when pins
+    are kept, else the first seen in this run): a tool redefined since is asked about again.
+    ``native=False`` lets codeward's own tools through unasked (``codeward call``: the person
+    typed the call).
+    """
+
+    def __init__(self, policy: ApprovalPolicy, confirm: ConfirmCallback, *, native: bool = True,
+                 trusted_digest: TrustedDigest | None = None,
+                 unlisted: Callable[[str], ToolInfo | None] | None = None,
+                 catalog: Catalog | None = None) -> None:
+        self.policy = policy
+        self.confirm = confirm
+        self.native = native
+        self.trusted_digest = trusted_digest
+        self.unlisted = unlisted
+        """What a name that runs without being listed is (a native tool's alias), for the policy."""
+        self.catalog = catalog
+        """The native tools, for the diff a prompt shows (the call run on copies of its files)."""
+        self._first_seen: dict[tuple[bool, str, str], str] = {}
+        self._lock = threading.Lock()
+
+    def _definition_holds(self, origin: ToolOrigin) -> bool:
+        trusted = self.trusted_digest(origin) if self.trusted_digest is not None and not origin.native else None
+        if trusted is None:
+            with self._lock:
+                trusted = self._first_seen.setdefault((origin.native, origin.server, origin.tool), origin.digest)
+        return trusted == origin.digest
+
+    async def call_tool(self, call: ToolCall, inner: ToolSurface) -> ToolOutcome:
+        info = tool_info(inner, call.name) or (self.unlisted(call.name) if self.unlisted is not None else None)
+        if info is None:  # nothing runs under this name: the inner layers say why
+            return await inner.call(call.name, call.arguments, call.ctx)
+        origin = info.origin
+        if origin is not None and origin.native and not self.native:
+            return await inner.call(call.name, call.arguments, call.ctx)
+        changed = origin is not None and not self._definition_holds(origin)
+        waited = 0.0
+        ctx = call.ctx
+        if info.ask_always or changed or not self.policy.auto_approves(info):
+            arguments = dict(call.arguments or {})
+            native = origin is not None and origin.native
+            preview = await anyio.to_thread.run_sync(
+                preview_call, self.catalog if native else None, origin.tool if origin else call.name, arguments, ctx)
+            request = ApprovalRequest(
+                call.name, origin.server if origin else info.source, origin.tool if origin else call.name,
+                arguments, info.description, dict(info.annotations or {}), context=ctx, changed=changed,
+                preview=preview)
+            asked = time.perf_counter()
+            approved = await self._ask(request)
+            waited = time.perf_counter() - asked  # a person's think time, not the tool's latency
+            if not approved:
+                hint = ("Ask the user to approve the call when prompted (it always asks)." if info.ask_always
+                        else self.policy.reason(call.name))
+                denied = _denied(call.name, hint, changed)
+                denied.waited = waited
+                return denied
+            ctx = ctx.child(call=replace(ctx.call, approved=True))  # an ask_always tool does not ask again
+        outcome = await inner.call(call.name, call.arguments, ctx)
+        outcome.waited += waited
+        return outcome
+
+    async def _ask(self, request: ApprovalRequest) -> bool:
+        try:
+            return bool(await self.confirm(request))
+        except Exception as exc:  # a broken prompt denies, never approves
+            logger.warning("approval prompt for %s failed (%s); denying", request.name, exc)
+            return False
+
+
+def _denied(name: str, hint: str, changed: bool) -> ToolOutcome:
+    why = (" (its definition changed since it was approved: review it, then run `codeward servers --repin`)"
+           if changed else "")
+    error = ErrorInfo(ErrorKind.PERMISSION, f"the call to {name} was not approved, so it did not run{why}", hint,
+                      source="approval-policy")
+    return ToolOutcome(name, error.render(), True, [error], seconds=0.0)

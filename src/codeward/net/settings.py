@@ -1,24 +1,24 @@
 """How the web tools may reach the network, configurable per server or session.
 
 The settings are the ``[web]`` table (:class:`codeward.config.WebSettings`); they travel in
-``ToolContext.extras["web_settings"]`` (see :func:`web_settings_of`). When absent, the safe
+``ToolContext.services.web`` (see :func:`web_settings_of`). When absent, the safe
 defaults apply: the SSRF guard on, no internal host allowed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from codeward.config.web import DEFAULT_SEARCH_ENDPOINT, DEFAULT_USER_AGENT, Resolver, WebSettings
 
-EXTRAS_KEY = "web_settings"
+if TYPE_CHECKING:
+    from codeward.context import Services
 
-__all__ = ["DEFAULT_SEARCH_ENDPOINT", "DEFAULT_USER_AGENT", "EXTRAS_KEY", "Resolver", "WebSettings",
+
+__all__ = ["DEFAULT_SEARCH_ENDPOINT", "DEFAULT_USER_AGENT", "Resolver", "WebSettings",
            "web_settings_of"]
 
 
-def web_settings_of(extras: Mapping[str, Any]) -> WebSettings:
+def web_settings_of(services: Services) -> WebSettings:
     """The settings a context carries, or the safe defaults."""
-    value = extras.get(EXTRAS_KEY)
-    return value if isinstance(value, WebSettings) else WebSettings()
+    return services.web or WebSettings()

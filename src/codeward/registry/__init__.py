@@ -4,11 +4,11 @@ Tools are Python files whose metadata is read without importing them, signed wit
 hash, and run through executor chains down to a primitive (``subprocess`` or ``http_client``)
 — each in its own interpreter, with a virtual environment of its own when it imports
 third-party packages. Directives are served as MCP prompts, knowledge as MCP resources.
-:class:`MetaSurface` serves any tool surface behind the four registry meta-tools.
+The :class:`Meta` middleware serves any tool surface behind the four registry meta-tools.
 """
 
 from codeward.registry.items import Item, Kind, Problem, Space, ToolType
-from codeward.registry.meta import MetaSurface, meta_catalog
+from codeward.registry.meta import Meta, meta_catalog
 from codeward.registry.providers import DirectivePrompts, KnowledgeResources, registry_providers
 from codeward.registry.served import ServedTools
 from codeward.registry.service import Registry
@@ -19,7 +19,7 @@ __all__ = [
     "Item",
     "Kind",
     "KnowledgeResources",
-    "MetaSurface",
+    "Meta",
     "Problem",
     "Registry",
     "RegistrySettings",

@@ -249,7 +249,7 @@ def _http(registry: Registry, plan: _Prepared, ctx: ToolContext) -> Result[tuple
 
 
 def _mcp(registry: Registry, plan: _Prepared, ctx: ToolContext) -> Result[tuple[Any, str, float] | None]:
-    served = served_of(ctx.extras)
+    served = served_of(ctx.services)
     config = plan.chain.config
     target = str(config.get("tool"))
     if served is None or not served.has(target):

@@ -50,7 +50,7 @@ def run_http(name: str, params: dict[str, Any], config: dict[str, Any], ctx: Too
     """Send the request; a 4xx/5xx answer is an error that shows the status and the body."""
     import httpx2
 
-    settings = web_settings_of(ctx.extras)
+    settings = web_settings_of(ctx.services)
     method = str(config.get("method", "GET")).upper()
     used: set[str] = set()
     missing: list[str] = []

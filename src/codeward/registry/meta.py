@@ -1,7 +1,7 @@
 """Lazy meta-tool mode: a surface that lists only the four registry tools but reaches every tool.
 
 Clients pay context for each tool schema they are shown; ~80 schemas cost thousands of
-tokens before the first question. :class:`MetaSurface` shows four. ``registry_search`` and
+tokens before the first question. The :class:`Meta` middleware shows four. ``registry_search`` and
 ``registry_help`` see the inner surface's tools (the catalog, the gateway's upstreams) and
 ``registry_execute`` dispatches to it directly — same code path as a direct call, so
 gateway approval policies, path locks and output caps all still apply. Tools left out of
@@ -10,13 +10,15 @@ the list stay callable by name for clients that already know them.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from codeward.catalog import Catalog, ToolOutcome
-from codeward.context import ToolContext
-from codeward.registry.served import EXTRAS_KEY, ServedTools
-from codeward.surface import ToolInfo, ToolSurface
+from codeward.chain import Middleware, ToolCall, chain
+from codeward.registry.served import ServedTools
+from codeward.surface import CatalogSurface, ToolInfo, ToolSurface
 
 DIRECT_KEYS = frozenset({"name", "action", "params", "dry_run", "timeout"})
 
@@ -29,32 +31,60 @@ def meta_catalog() -> Catalog:
                                    registry_tools.registry_execute, registry_tools.registry_help])
 
 
-class MetaSurface:
-    """The four registry tools in front of any other surface."""
+class Meta(Middleware):
+    """The four registry tools in front of everything inside it (their list replaces the inner one).
 
-    def __init__(self, inner: ToolSurface, meta: Catalog | None = None) -> None:
-        self.inner = inner
+    A call of a tool inside (directly, or through ``registry_execute``) is approved inside, by
+    that tool's own name and hints — asking about the meta-tool too would be asking twice. The
+    meta-tools' own work (running or signing a registry item, copying one with
+    ``registry_load``) passes ``guard`` (the stack's approval) like any other writing tool.
+    """
+
+    def __init__(self, meta: Catalog | None = None, guard: Middleware | None = None) -> None:
         self.meta = meta or meta_catalog()
-        self.served = ServedTools(inner)
         self._infos = [ToolInfo.from_spec(spec) for spec in self.meta]
+        self._own = chain(CatalogSurface(self.meta), [guard] if guard is not None else [])
+        self._served: ServedTools | None = None
+        self._lock = threading.Lock()
 
-    def tool_infos(self) -> Sequence[ToolInfo]:
+    def served(self, inner: ToolSurface) -> ServedTools:
+        """The tools inside, searchable and callable by the meta-tools (one index per chain)."""
+        with self._lock:
+            if self._served is None or self._served.surface is not inner:
+                self._served = ServedTools(inner)
+            return self._served
+
+    def list_tools(self, inner: ToolSurface) -> Sequence[ToolInfo]:
         return self._infos
 
-    def has(self, name: str) -> bool:
-        return name in self.meta or self.inner.has(name)
+    def has(self, name: str, inner: ToolSurface) -> bool:
+        return name in self.meta or inner.has(name)
 
-    async def call(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext) -> ToolOutcome:
-        ctx = ctx.child(extras={**ctx.extras, EXTRAS_KEY: self.served})
+    async def call_tool(self, call: ToolCall, inner: ToolSurface) -> ToolOutcome:
+        served = self.served(inner)
+        name, arguments = call.name, call.arguments
+        ctx = call.ctx.child(services=replace(call.ctx.services, served=served))
         if name not in self.meta:
-            return await self.inner.call(name, arguments, ctx)
-        target = self._direct_target(name, arguments)
+            return await inner.call(name, arguments, ctx)
+        target = self._direct_target(served, name, arguments)
         if target is not None:
             params = (arguments or {}).get("params") or {}
-            return await self.inner.call(target, params, ctx)
-        return await self.meta.acall(name, arguments, ctx)
+            return await inner.call(target, params, ctx)
+        if self._forwards(served, name, arguments):  # runs a tool inside, approved there
+            return await self.meta.acall(name, arguments, ctx)
+        return await self._own.call(name, arguments, ctx)
 
-    def _direct_target(self, name: str, arguments: Mapping[str, Any] | None) -> str | None:
+    @staticmethod
+    def _forwards(served: ServedTools, name: str, arguments: Mapping[str, Any] | None) -> bool:
+        """Whether a ``registry_execute`` call runs one of the served tools (not a registry item)."""
+        if name != "registry_execute" or not isinstance(arguments, Mapping):
+            return False
+        target = arguments.get("name")
+        return (arguments.get("action", "run") == "run" and arguments.get("source") is None
+                and isinstance(target, str) and served.has(target))
+
+    @staticmethod
+    def _direct_target(served: ServedTools, name: str, arguments: Mapping[str, Any] | None) -> str | None:
         """The served tool a plain ``registry_execute`` run names (anything else goes the long way)."""
         if name != "registry_execute" or not isinstance(arguments, Mapping) or not set(arguments) <= DIRECT_KEYS:
             return None
@@ -63,4 +93,4 @@ class MetaSurface:
             return None
         if not isinstance(arguments.get("params") or {}, Mapping):
             return None
-        return target if self.served.has(target) else None
+        return target if served.has(target) else None

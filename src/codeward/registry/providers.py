@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from codeward.content import TextBlock
+from codeward.context import Services
 from codeward.providers import (
     PromptArgumentInfo,
     PromptInfo,
@@ -49,7 +50,7 @@ class DirectivePrompts:
         self.settings = settings
 
     def _registry(self, workspace: Workspace) -> Registry:
-        return Registry(workspace, self.settings or registry_settings_of({}))
+        return Registry(workspace, self.settings or registry_settings_of(Services()))
 
     def list_prompts(self, workspace: Workspace) -> Sequence[PromptInfo]:
         prompts = []
@@ -93,7 +94,7 @@ class KnowledgeResources:
         self.settings = settings
 
     def _registry(self, workspace: Workspace) -> Registry:
-        return Registry(workspace, self.settings or registry_settings_of({}))
+        return Registry(workspace, self.settings or registry_settings_of(Services()))
 
     def list_resources(self, workspace: Workspace) -> Sequence[ResourceInfo]:
         return [ResourceInfo(KNOWLEDGE_SCHEME + item.name, item.name, item.description, "text/markdown")

@@ -16,11 +16,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from codeward.catalog import ToolOutcome
-from codeward.context import ToolContext
+from codeward.context import Services, ToolContext
 from codeward.registry.index import FTS_COLUMNS, WEIGHTS, fts_query
 from codeward.surface import CatalogSurface, CompositeSurface, ToolInfo, ToolSurface
 
-EXTRAS_KEY = "registry_served"
 META_TOOL_NAMES = frozenset({"registry_search", "registry_load", "registry_execute", "registry_help"})
 
 
@@ -89,9 +88,8 @@ class ServedTools:
             self._infos, self._groups, self._fingerprint = infos, groups, fingerprint
 
 
-def served_of(extras: Mapping[str, Any]) -> ServedTools | None:
-    value = extras.get(EXTRAS_KEY)
-    return value if isinstance(value, ServedTools) else None
+def served_of(services: Services) -> ServedTools | None:
+    return services.served
 
 
 def toolsets_of(surface: ToolSurface) -> dict[str, str]:

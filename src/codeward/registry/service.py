@@ -52,7 +52,7 @@ class Registry:
 
     @classmethod
     def for_context(cls, ctx: ToolContext) -> Registry:
-        return cls(ctx.workspace, registry_settings_of(ctx.extras))
+        return cls(ctx.workspace, registry_settings_of(ctx.services))
 
     # -- the index -------------------------------------------------------------------------
 

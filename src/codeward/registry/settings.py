@@ -1,7 +1,7 @@
 """Where the registry keeps things and how long it lets tools run: the ``[registry]`` table.
 
 The settings (:class:`codeward.config.RegistrySettings`) travel in
-``ToolContext.extras["registry_settings"]`` (see :func:`registry_settings_of`); a context
+``ToolContext.services.registry`` (see :func:`registry_settings_of`); a context
 without them gets the defaults with the environment's overrides (``CODEWARD_USER_AI_DIR``,
 ``CODEWARD_VENV_DIR``, ``CODEWARD_REGISTRY_HUB``), so a server started by a client picks them
 up without a config file.
@@ -9,26 +9,26 @@ up without a config file.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from codeward.config.environment import variable_of
 from codeward.config.registry import PROJECT_DIR_NAME, RegistrySettings
 
-EXTRAS_KEY = "registry_settings"
+if TYPE_CHECKING:
+    from codeward.context import Services
+
 USER_DIR_ENV = variable_of("registry", "user_dir")
 VENV_DIR_ENV = variable_of("registry", "venv_dir")
 HUB_DIR_ENV = variable_of("registry", "hub_dir")
 
-__all__ = ["EXTRAS_KEY", "HUB_DIR_ENV", "PROJECT_DIR_NAME", "USER_DIR_ENV", "VENV_DIR_ENV", "RegistrySettings",
+__all__ = ["HUB_DIR_ENV", "PROJECT_DIR_NAME", "USER_DIR_ENV", "VENV_DIR_ENV", "RegistrySettings",
            "registry_settings_of"]
 
 
-def registry_settings_of(extras: Mapping[str, Any]) -> RegistrySettings:
+def registry_settings_of(services: Services) -> RegistrySettings:
     """The settings a context carries, or the defaults with the environment's overrides."""
-    value = extras.get(EXTRAS_KEY)
-    if isinstance(value, RegistrySettings):
-        return value
+    if services.registry is not None:
+        return services.registry
     from codeward.config.loader import defaults_with_environment
 
     return defaults_with_environment().registry

@@ -10,6 +10,6 @@
 """
 
 from codeward.shell.runner import ShellCommand, run_command
-from codeward.shell.settings import EXTRAS_KEY, ShellSettings, shell_settings_of
+from codeward.shell.settings import ShellSettings, shell_settings_of
 
-__all__ = ["EXTRAS_KEY", "ShellCommand", "ShellSettings", "run_command", "shell_settings_of"]
+__all__ = ["ShellCommand", "ShellSettings", "run_command", "shell_settings_of"]

@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from codeward.coding.sandbox import Sandbox, SandboxRequest, SandboxResult, SandboxUnavailable, Status
 from codeward.coding.sandbox.model import DEFAULT_PATH
@@ -35,9 +35,8 @@ if TYPE_CHECKING:
     import subprocess
 
     from codeward.coding.sandbox.cgroups import CgroupLayout, RunCgroup
-    from codeward.context import ToolContext
+    from codeward.context import Services, ToolContext
 
-RUNTIME_KEY = "shell_runtime"
 SHELLS = ("bash", "sh", "pwsh")
 SHELL_PROGRAMS = {"bash": ("bash",), "sh": ("sh",), "pwsh": ("pwsh", "powershell")}
 MAX_SCRIPT_CHARS = 100_000
@@ -96,13 +95,9 @@ class ShellRuntime:
             return self._cgroups
 
 
-def shell_runtime_of(extras: dict[str, Any]) -> ShellRuntime:
-    """The runtime kept in a context's extras, created there on first use."""
-    runtime = extras.get(RUNTIME_KEY)
-    if isinstance(runtime, ShellRuntime):
-        return runtime
-    made = extras.setdefault(RUNTIME_KEY, ShellRuntime())
-    return made if isinstance(made, ShellRuntime) else ShellRuntime()
+def shell_runtime_of(services: Services) -> ShellRuntime:
+    """The server's shell runtime, created on first use."""
+    return services.runtimes.get(ShellRuntime, ShellRuntime)
 
 
 class RunWatch:
@@ -156,7 +151,7 @@ def execute(ctx: ToolContext, command: ShellCommand, settings: ShellSettings) ->
     env_file = load_env_file(ctx.workspace)
     if not env_file.ok:
         return env_file.cast(None)
-    runtime = shell_runtime_of(ctx.extras)
+    runtime = shell_runtime_of(ctx.services)
     sandbox = runtime.sandbox() if settings.sandbox else Result.success(None)
     if not sandbox.ok:
         return sandbox.cast(None)
@@ -171,7 +166,7 @@ def execute(ctx: ToolContext, command: ShellCommand, settings: ShellSettings) ->
         try:
             result = _run_in(sandbox.data, request, watch)
             if request.overlays is not None and result.status is not Status.SETUP_ERROR:
-                notes += apply_overlays(ctx.workspace, request.overlays, ctx.journal).notes()
+                notes += apply_overlays(ctx.workspace, request.overlays, ctx.call.journal).notes()
         finally:
             if request.overlays is not None:
                 request.overlays.close()

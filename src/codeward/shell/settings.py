@@ -1,6 +1,6 @@
 """How ``run_shell`` may run scripts: the ``[shell]`` table (:class:`codeward.config.ShellSettings`).
 
-The settings travel in ``ToolContext.extras["shell_settings"]`` (see :func:`shell_settings_of`);
+The settings travel in ``ToolContext.services.shell`` (see :func:`shell_settings_of`);
 when absent, the safe defaults apply: sandboxed, no network, secrets hidden, no model asked.
 """
 
@@ -9,20 +9,21 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from codeward.config.shell import HARD_MAX_TIMEOUT_S, ShellSettings
 
-EXTRAS_KEY = "shell_settings"
+if TYPE_CHECKING:
+    from codeward.context import Services
 
-__all__ = ["EXTRAS_KEY", "HARD_MAX_TIMEOUT_S", "ShellSettings", "host_variables", "readable_dirs",
+
+__all__ = ["HARD_MAX_TIMEOUT_S", "ShellSettings", "host_variables", "readable_dirs",
            "shell_settings_of"]
 
 
-def shell_settings_of(extras: Mapping[str, Any]) -> ShellSettings:
+def shell_settings_of(services: Services) -> ShellSettings:
     """The settings a context carries, or the safe defaults."""
-    value = extras.get(EXTRAS_KEY)
-    return value if isinstance(value, ShellSettings) else ShellSettings()
+    return services.shell or ShellSettings()
 
 
 def host_variables(names: tuple[str, ...], environ: Mapping[str, str] | None = None) -> dict[str, str]:

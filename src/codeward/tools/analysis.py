@@ -230,7 +230,7 @@ def _open_index(ctx: ToolContext, real: Path, *, references: bool = True) -> Res
 
     try:
         stats = index.refresh(progress=report, cancelled=ctx.cancelled, references=references,
-                              ctags=index_settings_of(ctx.extras).ctags)
+                              ctags=index_settings_of(ctx.services).ctags)
     except Exception:
         index.close()
         raise

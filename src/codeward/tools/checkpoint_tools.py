@@ -78,7 +78,8 @@ class UndoReport(BaseModel):
 
 
 def _store(ctx: ToolContext) -> CheckpointStore:
-    return ctx.journal.store if ctx.journal is not None else ctx.settings.checkpoints.store(ctx.workspace.primary)
+    journal = ctx.call.journal
+    return journal.store if journal is not None else ctx.settings.checkpoints.store(ctx.workspace.primary)
 
 
 def _paths(workspace: Workspace, record: Record) -> list[str]:
@@ -134,7 +135,7 @@ def undo(
 
     Refuses when a file changed outside codeward since, naming it; force=true overwrites it.
     """
-    journal = ctx.journal
+    journal = ctx.call.journal
     if journal is None:
         return Result.fail(ErrorKind.UNAVAILABLE, "checkpoints are off, so there is nothing to undo",
                            "Turn checkpoints on (they are on by default).")

@@ -18,7 +18,7 @@ from codeward.coding.debug import Attempt, detect_language, diagnose, repair
 from codeward.coding.execute import Execution, Limits, execute
 from codeward.coding.monitor import Sampler
 from codeward.coding.runtime import NO_MODEL, runtime_of, settings_of
-from codeward.context import CLIENT_KEY, ToolContext
+from codeward.context import ToolContext
 from codeward.result import ErrorKind, Result
 
 LanguageName = Literal["python", "javascript", "java", "cpp", "c", "go", "rust", "bash"]
@@ -90,7 +90,7 @@ class ExecutionOutput(BaseModel):
 
 def network_refusal(ctx: ToolContext, asked: bool, argument: str) -> Result[None] | None:
     """A refusal when a call asks for network the operator has not allowed, else ``None``."""
-    if not asked or settings_of(ctx.extras).allow_network:
+    if not asked or settings_of(ctx.services).allow_network:
         return None
     return Result.fail(ErrorKind.PERMISSION,
                        f"{argument}=true was refused: network access for code is the operator's decision, and this "
@@ -137,9 +137,9 @@ def coding_execute_code(
     if refused is not None:
         return refused.cast(None)  # type: ignore[arg-type]
     ctx.progress(0, 1, f"running {language} code")
-    runtime = runtime_of(ctx.extras)
+    runtime = runtime_of(ctx.services)
     execution = execute(runtime, language, code, stdin, Limits(timeout, memory_mb, network), session_id,
-                        client=ctx.extras.get(CLIENT_KEY, ""))
+                        client=ctx.call.client)
     ctx.progress(1, 1, execution.status.value)
     return _execution_result(execution)
 
@@ -178,7 +178,7 @@ class LanguagesOutput(BaseModel):
       examples=[{}])
 def code_list_languages(ctx: ToolContext) -> Result[LanguagesOutput]:
     """List the languages coding_execute_code supports, which are available here (and why not), and the sandbox."""
-    runtime = runtime_of(ctx.extras)
+    runtime = runtime_of(ctx.services)
     sandbox = runtime.sandbox()
     languages = [
         LanguageInfo(name=name, available=chain.available, reason=chain.reason, version=chain.version,
@@ -263,7 +263,7 @@ def coding_monitor_execution(
     stdin: StdinArg = "",
 ) -> Result[MonitorOutput]:
     """Run code in the sandbox while sampling its CPU, memory and I/O into a timeline (psutil)."""
-    runtime = runtime_of(ctx.extras)
+    runtime = runtime_of(ctx.services)
     sampler = Sampler(tick_s=sample_interval_ms / 1000, detailed=include_memory_profile)
     execution = execute(runtime, language, code, stdin, Limits(timeout_s=timeout), observer=sampler)
     output = ExecutionOutput.of(execution)
@@ -456,13 +456,13 @@ def coding_debug_code(
     lang = language or detect_language(source_code, stderr)
     found = diagnose(lang, stderr, stdout, exit_code)
     diagnosis = DiagnosisOutput(**vars(found))
-    settings = settings_of(ctx.extras)
+    settings = settings_of(ctx.services)
     profile = settings.model_profile()
     if profile is None:
         return Result.success(DebugOutput(
             success=False, fixed_code=None, diagnosis=diagnosis, patches_attempted=0, patch_description="",
             verification=VerificationOutput(tests_passed=False), error=NO_MODEL))
-    runtime = runtime_of(ctx.extras)
+    runtime = runtime_of(ctx.services)
 
     def verify(candidate: str) -> Attempt:
         ran = execute(runtime, lang, candidate, stdin, Limits(timeout_s=timeout))

@@ -50,10 +50,10 @@ def operand(workspace: Workspace, raw: str, param: str) -> Result[Path]:
 
 
 def _journal(ctx: ToolContext, action: str) -> Result[Journal]:
-    if ctx.journal is None:
+    if ctx.call.journal is None:
         return Result.fail(ErrorKind.UNAVAILABLE, f"checkpoints are off, and {action} keeps a recoverable copy in one",
                            "Turn checkpoints on (they are on by default), or use run_shell.")
-    return Result.success(ctx.journal)
+    return Result.success(ctx.call.journal)
 
 
 def _in_root(workspace: Workspace, path: Path) -> bool:
@@ -90,8 +90,8 @@ def make_directory(
     made: list[Path] = []
     try:
         for folder in missing:
-            if ctx.journal is not None:
-                ctx.journal.before(folder)
+            if ctx.call.journal is not None:
+                ctx.call.journal.before(folder)
             with checked_dir(folder.parent, ctx.workspace, folder.name) as fd:
                 os.mkdir(folder.name, dir_fd=fd)
             made.append(folder)

@@ -467,7 +467,7 @@ def git_commit(
     if not plan.ok:
         return plan.cast(None)
     repository, resolved, entries = plan.data
-    if not ctx.approved and not _approved_by_client(ctx, paths, message, preview_diff(repository, resolved,
+    if not ctx.call.approved and not _approved_by_client(ctx, paths, message, preview_diff(repository, resolved,
                                                                                       entries)):
         return Result.fail(ErrorKind.PERMISSION, "git_commit needs a person's approval, and none was given",
                            "Ask the user to approve the commit when prompted (codeward chat, the control console, "

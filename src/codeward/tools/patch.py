@@ -165,7 +165,7 @@ def _failed(result: Result[Any]) -> Result[Any]:
 
 def _write_all(ctx: ToolContext, planned: list[_Planned]) -> Result[None]:
     """Write every planned file; on a failure put back what was already written."""
-    journal = ctx.journal
+    journal = ctx.call.journal
     undo: list[tuple[Path, bytes | None]] = []  # (path, bytes before; None: did not exist)
     for step in planned:
         touched = [step.target] if step.source is None else [step.source, step.target]

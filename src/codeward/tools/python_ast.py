@@ -34,7 +34,6 @@ from codeward.code.python_rewrite import (
 )
 from codeward.code.python_symbols import (
     DEFINITION_NODES,
-    PARSE_CACHE_KEY,
     DefinitionNode,
     ParseCache,
     PythonModule,
@@ -194,11 +193,7 @@ class LoadedPython:
 
 
 def _parse_cache(ctx: ToolContext) -> ParseCache:
-    cache = ctx.extras.get(PARSE_CACHE_KEY)
-    if isinstance(cache, ParseCache):
-        return cache
-    created: ParseCache = ctx.extras.setdefault(PARSE_CACHE_KEY, ParseCache())
-    return created
+    return ctx.services.runtimes.get(ParseCache, ParseCache)
 
 
 def _read(ctx: ToolContext, path: str, access: Access, param: str = "path") -> Result[tuple[Path, TextFile] | None]:

@@ -315,7 +315,7 @@ def _write_all(ctx: ToolContext, planned: list[tuple[Path, TextFile, str, str]])
     done: list[tuple[Path, bytes]] = []
     for real, original, new, display in planned:
         before = original.encode()
-        written = write_text(real, original, new, display, ctx.workspace, journal=ctx.journal)
+        written = write_text(real, original, new, display, ctx.workspace, journal=ctx.call.journal)
         if not written.ok:
             for path, data in reversed(done):
                 try:

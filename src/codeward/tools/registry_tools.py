@@ -1,7 +1,7 @@
 """The four registry meta-tools: search, load, execute and help.
 
 They cover the items of ``.ai/`` (project) and ``~/.ai/`` (user) — and, when the server
-provides its tool list (always in meta mode, see :class:`codeward.registry.meta.MetaSurface`),
+provides its tool list (always in meta mode, see :class:`codeward.registry.meta.Meta`),
 every tool the server serves, so a client that lists only these four can still find and call
 everything.
 """
@@ -49,7 +49,7 @@ def registry_search(
         with registry.index() as index:
             total = len(index.names())
             hits += [item_hit(registry, item, score) for item, score in index.search(query, wanted_kind, space, limit)]
-    served = served_of(ctx.extras)
+    served = served_of(ctx.services)
     if served is not None and source in ("all", "served") and wanted_kind in (None, Kind.TOOL):
         total += len(served.infos())
         hits += [served_hit(served, info, score) for info, score in served.search(query, limit)]
@@ -95,7 +95,7 @@ def registry_execute(
     timeout: Annotated[float | None, Field(gt=0, description="Seconds before the run is killed.")] = None,
 ) -> Result[Any]:
     """Run any tool by name — a served tool or a signed registry tool — or sign a registry item."""
-    served = served_of(ctx.extras)
+    served = served_of(ctx.services)
     if action == "sign":
         if source is None and served is not None and served.has(name) and not _is_item(ctx, name):
             return Result.fail(ErrorKind.INVALID_INPUT, f"{name} is served by this server, not a registry item; "
@@ -119,7 +119,7 @@ def registry_help(
 ) -> Result[str]:
     """Parameters and usage of one tool or item, or an overview of everything available."""
     registry = Registry.for_context(ctx)
-    served = served_of(ctx.extras)
+    served = served_of(ctx.services)
     if not name:
         return Result.success(overview(registry, served))
     if served is not None and kind in (None, "tool"):

@@ -93,7 +93,7 @@ def _server_metrics(ctx: ToolContext) -> ServerMetrics:
     import psutil
 
     process = psutil.Process(os.getpid())
-    recorder = metrics_of(ctx.extras)
+    recorder = metrics_of(ctx.services)
     with process.oneshot():
         memory = process.memory_info()
         times = process.cpu_times()

@@ -1,6 +1,6 @@
 """The shell toolset: ``run_shell``, the seed's shell runner, sandboxed by default.
 
-How scripts run comes from ``ctx.extras["shell_settings"]``
+How scripts run comes from ``ctx.services.shell``
 (:class:`codeward.shell.settings.ShellSettings`, the ``[shell]`` table); without it the safe
 defaults apply. See ``docs/shell.md``.
 """
@@ -36,4 +36,4 @@ def run_shell(
     there is no network, and secret files (.env, keys) read as empty. PATH and variables can be
     set in mcp_env.toml in the root ([path] prepend = [...], [env] NAME = "value").
     """
-    return run_command(ctx, ShellCommand(script, shell, timeout_s), shell_settings_of(ctx.extras))
+    return run_command(ctx, ShellCommand(script, shell, timeout_s), shell_settings_of(ctx.services))

@@ -88,7 +88,7 @@ def run_tests(
 ) -> Result[TestReport | None]:
     """Run the project's tests in the sandbox: pytest (found from the project's configuration) with structured
     results — counts, and each failure's test id, file:line and message — or any runner by command."""
-    settings = shell_settings_of(ctx.extras)
+    settings = shell_settings_of(ctx.services)
     root = ctx.workspace.primary
     if command.strip():
         if targets or keyword:

@@ -1,7 +1,7 @@
 """Web tools: fetch a page as readable Markdown, and search the web (DuckDuckGo's HTML results).
 
 Both go through the SSRF guard of :mod:`codeward.net.guard`; the limits, the allowlist of
-internal hosts and the search endpoint come from ``ctx.extras["web_settings"]``
+internal hosts and the search endpoint come from ``ctx.services.web``
 (:class:`codeward.net.settings.WebSettings`), safe defaults when absent.
 """
 
@@ -44,7 +44,7 @@ def fetch_url(
     Long pages come in parts: the result says which start_index continues it.
     Private, loopback and cloud-metadata addresses are refused.
     """
-    settings = web_settings_of(ctx.extras)
+    settings = web_settings_of(ctx.services)
     ctx.progress(0, 2, f"fetching {url}")
     got = guarded_get(url, settings, cancelled=ctx.cancelled)
     if not got.ok or got.data is None:
@@ -85,7 +85,7 @@ def web_search(
     empty = SearchResults(query=query, results=[])
     if not query.strip():
         return Result.fail(ErrorKind.INVALID_INPUT, "query is blank", "Give the words to search for.", data=empty)
-    settings = web_settings_of(ctx.extras)
+    settings = web_settings_of(ctx.services)
     endpoint = settings.search_endpoint
     ctx.progress(0, 1, f"searching for {query!r}")
     got = guarded_get(endpoint, settings, params={"q": query.strip()}, cancelled=ctx.cancelled)

@@ -27,9 +27,7 @@ from codeward.result import ErrorKind, Result
 
 POLL_SECONDS = 0.1
 STDERR_TAIL_CHARS = 600
-REVIEW_EXTRAS_KEY = "review"
-"""Key of the ``[review]`` table (:class:`ReviewSettings`) in ``ToolContext.extras``; absent means the defaults."""
-__all__ = ["DEFAULT_TIMEOUT_SECONDS", "MAX_TIMEOUT_SECONDS", "REVIEW_EXTRAS_KEY", "Completed", "ReviewSettings",
+__all__ = ["DEFAULT_TIMEOUT_SECONDS", "MAX_TIMEOUT_SECONDS", "Completed", "ReviewSettings",
            "locate", "run"]
 DROPPED_ENV = ("PYTHONPATH", "MYPYPATH", "PYTHONSTARTUP", "PYTHONHOME", "RUFF_CACHE_DIR", "RUFF_OUTPUT_FILE",
                "MYPY_CACHE_DIR", "BIOME_CONFIG_PATH", "SHELLCHECK_OPTS")

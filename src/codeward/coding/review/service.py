@@ -35,7 +35,6 @@ from codeward.coding.review.report import (
     render,
     write_report,
 )
-from codeward.coding.review.runner import REVIEW_EXTRAS_KEY
 from codeward.coding.review.selection import (
     MAX_FILES,
     compile_patterns,
@@ -58,8 +57,7 @@ class ProjectReview:
 
 
 def config_of(ctx: ToolContext) -> ReviewSettings:
-    config = ctx.extras.get(REVIEW_EXTRAS_KEY)
-    return config if isinstance(config, ReviewSettings) else ReviewSettings()
+    return ctx.services.review or ReviewSettings()
 
 
 def _types(requested: Sequence[AnalysisType] | None) -> Result[list[AnalysisType]]:

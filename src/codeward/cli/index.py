@@ -2,30 +2,57 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import argparse
+from typing import TYPE_CHECKING, Any
 
-from codeward.code.symbol_index import RefreshStats, SymbolIndex
-from codeward.workspace import Workspace
+from codeward.cli.common import configs_of
 
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from codeward.code.symbol_index import RefreshStats, SymbolIndex
+    from codeward.config import Config
 
-def run_index_cli(path: str, *, rebuild: bool, references: bool = True, ctags: bool = True) -> int:
+
+def register(sub: Any) -> None:
+    index = sub.add_parser("index", help="build or refresh the repository symbol index (.codeward/index.sqlite)",
+                           description="Index definitions and references of a directory for find_symbol, "
+                           "repo_map, py_find_usages, py_get_hierarchy and derive_code_path.")
+    index.add_argument("path", nargs="?", default=".", help="directory to index (default: .)")
+    index.add_argument("--rebuild", action="store_true", help="start from scratch instead of refreshing")
+    index.add_argument("--definitions-only", action="store_true",
+                       help="stop once definitions are indexed (from universal-ctags on a cold build); "
+                            "references are built by the first question that needs them")
+    index.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_index_cli(args.path, rebuild=args.rebuild, references=not args.definitions_only,
+                         config=configs_of(args)[0])
+
+
+def run_index_cli(path: str, *, rebuild: bool, references: bool = True, config: Config | None = None) -> int:
     """Index ``path`` and say what was done; the exit status.
 
     A cold build shows its two passes: definitions (universal-ctags, when installed, the tree
-    is big and ``ctags`` — ``[index] ctags`` — allows it), then references (tree-sitter),
-    unless ``references`` is False.
+    is big and ``[index] ctags`` allows it), then references (tree-sitter), unless
+    ``references`` is False. The policy is the stack's over ``path`` (the configuration's
+    blacklist applies).
     """
     from rich.console import Console
 
+    from codeward.code.symbol_index import SymbolIndex
+    from codeward.config import load_config
+    from codeward.stack import build_stack
+
     console = Console(stderr=True, soft_wrap=True)
     try:
-        workspace = Workspace.create([path])
+        stack = build_stack(config or load_config(), [path])
     except ValueError as exc:
         console.print(f"[red]error:[/red] {exc}")
         return 2
+    workspace = stack.workspace
+    ctags = stack.config.index.ctags
     opened = SymbolIndex.open(workspace)
     if not opened.ok:
         console.print(f"[red]error:[/red] {opened.error_text()}")

@@ -6,25 +6,54 @@ run), 2 when the command itself is wrong (bad path, unknown gate, format or time
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from codeward.coding.review import service
-from codeward.coding.review.gates import evaluate, gates_help, parse_cli_gates
-from codeward.coding.review.report import check_output_path, from_review, write_report
-from codeward.coding.review.report.formats import FORMAT_NAMES, render_format
-from codeward.coding.review.runner import DEFAULT_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS, REVIEW_EXTRAS_KEY
-from codeward.config.review import ReviewSettings
-from codeward.context import ToolContext
-from codeward.result import ErrorKind, Result
-from codeward.workspace import Workspace
+from codeward.cli.common import configs_of
+
+if TYPE_CHECKING:
+    from codeward.config import Config, ReviewSettings
+    from codeward.result import Result
 
 EXIT_PASS, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
-GATES_HELP = gates_help()
+
+
+def register(sub: Any) -> None:
+    from codeward.coding.review.gates import gates_help
+    from codeward.coding.review.report.formats import FORMAT_NAMES
+
+    review = sub.add_parser("review", help="static review with quality gates (CI-ready exit code)",
+                            description="Analyze files or folders (ruff, mypy, bandit, radon/lizard, vulture; "
+                            "shellcheck, cppcheck, biome when installed) with the project's own analyzer "
+                            "configuration, write a report and check quality gates: exit 1 when a gate fails. "
+                            f"Gates: {gates_help()}.")
+    review.add_argument("paths", nargs="*", default=["."], metavar="PATH",
+                        help="files or folders to review (default: .)")
+    review.add_argument("--format", choices=FORMAT_NAMES, default="md",
+                        help="report format: text (one line per finding), md, html, json, sarif (SARIF 2.1.0), "
+                        "github (workflow annotations) (default md)")
+    review.add_argument("--gates", nargs="*", metavar="NAME=VALUE",
+                        help="gate thresholds over the defaults, e.g. max_errors=0 avg_complexity=8; NAME=off "
+                        "turns a default gate off")
+    review.add_argument("--output", help="write the report to this file (inside the project) instead of stdout")
+    review.add_argument("--timeout", metavar="SECONDS",
+                        help="seconds each analyzer may run before it is stopped (default 120)")
+    review.add_argument("--isolated", action="store_true",
+                        help="ignore the project's ruff/mypy/bandit/vulture/biome configuration and use "
+                        "codeward's fixed rules (for untrusted code)")
+    review.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    review.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_review_cli(args.paths, args.format, args.gates, args.output, timeout=args.timeout,
+                          isolated=args.isolated, progress=not args.quiet, project=configs_of(args)[0])
 
 
 class StderrProgress:
@@ -48,6 +77,9 @@ class StderrProgress:
 
 def parse_timeout(raw: str | float | None) -> Result[float]:
     """``--timeout``: seconds each analyzer may run, a number in (0, MAX_TIMEOUT_SECONDS]."""
+    from codeward.coding.review.runner import DEFAULT_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS
+    from codeward.result import ErrorKind, Result
+
     if raw is None:
         return Result.success(DEFAULT_TIMEOUT_SECONDS)
     hint = (f"Give the seconds each analyzer may run, more than 0 and at most {MAX_TIMEOUT_SECONDS:g}, "
@@ -64,7 +96,7 @@ def parse_timeout(raw: str | float | None) -> Result[float]:
 def run_review_cli(paths: str | Sequence[str], fmt: str, gates: list[str] | None, output: str | None, *,
                    timeout: str | float | None = None, isolated: bool = False, progress: bool = True,
                    config: ReviewSettings | None = None, root: Path | None = None, stdout: TextIO | None = None,
-                   stderr: TextIO | None = None) -> int:
+                   stderr: TextIO | None = None, project: Config | None = None) -> int:
     """Review ``paths`` (inside ``root``, default the current directory) and return the exit status.
 
     The report goes to ``output`` (inside the root) or, without one, to standard output; failed
@@ -72,7 +104,16 @@ def run_review_cli(paths: str | Sequence[str], fmt: str, gates: list[str] | None
     items over the defaults (``NAME=off`` turns a default gate off). ``isolated`` ignores the
     project's analyzer configuration (for untrusted code). ``config`` carries the other review
     settings (analyzer executables...); ``timeout`` and ``isolated`` override its fields.
+    ``project`` is the codeward configuration the stack is built from (default: the one found
+    from the working directory).
     """
+    from codeward.coding.review import service
+    from codeward.coding.review.gates import evaluate, parse_cli_gates
+    from codeward.coding.review.report import check_output_path, from_review, write_report
+    from codeward.coding.review.report.formats import FORMAT_NAMES, render_format
+    from codeward.config import ReviewSettings, load_config
+    from codeward.stack import build_stack
+
     out = stdout or sys.stdout
     err = stderr or sys.stderr
 
@@ -91,15 +132,16 @@ def run_review_cli(paths: str | Sequence[str], fmt: str, gates: list[str] | None
     if not seconds.ok:
         return fail(seconds)
     try:
-        workspace = Workspace.create([root or Path.cwd()])
+        stack = build_stack(project or load_config(), [root or Path.cwd()])
     except ValueError as exc:
         print(f"codeward review: {exc}", file=err)
         return EXIT_USAGE
-    ctx = ToolContext(workspace, reporter=StderrProgress(err)) if progress else ToolContext(workspace)
-    base = config or ReviewSettings()
-    ctx.extras[REVIEW_EXTRAS_KEY] = base.model_copy(update={
-        "timeout_seconds": seconds.data if timeout is not None else base.timeout_seconds,
-        "isolated": isolated or base.isolated})
+    base = config or stack.services.review or ReviewSettings()
+    review = base.model_copy(update={"timeout_seconds": seconds.data if timeout is not None else base.timeout_seconds,
+                                     "isolated": isolated or base.isolated})
+    ctx = stack.context(reporter=StderrProgress(err) if progress else None)
+    ctx = ctx.child(services=replace(ctx.services, review=review))
+    workspace = stack.workspace
     destination = None
     if output is not None:
         checked = check_output_path(workspace, output, "--output")

@@ -10,8 +10,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
+
+from codeward.cli.args import parse_assignments
+from codeward.cli.common import configs_of
 
 KINDS = ("tool", "directive", "knowledge")
 SPACES = ("project", "user", "hub")
@@ -29,7 +31,7 @@ class StderrReporter:
             print(f"codeward: {message}", file=sys.stderr, flush=True)
 
 
-def add_registry_commands(subparsers: Any) -> None:
+def register(subparsers: Any) -> None:
     """Register ``registry`` (with its subcommands) and ``sign`` on the top-level parser."""
     registry = subparsers.add_parser("registry", help="tools, directives and knowledge in .ai/ and ~/.ai/",
                                      description="Search, read, copy, run, sign and create registry items.")
@@ -65,8 +67,7 @@ def add_registry_commands(subparsers: Any) -> None:
         sign.add_argument("--source", choices=SPACES)
         sign.set_defaults(handler=_sign)
 
-    publish = _command(commands, "publish",
-                       "copy a signed item to the hub ([registry] hub_dir or CODEWARD_REGISTRY_HUB)")
+    publish = _command(commands, "publish", "copy a signed item to the hub (CODEWARD_REGISTRY_HUB)")
     publish.add_argument("name")
     publish.add_argument("--kind", choices=KINDS)
     publish.add_argument("--source", choices=("project", "user"))
@@ -102,34 +103,22 @@ def _command(commands: Any, name: str, text: str) -> argparse.ArgumentParser:
     return parser
 
 
-def _context(args: argparse.Namespace, served: bool) -> Any:
-    from codeward.config import load_config
-    from codeward.context import ToolContext
-    from codeward.registry.served import EXTRAS_KEY, ServedTools
-    from codeward.workspace import Workspace
+def _context(args: argparse.Namespace) -> Any:
+    """A direct-call context from the stack every command builds: same roots, policy and services.
 
-    config = load_config(getattr(args, "config", None))
-    roots: list[str | Path] = list(args.root or []) or list(config.roots) or [Path.cwd()]
-    for root in roots:
-        if not Path(root).expanduser().is_dir():
-            raise ValueError(f"root {str(root)!r} is not a directory; pass an existing directory")
-    workspace = Workspace.create(roots, extra_blacklist=config.blacklist,
-                                 protected=[config.path] if config.path else [])
-    from codeward.assembly import context_extras
+    Its served tools (what ``search``, ``help`` and ``run`` reach besides the registry) are the
+    configured native tools."""
+    from codeward.stack import build_stack
 
-    extras = context_extras(config)
-    if served:
-        from codeward.surface import CatalogSurface
-        from codeward.tools import default_catalog
-
-        extras[EXTRAS_KEY] = ServedTools(CatalogSurface(default_catalog(config.toolsets)))
-    return ToolContext(workspace, settings=config.settings, reporter=StderrReporter(), extras=extras)
+    config, gateway = configs_of(args)
+    stack = build_stack(config, args.root or (), gateway=gateway)
+    return stack.context(reporter=StderrReporter())
 
 
-def _call(args: argparse.Namespace, tool: str, arguments: dict[str, Any], served: bool = False) -> int:
+def _call(args: argparse.Namespace, tool: str, arguments: dict[str, Any]) -> int:
     from codeward.registry.meta import meta_catalog
 
-    ctx = _context(args, served)
+    ctx = _context(args)
     outcome = meta_catalog().call(tool, {k: v for k, v in arguments.items() if v is not None}, ctx)
     print(outcome.text, file=sys.stderr if outcome.is_error else sys.stdout)
     return 1 if outcome.is_error else 0
@@ -137,7 +126,7 @@ def _call(args: argparse.Namespace, tool: str, arguments: dict[str, Any], served
 
 def _search(args: argparse.Namespace) -> int:
     return _call(args, "registry_search", {"query": " ".join(args.query), "kind": args.kind, "source": args.source,
-                                           "limit": args.limit}, served=True)
+                                           "limit": args.limit})
 
 
 def _load(args: argparse.Namespace) -> int:
@@ -156,7 +145,6 @@ def _pull(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from codeward.cli import parse_assignments
 
     params: dict[str, Any] = {}
     if args.params:
@@ -170,7 +158,7 @@ def _run(args: argparse.Namespace) -> int:
     params.update(parse_assignments(args.arguments, _schema_for(args)))
     return _call(args, "registry_execute", {"name": args.name, "action": "run", "params": params,
                                             "dry_run": args.dry_run, "timeout": args.timeout,
-                                            "source": args.source}, served=True)
+                                            "source": args.source})
 
 
 def _schema_for(args: argparse.Namespace) -> dict[str, Any]:
@@ -178,8 +166,8 @@ def _schema_for(args: argparse.Namespace) -> dict[str, Any]:
     from codeward.registry.service import Registry
     from codeward.registry.settings import registry_settings_of
 
-    ctx = _context(args, served=False)
-    found = Registry(ctx.workspace, registry_settings_of(ctx.extras)).find(args.name, Kind.TOOL)
+    ctx = _context(args)
+    found = Registry(ctx.workspace, registry_settings_of(ctx.services)).find(args.name, Kind.TOOL)
     schema = found.data.meta.get("config_schema") if found.ok and found.data is not None else None
     return schema if isinstance(schema, dict) else {}
 
@@ -189,7 +177,7 @@ def _sign(args: argparse.Namespace) -> int:
 
 
 def _help(args: argparse.Namespace) -> int:
-    return _call(args, "registry_help", {"name": args.name, "kind": args.kind}, served=True)
+    return _call(args, "registry_help", {"name": args.name, "kind": args.kind})
 
 
 def _new(args: argparse.Namespace) -> int:
@@ -198,8 +186,8 @@ def _new(args: argparse.Namespace) -> int:
     from codeward.registry.service import Registry
     from codeward.registry.settings import registry_settings_of
 
-    ctx = _context(args, served=False)
-    registry = Registry(ctx.workspace, registry_settings_of(ctx.extras))
+    ctx = _context(args)
+    registry = Registry(ctx.workspace, registry_settings_of(ctx.services))
     kind = Kind(args.kind)
     space = Space.USER if args.user else Space.PROJECT
     category = args.category or ("utility" if kind is Kind.TOOL else "")

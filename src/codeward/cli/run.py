@@ -7,16 +7,15 @@ run at all. What went wrong is said on stderr, prefixed ``codeward:``.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from codeward.coding.debug import detect_language
-from codeward.coding.execute import Limits, execute
-from codeward.coding.languages import LANGUAGE_NAMES
-from codeward.coding.runtime import CodingRuntime, settings_of
-from codeward.coding.sandbox import Status
-from codeward.config.coding import CodingSettings
+from codeward.cli.common import configs_of
+
+if TYPE_CHECKING:
+    from codeward.config import CodingSettings, Config
 
 EXTENSIONS = {
     ".py": "python", ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".sh": "bash",
@@ -27,15 +26,35 @@ EXIT_TIMEOUT = 124
 EXIT_SETUP = 2
 
 
+def register(sub: Any) -> None:
+    run = sub.add_parser("run", help="run a program in the sandbox (python, js, bash, c, cpp, go, rust, java)",
+                         description="Run a file (or - for stdin) in the sandbox; the exit code is the program's "
+                         "(124 on timeout, 128+N on signal N, 2 when it could not run).")
+    run.add_argument("file", help="source file, or - to read the program from stdin")
+    run.add_argument("--language", help="language (default: from the file extension)")
+    run.add_argument("--timeout", type=float, default=30.0, help="seconds before the run is killed (default 30)")
+    run.add_argument("--memory-mb", type=int, help="memory limit (default: the language's)")
+    run.add_argument("--network", action="store_true", help="allow network access (off by default)")
+    run.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    return run_file_cli(args.file, args.language, timeout_s=args.timeout, memory_mb=args.memory_mb,
+                        network=args.network, config=configs_of(args)[0])
+
+
 def run_file_cli(
     path_or_dash: str, language: str | None, *, timeout_s: float = 30.0, memory_mb: int | None = None,
     network: bool = False, stdin: TextIO | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None,
-    settings: CodingSettings | None = None,
+    config: Config | None = None,
 ) -> int:
-    """Run the file (``-``: source from stdin) and return the exit status to exit with.
+    """Run the file (``-``: source from stdin) and return the exit status to exit with."""
+    from codeward.coding.debug import detect_language
+    from codeward.coding.execute import Limits, execute
+    from codeward.coding.languages import LANGUAGE_NAMES
+    from codeward.coding.runtime import CodingRuntime
+    from codeward.coding.sandbox import Status
 
-    ``settings`` is the ``[coding]`` table (the sandbox backend); the warm pool is not used.
-    """
     source_in = stdin or sys.stdin
     out, err = stdout or sys.stdout, stderr or sys.stderr
     if path_or_dash == "-":
@@ -57,7 +76,7 @@ def run_file_cli(
         print(f"codeward: cannot tell the language of {path_or_dash}; pass --language with one of "
               f"{', '.join(LANGUAGE_NAMES)}", file=err)
         return EXIT_SETUP
-    runtime = CodingRuntime((settings or settings_of({})).model_copy(update={"pool_size": 0}))
+    runtime = CodingRuntime(_coding_settings(config).model_copy(update={"pool_size": 0}))
     try:
         result = execute(runtime, chosen, code, program_stdin, Limits(timeout_s, memory_mb, network))
     finally:
@@ -78,3 +97,13 @@ def run_file_cli(
         print(f"codeward: {result.error_message}", file=err)
     code_out = result.exit_code if result.exit_code is not None else 1
     return 128 - code_out if code_out < 0 else min(code_out, 255)
+
+
+def _coding_settings(config: Config | None) -> CodingSettings:
+    """The execution settings the stack of this configuration would use (sandbox backend, model)."""
+    from codeward.coding.runtime import settings_of
+    from codeward.config import load_config
+    from codeward.stack import build_stack
+
+    stack = build_stack(config or load_config())
+    return settings_of(stack.services)

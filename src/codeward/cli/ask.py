@@ -1,0 +1,66 @@
+"""``codeward ask QUESTION``: one question answered with tools; the answer on stdout, frames on stderr."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from codeward.cli.args import add_agent_arguments, catalog_choice, config_of, control_options
+
+if TYPE_CHECKING:
+    from codeward.config import Config
+    from codeward.gateway.policy import ApprovalRequest
+
+
+def register(sub: Any) -> None:
+    ask = sub.add_parser("ask", help="one question, answered with tools (non-interactive)",
+                         description="Ask once: the answer goes to stdout, tool frames to stderr; the exit "
+                         "code says whether it worked. Calls the policy does not approve are denied.")
+    ask.add_argument("question", help="what to ask")
+    add_agent_arguments(ask)
+    ask.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_ask(args, config_of(args))
+
+
+def run_ask(args: argparse.Namespace, config: Config) -> int:
+    return anyio.run(_ask, args, config)
+
+
+async def _ask(args: argparse.Namespace, config: Config) -> int:
+    from codeward.agent.conversation import Conversation
+    from codeward.agent.loop import ToolLoop
+    from codeward.agent.render import PlainView
+    from codeward.agent.session import open_session
+    from codeward.agent.tracked import estimate_tokens
+    from codeward.control.plane import control_plane
+
+    async def deny(request: ApprovalRequest) -> bool:
+        print(f"[codeward] denied {request.summary(120)}: not auto-approved (use --auto-approve)",
+              file=sys.stderr, flush=True)
+        return False
+
+    def note(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    async with control_plane(control_options(args), "ask") as plane, open_session(
+            config, model=args.model, confirm=plane.approvals(fallback=deny, notify=note),
+            roots=args.root or (), auto_approve=args.auto_approve, observers=plane.middleware(),
+            choice=catalog_choice(args)) as session:
+        conversation = Conversation(session.system_prompt(), use_tool_role=session.profile.use_tool_role)
+        plane.watch_agent(session, conversation)
+        view = PlainView()
+        surface, plan = session.offer(args.question, estimate_tokens(conversation.system + args.question))
+        if plan.form != "full":
+            view.notice(plan.summary())
+        result = await ToolLoop(session.client, surface, conversation, view, session.context,
+                                session.settings).run(args.question)
+    answer = "" if result.unparsed else "".join(view.answer) or result.text
+    if answer:
+        print(answer.strip())
+    return 0 if result.ok else 1

@@ -1,0 +1,69 @@
+"""``codeward serve``: the tools over MCP (stdio by default, streamable HTTP with ``--http``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from codeward import __version__
+from codeward.cli.args import LOOPBACK, add_http_arguments, add_meta_argument, check_bind, exit_on_sigterm
+from codeward.cli.common import configs_of
+
+
+def register(sub: Any) -> None:
+    serve = sub.add_parser("serve", help="serve the tools over MCP (stdio by default)",
+                           description="Serve codeward's tools over MCP. Roots default to the client's MCP "
+                           "roots, else the config's roots, else the current directory.")
+    serve.add_argument("roots", nargs="*", help="directories the tools may access (the first is primary)")
+    add_http_arguments(serve, 8765)
+    add_meta_argument(serve)
+    serve.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import anyio
+
+    from codeward.stack import build_stack
+
+    config, gateway = configs_of(args)
+    if args.http:
+        check_bind(args.host, allow_remote=args.allow_remote, no_auth=args.no_auth)
+    stack = build_stack(config, args.roots, gateway=gateway, meta=args.meta)
+    # Over HTTP several clients share one server: if one client's roots moved the workspace, it would
+    # move for every client. There the command line (or codeward.toml, or the directory) fixes it.
+    server = stack.server(roots_from_client=not stack.roots_given and not args.http)
+    roots = ", ".join(str(r) for r in stack.workspace.roots)
+    count = len(stack.catalog)
+    if args.http:
+        from codeward.transport.http_token import http_auth
+
+        url = f"http://{args.host}:{args.port}/mcp"
+        allowed = [f"{args.host}:*"] if args.host not in LOOPBACK else []
+        exit_on_sigterm()
+        with http_auth(host=args.host, port=args.port, token_env=args.token_env, no_auth=args.no_auth) as auth:
+            header = " --header 'Authorization: Bearer <token>'" if auth.token else ""
+            print(f"codeward {__version__}: serving {count} tools over streamable HTTP at {url}\n"
+                  f"  roots: {roots} (fixed: client roots are not used over HTTP)\n"
+                  f"  {auth.notice}\n"
+                  f"  connect: claude mcp add --transport http codeward {url}{header}", file=sys.stderr, flush=True)
+
+            async def serve_http() -> None:
+                async with stack:
+                    await server.run_http(host=args.host, port=args.port, token=auth.token, allowed_hosts=allowed)
+
+            anyio.run(serve_http)
+        return 0
+    if sys.stdin.isatty():
+        print(f"codeward {__version__}: serving {count} tools over MCP stdio; roots: {roots}\n"
+              "This is an MCP server: a client starts it and talks JSON-RPC on stdin/stdout. To connect one:\n"
+              f"  claude mcp add codeward -- codeward serve {stack.workspace.primary}\n"
+              "  or see the README for Claude Desktop's configuration. Press Ctrl-C to stop.",
+              file=sys.stderr, flush=True)
+
+    async def serve_stdio() -> None:
+        async with stack:
+            await server.run_stdio()
+
+    anyio.run(serve_stdio)
+    return 0
