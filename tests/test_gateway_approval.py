@@ -130,3 +130,37 @@ async def test_native_tools_in_the_gateway_ask_unless_read_only_or_auto_approved
                                                           "new_string": "beta"})
         assert not edited.is_error, edited.content
         assert (project / "notes.txt").read_text() == "beta\n" and len(prompts) == 2, "auto-approved: no prompt"
+
+
+async def test_meta_mode_asks_once_for_what_a_meta_tool_runs_and_for_the_meta_tools_own_work(
+        tmp_path: Path) -> None:
+    project = _project(tmp_path, "native = true")
+    prompts: list[str] = []
+
+    async def elicitation(context: Any, params: Any) -> Any:
+        import mcp_types as types
+
+        prompts.append(params.message)
+        return types.ElicitResult(action="decline")
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "codeward", "gateway", "--meta"],
+                                   cwd=str(project), env=dict(os.environ))
+    async with Client(params, elicitation_callback=elicitation, mode="legacy") as client:
+        listed = {tool.name for tool in (await client.list_tools()).tools}
+        assert listed == {"registry_search", "registry_load", "registry_execute", "registry_help"}
+        found = await client.call_tool("registry_search", {"query": "write a file"})
+        assert not found.is_error and prompts == [], "a read-only meta-tool runs without asking"
+        before = snapshot(project)
+        # the plain form goes straight to the tool; with any other key the meta-tool itself runs it
+        for arguments in ({"name": "write_file", "params": {"path": "new.txt", "content": "x"}},
+                          {"name": "write_file", "params": {"path": "new.txt", "content": "x"}, "source": None}):
+            denied = await client.call_tool("registry_execute", arguments)
+            text = "".join(b.text for b in denied.content)  # type: ignore[union-attr]
+            assert denied.is_error and "write_file was not approved" in text, text
+        assert snapshot(project) == before
+        assert len(prompts) == 2 and all("write_file" in p and "registry_execute" not in p for p in prompts), (
+            "a served tool run through registry_execute is asked about once, by its own name")
+        item = await client.call_tool("registry_execute", {"name": "tidy_imports", "source": "project"})
+        text = "".join(b.text for b in item.content)  # type: ignore[union-attr]
+        assert item.is_error and "registry_execute was not approved" in text, text
+        assert len(prompts) == 3 and "registry_execute" in prompts[2], "running a registry item is asked about"
