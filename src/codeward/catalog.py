@@ -95,7 +95,7 @@ class ToolSpec:
     copies example values literally, and every listed token costs context."""
     ask_always: bool = False
     """Every call needs a person's yes, whatever the approval policy would auto-approve (``git_commit``):
-    approval layers always ask and mark the call approved (``ToolContext.approved``); the tool asks the
+    approval layers always ask and mark the call approved (``ctx.call.approved``); the tool asks the
     client's user itself when no layer did, and refuses when no one can be asked."""
     preview: Callable[[Mapping[str, Any], Any], str | None] | None = None
     """The unified diff an approval prompt shows for a call (given its arguments and context) when the
