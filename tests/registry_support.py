@@ -1,22 +1,50 @@
-"""Helpers for the registry tests: item files on disk, an isolated user space, a signing shortcut."""
+"""Helpers for the registry tests: item files on disk, an isolated user space and signing key, and
+calls made as the person at the terminal (who may sign and approve first installs)."""
 
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from codeward.catalog import Catalog, ToolOutcome
+from codeward.context import CallInfo, ToolContext
 from codeward.registry.settings import USER_DIR_ENV, VENV_DIR_ENV
+from codeward.user_dirs import HOME_ENV
+
+Call = Callable[..., ToolOutcome]
 
 
 @pytest.fixture
 def user_space(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The user space (``~/.ai``) in a temporary folder, for every registry call of the test."""
+    """The user space (``~/.ai``) and codeward's data folder (the signing key) in a temporary
+    folder, for every registry call of the test."""
     folder = tmp_path / "home" / ".ai"
     monkeypatch.setenv(USER_DIR_ENV, str(folder))
     monkeypatch.setenv(VENV_DIR_ENV, str(tmp_path / "venvs"))
+    monkeypatch.setenv(HOME_ENV, str(tmp_path / "home" / "codeward-data"))
     return folder
+
+
+@pytest.fixture
+def person(catalog: Catalog, ctx: ToolContext, user_space: Path) -> Call:
+    """Call a tool as the person at the terminal: signing and a first install need no further question."""
+    approved = ctx.child(call=CallInfo(approved=True))
+
+    def run(tool_name: str, /, **arguments: Any) -> ToolOutcome:
+        return catalog.call(tool_name, arguments, approved)
+
+    return run
+
+
+def sign(person: Call, name: str, **extra: Any) -> ToolOutcome:
+    """Sign ``name`` as the person would (``codeward sign NAME``); fails the test when refused."""
+    outcome = person("registry_execute", name=name, action="sign", **extra)
+    assert not outcome.is_error, outcome.text
+    return outcome
 
 
 GREETING = "    return {'greeting': 'Hello, ' + name + '!'}"

@@ -160,7 +160,16 @@ async def test_meta_mode_asks_once_for_what_a_meta_tool_runs_and_for_the_meta_to
         assert snapshot(project) == before
         assert len(prompts) == 2 and all("write_file" in p and "registry_execute" not in p for p in prompts), (
             "a served tool run through registry_execute is asked about once, by its own name")
+        missing = await client.call_tool("registry_execute", {"name": "tidy_imports", "source": "project"})
+        text = "".join(b.text for b in missing.content)  # type: ignore[union-attr]
+        assert missing.is_error and "no tool named 'tidy_imports'" in text and len(prompts) == 2, text
+        tool = project / ".ai" / "tools" / "tidy_imports.py"
+        tool.parent.mkdir(parents=True)
+        tool.write_text('"""Tidy imports."""\n__version__ = "1.0.0"\n__tool_type__ = "python"\n'
+                        '__executor_id__ = "python_runtime"\n__category__ = "utility"\n\n\ndef main():\n'
+                        '    return "tidied"\n', encoding="utf-8")
         item = await client.call_tool("registry_execute", {"name": "tidy_imports", "source": "project"})
         text = "".join(b.text for b in item.content)  # type: ignore[union-attr]
-        assert item.is_error and "registry_execute was not approved" in text, text
-        assert len(prompts) == 3 and "registry_execute" in prompts[2], "running a registry item is asked about"
+        assert item.is_error and "registry:tidy_imports was not approved" in text, text
+        assert len(prompts) == 3 and "registry:tidy_imports" in prompts[2], (
+            "running a registry item is asked about as the item, not as registry_execute")

@@ -44,6 +44,12 @@ def test_registry_commands_from_new_to_run(root: Path, user_space: Path, capsys:
     assert code == 0 and '"total": 4' in out
     code, out, _ = run(capsys, "registry", "run", "sizes", "--dry-run", *r)
     assert code == 0 and "dry run of sizes" in out
+    signed = path.read_bytes()
+    path.write_text(path.read_text().replace("sum(sizes)", "sum(sizes) * 2"))  # tampered after signing
+    code, out, err = run(capsys, "registry", "run", "sizes", "sizes=[1,2]", *r)
+    assert code == 1 and out == "" and "sizes does not match the signature" in err
+    assert "changed since then: utility/sizes.py" in err and "codeward sign sizes" in err
+    path.write_bytes(signed)
     code, out, _ = run(capsys, "registry", "search", "sum", "sizes", *r)
     assert code == 0 and "- sizes [tool, project, utility, v1.0.0, signed] Sum some sizes." in out
     code, out, _ = run(capsys, "registry", "search", "read", "file", "--source", "served", "--limit", "3", *r)

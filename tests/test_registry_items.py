@@ -15,20 +15,14 @@ from codeward.context import Services
 from codeward.registry import Registry, registry_settings_of
 from codeward.workspace import Workspace
 from tests.conftest import snapshot
-from tests.registry_support import python_tool, runtime, user_space, without_state, write
+from tests.registry_support import person, python_tool, runtime, sign, user_space, without_state, write
 
-__all__ = ["user_space"]
+__all__ = ["person", "user_space"]
 
 Call = Callable[..., ToolOutcome]
 
 
-def sign(call: Call, name: str, **extra: str) -> ToolOutcome:
-    outcome = call("registry_execute", name=name, action="sign", **extra)
-    assert not outcome.is_error, outcome.text
-    return outcome
-
-
-def test_new_scaffolds_valid_items_of_each_kind(root: Path, user_space: Path, call: Call,
+def test_new_scaffolds_valid_items_of_each_kind(root: Path, user_space: Path, person: Call,
                                                 capsys: object) -> None:
     assert cli_main(["registry", "new", "greet", "--root", str(root)]) == 0
     assert cli_main(["registry", "new", "fetch_item", "--type", "api", "--category", "web", "--root", str(root)]) == 0
@@ -39,10 +33,10 @@ def test_new_scaffolds_valid_items_of_each_kind(root: Path, user_space: Path, ca
     assert (root / ".ai/directives/review_steps.md").is_file()
     assert (user_space / "knowledge/style_notes.md").is_file()
     for name in ("greet", "fetch_item", "review_steps", "style_notes"):
-        signed = sign(call, name)
-        assert "codeward:validated:" in signed.text
-    assert (root / ".ai/tools/utility/greet.py").read_text().startswith("# codeward:validated:")
-    assert (user_space / "knowledge/style_notes.md").read_text().startswith("<!-- codeward:validated:")
+        signed = sign(person, name)
+        assert "codeward:signed:v1:" in signed.text
+    assert (root / ".ai/tools/utility/greet.py").read_text().startswith("# codeward:signed:v1:")
+    assert (user_space / "knowledge/style_notes.md").read_text().startswith("<!-- codeward:signed:v1:")
     before = snapshot(root)
     assert cli_main(["registry", "new", "greet", "--root", str(root)]) == 1
     assert cli_main(["registry", "new", "bad name", "--root", str(root)]) == 1
@@ -50,22 +44,23 @@ def test_new_scaffolds_valid_items_of_each_kind(root: Path, user_space: Path, ca
     assert without_state(snapshot(root)) == without_state(before)
 
 
-def test_metadata_is_read_without_running_the_file(root: Path, user_space: Path, call: Call) -> None:
+def test_metadata_is_read_without_running_the_file(root: Path, user_space: Path, call: Call, person: Call) -> None:
     marker = root / "imported.txt"
     header = f"open({str(marker)!r}, 'w').write('ran')"
     write(root, ".ai/tools/side_effect.py", python_tool(header=header))
     assert not call("registry_help", name="side_effect").is_error
     assert "side_effect" in call("registry_search", query="greet").text
-    sign(call, "side_effect")
+    sign(person, "side_effect")
     assert not marker.exists()
 
 
-def test_validation_names_file_field_and_fix_and_signing_refuses(root: Path, user_space: Path, call: Call) -> None:
+def test_validation_names_file_field_and_fix_and_signing_refuses(root: Path, user_space: Path, call: Call,
+                                                                 person: Call) -> None:
     text = python_tool(version="one", tool_type="script", executor=None, category="", body="    pass") \
         .replace("def main(name):", "def helper(name):")
     path = write(root, ".ai/tools/broken.py", text + "CONFIG = make_config()\n")
     before = snapshot(root)
-    refused = call("registry_execute", name="broken", action="sign")
+    refused = person("registry_execute", name="broken", action="sign")
     assert refused.is_error and "was not signed" in refused.text
     for expected in (".ai/tools/broken.py: __version__: 'one' is not a semantic version",
                      "__tool_type__: 'script' is not a tool type", "Fix: use one of python, api, mcp_tool",
@@ -76,11 +71,11 @@ def test_validation_names_file_field_and_fix_and_signing_refuses(root: Path, use
     assert "Problems:" in helped.text and "semantic version" in helped.text
     assert "invalid" in call("registry_search", query="greet").text
     path.write_text("def main(:\n")
-    syntax = call("registry_execute", name="broken", action="sign")
+    syntax = person("registry_execute", name="broken", action="sign")
     assert syntax.is_error and "not valid Python (line 1" in syntax.text
 
 
-def test_unsigned_and_tampered_tools_do_not_run(root: Path, user_space: Path, call: Call) -> None:
+def test_unsigned_and_tampered_tools_do_not_run(root: Path, user_space: Path, call: Call, person: Call) -> None:
     path = write(root, ".ai/tools/greet.py", python_tool())
     before = snapshot(root)
     unsigned = call("registry_execute", name="greet", params={"name": "Ada"})
@@ -88,52 +83,54 @@ def test_unsigned_and_tampered_tools_do_not_run(root: Path, user_space: Path, ca
     assert "codeward sign greet" in unsigned.text
     assert without_state(snapshot(root)) == without_state(before)
 
-    sign(call, "greet")
+    sign(person, "greet")
     assert "Hello, Ada!" in call("registry_execute", name="greet", params={"name": "Ada"}).text
     data = path.read_bytes()
     path.write_bytes(data.replace(b"Hello, ", b"Hallo, "))
     before = snapshot(root)
     tampered = call("registry_execute", name="greet", params={"name": "Ada"})
-    assert tampered.is_error and "was modified after it was signed" in tampered.text
-    assert "re-sign" in tampered.text
+    assert tampered.is_error and "greet does not match the signature" in tampered.text
+    assert "re-sign it: `codeward sign greet`" in tampered.text
     assert without_state(snapshot(root)) == without_state(before)
-    assert "MODIFIED" in call("registry_help", name="greet").text
+    assert "NOT VALID" in call("registry_help", name="greet").text
 
-    sign(call, "greet")
+    sign(person, "greet")
     assert "Hallo, Ada!" in call("registry_execute", name="greet", params={"name": "Ada"}).text
+    assert "Signature: valid, by" in call("registry_help", name="greet").text
 
 
-def test_chain_cycle_missing_link_and_wrong_primitive_are_refused(root: Path, user_space: Path, call: Call) -> None:
+def test_broken_chains_are_refused_when_signing(root: Path, user_space: Path, call: Call, person: Call) -> None:
     write(root, ".ai/tools/runtimes/ring_a.py", runtime("ring_a", "ring_b"))
     write(root, ".ai/tools/runtimes/ring_b.py", runtime("ring_b", "ring_a"))
     write(root, ".ai/tools/looped.py", python_tool(executor="ring_a"))
     write(root, ".ai/tools/orphan.py", python_tool(executor="no_such_runtime"))
     write(root, ".ai/tools/misrouted.py", python_tool(executor="http_client"))
-    for name in ("ring_a", "ring_b", "looped", "orphan", "misrouted"):
-        sign(call, name)
     before = snapshot(root)
-    loop = call("registry_execute", name="looped", params={"name": "x"})
+    loop = person("registry_execute", name="looped", action="sign")
     assert loop.is_error and "the executor chain loops: looped → ring_a → ring_b → ring_a" in loop.text
-    missing = call("registry_execute", name="orphan", params={"name": "x"})
+    missing = person("registry_execute", name="orphan", action="sign")
     assert missing.is_error and "'no_such_runtime', which does not exist" in missing.text
     assert "python_runtime" in missing.text
-    wrong = call("registry_execute", name="misrouted", params={"name": "x"})
+    wrong = person("registry_execute", name="misrouted", action="sign")
     assert wrong.is_error and "python tools run on subprocess" in wrong.text
+    assert without_state(snapshot(root)) == without_state(before)
+    sign(person, "ring_a")  # a runtime can be signed (its own file), but is not run
     as_tool = call("registry_execute", name="ring_a")
     assert as_tool.is_error and "is a runtime" in as_tool.text
-    assert without_state(snapshot(root)) == without_state(before)
     assert "broken chain" in call("registry_help", name="looped").text
 
 
-def test_an_unsigned_runtime_in_the_chain_stops_the_run(root: Path, user_space: Path, call: Call) -> None:
-    write(root, ".ai/tools/runtimes/py_env.py", runtime("py_env", "subprocess", '{"timeout": 5}'))
+def test_the_signature_covers_the_executor_chain(root: Path, user_space: Path, call: Call, person: Call) -> None:
+    runtime_file = write(root, ".ai/tools/runtimes/py_env.py", runtime("py_env", "subprocess", '{"timeout": 5}'))
     write(root, ".ai/tools/greet.py", python_tool(executor="py_env"))
-    sign(call, "greet")
-    refused = call("registry_execute", name="greet", params={"name": "x"})
-    assert refused.is_error and "py_env is not signed" in refused.text
-    sign(call, "py_env")
+    signed = sign(person, "greet")
+    assert "executor chain greet → py_env → subprocess" in signed.text
     ran = call("registry_execute", name="greet", params={"name": "x"})
     assert not ran.is_error and "greet → py_env → subprocess" in ran.text
+    runtime_file.write_text(runtime("py_env", "subprocess", '{"timeout": 5, "env": {"EXTRA": "1"}}'))
+    changed = call("registry_execute", name="greet", params={"name": "x"})
+    assert changed.is_error and "greet does not match the signature" in changed.text
+    assert "chain greet → py_env → subprocess" in changed.text
 
 
 def test_search_ranks_with_bm25_and_follows_file_changes(root: Path, user_space: Path, call: Call) -> None:
@@ -163,17 +160,18 @@ def test_search_ranks_with_bm25_and_follows_file_changes(root: Path, user_space:
     assert "nothing in" in call("registry_search", query="ping").text
 
 
-def test_project_shadows_user_and_load_copies_between_spaces(root: Path, user_space: Path, call: Call) -> None:
+def test_project_shadows_user_and_load_copies_between_spaces(root: Path, user_space: Path, call: Call,
+                                                           person: Call) -> None:
     write(user_space, "tools/shared/greet.py", python_tool(description="The user's greeting."))
     write(root, ".ai/tools/greet.py", python_tool(description="The project's greeting."))
-    sign(call, "greet")  # the project one
+    sign(person, "greet")  # the project one
     assert "The project's greeting." in call("registry_help", name="greet").text
     user_copy = call("registry_load", name="greet", source="user")
     assert "The user's greeting." in user_copy.text and "tool greet (user: " in user_copy.text
 
     (root / ".ai/tools/greet.py").unlink()
     assert "The user's greeting." in call("registry_help", name="greet").text
-    sign(call, "greet")  # now the user one
+    sign(person, "greet")  # now the user one
     copied = call("registry_load", name="greet", destination="project")
     assert not copied.is_error and "Copied to .ai/tools/shared/greet.py" in copied.text
     project_file = root / ".ai/tools/shared/greet.py"
@@ -191,14 +189,19 @@ def test_project_shadows_user_and_load_copies_between_spaces(root: Path, user_sp
     assert project_file.read_bytes() == (user_space / "tools/shared/greet.py").read_bytes()
 
     write(root, ".ai/knowledge/team.md", "---\ndescription: Team conventions\n---\nUse pytest.\n")
+    unsigned = call("registry_load", name="team", destination="user")
+    assert unsigned.is_error and "was not copied to the user space" in unsigned.text
+    assert not (user_space / "knowledge/team.md").exists()
+    sign(person, "team")
     shared = call("registry_load", name="team", destination="user")
     assert not shared.is_error and (user_space / "knowledge/team.md").read_text().endswith("Use pytest.\n")
 
 
-def test_bad_inputs_get_clear_errors_and_change_nothing(root: Path, user_space: Path, call: Call) -> None:
+def test_bad_inputs_get_clear_errors_and_change_nothing(root: Path, user_space: Path, call: Call,
+                                                       person: Call) -> None:
     write(root, ".ai/tools/greet.py", python_tool(
         schema='{"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}'))
-    sign(call, "greet")
+    sign(person, "greet")
     before = snapshot(root)
     unknown = call("registry_execute", name="gret", params={})
     assert unknown.is_error and "no tool named 'gret'" in unknown.text and "greet" in unknown.text
@@ -219,18 +222,19 @@ def test_bad_inputs_get_clear_errors_and_change_nothing(root: Path, user_space: 
     assert without_state(snapshot(root)) == without_state(before)
 
 
-def test_links_out_of_the_project_are_not_items(root: Path, user_space: Path, tmp_path: Path, call: Call) -> None:
+def test_links_out_of_the_project_are_not_items(root: Path, user_space: Path, tmp_path: Path, call: Call,
+                                                person: Call) -> None:
     outside = write(tmp_path / "elsewhere", "evil.py", python_tool(description="Outside the project."))
     (root / ".ai" / "tools").mkdir(parents=True)
     (root / ".ai" / "tools" / "evil.py").symlink_to(outside)
     (root / ".ai" / "knowledge").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
     assert "nothing in" in call("registry_search", query="outside").text
-    assert call("registry_execute", name="evil", action="sign").is_error
+    assert person("registry_execute", name="evil", action="sign").is_error
     assert not outside.read_text().startswith("# codeward")
 
 
 def test_publish_to_and_pull_from_a_shared_hub(root: Path, user_space: Path, tmp_path: Path, call: Call,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+                                               person: Call, monkeypatch: pytest.MonkeyPatch) -> None:
     write(root, ".ai/tools/greet.py", python_tool())
     refused = call("registry_load", name="greet", destination="hub")
     assert refused.is_error and "no registry hub is configured" in refused.text
@@ -238,21 +242,21 @@ def test_publish_to_and_pull_from_a_shared_hub(root: Path, user_space: Path, tmp
     hub.mkdir()
     monkeypatch.setenv("CODEWARD_REGISTRY_HUB", str(hub))
     unsigned = call("registry_load", name="greet", destination="hub")
-    assert unsigned.is_error and "greet is unsigned; only signed, unmodified items are published" in unsigned.text
-    sign(call, "greet")
+    assert unsigned.is_error and "greet was not published, because its signature does not hold" in unsigned.text
+    sign(person, "greet")
     published = call("registry_load", name="greet", destination="hub")
     assert not published.is_error and "Copied to hub:tools/greet.py" in published.text
     assert (hub / "tools/greet.py").read_bytes() == (root / ".ai/tools/greet.py").read_bytes()
     assert "greet [tool, hub" in call("registry_search", query="greet", source="hub").text
 
     (root / ".ai/tools/greet.py").write_text(python_tool(body="    return 'hi ' + name"))
-    sign(call, "greet")
+    sign(person, "greet")
     before = snapshot(hub)
     same_version = call("registry_load", name="greet", destination="hub")
     assert same_version.is_error and "the hub already has greet 1.0.0 with other content" in same_version.text
     assert "Bump __version__" in same_version.text and snapshot(hub) == before
     (root / ".ai/tools/greet.py").write_text(python_tool(body="    return 'hi ' + name", version="1.1.0"))
-    sign(call, "greet")
+    sign(person, "greet")
     assert not call("registry_load", name="greet", destination="hub").is_error
     assert '__version__ = "1.1.0"' in (hub / "tools/greet.py").read_text()
 
@@ -261,9 +265,7 @@ def test_publish_to_and_pull_from_a_shared_hub(root: Path, user_space: Path, tmp
     assert direct.is_error and "hub items do not run there" in direct.text and "Pull it" in direct.text
     assert cli_main(["registry", "pull", "greet", "--root", str(root)]) == 0
     pulled = root / ".ai/tools/greet.py"
-    assert pulled.read_text().startswith('"""Greet someone')  # arrives without the publisher's signature
-    assert "is not signed" in call("registry_execute", name="greet", params={"name": "x"}).text
-    sign(call, "greet")
+    assert pulled.read_text().startswith("# codeward:signed:v1:")  # the publisher's signature travels with it
     assert "hi x" in call("registry_execute", name="greet", params={"name": "x"}).text
 
 

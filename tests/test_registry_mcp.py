@@ -13,6 +13,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from codeward.registry.settings import USER_DIR_ENV
+from codeward.user_dirs import HOME_ENV
 from tests.registry_support import python_tool, write
 
 pytestmark = pytest.mark.anyio
@@ -20,7 +21,8 @@ META_TOOLS = {"registry_search", "registry_load", "registry_execute", "registry_
 
 
 def _env(user_dir: Path) -> dict[str, str]:
-    return {**os.environ, "PYTHONUNBUFFERED": "1", USER_DIR_ENV: str(user_dir)}
+    return {**os.environ, "PYTHONUNBUFFERED": "1", USER_DIR_ENV: str(user_dir),
+            HOME_ENV: str(user_dir.parent / "codeward-data")}
 
 
 def _serve(root: Path, user_dir: Path, *extra: str) -> StdioServerParameters:
@@ -101,6 +103,14 @@ async def test_meta_mode_lists_four_tools_that_reach_the_whole_catalog(tmp_path:
     async with Client(_serve(root, user, "--meta")) as client:
         listed = (await client.list_tools()).tools
         assert {t.name for t in listed} == META_TOOLS
+        # the hints as a client reads them (an absent hint has the protocol's default)
+        hints = {t.name: {"read_only": t.annotations.read_only_hint is True,
+                          "destructive": t.annotations.destructive_hint is not False,
+                          "open_world": t.annotations.open_world_hint is not False}
+                 for t in listed if t.annotations is not None}
+        assert hints["registry_execute"] == {"read_only": False, "destructive": True, "open_world": True}
+        assert not hints["registry_load"]["read_only"] and hints["registry_load"]["destructive"]
+        assert hints["registry_search"]["read_only"]
 
         found = _text(await client.call_tool("registry_search", {"query": "python definition source of a symbol"}))
         assert "- py_get_definition [tool, codeward, python]" in found
@@ -118,8 +128,24 @@ async def test_meta_mode_lists_four_tools_that_reach_the_whole_catalog(tmp_path:
         overview = _text(await client.call_tool("registry_help", {}))
         assert "python (" in overview and "py_get_definition" in overview and "files (" in overview
 
+        alone = await client.call_tool("registry_execute", {"name": "double", "action": "sign"})
+        assert alone.is_error and "signing double needs a person's approval" in _text(alone)
+        assert "codeward sign double" in _text(alone)
+        unsigned = await client.call_tool("registry_execute", {"name": "double", "params": {"n": 21}})
+        assert unsigned.is_error and "double is not signed" in _text(unsigned)
+
+    asked: list[str] = []
+
+    async def person_says_yes(context: Any, params: Any) -> Any:
+        import mcp_types as types
+
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    async with Client(_serve(root, user, "--meta"), elicitation_callback=person_says_yes) as client:
         signed = await client.call_tool("registry_execute", {"name": "double", "action": "sign"})
         assert not signed.is_error, _text(signed)
+        assert len(asked) == 1 and "sign tool double" in asked[0] and "file double.py" in asked[0]
         doubled = await client.call_tool("registry_execute", {"name": "double", "params": {"n": 21}})
         assert _text(doubled).startswith("42")
 

@@ -1,12 +1,12 @@
-"""Running registry tools through their chains: subprocess and http_client primitives, saved and
-rotated outputs, timeouts that kill the whole process group, and per-tool virtual environments."""
+"""Running registry tools through their chains: the subprocess primitive in the sandbox, the
+http_client primitive behind the SSRF guard, saved and rotated outputs, timeouts that kill every
+process of the run, and per-tool packages installed from the declared pins only."""
 
 from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
 import json
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -19,32 +19,32 @@ import pytest
 
 from codeward.catalog import Catalog, ToolOutcome
 from codeward.cli import main as cli_main
-from codeward.context import Services, ToolContext
+from codeward.context import CallInfo, Services, ToolContext
 from codeward.net.settings import WebSettings
 from codeward.registry.served import ServedTools
 from codeward.registry.settings import RegistrySettings
 from codeward.surface import CatalogSurface
 from codeward.workspace import Workspace
 from tests.conftest import snapshot
-from tests.registry_support import python_tool, runtime, user_space, without_state, write
+from tests.registry_support import person, python_tool, runtime, sign, user_space, without_state, write
+from tests.sandbox_support import bwrap_works
 
-__all__ = ["user_space"]
+__all__ = ["person", "user_space"]
+
+pytestmark = pytest.mark.skipif(not bwrap_works(), reason="registry tools run in the bwrap sandbox, which cannot "
+                                "create namespaces here")
 
 Call = Callable[..., ToolOutcome]
-
-
-def sign(call: Call, name: str) -> None:
-    outcome = call("registry_execute", name=name, action="sign")
-    assert not outcome.is_error, outcome.text
 
 
 def outputs(root: Path, name: str) -> list[Path]:
     return sorted((root / ".ai/outputs/tools" / name).glob("output_*.json"))
 
 
-def test_new_sign_search_run_and_outputs_rotate_at_ten(root: Path, user_space: Path, call: Call) -> None:
+def test_new_sign_search_run_and_outputs_rotate_at_ten(root: Path, user_space: Path, call: Call,
+                                                       person: Call) -> None:
     assert cli_main(["registry", "new", "greet", "--root", str(root), "--description", "Say hello to a person."]) == 0
-    sign(call, "greet")
+    sign(person, "greet")
     found = call("registry_search", query="hello person").text.splitlines()
     assert found[1].startswith("- greet [tool, project, utility, v0.1.0, signed] Say hello to a person.")
     ran = call("registry_execute", name="greet", params={"name": "Ada"})
@@ -64,10 +64,11 @@ def test_new_sign_search_run_and_outputs_rotate_at_ten(root: Path, user_space: P
     assert [json.loads(p.read_text())["params"]["name"] for p in kept] == [f"n{i}" for i in range(1, 11)]
 
 
-def test_dry_run_checks_everything_and_runs_nothing(root: Path, user_space: Path, call: Call) -> None:
+def test_dry_run_checks_everything_and_runs_nothing(root: Path, user_space: Path, call: Call,
+                                                    person: Call) -> None:
     marker = root / "ran.txt"
     write(root, ".ai/tools/touch.py", python_tool(body=f"    open({str(marker)!r}, 'w').write(name)"))
-    sign(call, "touch")
+    sign(person, "touch")
     before = snapshot(root)
     planned = call("registry_execute", name="touch", params={"name": "x"}, dry_run=True)
     assert not planned.is_error
@@ -77,10 +78,10 @@ def test_dry_run_checks_everything_and_runs_nothing(root: Path, user_space: Path
 
 
 def test_a_large_result_is_returned_bounded_with_the_path_of_the_whole(root: Path, user_space: Path,
-                                                                         call: Call) -> None:
+                                                                         call: Call, person: Call) -> None:
     write(root, ".ai/tools/big.py", python_tool(body="    return [f'line {i:06d}' for i in range(n)]",
                                                 params="n: int"))
-    sign(call, "big")
+    sign(person, "big")
     ran = call("registry_execute", name="big", params={"n": 5000})
     assert not ran.is_error
     assert '"line 000000"' in ran.text and '"line 004999"' not in ran.text
@@ -92,31 +93,50 @@ def test_a_large_result_is_returned_bounded_with_the_path_of_the_whole(root: Pat
     assert '"line 004999"' in whole.text
 
 
-def test_the_tool_runs_the_signed_bytes_in_its_own_process(root: Path, user_space: Path, call: Call) -> None:
+def test_the_tool_runs_in_the_sandbox_with_only_what_it_declares(root: Path, user_space: Path, call: Call,
+                                                                 person: Call, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = tmp_path / "outside" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("outside the roots\n")
+    monkeypatch.setenv("SERVER_SECRET", "s3cr3t-of-the-server")
+    monkeypatch.setenv("GREETING", "hello from the host")
     body = "\n".join([
         "    import os, sys",
         "    print('chatter on stdout')",
-        "    return {'pid': os.getpid(), 'argv0': sys.argv[0], 'cwd': os.getcwd(), 'n': n * 2,",
-        "            'tool': os.environ['CODEWARD_TOOL_NAME'], 'paths': [p for p in sys.path if 'site-packages' in p]}",
+        "    try:",
+        f"        leaked = open({str(secret)!r}).read()",
+        "    except OSError as exc:",
+        "        leaked = type(exc).__name__",
+        "    open('written.txt', 'w').write('from the tool')",
+        "    return {'pid': os.getpid(), 'cwd': os.getcwd(), 'n': n * 2, 'uid': os.getuid(),",
+        "            'tool': os.environ['CODEWARD_TOOL_NAME'], 'greeting': os.environ.get('GREETING'),",
+        "            'secret': os.environ.get('SERVER_SECRET'), 'outside': leaked, 'file': __file__,",
+        "            'paths': [p for p in sys.path if 'site-packages' in p or 'dist-packages' in p]}",
     ])
-    write(root, ".ai/tools/whoami.py", python_tool(body=body, params="n: int"))
-    sign(call, "whoami")
+    write(root, ".ai/tools/whoami.py", python_tool(body=body, params="n: int", header='__env__ = ["GREETING"]'))
+    sign(person, "whoami")
     ran = call("registry_execute", name="whoami", params={"n": 21})
     assert not ran.is_error, ran.text
     result = json.loads(ran.text.split("\n[stderr]")[0])
     assert result["n"] == 42 and result["pid"] != __import__("os").getpid()
     assert result["cwd"] == str(root.resolve()) and result["tool"] == "whoami"
-    assert result["paths"] == []  # the standard library only: none of the server's packages
+    assert result["greeting"] == "hello from the host"  # declared: passed
+    assert result["secret"] is None  # the server's other variables: not
+    assert result["outside"] == "FileNotFoundError"  # files outside the roots do not exist for it
+    assert result["file"] == "/codeward/tool/tools/whoami.py"  # the staged, verified bytes
+    assert result["paths"] == []  # the standard library only: none of the server's or the system's packages
+    assert (root / "written.txt").read_text() == "from the tool"  # its writes came back through the gate
     assert "[stderr]\nchatter on stdout" in ran.text
 
 
-def test_failures_of_the_tool_are_reported_and_saved(root: Path, user_space: Path, call: Call) -> None:
+def test_failures_of_the_tool_are_reported_and_saved(root: Path, user_space: Path, call: Call, person: Call) -> None:
     write(root, ".ai/tools/crash.py", python_tool(body="    raise ValueError('bad value: ' + name)"))
     write(root, ".ai/tools/needs_pkg.py", python_tool(body="    import importlib\n"
                                                            "    importlib.import_module('pydantic')"))
     write(root, ".ai/tools/odd_result.py", python_tool(body="    return {1, 2}"))
     for name in ("crash", "needs_pkg", "odd_result"):
-        sign(call, name)
+        sign(person, name)
     crashed = call("registry_execute", name="crash", params={"name": "zz"})
     assert crashed.is_error and "crash raised ValueError: bad value: zz" in crashed.text
     assert "Traceback" in crashed.text and "failed run is saved as .ai/outputs/tools/crash/" in crashed.text
@@ -130,21 +150,20 @@ def test_failures_of_the_tool_are_reported_and_saved(root: Path, user_space: Pat
     assert wrong.is_error and "main() does not accept these parameters" in wrong.text
 
 
-def test_a_timeout_kills_the_tool_and_everything_it_started(root: Path, user_space: Path, call: Call) -> None:
-    pid_file = root / "child.pid"
+def test_a_timeout_kills_the_tool_and_everything_it_started(root: Path, user_space: Path, call: Call,
+                                                            person: Call) -> None:
+    marker = "61.4242"  # a sleep only this test starts
     body = "\n".join([
         "    import subprocess, time",
-        "    child = subprocess.Popen(['sleep', '60'])",
-        f"    open({str(pid_file)!r}, 'w').write(str(child.pid))",
+        f"    subprocess.Popen(['sleep', '{marker}'])",
         "    time.sleep(60)",
     ])
     write(root, ".ai/tools/hang.py", python_tool(body=body, params=""))
-    sign(call, "hang")
+    sign(person, "hang")
     hung = call("registry_execute", name="hang", timeout=2)
     assert hung.is_error and "hang ran longer than 2 s and was killed" in hung.text
-    child = int(pid_file.read_text())
     deadline = time.monotonic() + 10
-    while psutil.pid_exists(child) and psutil.Process(child).status() != psutil.STATUS_ZOMBIE:
+    while any(marker in " ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"])):
         assert time.monotonic() < deadline, "the tool's child process survived the timeout"
         time.sleep(0.05)
 
@@ -191,6 +210,7 @@ def api_tool(url: str, method: str = "GET") -> str:
         '__tool_type__ = "api"',
         '__executor_id__ = "local_api"',
         '__category__ = "web"',
+        '__env__ = ["API_TOKEN"]',
         f'CONFIG = {{"method": "{method}", "url": "{url}", "headers": {{"X-Token": "${{API_TOKEN}}"}}}}',
         "",
     ])
@@ -210,8 +230,10 @@ def test_api_tool_runs_through_a_runtime_to_http_client(root: Path, user_space: 
     def call(ctx: ToolContext, tool: str, **arguments: Any) -> ToolOutcome:
         return catalog.call(tool, arguments, ctx)
 
-    for name in ("local_api", "get_item", "post_item", "lost_item"):
-        assert not call(allowed, "registry_execute", name=name, action="sign").is_error
+    signer = allowed.child(call=CallInfo(approved=True))
+    for name in ("get_item", "post_item", "lost_item"):
+        signed = call(signer, "registry_execute", name=name, action="sign")
+        assert not signed.is_error, signed.text
     got = call(allowed, "registry_execute", name="get_item", params={"item_id": "a b", "verbose": True})
     assert not got.is_error, got.text
     answer = json.loads(got.text.split("\n[get_item ran")[0])
@@ -239,7 +261,8 @@ def test_mcp_tool_items_call_a_served_tool_with_preset_arguments(root: Path, use
                       'CONFIG = {"tool": "read_file", "arguments": {"path": "notes.txt", "limit": 2}}', ""])
     write(root, ".ai/tools/head_notes.py", text)
     ctx = ToolContext(Workspace.create([root]), services=Services(served=ServedTools(CatalogSurface(catalog))))
-    assert not catalog.call("registry_execute", {"name": "head_notes", "action": "sign"}, ctx).is_error
+    signer = ctx.child(call=CallInfo(approved=True))
+    assert not catalog.call("registry_execute", {"name": "head_notes", "action": "sign"}, signer).is_error
     ran = catalog.call("registry_execute", {"name": "head_notes", "params": {}}, ctx)
     assert not ran.is_error and ran.text.startswith("one\ntwo\n\n[lines 1-2 of 3")
     alone = catalog.call("registry_execute", {"name": "head_notes"}, ToolContext(Workspace.create([root])))
@@ -263,28 +286,57 @@ def shared_venvs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("registry-venvs")
 
 
-def test_a_third_party_import_gets_its_own_environment(root: Path, user_space: Path, catalog: Catalog,
-                                                       shared_venvs: Path) -> None:
+def test_packages_are_declared_pinned_and_installed_with_a_persons_yes(root: Path, user_space: Path,
+                                                                       catalog: Catalog, shared_venvs: Path,
+                                                                       tmp_path: Path) -> None:
     assert importlib.util.find_spec("humanize") is None, "humanize must not be installed in the test environment"
     before = sorted(d.metadata["Name"] for d in importlib.metadata.distributions())
-    body = "    import humanize, sys\n    return {'size': humanize.naturalsize(n), 'prefix': sys.prefix}"
-    write(root, ".ai/tools/sizes.py", python_tool(body=body, params="n: int", header="import humanize"))
+    body = "    import humanize\n    return {'size': humanize.naturalsize(n), 'from': humanize.__file__}"
+    path = write(root, ".ai/tools/sizes.py", python_tool(body=body, params="n: int", header="import humanize"))
     recorder = _Recorder()
     settings = RegistrySettings(user_dir=user_space, venv_dir=shared_venvs, install_timeout=300)
     ctx = ToolContext(Workspace.create([root]), reporter=recorder, services=Services(registry=settings))
-    assert not catalog.call("registry_execute", {"name": "sizes", "action": "sign"}, ctx).is_error
-    help_text = catalog.call("registry_help", {"name": "sizes"}, ctx).text
-    assert "own virtual environment with humanize" in help_text
+    person = ctx.child(call=CallInfo(approved=True))
+
+    guessed = catalog.call("registry_execute", {"name": "sizes", "action": "sign"}, person)
+    assert guessed.is_error and "imports 'humanize', which is neither the standard library" in guessed.text
+    assert '__dependencies__ = ["humanize==VERSION"]' in guessed.text and not list(shared_venvs.iterdir())
+    ranged_header = 'import humanize\n__dependencies__ = ["humanize>=4"]'
+    path.write_text(python_tool(body=body, params="n: int", header=ranged_header))
+    ranged = catalog.call("registry_execute", {"name": "sizes", "action": "sign"}, person)
+    assert ranged.is_error and "'humanize>=4' is not pinned to one version" in ranged.text
+    path.write_text(python_tool(body=body, params="n: int",
+                                header='import humanize\n__dependencies__ = ["humanize==4.9.0"]'))
+    signed = catalog.call("registry_execute", {"name": "sizes", "action": "sign"}, person)
+    assert not signed.is_error, signed.text
+    assert "packages humanize==4.9.0" in signed.text
+    assert any("installing humanize==4.9.0 for sizes" in line for line in recorder.lines)
+    assert "its own packages humanize==4.9.0" in catalog.call("registry_help", {"name": "sizes"}, ctx).text
+
+    recorder.lines.clear()
     first = catalog.call("registry_execute", {"name": "sizes", "params": {"n": 3_000_000}}, ctx)
     assert not first.is_error, first.text
     result = json.loads(first.text.split("\n[sizes ran")[0])
-    assert result["size"] == "3.0 MB" and Path(result["prefix"]).parent == shared_venvs
-    assert any("creating a virtual environment for sizes (humanize)" in line for line in recorder.lines)
-
-    recorder.lines.clear()
-    again = catalog.call("registry_execute", {"name": "sizes", "params": {"n": 1000}}, ctx)
-    assert json.loads(again.text.split("\n[sizes ran")[0])["size"] == "1.0 kB"
-    assert recorder.lines == []  # reused, not rebuilt
+    assert result["size"] == "3.0 MB" and result["from"].startswith("/codeward/site/humanize/")
+    assert recorder.lines == [] or all("running for" in line for line in recorder.lines)  # installed once, reused
     assert importlib.util.find_spec("humanize") is None
     assert sorted(d.metadata["Name"] for d in importlib.metadata.distributions()) == before
-    assert sys.prefix != result["prefix"]
+
+    elsewhere = tmp_path / "other-venvs"
+    moved = settings.model_copy(update={"venv_dir": elsewhere})
+    fresh = ToolContext(Workspace.create([root]), services=Services(registry=moved))
+    unasked = catalog.call("registry_execute", {"name": "sizes", "params": {"n": 1}}, fresh)
+    assert unasked.is_error and "installing humanize==4.9.0 for sizes the first time needs a person's" in unasked.text
+    assert "codeward registry run sizes" in unasked.text
+    assert not elsewhere.exists() or not any(elsewhere.iterdir())
+
+
+def test_a_local_module_is_never_installed(root: Path, user_space: Path, call: Call, person: Call,
+                                          tmp_path: Path) -> None:
+    write(root, ".ai/tools/lib/helpers.py", "def shout(text):\n    return text.upper() + '!'\n")
+    write(root, ".ai/tools/loud.py", python_tool(body="    import helpers\n    return helpers.shout(name)"))
+    signed = sign(person, "loud")
+    assert "file lib/helpers.py" in signed.text
+    ran = call("registry_execute", name="loud", params={"name": "hey"})
+    assert not ran.is_error and ran.text.startswith("HEY!\n")
+    assert not (tmp_path / "venvs").exists() or not any((tmp_path / "venvs").iterdir())

@@ -144,8 +144,10 @@ class CallInfo:
     sessions): ``""`` for a process's one client (stdio, the command line, the agent), the MCP
     session over handshake-era HTTP, ``None`` when the transport names no client."""
     approved: bool = False
-    """A person approved this very call (set by the approval layer that asked them — never by a tool or
-    the model): a tool marked ``ask_always`` then does not ask again."""
+    """A person approved this very call: at an approval prompt (terminal, console, the client's
+    elicitation form) or by typing it on the command line — set by the approval layer that asked
+    them or by the command line, never by a tool or the model. A tool marked ``ask_always``, a
+    registry signature or a tool's first install then asks nobody again."""
 
 
 @dataclass

@@ -36,6 +36,7 @@ from codeward.gateway.native import Alias
 from codeward.gateway.policy import Approval, ApprovalPolicy, ConfirmCallback
 from codeward.metrics import RecordCalls
 from codeward.providers import PromptProvider, ResourceProvider
+from codeward.registry.approval import registry_underlying
 from codeward.registry.meta import Meta
 from codeward.registry.served import ServedTools
 from codeward.surface import CatalogSurface, CompositeSurface, ToolInfo, ToolSurface
@@ -235,7 +236,8 @@ def build_stack(
         policy = ApprovalPolicy.from_config(gateway_config, approver.auto_approve)
         approval = Approval(policy, approver.confirm, native=approver.native,
                             trusted_digest=upstream.trusted_digest if upstream is not None else None,
-                            unlisted=_native_unlisted(catalog, native), catalog=catalog)
+                            unlisted=_native_unlisted(catalog, native), catalog=catalog,
+                            underlying=registry_underlying)
     inner: list[Middleware] = [approval] if approval is not None else []
     approved = chain(tools, inner)
     outer: list[Middleware] = [*observers]

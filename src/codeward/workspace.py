@@ -111,6 +111,8 @@ GIT_MARKER_LOCK = "codeward:git-directory-names"
 cannot each add half of a repository after both were checked (see :func:`git_marker_lock_key`)."""
 CONFIG_FILE_NAMES = frozenset({"codeward.toml", "mcp_env.toml"})
 """codeward's configuration files, protected at any depth (codeward finds them by searching upward)."""
+PRIVATE_REASON = ("codeward's per-user data (signing keys, trusted keys, tokens, sessions), which no tool reads "
+                  "or writes")
 POLICY_HINT = ("Changing codeward's policy, its state or the repository's git metadata is a human act: ask the "
                "user to do it themselves (an editor, the codeward command, git on their own machine).")
 MAX_PATH_CHARS = 4096
@@ -152,6 +154,9 @@ class Workspace:
     """Where relative paths start when that is not the first root (a session narrowed to files)."""
     protected_files: frozenset[Path] = frozenset()
     """Files no tool may write wherever they are: the configuration files this server read."""
+    private_dirs: tuple[Path, ...] = ()
+    """Folders no tool may read or write, listings never show, and sandboxes hide, even inside a
+    root: codeward's per-user data (the registry's signing key and trusted keys, tokens, sessions)."""
 
     @classmethod
     def create(
@@ -162,12 +167,20 @@ class Workspace:
         extra_blacklist: Iterable[str] = (),
         blacklist: Sequence[str] = DEFAULT_BLACKLIST_GLOBS,
         protected: Iterable[str | Path] = (),
+        private: Iterable[str | Path] | None = None,
     ) -> Workspace:
         """A workspace over ``roots`` (the first is primary); raises ``ValueError`` for a bad root.
 
         ``protected`` names files no tool may write (the configuration files codeward read, such
         as the one given with ``--config``), in addition to the names protected everywhere.
+        ``private`` names folders off limits altogether (default: codeward's data folder,
+        ``~/.local/share/codeward``, where the registry's signing key lives).
         """
+        if private is None:
+            from codeward.user_dirs import data_home
+
+            private = (data_home(),)
+        hidden = tuple(dict.fromkeys(Path(p).expanduser().resolve() for p in private))
         resolved: list[Path] = []
         for root in roots or [Path.cwd()]:
             path = Path(root).expanduser().resolve()
@@ -177,7 +190,8 @@ class Workspace:
                 resolved.append(path)
         allowed = frozenset(Path(f).expanduser().resolve() for f in files)
         guarded = frozenset(Path(p).expanduser().resolve() for p in protected)
-        return cls(tuple(resolved), allowed, tuple(blacklist) + tuple(extra_blacklist), protected_files=guarded)
+        return cls(tuple(resolved), allowed, tuple(blacklist) + tuple(extra_blacklist), protected_files=guarded,
+                   private_dirs=hidden)
 
     def with_files(self, files: Iterable[str | Path], base_dirs: Sequence[str | Path] | None = None) -> Workspace:
         """Layer 1 rebuilt: the given tracked files plus base directories (default: these roots).
@@ -187,15 +201,16 @@ class Workspace:
         """
         if base_dirs is None:
             return Workspace.create(self.roots, files=files, blacklist=self.blacklist_globs,
-                                    protected=self.protected_files)
+                                    protected=self.protected_files, private=self.private_dirs)
         dirs = tuple(Path(d).expanduser().resolve() for d in base_dirs)
         allowed = frozenset(Path(f).expanduser().resolve() for f in files)
-        return Workspace(dirs, allowed, self.blacklist_globs, anchor=self.primary, protected_files=self.protected_files)
+        return Workspace(dirs, allowed, self.blacklist_globs, anchor=self.primary, protected_files=self.protected_files,
+                         private_dirs=self.private_dirs)
 
     def with_roots(self, roots: Sequence[str | Path]) -> Workspace:
         """The same policy over other roots (e.g. after the client's roots changed)."""
         return Workspace.create(roots, files=self.allowed_files, blacklist=self.blacklist_globs,
-                                protected=self.protected_files)
+                                protected=self.protected_files, private=self.private_dirs)
 
     @property
     def primary(self) -> Path:
@@ -343,6 +358,8 @@ class Workspace:
         """Why a path is blacklisted ("" when it is not)."""
         if _POSIX:
             return self._blacklist_reason_text(str(path), path.name)
+        if self._private(str(path)):
+            return PRIVATE_REASON
         name = unicodedata.normalize("NFKC", path.name).casefold()
         if name in HARD_BLACKLIST_NAMES or name.endswith(HARD_BLACKLIST_SUFFIX):
             return f"a protected file ({path.name}: history, configuration and credentials are off limits)"
@@ -395,7 +412,16 @@ class Workspace:
         state.pop("_key_memo", None)
         return state
 
+    def _private(self, text: str) -> bool:
+        return any(text == private or text.startswith(prefix) for private, prefix in self._private_texts)
+
+    @cached_property
+    def _private_texts(self) -> tuple[tuple[str, str], ...]:
+        return tuple((str(p), str(p).rstrip(os.sep) + os.sep) for p in self.private_dirs)
+
     def _judge_blacklist(self, text: str, name: str) -> str:
+        if self._private_texts and self._private(text):
+            return PRIVATE_REASON
         folded = (name if name.isascii() else unicodedata.normalize("NFKC", name)).casefold()
         if folded in HARD_BLACKLIST_NAMES or folded.endswith(HARD_BLACKLIST_SUFFIX):
             return f"a protected file ({name}: history, configuration and credentials are off limits)"

@@ -69,6 +69,8 @@ CODEWARD_OWN_WRITES = ("index.sqlite", "registry.sqlite3", "outputs", "logs", "v
 
 CODEWARD_HOME_DIRS = ((".local", "share", "codeward"), (".cache", "codeward"))
 """What codeward keeps in its user's home (and the folders above them)."""
+SIGNING_DIR = (".local", "share", "codeward", "signing")
+"""The person's signing key and the keys they trust: checked like any file outside the roots."""
 
 PROJECT_CONFIG = """\
 # The operator's policy for this project: a tool may never change it.
@@ -292,13 +294,27 @@ class Host:
         return self.principal.wrap([*self.principal.python, "-m", "codeward", *first, "serve", str(self.project),
                                     *extra])
 
+    def codeward(self, *args: str, timeout_s: float = 300) -> subprocess.CompletedProcess[str]:
+        """The ``codeward`` command line as the principal, in the project: what the person at their
+        terminal does (``codeward sign NAME``, ``codeward registry trust ...``). Its output is recorded."""
+        argv = self.principal.wrap([*self.principal.python, "-m", "codeward", *args])
+        done = subprocess.run(argv, cwd=self.project, env=self.principal.env(self.home), text=True,
+                              capture_output=True, timeout=timeout_s, check=False)
+        self.record(done.stdout + done.stderr)
+        return done
+
     @asynccontextmanager
-    async def serve(self, *extra: str, config: Path | None = None) -> AsyncIterator[Session]:
-        """A real ``codeward serve`` over stdio (as the principal) and an official SDK client on it."""
-        argv = self.server_argv(*extra, config=config)
+    async def serve(self, *extra: str, config: Path | None = None, elicitation: Any = None,
+                    gateway: bool = False) -> AsyncIterator[Session]:
+        """A real ``codeward serve`` over stdio (as the principal) and an official SDK client on it.
+
+        ``gateway=True`` runs ``codeward gateway --root <project>`` instead (approval rules apply);
+        ``elicitation`` answers the server's questions to the person (``None``: nobody can be asked)."""
+        argv = self.server_argv(*extra, config=config) if not gateway else self.principal.wrap(
+            [*self.principal.python, "-m", "codeward", "gateway", "--root", str(self.project), *extra])
         params = StdioServerParameters(command=argv[0], args=argv[1:], env=self.principal.env(self.home),
                                        cwd=str(self.project))
-        async with Client(params, read_timeout_seconds=SERVER_TIMEOUT_S) as client:
+        async with Client(params, read_timeout_seconds=SERVER_TIMEOUT_S, elicitation_callback=elicitation) as client:
             yield Session(client, self)
 
     @contextmanager
@@ -362,7 +378,8 @@ class Host:
         for folder in (self.outside, self.home):
             for path in _walk(folder):
                 rel = path.relative_to(folder).parts
-                if folder == self.home and any(rel[:len(own)] == own[:len(rel)] for own in CODEWARD_HOME_DIRS):
+                if folder == self.home and any(rel[:len(own)] == own[:len(rel)] for own in CODEWARD_HOME_DIRS) \
+                        and rel[:len(SIGNING_DIR)] != SIGNING_DIR:
                     continue  # codeward's own data and caches (a generated HTTP token, tool environments)
                 state[str(path)] = _fingerprint(path)
         for path in self.protected_paths():

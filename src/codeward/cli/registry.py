@@ -1,8 +1,11 @@
-"""``codeward registry search|load|run|sign|publish|pull|help|new`` and ``codeward sign NAME``.
+"""``codeward registry search|load|run|sign|publish|pull|help|new|key|trust`` and ``codeward sign NAME``.
 
 A thin layer: each command calls the same meta-tool a model would (through a catalog of the
 four), with the built-in tools served alongside so ``search``, ``help`` and ``run`` cover them
-too; ``new`` writes a scaffold that validates as written.
+too; ``new`` writes a scaffold that validates as written. A command typed here is a person's
+act: ``sign`` signs with the user's key, and ``run`` installs a tool's declared packages the
+first time, without asking again. ``key`` shows the user's public key (to give to teammates);
+``trust`` manages the teammates' keys whose signatures count here.
 """
 
 from __future__ import annotations
@@ -81,6 +84,18 @@ def register(subparsers: Any) -> None:
     pull.add_argument("--overwrite", action="store_true", help="replace an item of the same name there")
     pull.set_defaults(handler=_pull)
 
+    key = _command(commands, "key", "show your public signing key (made on your first signature)")
+    key.add_argument("--create", action="store_true", help="make the key now if there is none")
+    key.add_argument("--name", default="", help="the name the new key is known by (default: user@host)")
+    key.set_defaults(handler=_key)
+
+    trust = _command(commands, "trust", "the keys whose signatures count here: list, add, remove")
+    trust.add_argument("action", choices=("list", "add", "remove"), nargs="?", default="list")
+    trust.add_argument("key", nargs="?", help="add: a public key line (codeward-ed25519 ...) or a .pub file; "
+                       "remove: a key id or name")
+    trust.add_argument("--name", default="", help="add: who the key belongs to (shown with what it signed)")
+    trust.set_defaults(handler=_trust)
+
     help_ = _command(commands, "help", "explain a tool or item, or give an overview")
     help_.add_argument("name", nargs="?")
     help_.add_argument("--kind", choices=KINDS)
@@ -116,9 +131,12 @@ def _context(args: argparse.Namespace) -> Any:
 
 
 def _call(args: argparse.Namespace, tool: str, arguments: dict[str, Any]) -> int:
+    from dataclasses import replace
+
     from codeward.registry.meta import meta_catalog
 
     ctx = _context(args)
+    ctx = ctx.child(call=replace(ctx.call, approved=True))  # typed by the person at the terminal
     outcome = meta_catalog().call(tool, {k: v for k, v in arguments.items() if v is not None}, ctx)
     print(outcome.text, file=sys.stderr if outcome.is_error else sys.stdout)
     return 1 if outcome.is_error else 0
@@ -174,6 +192,72 @@ def _schema_for(args: argparse.Namespace) -> dict[str, Any]:
 
 def _sign(args: argparse.Namespace) -> int:
     return _call(args, "registry_execute", {"name": args.name, "action": "sign", "source": args.source})
+
+
+def _key(args: argparse.Namespace) -> int:
+    from codeward.registry.keys import SigningKeyError
+
+    keys = _keys(args)
+    own = keys.own()
+    if own is None and args.create:
+        try:
+            own = keys.create(args.name)
+        except (SigningKeyError, OSError) as exc:
+            print(f"codeward: {exc}", file=sys.stderr)
+            return 1
+        print(f"codeward: made your signing key {keys.private_path} (keep it private)", file=sys.stderr)
+    if own is None:
+        print(f"You have no signing key yet ({keys.folder}); `codeward sign NAME` or `codeward registry key "
+              "--create` makes one.", file=sys.stderr)
+        return 1
+    print(own.line())
+    print(f"id {own.key_id}; give the line above to teammates: `codeward registry trust add \"{own.line()}\"`",
+          file=sys.stderr)
+    return 0
+
+
+def _trust(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from codeward.registry.keys import PublicKey, SigningKeyError
+
+    keys = _keys(args)
+    try:
+        if args.action == "list":
+            own = keys.own()
+            found = keys.trusted()
+            if not found:
+                print("No keys are trusted yet: sign something (`codeward sign NAME`) to make yours, and add "
+                      "teammates' with `codeward registry trust add \"codeward-ed25519 ...\" --name THEM`.")
+            for key in found.values():
+                mine = " (yours)" if own is not None and key.key_id == own.key_id else ""
+                print(f"{key.key_id}  {key.name}{mine}")
+            return 0
+        if not args.key:
+            raise SigningKeyError(f"`trust {args.action}` needs a key: "
+                                  + ("a public key line or a .pub file" if args.action == "add" else "an id or name"))
+        if args.action == "add":
+            text = args.key
+            if not text.startswith("codeward-ed25519") and Path(text).is_file():
+                text = Path(text).read_text(encoding="ascii")
+            key = PublicKey.parse(text, args.name)
+            if not key.name:
+                raise SigningKeyError("name the key: --name alice (shown with everything it signs)")
+            path = keys.trust(key)
+            print(f"Trusted {key.shown()}: items it signs now run here ({path}).")
+            return 0
+        removed = keys.untrust(args.key)
+        print(f"No longer trusted: {removed.shown()}; what it signed no longer runs here.")
+        return 0
+    except (SigningKeyError, OSError, UnicodeDecodeError) as exc:
+        print(f"codeward: {exc}", file=sys.stderr)
+        return 1
+
+
+def _keys(args: argparse.Namespace) -> Any:
+    from codeward.registry.settings import key_store, registry_settings_of
+
+    return key_store(registry_settings_of(_context(args).services))
 
 
 def _help(args: argparse.Namespace) -> int:

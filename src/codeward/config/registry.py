@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from codeward.config.base import ConfigPath, Field, Int, Seconds, Table
+from codeward.config.base import ConfigPath, Field, Int, Seconds, Str, Strings, Table, code_only
 
 PROJECT_DIR_NAME = ".ai"
 
@@ -34,6 +34,19 @@ class RegistrySettings(Table):
     """Results longer than this (as JSON) are returned cut, with the path of the saved whole."""
     max_stderr_chars: Int = 4_000
     """Characters of a failed tool's stderr shown."""
+    allow_hosts: Strings = ()
+    """Hosts a Python tool may reach when it also declares them (``__network__``); ``"*"``: any host
+    a tool declares. Loopback, private and reserved addresses stay unreachable whatever is allowed."""
+    memory_mb: Int = 1024
+    """Memory of one tool run, all its processes together."""
+    max_processes: Int = 256
+    """Processes and threads of one tool run."""
+    keys_dir: ConfigPath | None = code_only(None, "is codeward's data folder (signing/ under $XDG_DATA_HOME/codeward), "
+                                                 "outside every project; it is not configurable")
+    """The signing key and the trusted keys; unset: ``signing/`` in codeward's data folder."""
+    python: Str = code_only("/usr/bin/python3", "is the system's interpreter, the one the sandbox shows; it is not "
+                                                "configurable")
+    """The interpreter Python tools run with in the sandbox."""
 
     def user_cache_dir(self, environ: Mapping[str, str] | None = None) -> Path:
         """The cache for user-space tools' environments (``$XDG_CACHE_HOME/codeward``)."""

@@ -35,7 +35,7 @@ class HookError(Exception):
 
 def token_file(port: int, home: Path | None = None) -> Path:
     """Where a server on ``port`` writes its token (under codeward's data folder)."""
-    from codeward.agent.history import data_home
+    from codeward.user_dirs import data_home
 
     return (home or data_home()) / "control" / f"{port}.token"
 

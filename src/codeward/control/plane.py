@@ -189,8 +189,8 @@ async def control_plane(options: ControlOptions | None, label: str, *,
                         announce: Callable[[str], None] | None = None,
                         data_home: Path | None = None) -> AsyncIterator[ControlPlane]:
     """The plane for a command run; inert unless ``options`` ask to serve the API or write logs."""
-    from codeward.agent.history import data_home as default_home
     from codeward.control.client import token_file
+    from codeward.user_dirs import data_home as default_home
 
     options = options or ControlOptions()
     session_id = new_session_id()

@@ -21,6 +21,7 @@ import anyio.to_thread
 
 from codeward.catalog import Catalog, ToolOutcome
 from codeward.chain import Middleware, ToolCall, tool_info
+from codeward.context import ToolContext
 from codeward.gateway.config import GatewayConfig, ServerConfig
 from codeward.gateway.names import plain_name
 from codeward.previews import preview_call
@@ -28,6 +29,10 @@ from codeward.result import ErrorInfo, ErrorKind
 from codeward.surface import ToolInfo, ToolOrigin, ToolSurface
 
 logger = logging.getLogger("codeward.approval")
+
+REGISTRY_ORIGIN = "registry:"
+"""The origin server of registry tools run through ``registry_execute``: rules name them
+``registry:NAME`` (or ``registry:*``), a form no upstream alias can take."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,22 @@ class ApprovalRequest:
             args = args[: width - 3] + "..."
         return f"{self.name}({args})"
 
+
+@dataclass(frozen=True)
+class Underlying:
+    """What a call really runs, judged instead of the call itself (``registry_execute`` runs another
+    tool: approving it must not approve everything it can run)."""
+
+    info: ToolInfo | None
+    """The tool that would run; ``None``: nothing to judge at this call — it only reads, or the
+    tool it reaches is a listed one, judged when that call passes this middleware."""
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    always_ask: bool = False
+    """Only a person may decide this (signing, a first install): no rule approves it."""
+
+
+UnderlyingCall = Callable[[ToolCall, ToolInfo], Awaitable["Underlying | None"]]
+"""For a call of a tool that runs others: what it would run (``None``: judge the call itself)."""
 
 ConfirmCallback = Callable[[ApprovalRequest], Awaitable[bool]]
 """Asks someone (a person at a terminal, an MCP client, the control plane) to approve one call."""
@@ -129,6 +150,8 @@ class ApprovalPolicy:
         origin = info.origin
         if origin is None:  # provenance unknown: nothing but an exact rule for its name
             return info.name in self.auto_approve
+        if origin.server == REGISTRY_ORIGIN:  # a registry tool: `registry:NAME` rules only, never read-only
+            return matches(f"{REGISTRY_ORIGIN}{origin.tool}", self.auto_approve)
         if origin.native:
             return matches(info.name, self.auto_approve) or matches(origin.tool, self.auto_approve) or info.read_only
         if matches(plain_name(origin.server, origin.tool), self.auto_approve):
@@ -144,6 +167,9 @@ class ApprovalPolicy:
         return (f"Ask the user to approve the call when prompted, or have them add {name!r}{every} to "
                 "[mcp] auto_approve in codeward.toml.")
 
+
+PERSON_ONLY = ("Only a person can approve this (no rule does): ask the user to approve it when prompted, or to do "
+               "it themselves on the command line (e.g. `codeward sign NAME`).")
 
 TrustedDigest = Callable[[ToolOrigin], "str | None"]
 """The definition an approval rule was given for (a pinned digest), or None to trust the first seen."""
@@ -161,7 +187,8 @@ class Approval(Middleware):
     def __init__(self, policy: ApprovalPolicy, confirm: ConfirmCallback, *, native: bool = True,
                  trusted_digest: TrustedDigest | None = None,
                  unlisted: Callable[[str], ToolInfo | None] | None = None,
-                 catalog: Catalog | None = None) -> None:
+                 catalog: Catalog | None = None,
+                 underlying: UnderlyingCall | None = None) -> None:
         self.policy = policy
         self.confirm = confirm
         self.native = native
@@ -170,6 +197,8 @@ class Approval(Middleware):
         """What a name that runs without being listed is (a native tool's alias), for the policy."""
         self.catalog = catalog
         """The native tools, for the diff a prompt shows (the call run on copies of its files)."""
+        self.underlying = underlying
+        """What a call of a tool that runs others (``registry_execute``) would run, judged instead."""
         self._first_seen: dict[tuple[bool, str, str], str] = {}
         self._lock = threading.Lock()
 
@@ -185,30 +214,44 @@ class Approval(Middleware):
         if info is None:  # nothing runs under this name: the inner layers say why
             return await inner.call(call.name, call.arguments, call.ctx)
         origin = info.origin
-        if origin is not None and origin.native and not self.native:
-            return await inner.call(call.name, call.arguments, call.ctx)
+        ctx = call.ctx
+        if origin is not None and origin.native and not self.native:  # the person typed this call
+            return await inner.call(call.name, call.arguments, _by_person(ctx))
+        arguments: Mapping[str, Any] = dict(call.arguments or {})
+        always_ask = replaced = False
+        if self.underlying is not None and origin is not None and origin.native:
+            under = await self.underlying(call, info)
+            if under is not None:
+                if under.info is None:
+                    return await inner.call(call.name, call.arguments, ctx)
+                info, arguments, always_ask, replaced = under.info, under.arguments, under.always_ask, True
+                origin = info.origin
+        name = info.name if replaced else call.name
         changed = origin is not None and not self._definition_holds(origin)
         waited = 0.0
-        ctx = call.ctx
-        if info.ask_always or changed or not self.policy.auto_approves(info):
-            arguments = dict(call.arguments or {})
-            native = origin is not None and origin.native
-            preview = await anyio.to_thread.run_sync(
-                preview_call, self.catalog if native else None, origin.tool if origin else call.name, arguments, ctx)
+        if info.ask_always or always_ask or changed or not self.policy.auto_approves(info):
+            preview = None
+            if not replaced:  # a registry tool's prompt describes it; the call's own preview would not
+                native = origin is not None and origin.native
+                preview = await anyio.to_thread.run_sync(
+                    preview_call, self.catalog if native else None, origin.tool if origin else call.name,
+                    dict(arguments), ctx)
             request = ApprovalRequest(
-                call.name, origin.server if origin else info.source, origin.tool if origin else call.name,
-                arguments, info.description, dict(info.annotations or {}), context=ctx, changed=changed,
+                name, origin.server if origin else info.source, origin.tool if origin else name,
+                dict(arguments), info.description, dict(info.annotations or {}), context=ctx, changed=changed,
                 preview=preview)
             asked = time.perf_counter()
             approved = await self._ask(request)
             waited = time.perf_counter() - asked  # a person's think time, not the tool's latency
             if not approved:
-                hint = ("Ask the user to approve the call when prompted (it always asks)." if info.ask_always
-                        else self.policy.reason(call.name))
-                denied = _denied(call.name, hint, changed)
+                hint = (PERSON_ONLY if always_ask else
+                        "Ask the user to approve the call when prompted (it always asks)." if info.ask_always
+                        else self.policy.reason(name))
+                denied = _denied(name, hint, changed)
+                denied.name = call.name
                 denied.waited = waited
                 return denied
-            ctx = ctx.child(call=replace(ctx.call, approved=True))  # an ask_always tool does not ask again
+            ctx = _by_person(ctx)  # a tool asking a person itself does not ask again
         outcome = await inner.call(call.name, call.arguments, ctx)
         outcome.waited += waited
         return outcome
@@ -219,6 +262,11 @@ class Approval(Middleware):
         except Exception as exc:  # a broken prompt denies, never approves
             logger.warning("approval prompt for %s failed (%s); denying", request.name, exc)
             return False
+
+
+def _by_person(ctx: ToolContext) -> ToolContext:
+    """The call's context marked as approved by a person (who typed it or said yes to it)."""
+    return ctx.child(call=replace(ctx.call, approved=True))
 
 
 def _denied(name: str, hint: str, changed: bool) -> ToolOutcome:

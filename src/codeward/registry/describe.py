@@ -11,7 +11,7 @@ from codeward.registry.chain import BUILTINS, build_chain
 from codeward.registry.deps import requirements_of
 from codeward.registry.items import Item, Kind, Space
 from codeward.registry.served import ServedTools
-from codeward.registry.service import Registry
+from codeward.registry.service import Registry, describe_covered
 from codeward.surface import ToolInfo
 
 NEXT_STEPS = "Next: registry_help(name=...) for parameters; registry_execute(name=..., params={...}) to run a tool."
@@ -36,8 +36,8 @@ class Hit:
 def item_hit(registry: Registry, item: Item, score: float) -> Hit:
     details = [d for d in (item.category, f"v{item.version}" if item.version else "") if d]
     if item.kind is Kind.TOOL:
-        status = item.meta.get("signature", "")
-        details.append("invalid" if item.problems else ("signed" if status == "valid" else str(status)))
+        status = str(item.meta.get("signature", ""))
+        details.append("invalid" if item.problems else status)
     elif item.problems:
         details.append("invalid")
     return Hit(item.name, item.kind.value, item.space.value, item.summary, score, ", ".join(details))
@@ -99,14 +99,16 @@ def _tool_facts(registry: Registry, item: Item) -> list[str]:
         chain = build_chain(item, lambda n: _peek(registry, n))
         how = " → ".join(chain.data.names()) if chain.ok and chain.data else f"broken chain: {chain.error_text()}"
         lines.append(f"Type: {tool_type}; runs via {how}")
-        status = item.meta.get("signature")
-        signed = {"valid": f"signed {item.meta.get('signed_at')}", "modified": "MODIFIED since signed: will not run "
-                  "until re-signed", "unsigned": "unsigned: will not run until signed"}.get(str(status), str(status))
-        lines.append(f"Signature: {signed}")
+        lines.append(f"Signature: {signature_state(registry, item)}")
     if tool_type == "python":
         needs = requirements_of(item)
-        where = f"own virtual environment with {', '.join(needs)}" if needs else "standard library only"
-        lines.append(f"Environment: {where}")
+        where = f"its own packages {', '.join(needs)}" if needs else "the standard library only"
+        lines.append(f"Environment: {where}; runs in the sandbox (the project overlaid, no network unless declared "
+                     "and allowed)")
+        declared = [f"variables {', '.join(item.meta.get('env') or [])}" if item.meta.get("env") else "",
+                    f"hosts {', '.join(item.meta.get('network') or [])}" if item.meta.get("network") else ""]
+        if any(declared):
+            lines.append("Declares: " + "; ".join(d for d in declared if d))
     schema = item.meta.get("config_schema")
     lines.append(f"Parameters (JSON Schema): {compact(schema)}" if schema else "Parameters: not declared "
                  "(add a 'Config Schema:' section to the docstring)")
@@ -129,7 +131,8 @@ def overview(registry: Registry, served: ServedTools | None) -> str:
              f"({registry.spaces.display(registry.spaces.user_dir, Space.USER)})"
              + (", and every tool this server serves." if served else "."),
              "Find with registry_search(query), read with registry_help(name) or registry_load(name), run with "
-             "registry_execute(name, params). Registry tools run only while signed (action=\"sign\").", ""]
+             "registry_execute(name, params). Registry tools run in the sandbox, only while signed by a key the "
+             "user trusts (`codeward sign NAME`; a model can ask with action=\"sign\").", ""]
     if served is not None:
         groups: dict[str, list[str]] = {}
         for info in served.infos():
@@ -148,6 +151,19 @@ def overview(registry: Registry, served: ServedTools | None) -> str:
                      ".ai/tools), then sign it with `codeward sign NAME`.")
     lines.append(f"Built-in executors: {', '.join(BUILTINS)}.")
     return "\n".join(lines)
+
+
+def signature_state(registry: Registry, item: Item) -> str:
+    """Whether the item's signature holds now, by whom — or why not (what a run would say)."""
+    read = registry.fresh(item)
+    if not read.ok or read.data is None:
+        return f"cannot be checked: {read.error_text()}"
+    fresh, data = read.data
+    checked = registry.verify(fresh, data)
+    if checked.ok and checked.data is not None:
+        return f"valid, by {checked.data.key.shown()} on {checked.data.signed_at} (covers: " \
+            + "; ".join(describe_covered(checked.data.covered)) + ")"
+    return f"NOT VALID — {checked.errors[0].message}. {checked.errors[0].hint}"
 
 
 def compact(value: Any) -> str:

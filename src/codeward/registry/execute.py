@@ -1,32 +1,30 @@
-"""Running a registry tool: verify, resolve the chain, check parameters, dispatch, save.
+"""Running a registry tool: verify, check parameters, dispatch to the primitive, save.
 
-Order matters: the tool's bytes are read once and everything — metadata, signature, the
-code that runs — comes from those bytes. Every file in the chain must be signed and
-unmodified; then the parameters are checked against the tool's ``Config Schema``; then the
-primitive at the end of the chain runs it. Dispatch is a table lookup by primitive name.
+Order matters: the tool's closure is read once and everything — metadata, signature, the
+code that runs — comes from those bytes. The signature must be by a key the user trusts and
+match the whole closure (:mod:`codeward.registry.trust`); then the parameters are checked
+against the tool's ``Config Schema``; then the primitive at the end of the chain runs it —
+Python tools in the sandbox (:mod:`codeward.registry.sandboxed`), api tools through the SSRF
+guard, mcp_tool items through the server's own surface. Dispatch is a table lookup.
 """
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-from codeward import state_dir
-from codeward.context import ToolContext
-from codeward.registry.chain import HTTP_CLIENT, SUBPROCESS, Chain, build_chain
-from codeward.registry.deps import requirements_of
+from codeward.context import CallInfo, ToolContext
+from codeward.registry.chain import HTTP_CLIENT, SUBPROCESS, Chain
 from codeward.registry.items import Item, Kind, Space, ToolType
 from codeward.registry.outputs import preview, save_output
+from codeward.registry.sandboxed import Declared
 from codeward.registry.served import served_of
-from codeward.registry.service import Registry
-from codeward.registry.signing import SignatureStatus, check_signature
+from codeward.registry.service import Registry, describe_covered
+from codeward.registry.trust import Verified
 from codeward.result import ErrorInfo, ErrorKind, Result
-from codeward.state_dir import StateDir
 
 
 @dataclass(frozen=True)
@@ -65,9 +63,20 @@ class RunReport:
 @dataclass(frozen=True)
 class _Prepared:
     chain: Chain
-    source: bytes
+    verified: Verified
     params: dict[str, Any]
     timeout: float
+
+    @property
+    def declared(self) -> Declared:
+        """The host variables and hosts the tool and its runtimes declare, and the chain's CONFIG env."""
+        env: list[str] = []
+        network: list[str] = []
+        for link in self.chain.links:
+            env += [e for e in link.meta.get("env") or [] if e not in env]
+            network += [h for h in link.meta.get("network") or [] if h not in network]
+        config_env = self.chain.config.get("env")
+        return Declared(tuple(env), tuple(network), config_env if isinstance(config_env, dict) else {})
 
 
 Primitive = Callable[[Registry, _Prepared, ToolContext], Result[tuple[Any, str, float] | None]]
@@ -107,14 +116,15 @@ def run_tool(registry: Registry, name: str, params: dict[str, Any] | None, ctx: 
                                   f"{ctx.workspace.display(saved.data)})", first.hint, first.source)
         return Result(data=None, errors=errors)
     result, stderr, _child_seconds = ran.data
-    record.update({"status": "ok", "result": result, "stderr": stderr})
+    record.update({"status": "ok", "result": result, "stderr": stderr, "notes": list(ran.notes)})
     saved = save_output(ctx.workspace, chain.tool.name, record, registry.settings.keep_outputs)
     shown, cut = preview(result, registry.settings.result_preview_chars)
     output = ctx.workspace.display(saved.data) if saved.ok else ""
     report = RunReport(chain.tool.name, chain.names(), result, shown, cut and bool(output), output, seconds, stderr)
+    notes = [f"note: {n}" for n in ran.notes]
     if cut and not output:
-        return Result.success(report, "[the result was cut and could not be saved: " + saved.error_text() + "]")
-    return Result.success(report)
+        notes.append("[the result was cut and could not be saved: " + saved.error_text() + "]")
+    return Result.success(report, *notes)
 
 
 def _prepare(registry: Registry, name: str, params: dict[str, Any], space: Space | None,
@@ -122,28 +132,30 @@ def _prepare(registry: Registry, name: str, params: dict[str, Any], space: Space
     found = registry.find(name, Kind.TOOL, space)
     if not found.ok or found.data is None:
         return found.cast(None)
-    verified = _verified(registry, found.data)
+    item = found.data
+    if item.space is Space.HUB:
+        return Result.fail(ErrorKind.PERMISSION, f"{item.name} is in the shared hub, and hub items do not run there",
+                           f"Pull it (`codeward registry pull {item.name}` or registry_load with source=\"hub\" and "
+                           "destination=\"project\"), review it, then run it here.", data=None)
+    read = registry.fresh(item)
+    if not read.ok or read.data is None:
+        return read.cast(None)
+    tool, data = read.data
+    if tool.meta.get("tool_type") == ToolType.RUNTIME.value:
+        return Result.fail(ErrorKind.INVALID_INPUT, f"{tool.name} is a runtime, which runs other tools and is not "
+                           "run itself", f"Run a tool whose __executor_id__ is {tool.name!r}.", data=None)
+    if tool.problems:
+        listed = "; ".join(p.render() for p in tool.problems)
+        return Result.fail(ErrorKind.INVALID_INPUT, f"{tool.name} has invalid metadata: {listed}",
+                           "Fix the file, then sign it again.", data=None)
+    verified = registry.verify(tool, data)
     if not verified.ok or verified.data is None:
         return verified.cast(None)
-    tool, source = verified.data
-    failures: list[ErrorInfo] = []
-
-    def lookup(executor: str) -> Item | None:
-        located = registry.find(executor, Kind.TOOL)
-        if not located.ok or located.data is None:
-            return None
-        checked = _verified(registry, located.data)
-        if not checked.ok or checked.data is None:
-            failures.extend(checked.errors)
-            return None
-        return checked.data[0]
-
-    built = build_chain(tool, lookup)
-    if failures:
-        return Result(data=None, errors=failures)
-    if not built.ok or built.data is None:
-        return built.cast(None)
-    chain = built.data
+    chain = verified.data.covered.chain
+    if chain is None:
+        if tool.meta.get("tool_type") != ToolType.MCP_TOOL.value:
+            return Result.fail(ErrorKind.INVALID_INPUT, f"{tool.name} has no executor chain to run on", data=None)
+        chain = Chain((tool,), dict(tool.meta.get("config") or {}))
     checked = _check_params(tool, params)
     if not checked.ok:
         return checked.cast(None)
@@ -152,37 +164,7 @@ def _prepare(registry: Registry, name: str, params: dict[str, Any], space: Space
     if not isinstance(limit, int | float) or limit <= 0:
         return Result.fail(ErrorKind.INVALID_INPUT, f"timeout must be a positive number of seconds, got {limit!r}",
                            f"Use at most {settings.max_timeout:g}.", data=None)
-    return Result.success(_Prepared(chain, source, params, min(float(limit), settings.max_timeout)))
-
-
-def _verified(registry: Registry, item: Item) -> Result[tuple[Item, bytes] | None]:
-    """The item re-read, valid and carrying an intact signature (built-ins need none)."""
-    if item.space is Space.BUILTIN:
-        return Result.success((item, b""))
-    if item.space is Space.HUB:
-        return Result.fail(ErrorKind.PERMISSION, f"{item.name} is in the shared hub, and hub items do not run there",
-                           f"Pull it (`codeward registry pull {item.name}` or registry_load with source=\"hub\" and "
-                           "destination=\"project\"), review it, then sign it.", data=None)
-    read = registry.fresh(item)
-    if not read.ok or read.data is None:
-        return read
-    fresh, data = read.data
-    check = check_signature(data)
-    shown = registry.spaces.display(fresh.path, fresh.space) if fresh.path else fresh.name
-    resign = f"codeward sign {fresh.name}` (or registry_execute with action=\"sign\")"
-    if check.status is SignatureStatus.UNSIGNED:
-        return Result.fail(ErrorKind.PERMISSION, f"{fresh.name} is not signed, so it does not run ({shown})",
-                           f"Review the file, then sign it: `{resign}.", data=None)
-    if check.status is SignatureStatus.MODIFIED:
-        return Result.fail(ErrorKind.PERMISSION,
-                           f"{fresh.name} was modified after it was signed on {check.signed_at}: its content no "
-                           f"longer matches the signature ({shown})",
-                           f"Review the changes, then re-sign it: `{resign}.", data=None)
-    if fresh.problems:
-        listed = "; ".join(p.render() for p in fresh.problems)
-        return Result.fail(ErrorKind.INVALID_INPUT, f"{fresh.name} has invalid metadata: {listed}",
-                           "Fix the file, then re-sign it.", data=None)
-    return Result.success((fresh, data))
+    return Result.success(_Prepared(chain, verified.data, params, min(float(limit), settings.max_timeout)))
 
 
 def _check_params(tool: Item, params: dict[str, Any]) -> Result[None]:
@@ -203,12 +185,27 @@ def _check_params(tool: Item, params: dict[str, Any]) -> Result[None]:
 
 def _describe(registry: Registry, plan: _Prepared) -> dict[str, Any]:
     tool = plan.chain.tool
+    covered = plan.verified.covered
     described: dict[str, Any] = {"params": "valid" if tool.meta.get("config_schema") else "not checked (no schema)",
-                                 "timeout": f"{plan.timeout:g} s"}
+                                 "timeout": f"{plan.timeout:g} s",
+                                 "signature": f"{plan.verified.key.shown()}, {plan.verified.signed_at}; covers "
+                                              + "; ".join(describe_covered(covered))}
+    declared = plan.declared
     if plan.chain.primitive == SUBPROCESS:
-        needs = requirements_of(tool)
-        described["environment"] = (f"its own virtual environment with {', '.join(needs)}" if needs
-                                    else "the base interpreter, standard library only")
+        needs = covered.requirements
+        python = registry.python()
+        ready = python.ok and python.data is not None and registry.environment(tool, needs, python.data).ready
+        described["environment"] = ("the standard library only" if not needs else
+                                    f"its packages {', '.join(needs)}" + ("" if ready else
+                                    " (not installed yet: the first run asks you, then installs them)"))
+        limits = registry.settings
+        described["sandbox"] = (f"the project overlaid (writes pass the workspace's checks), {limits.memory_mb} MB, "
+                                f"{limits.max_processes} processes")
+        described["variables"] = ", ".join(declared.env) or "none from the host"
+        hosts = [h for h in declared.network if _allowed(h, registry.settings.allow_hosts)]
+        described["network"] = (", ".join(hosts) if hosts else "none") + (
+            f" (declared but not allowed by the operator: {', '.join(h for h in declared.network if h not in hosts)})"
+            if len(hosts) < len(declared.network) else "")
     elif plan.chain.primitive == HTTP_CLIENT:
         config = plan.chain.config
         described["request"] = f"{str(config.get('method', 'GET')).upper()} {config.get('url', '')}"
@@ -218,31 +215,51 @@ def _describe(registry: Registry, plan: _Prepared) -> dict[str, Any]:
     return described
 
 
+def _allowed(host: str, allowed: tuple[str, ...]) -> bool:
+    folded = {a.lower().rstrip(".") for a in allowed}
+    return "*" in folded or host.lower().rstrip(".") in folded
+
+
 # -- primitives -----------------------------------------------------------------------------
 
 
 def _subprocess(registry: Registry, plan: _Prepared, ctx: ToolContext) -> Result[tuple[Any, str, float] | None]:
-    from codeward.registry.subprocess_primitive import run_python
-    from codeward.registry.venvs import interpreter_for
+    from codeward.registry.consent import ask_person
+    from codeward.registry.sandboxed import run_sandboxed
+    from codeward.registry.tool_env import build
 
     tool = plan.chain.tool
-    assert tool.path is not None
-    folder = _venv_folder(registry, tool)
-    interpreter = interpreter_for(tool.name, requirements_of(tool), folder, ctx, registry.settings.install_timeout)
-    if not interpreter.ok or interpreter.data is None:
-        return interpreter.cast(None)
-    lib = [str(registry.spaces.folder(space, Kind.TOOL) / "lib") for space in (Space.PROJECT, Space.USER)]
-    ran = run_python(tool.name, plan.source, tool.path, plan.params, plan.chain.config, interpreter.data, lib, ctx,
-                     plan.timeout, registry.settings.max_stderr_chars)
+    covered = plan.verified.covered
+    python = registry.python()
+    if not python.ok or python.data is None:
+        return python.cast(None)
+    env = None
+    if covered.requirements:
+        env = registry.environment(tool, covered.requirements, python.data)
+        if not env.ready:
+            listed = ", ".join(covered.requirements)
+            asked = ask_person(ctx, f"codeward: {tool.name} (signed by {plan.verified.key.shown()}) declares the "
+                               f"packages {listed}. Install them from PyPI (wheels only, exactly these pins) into "
+                               "its own environment? Later runs reuse them.",
+                               what=f"installing {listed} for {tool.name} the first time",
+                               command=f"codeward registry run {tool.name}")
+            if not asked.ok:
+                return asked.cast(None)
+            built = build(env, python.data, ctx, registry.settings.install_timeout, tool.name)
+            if not built.ok:
+                return built.cast(None)
+    ran = run_sandboxed(tool.name, covered.files, plan.params, plan.declared, python.data, env, ctx, plan.timeout,
+                        registry.settings)
     if not ran.ok or ran.data is None:
         return ran.cast(None)
-    return Result.success((ran.data.result, ran.data.stderr, ran.data.seconds))
+    return Result.success((ran.data.result, ran.data.stderr, ran.data.seconds), *ran.data.notes)
 
 
 def _http(registry: Registry, plan: _Prepared, ctx: ToolContext) -> Result[tuple[Any, str, float] | None]:
     from codeward.registry.http_primitive import run_http
 
-    answered = run_http(plan.chain.tool.name, plan.params, plan.chain.config, ctx, plan.timeout)
+    answered = run_http(plan.chain.tool.name, plan.params, plan.chain.config, ctx, plan.timeout,
+                        variables=plan.declared.env)
     if not answered.ok or answered.data is None:
         return answered.cast(None)
     return Result.success((answered.data.as_dict(), "", answered.data.seconds))
@@ -258,20 +275,12 @@ def _mcp(registry: Registry, plan: _Prepared, ctx: ToolContext) -> Result[tuple[
                            "(registry_search), or run it where that tool is served.", data=None)
     given = config.get("arguments")
     defaults: dict[str, Any] = given if isinstance(given, dict) else {}
-    outcome = served.call(target, {**defaults, **plan.params}, ctx)
+    # the served call is a call of its own: approval (and a person's yes) is asked for it afresh
+    outcome = served.call(target, {**defaults, **plan.params}, ctx.child(call=CallInfo()))
     if outcome.is_error:
         return Result(data=None, errors=outcome.errors or [ErrorInfo(ErrorKind.INTERNAL, outcome.text)])
     return Result.success((outcome.structured if outcome.structured is not None else outcome.text, "",
                            outcome.seconds))
-
-
-def _venv_folder(registry: Registry, tool: Item) -> Path:
-    if registry.settings.venv_dir is not None:
-        return registry.settings.venv_dir
-    if tool.space is Space.PROJECT:
-        with contextlib.suppress(OSError):  # a read-only root or a planted link: the user's cache
-            return StateDir(registry.workspace.primary).folder(state_dir.VENVS)
-    return registry.settings.user_cache_dir() / "venvs"
 
 
 PRIMITIVES: dict[str, Primitive] = {SUBPROCESS: _subprocess, HTTP_CLIENT: _http}

@@ -2,7 +2,8 @@
 
 CONFIG keys (merged along the chain): ``method``, ``url`` (``{param}`` placeholders, relative
 to ``base_url``), ``headers`` (``${ENV_VAR}`` expanded, ``{param}`` filled), ``query``,
-``timeout``. Parameters not used by a placeholder go to the query string (GET, HEAD, DELETE,
+``timeout``; ``${VAR}`` in headers only for variables the chain declares in ``__env__``.
+Parameters not used by a placeholder go to the query string (GET, HEAD, DELETE,
 OPTIONS) or to a JSON body (POST, PUT, PATCH). The destination is vetted by the same guard as
 ``fetch_url`` — public addresses only unless the web settings allow a host — and the request
 is sent to the vetted address, so DNS cannot change in between. Redirects are returned, not
@@ -12,18 +13,19 @@ followed: a tool that wants the next hop calls it, vetted again.
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urljoin
 
-from codeward.config import expand_env
 from codeward.context import ToolContext
 from codeward.net.guard import vet_url
 from codeward.net.settings import web_settings_of
 from codeward.result import ErrorKind, Result
 
+ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 CHUNK = 65_536
@@ -46,8 +48,11 @@ class HttpAnswer:
 
 
 def run_http(name: str, params: dict[str, Any], config: dict[str, Any], ctx: ToolContext,
-             timeout: float) -> Result[HttpAnswer | None]:
-    """Send the request; a 4xx/5xx answer is an error that shows the status and the body."""
+             timeout: float, *, variables: tuple[str, ...] = ()) -> Result[HttpAnswer | None]:
+    """Send the request; a 4xx/5xx answer is an error that shows the status and the body.
+
+    ``${VAR}`` in headers is filled from the host's environment only for the ``variables`` the
+    chain declares (``__env__``); any other reference is left empty."""
     import httpx2
 
     settings = web_settings_of(ctx.services)
@@ -71,7 +76,7 @@ def run_http(name: str, params: dict[str, Any], config: dict[str, Any], ctx: Too
     base = config.get("base_url")
     if isinstance(base, str) and base:
         url = urljoin(base.rstrip("/") + "/", url.lstrip("/")) if not re.match(r"^[a-z]+://", url) else url
-    headers = {str(k): fill(expand_env(str(v)), False) for k, v in (config.get("headers") or {}).items()}
+    headers = {str(k): fill(_declared_env(str(v), variables), False) for k, v in (config.get("headers") or {}).items()}
     query = {str(k): fill(str(v), False) for k, v in (config.get("query") or {}).items()}
     if missing:
         return Result.fail(ErrorKind.INVALID_INPUT, f"{name} needs the parameter(s) {', '.join(sorted(set(missing)))}",
@@ -122,6 +127,10 @@ def run_http(name: str, params: dict[str, Any], config: dict[str, Any], ctx: Too
         return Result.fail(ErrorKind.UNAVAILABLE, f"{method} {url} answered {answer.status} {answer.reason}: "
                            f"{shown[:MAX_ERROR_BODY]}", "Check the parameters and the tool's CONFIG.", data=answer)
     return Result.success(answer)
+
+
+def _declared_env(value: str, variables: tuple[str, ...]) -> str:
+    return ENV_REFERENCE.sub(lambda m: os.environ.get(m.group(1), "") if m.group(1) in variables else "", value)
 
 
 def _read(response: Any, limit: int, deadline: float, ctx: ToolContext) -> tuple[bytes, bool]:

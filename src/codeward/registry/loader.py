@@ -7,8 +7,8 @@ from typing import Any
 
 from codeward.registry.documents import first_paragraph, read_document
 from codeward.registry.items import Item, Kind, Problem, Space
-from codeward.registry.metadata import read_tool_source, third_party_imports
-from codeward.registry.signing import check_signature
+from codeward.registry.metadata import read_tool_source
+from codeward.registry.signing import Header, LegacyLine, SignatureLine, split_signature
 from codeward.registry.validation import check_document, check_name, check_tool
 
 MAX_INDEXED_CHARS = 200_000
@@ -27,14 +27,14 @@ def load_item(path: Path, kind: Kind, space: Space, display: str, data: bytes | 
     text = data.decode("utf-8", "replace")
     problems = check_name(name, display, RESERVED_NAMES if kind is Kind.TOOL else frozenset())
     markdown = kind is not Kind.TOOL
-    signature = check_signature(data, markdown=markdown)
-    meta: dict[str, Any] = {"signature": signature.status.value, "signed_at": signature.signed_at}
+    header, _body = split_signature(data, markdown=markdown)
+    meta: dict[str, Any] = {"signature": _signature_state(header), "signed_at": header.signed_at if header else "",
+                            "signed_by": header.key_id if isinstance(header, SignatureLine) else ""}
     if kind is Kind.TOOL:
         source = read_tool_source(text)
         tool_problems, schema = check_tool(source, display)
         problems += tool_problems
         values = source.values
-        local = _local_modules(path)
         deps = values.get("__dependencies__")
         meta.update({
             "tool_type": values.get("__tool_type__"),
@@ -42,7 +42,8 @@ def load_item(path: Path, kind: Kind, space: Space, display: str, data: bytes | 
             "config": values.get("CONFIG") if isinstance(values.get("CONFIG"), dict) else {},
             "config_schema": schema,
             "dependencies": list(deps) if isinstance(deps, list | tuple) else None,
-            "imports": third_party_imports(source.imports, local),
+            "env": _strings(values.get("__env__")),
+            "network": _strings(values.get("__network__")),
             "has_main": source.has_main,
         })
         version, category = values.get("__version__"), values.get("__category__")
@@ -63,18 +64,16 @@ def load_item(path: Path, kind: Kind, space: Space, display: str, data: bytes | 
                 document.body[:MAX_INDEXED_CHARS], _jsonable(meta), tuple(problems))
 
 
-def _local_modules(path: Path) -> frozenset[str]:
-    """Modules a tool can import from beside it or from the shared ``lib`` folders."""
-    names: set[str] = set()
-    folders = [path.parent, *[p / "lib" for p in path.parents if p.name == "tools"]]
-    for folder in folders:
-        try:
-            for entry in folder.iterdir():
-                if entry.suffix == ".py" or (entry.is_dir() and (entry / "__init__.py").exists()):
-                    names.add(entry.stem)
-        except OSError:
-            continue
-    return frozenset(names)
+def _signature_state(header: Header | None) -> str:
+    """What the first line says: ``signed`` (trust and closure are checked before a run), ``legacy``
+    (an unkeyed content hash, never trusted) or ``unsigned``."""
+    if header is None:
+        return "unsigned"
+    return "legacy" if isinstance(header, LegacyLine) else "signed"
+
+
+def _strings(value: Any) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list | tuple) else []
 
 
 def _jsonable(value: Any) -> Any:

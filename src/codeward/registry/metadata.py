@@ -10,13 +10,13 @@ list it; parsing cannot.
 from __future__ import annotations
 
 import ast
-import sys
 import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
 SCHEMA_HEADING = "config schema:"
-DUNDER_FIELDS = ("__version__", "__tool_type__", "__executor_id__", "__category__", "__dependencies__")
+DUNDER_FIELDS = ("__version__", "__tool_type__", "__executor_id__", "__category__", "__dependencies__", "__env__",
+                 "__network__")
 LITERAL_FIELDS = (*DUNDER_FIELDS, "CONFIG")
 
 
@@ -34,8 +34,6 @@ class ToolSource:
     """Fields assigned something other than a literal, with their line numbers."""
     has_main: bool = False
     main_is_async: bool = False
-    imports: tuple[str, ...] = ()
-    """Top-level names of every absolute import (``a`` for ``import a.b``), in order."""
     syntax_error: str = ""
 
 
@@ -62,8 +60,7 @@ def read_tool_source(text: str) -> ToolSource:
                     not_literal[target] = value.lineno
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == "main":
             has_main, main_is_async = True, isinstance(node, ast.AsyncFunctionDef)
-    return ToolSource(docstring, description, schema_text, values, not_literal, has_main, main_is_async,
-                      tuple(_imports(tree)))
+    return ToolSource(docstring, description, schema_text, values, not_literal, has_main, main_is_async)
 
 
 def split_docstring(docstring: str) -> tuple[str, str]:
@@ -75,31 +72,9 @@ def split_docstring(docstring: str) -> tuple[str, str]:
     return docstring.strip(), ""
 
 
-def third_party_imports(imports: tuple[str, ...], local: frozenset[str] = frozenset()) -> list[str]:
-    """Imported top-level modules that are neither the standard library nor local modules."""
-    stdlib = sys.stdlib_module_names
-    found: list[str] = []
-    for name in imports:
-        if name in stdlib or name in local or name.startswith("_") or name == "__future__":
-            continue
-        if name not in found:
-            found.append(name)
-    return found
-
-
 def _assignments(node: ast.stmt) -> list[tuple[str, ast.expr]]:
     if isinstance(node, ast.Assign):
         return [(t.id, node.value) for t in node.targets if isinstance(t, ast.Name)]
     if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
         return [(node.target.id, node.value)]
     return []
-
-
-def _imports(tree: ast.Module) -> list[str]:
-    names: list[str] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.extend(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.append(node.module.split(".")[0])
-    return names

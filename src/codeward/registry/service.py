@@ -1,6 +1,8 @@
-"""The registry as a library: find, search, load, copy and sign items of both spaces.
+"""The registry as a library: find, search, load, copy, sign and verify items of every space.
 
 The meta-tools, the CLI and the MCP providers are thin adapters over :class:`Registry`.
+Signing and checking signatures are :mod:`codeward.registry.trust`'s; this class reads what
+they cover through the spaces' gates, and writes what they produce.
 A Registry is cheap: it is made per call from the call's workspace (which may change when
 the client's roots do) and opens the index only for the operation at hand.
 """
@@ -11,7 +13,7 @@ import contextlib
 import difflib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from codeward import state_dir
@@ -19,10 +21,13 @@ from codeward.code.textfile import atomic_write
 from codeward.context import ToolContext
 from codeward.registry.index import RegistryIndex
 from codeward.registry.items import Item, Kind, Space
+from codeward.registry.keys import KeyStore
 from codeward.registry.loader import load_item
-from codeward.registry.settings import RegistrySettings, registry_settings_of
-from codeward.registry.signing import SignatureStatus, check_signature, sign, split_signature
+from codeward.registry.settings import RegistrySettings, key_store, registry_settings_of
 from codeward.registry.spaces import Spaces
+from codeward.registry.tool_env import SandboxPython, ToolEnvironment, build, environment_for, sandbox_python
+from codeward.registry.trust import Covered, Verified, check_imports, covered_by, verify
+from codeward.registry.trust import sign as sign_covered
 from codeward.result import ErrorKind, Result
 from codeward.state_dir import StateDir
 from codeward.workspace import Access, Workspace
@@ -40,6 +45,12 @@ class Signed:
     item: Item
     line: str
     display: str
+    key: str
+    """The key that signed, as shown (``id (name)``)."""
+    key_created: str = ""
+    """Where a new signing key was made for this first signature ("" when it existed)."""
+    covered: tuple[str, ...] = ()
+    """What the signature covers, one line each (files, chain, pins)."""
 
 
 class Registry:
@@ -131,12 +142,13 @@ class Registry:
         if destination is None or destination is item.space:
             return Result.success(Loaded(item, text))
         assert item.path is not None
-        if destination is Space.HUB:
-            allowed = self._publishable(item, data)
-            if not allowed.ok:
+        if destination in (Space.HUB, Space.USER):
+            allowed = self._copyable(item, data, destination)
+            if not allowed.ok or allowed.data is None:
                 return allowed.cast(None)
-        if item.space is Space.HUB:  # pulled items must be reviewed and signed here before they run
-            data = split_signature(data, markdown=item.kind is not Kind.TOOL)[1]
+            extra = allowed.data.files[1:]
+        else:
+            extra = self.covered(item, data).files[1:] if item.kind is Kind.TOOL else ()
         source_root = self.spaces.folder(item.space, item.kind)
         try:
             relative = item.path.relative_to(source_root.resolve())
@@ -152,6 +164,11 @@ class Registry:
                                    "Bump __version__ (version: in front matter), sign it, and publish again — or "
                                    "pass overwrite=true to replace the published copy.", data=None)
             overwrite = True
+        for module in extra:  # the tool's local modules travel with it, or its signature breaks
+            copied_module = self._write(self.spaces.folder(destination, item.kind) / module.rel, destination,
+                                        module.data, overwrite)
+            if not copied_module.ok:
+                return copied_module.cast(None)
         written = self._write(target, destination, data, overwrite)
         if not written.ok:
             return written.cast(None)
@@ -159,45 +176,139 @@ class Registry:
         copied = load_item(written.data, item.kind, destination, display, data)
         return Result.success(Loaded(copied, text, display))
 
-    def _publishable(self, item: Item, data: bytes) -> Result[None]:
-        """Only valid items whose signature is intact go to the hub."""
-        if self.settings.hub_dir is None:
+    def _copyable(self, item: Item, data: bytes, destination: Space) -> Result[Covered | None]:
+        """Only items signed by a key the user trusts, unchanged, leave the project for the user
+        space (where they would serve every project) or the hub (where the team takes them)."""
+        if destination is Space.HUB and self.settings.hub_dir is None:
             return Result.fail(ErrorKind.UNAVAILABLE, "no registry hub is configured",
                                "Set [registry] hub_dir in codeward.toml (or CODEWARD_REGISTRY_HUB) to the "
                                "shared folder (e.g. a git checkout) to publish to.",
                                data=None)
         if item.problems:
-            return Result.fail(ErrorKind.INVALID_INPUT, f"{item.name} has invalid metadata and cannot be published: "
-                               + "; ".join(p.render() for p in item.problems), "Fix it and sign it first.", data=None)
-        status = check_signature(data, markdown=item.kind is not Kind.TOOL).status
-        if status is not SignatureStatus.VALID:
-            return Result.fail(ErrorKind.PERMISSION, f"{item.name} is {status.value}; only signed, unmodified items "
-                               "are published", f"Review it, then sign it: `codeward sign {item.name}`.", data=None)
-        return Result.success(None)
+            return Result.fail(ErrorKind.INVALID_INPUT, f"{item.name} has invalid metadata and cannot be copied to "
+                               f"the {destination.value} space: " + "; ".join(p.render() for p in item.problems),
+                               "Fix it and sign it first.", data=None)
+        checked = self.verify(item, data)
+        if not checked.ok or checked.data is None:
+            error = checked.errors[0]
+            where = "published" if destination is Space.HUB else "copied to the user space"
+            return Result.fail(ErrorKind.PERMISSION, f"{item.name} was not {where}, because its signature does not "
+                               f"hold: {error.message}. Only items signed by a key you trust, and unchanged since, "
+                               "leave the project", error.hint, data=None)
+        return Result.success(checked.data.covered)
 
     @staticmethod
     def _newer_than_published(item: Item, published: Item) -> bool:
         """Whether ``item`` may replace the hub's copy: a version published once never changes."""
         return bool(item.version and published.version and _version_key(item.version) > _version_key(published.version))
 
-    def sign(self, name: str, kind: Kind | None = None, space: Space | None = None) -> Result[Signed | None]:
-        """Validate an item and write its signature line; refused while it has problems."""
+    # -- signatures ------------------------------------------------------------------------
+
+    @property
+    def keys(self) -> KeyStore:
+        return key_store(self.settings)
+
+    def covered(self, item: Item, data: bytes) -> Covered:
+        """What a signature of ``item`` covers as it is on disk now (its closure read through the gate)."""
+        assert item.path is not None
+        gate = self.spaces.gate(item.space)
+        display = self.spaces.display(item.path, item.space)
+
+        def read(path: Path) -> bytes | str:
+            if gate is None:
+                return "the space does not exist"
+            checked = gate.resolve(str(path), Access.READ, param="module")
+            if not checked.ok:
+                return checked.error_text()
+            try:
+                return checked.data.read_bytes()
+            except OSError as exc:
+                return exc.strerror or str(exc)
+
+        def lookup(name: str) -> tuple[Item, bytes] | None:
+            found = self.find(name, Kind.TOOL)
+            if not found.ok or found.data is None or found.data.space is Space.HUB:
+                return None
+            fresh = self.fresh(found.data)
+            return fresh.data if fresh.ok else None
+
+        root = self.spaces.folder(item.space, item.kind)
+        with contextlib.suppress(OSError):
+            root = root.resolve()
+        return covered_by(item, data, root, read, display, lookup)
+
+    def verify(self, item: Item, data: bytes) -> Result[Verified | None]:
+        """Whether ``item`` (whose bytes are ``data``) carries a signature by a trusted key that
+        still matches everything it covers."""
+        shown = self.spaces.display(item.path, item.space) if item.path else item.name
+        return verify(self.covered(item, data), data, self.keys, shown)
+
+    def python(self) -> Result[SandboxPython | None]:
+        return sandbox_python(self.settings.python)
+
+    def environment(self, item: Item, requirements: tuple[str, ...], python: SandboxPython) -> ToolEnvironment:
+        """Where ``item``'s packages live for these pins (built or not)."""
+        return environment_for(item.name, requirements, self._environments_folder(item), python)
+
+    def _environments_folder(self, tool: Item) -> Path:
+        if self.settings.venv_dir is not None:
+            return self.settings.venv_dir
+        if tool.space is Space.PROJECT:
+            with contextlib.suppress(OSError):  # a read-only root or a planted link: the user's cache
+                return StateDir(self.workspace.primary).folder(state_dir.VENVS)
+        return self.settings.user_cache_dir() / "venvs"
+
+    def sign(self, name: str, ctx: ToolContext, kind: Kind | None = None,
+             space: Space | None = None) -> Result[Signed | None]:
+        """Sign an item with the user's key (made on first use). Callers make sure a person decided
+        this (:func:`codeward.registry.consent.ask_person`); this method signs what it is told to.
+
+        Refused while the item has problems, while anything its closure imports is neither standard,
+        local nor provided by a declared pin. A tool with pins gets its packages installed first
+        (the signer is there to see it), so the check covers what the packages really provide.
+        """
         read = self._find_fresh(name, kind, space)
         if not read.ok or read.data is None:
             return read.cast(None)
         item, data = read.data
+        if item.space is Space.HUB:
+            return Result.fail(ErrorKind.INVALID_INPUT, f"{item.name} is in the shared hub; items are signed where "
+                               "they are used", f"Pull it first (`codeward registry pull {item.name}`).", data=None)
+        display = self.spaces.display(item.path, item.space) if item.path else item.name
         if item.problems:
             listed = "\n".join(f"- {p.render()}" for p in item.problems)
             return Result.fail(ErrorKind.INVALID_INPUT,
                                f"{item.name} was not signed: its metadata has {len(item.problems)} problem(s):\n"
                                f"{listed}", "Fix these, then sign again.", data=None)
+        covered = self.covered(item, data)
+        problems = list(covered.problems)
+        if not problems and covered.third_party:
+            provided = None
+            if covered.requirements:
+                python = self.python()
+                if not python.ok or python.data is None:
+                    return python.cast(None)
+                env = self.environment(item, covered.requirements, python.data)
+                built = build(env, python.data, ctx, self.settings.install_timeout, item.name)
+                if not built.ok:
+                    return built.cast(None)
+                from codeward.registry.deps import provided_names
+
+                provided = provided_names(env.site)
+            problems += check_imports(covered, provided, display)
+        if problems:
+            covered = replace(covered, problems=tuple(problems))
+        signed = sign_covered(covered, data, self.keys)
+        if not signed.ok or signed.data is None:
+            return signed.cast(None)
         assert item.path is not None
-        signed, line = sign(data, markdown=item.kind is not Kind.TOOL)
-        written = self._write(item.path, item.space, signed, overwrite=True)
+        written = self._write(item.path, item.space, signed.data.data, overwrite=True)
         if not written.ok:
             return written.cast(None)
-        display = self.spaces.display(item.path, item.space)
-        return Result.success(Signed(load_item(item.path, item.kind, item.space, display, signed), line, display))
+        made = str(self.keys.private_path) if signed.data.key_created else ""
+        loaded = load_item(item.path, item.kind, item.space, display, signed.data.data)
+        return Result.success(Signed(loaded, signed.data.line, display, signed.data.key.shown(), made,
+                                     describe_covered(covered)))
 
     def create(self, name: str, kind: Kind, space: Space, text: str, category: str = "") -> Result[Path]:
         """Write a new item file (``category`` is its folder); refuses to replace one."""
@@ -260,3 +371,13 @@ class Registry:
 def _version_key(version: str) -> tuple[int, ...]:
     core = version.split("-")[0].split("+")[0]
     return tuple(int(part) for part in core.split(".") if part.isdigit())
+
+
+def describe_covered(covered: Covered) -> tuple[str, ...]:
+    """What a signature covers, in lines a person reads before approving it."""
+    lines = [f"file {entry.rel} ({entry.digest[7:19]})" for entry in covered.files]
+    if covered.chain is not None and len(covered.chain.links) > 1:
+        lines.append("executor chain " + " → ".join(covered.chain.names()))
+    if covered.requirements:
+        lines.append("packages " + ", ".join(covered.requirements))
+    return tuple(lines)

@@ -9,10 +9,13 @@ up without a config file.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from codeward.config.environment import variable_of
 from codeward.config.registry import PROJECT_DIR_NAME, RegistrySettings
+from codeward.registry.keys import KeyStore
+from codeward.user_dirs import data_home
 
 if TYPE_CHECKING:
     from codeward.context import Services
@@ -21,8 +24,8 @@ USER_DIR_ENV = variable_of("registry", "user_dir")
 VENV_DIR_ENV = variable_of("registry", "venv_dir")
 HUB_DIR_ENV = variable_of("registry", "hub_dir")
 
-__all__ = ["HUB_DIR_ENV", "PROJECT_DIR_NAME", "USER_DIR_ENV", "VENV_DIR_ENV", "RegistrySettings",
-           "registry_settings_of"]
+__all__ = ["HUB_DIR_ENV", "PROJECT_DIR_NAME", "SIGNING_FOLDER", "USER_DIR_ENV", "VENV_DIR_ENV", "RegistrySettings",
+           "key_store", "registry_settings_of"]
 
 
 def registry_settings_of(services: Services) -> RegistrySettings:
@@ -32,3 +35,13 @@ def registry_settings_of(services: Services) -> RegistrySettings:
     from codeward.config.loader import defaults_with_environment
 
     return defaults_with_environment().registry
+
+
+SIGNING_FOLDER = "signing"
+"""The folder of codeward's data home holding the signing key and the trusted keys."""
+
+
+def key_store(settings: RegistrySettings, environ: Mapping[str, str] | None = None) -> KeyStore:
+    """The user's signing key and the keys they trust (``signing/`` of codeward's data folder,
+    ``~/.local/share/codeward/signing``, unless code set ``keys_dir``)."""
+    return KeyStore(settings.keys_dir or data_home(environ) / SIGNING_FOLDER)

@@ -1,19 +1,19 @@
 """Runs one registry tool's ``main`` — executed as a script in the tool's own interpreter.
 
-This file is started by the subprocess primitive (``python -I tool_runner.py``) and must use
-the standard library only: codeward itself is not importable there. It reads one JSON
-object on stdin — ``{"params": {...}, "path": ..., "source_b64": ..., "lib": [...]}`` — runs the
-verified source it was given (not the file on disk, which could have changed since the
-signature was checked), calls ``main(**params)`` (awaiting it if it is async), and writes
-one JSON object on stdout: ``{"ok": true, "result": ...}`` or ``{"ok": false, "error": ...,
-"message": ..., "traceback": ...}``. Whatever the tool prints goes to stderr.
+This file is staged beside the tool's verified closure and started in the sandbox by the
+subprocess primitive (``python -I -S -B runner.py``); it must use the standard library only:
+codeward itself is not importable there. It reads one JSON object on stdin —
+``{"params": {...}, "path": ..., "local": [...], "site": ...}`` — puts the tool's local
+folders and its packages on the path *after* the standard library (a local module can never
+stand in for a standard one), runs the staged tool file, calls ``main(**params)`` (awaiting it
+if it is async), and writes one JSON object on stdout: ``{"ok": true, "result": ...}`` or
+``{"ok": false, "error": ..., "message": ..., "traceback": ...}``. Whatever the tool prints
+goes to stderr.
 """
 
 import asyncio
-import base64
 import inspect
 import json
-import os
 import sys
 import traceback
 import types
@@ -34,11 +34,13 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
     params = request.get("params") or {}
     if not isinstance(params, dict):
         return _failure("invalid_params", "params must be a JSON object")
-    sys.path[:0] = [os.path.dirname(path), *request.get("lib", [])]
+    site = request.get("site")
+    sys.path[:] = [p for p in sys.path if p] + list(request.get("local") or []) + ([site] if site else [])
     module = types.ModuleType("registry_tool")
     module.__file__ = path
     sys.modules["registry_tool"] = module
-    code = compile(base64.b64decode(request["source_b64"]), path, "exec")
+    with open(path, "rb") as handle:
+        code = compile(handle.read(), path, "exec")
     exec(code, module.__dict__)
     main = getattr(module, "main", None)
     if not callable(main):

@@ -9,11 +9,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from codeward.registry.deps import check_dependencies
 from codeward.registry.items import NAME_PATTERN, Problem, ToolType
 from codeward.registry.metadata import ToolSource
 
 SEMVER = re.compile(r"^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$")
-REQUIREMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,\s-]+\])?\s*([<>=!~]=?[^;]*)?(;.*)?$")
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,62}[A-Za-z0-9])?"
+HOST_NAME = re.compile(rf"^(?=.{{1,253}}$){LABEL}(\.{LABEL})*$")
 HTTP_METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
 FILE_TOOL_TYPES = (ToolType.PYTHON, ToolType.API, ToolType.MCP_TOOL, ToolType.RUNTIME)
 TEMPLATE = '__version__ = "1.0.0"'
@@ -74,7 +78,8 @@ def check_tool(source: ToolSource, file: str) -> tuple[list[Problem], dict[str, 
     elif "__category__" in values and (not isinstance(category, str) or not category.strip()):
         problems.append(Problem(file, "__category__", f"{category!r} is not a category name",
                                 'give a non-empty string such as "utility"'))
-    problems += _check_dependencies(values, file)
+    problems += check_dependencies(values, file)
+    problems += _check_declarations(values, file)
     problems += _check_by_type(tool_type, values, source, file)
     schema, schema_problems = _parse_schema(source.schema_text, file)
     return problems + schema_problems, schema
@@ -123,18 +128,29 @@ def _check_version(values: dict[str, Any], source: ToolSource, file: str) -> lis
     return []
 
 
-def _check_dependencies(values: dict[str, Any], file: str) -> list[Problem]:
-    if "__dependencies__" not in values:
-        return []
-    deps = values["__dependencies__"]
-    if not isinstance(deps, list | tuple) or not all(isinstance(d, str) for d in deps):
-        return [Problem(file, "__dependencies__", "must be a list of requirement strings",
-                        'write e.g. __dependencies__ = ["humanize>=4,<5"]')]
-    bad = [d for d in deps if not REQUIREMENT.match(d.strip())]
-    if bad:
-        return [Problem(file, "__dependencies__", f"{bad[0]!r} is not a requirement",
-                        'write a PyPI name with an optional version range, e.g. "requests>=2.31"')]
-    return []
+def _check_declarations(values: dict[str, Any], file: str) -> list[Problem]:
+    """``__env__`` names host variables; ``__network__`` names hosts. Both are what the sandbox
+    gives the tool — and all it gives it."""
+    problems: list[Problem] = []
+    env = values.get("__env__", [])
+    if not isinstance(env, list | tuple) or not all(isinstance(v, str) and ENV_NAME.match(v) for v in env):
+        problems.append(Problem(file, "__env__", "must be a list of environment variable names",
+                                'write e.g. __env__ = ["GITHUB_TOKEN"]: only these reach the tool'))
+    hosts = values.get("__network__", [])
+    if not isinstance(hosts, list | tuple) or not all(isinstance(h, str) and HOST_NAME.match(h) for h in hosts):
+        problems.append(Problem(file, "__network__", "must be a list of host names (no scheme, port or path)",
+                                'write e.g. __network__ = ["api.github.com"]: without it the tool has no network'))
+    declared = set(env) if isinstance(env, list | tuple) else set()
+    config = values.get("CONFIG")
+    for key in ("env", "headers"):
+        section = config.get(key) if isinstance(config, dict) else None
+        for value in (section or {}).values() if isinstance(section, dict) else ():
+            for variable in ENV_REFERENCE.findall(str(value)):
+                if variable not in declared:
+                    problems.append(Problem(file, f"CONFIG.{key}", f"uses ${{{variable}}}, which the item does not "
+                                            "declare", f'add __env__ = ["{variable}"]: a tool reads only the host '
+                                            "variables it declares"))
+    return problems
 
 
 def _check_by_type(tool_type: Any, values: dict[str, Any], source: ToolSource, file: str) -> list[Problem]:

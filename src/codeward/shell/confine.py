@@ -55,10 +55,12 @@ def confine(workspace: Workspace, hide_secrets: bool) -> Confinement:
     for tracked in sorted(workspace.allowed_files):
         if tracked.is_file() and not under_a_root(workspace, tracked) and not workspace.blacklist_reason(tracked):
             plan.files.append(tracked)
+    private = [p for p in workspace.private_dirs if under_a_root(workspace, p) and p.exists()]
+    plan.hidden = [str(p) for p in private]  # codeward's per-user data (signing keys): always, whatever is asked
     if hide_secrets:
         hidden, complete = secret_paths(workspace, git_dirs=plan.git_dirs)
         plan.secrets = hidden
-        plan.hidden = [str(p) for p in hidden]
+        plan.hidden += [str(p) for p in hidden if not any(p.is_relative_to(d) for d in private)]
         if hidden:
             shown = ", ".join(workspace.display(p) for p in hidden[:5]) + (" ..." if len(hidden) > 5 else "")
             plan.notes.append(f"hidden from the script (blacklisted secrets, read as empty): {shown}")

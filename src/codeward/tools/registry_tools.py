@@ -14,11 +14,12 @@ from pydantic import Field
 
 from codeward.catalog import tool
 from codeward.context import ToolContext
+from codeward.registry.consent import ask_person
 from codeward.registry.describe import Hit, item_help, item_hit, overview, render_hits, served_help, served_hit
 from codeward.registry.execute import run_tool
 from codeward.registry.items import Kind, Space
 from codeward.registry.served import ServedTools, served_of
-from codeward.registry.service import Registry
+from codeward.registry.service import Registry, describe_covered
 from codeward.result import ErrorKind, Result
 
 Name = Annotated[str, Field(description="Item or tool name, as registry_search shows it.")]
@@ -57,7 +58,7 @@ def registry_search(
     return Result.success(render_hits(query, hits[:limit], total))
 
 
-@tool(toolset="registry", title="Read or copy a registry item",
+@tool(toolset="registry", destructive=True, title="Read or copy a registry item",
       examples=[{"name": "stock_rules"}])
 def registry_load(
     ctx: ToolContext,
@@ -68,7 +69,8 @@ def registry_load(
                            Field(description="Copy the item into this space first (hub: publish).")] = None,
     overwrite: Annotated[bool, Field(description="Replace an item of the same name at the destination.")] = False,
 ) -> Result[str]:
-    """Show a registry item's text and metadata; with destination, copy it between spaces (publish/pull: hub)."""
+    """Show a registry item's text and metadata; with destination, copy it between spaces (publish/pull: hub).
+    Only items signed by a key the user trusts are copied to the user space or the hub."""
     registry = Registry.for_context(ctx)
     loaded = registry.load(name, Kind(kind) if kind else None, Space(source) if source else None,
                            Space(destination) if destination else None, overwrite)
@@ -83,18 +85,20 @@ def registry_load(
                           f"{problems}\n\n{loaded.data.text}")
 
 
-@tool(toolset="registry", destructive=False, open_world=True, title="Run or sign a tool",
+@tool(toolset="registry", destructive=True, open_world=True, title="Run or sign a tool",
       examples=[{"name": "read_file", "params": {"path": "notes/todo.md"}}])
 def registry_execute(
     ctx: ToolContext,
     name: Name,
-    action: Annotated[Literal["run", "sign"], Field(description="run the tool, or sign an item after review.")] = "run",
+    action: Annotated[Literal["run", "sign"], Field(description="run the tool, or ask the user to sign an item "
+                                                    "(they approve it; you cannot sign alone).")] = "run",
     params: Annotated[dict[str, Any] | None, Field(description="The tool's parameters (see registry_help).")] = None,
     dry_run: Annotated[bool, Field(description="Check everything and show the plan without running.")] = False,
     source: SpaceArg = None,
     timeout: Annotated[float | None, Field(gt=0, description="Seconds before the run is killed.")] = None,
 ) -> Result[Any]:
-    """Run any tool by name — a served tool or a signed registry tool — or sign a registry item."""
+    """Run any tool by name — a served tool or a registry tool signed by a key the user trusts (it runs in
+    the sandbox) — or ask the user to sign a registry item: signing needs their approval."""
     served = served_of(ctx.services)
     if action == "sign":
         if source is None and served is not None and served.has(name) and not _is_item(ctx, name):
@@ -167,11 +171,36 @@ def dry_run_served(served: ServedTools, name: str, params: dict[str, Any]) -> st
 
 
 def _sign(ctx: ToolContext, name: str, source: str | None) -> Result[Any]:
-    signed = Registry.for_context(ctx).sign(name, None, Space(source) if source else None)
+    """Sign an item — only once a person approved it: they typed the call, approved it at a prompt,
+    or say yes now to the question naming everything the signature will cover."""
+    registry = Registry.for_context(ctx)
+    space = Space(source) if source else None
+    found = registry.find(name, None, space)
+    if not found.ok or found.data is None:
+        return found.cast("")
+    read = registry.fresh(found.data)
+    if not read.ok or read.data is None:
+        return read.cast("")
+    item, data = read.data
+    if item.path is None:
+        return Result.fail(ErrorKind.INVALID_INPUT, f"{name} is built in; it needs no signature", data="")
+    covered = describe_covered(registry.covered(item, data))
+    shown = registry.spaces.display(item.path, item.space)
+    key = registry.keys.own()
+    who = f"your key {key.shown()}" if key is not None else "a new key made for you now"
+    question = (f"codeward: sign {item.kind.value} {item.name} ({shown}) with {who}? A signed item runs without "
+                "further review, until anything it covers changes. It covers: " + "; ".join(covered) + ".")
+    asked = ask_person(ctx, question, what=f"signing {item.name}", command=f"codeward sign {item.name}")
+    if not asked.ok:
+        return asked.cast("")
+    signed = registry.sign(name, ctx, None, space)
     if not signed.ok or signed.data is None:
         return signed.cast("")
-    return Result.success(f"Signed {signed.data.display}:\n{signed.data.line}\nIt runs while its content stays "
-                          "exactly as it is now; any edit needs a new signature.")
+    made = f"\nA signing key was made for you: {signed.data.key_created} (keep it private)." \
+        if signed.data.key_created else ""
+    return Result.success(f"Signed {signed.data.display} with {signed.data.key}:\n{signed.data.line}\nIt covers: "
+                          + "; ".join(signed.data.covered) + ". It runs while all of that stays exactly as it is "
+                          f"now; any change needs a new signature.{made}")
 
 
 def _is_item(ctx: ToolContext, name: str) -> bool:

@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from codeward.user_dirs import data_home
+
 
 class HttpAuthError(ValueError):
     """An authentication choice that cannot be honoured; the message says what to pass instead."""
@@ -36,15 +38,6 @@ class HttpAuth:
     token: str | None
     token_file: Path | None = None
     notice: str = ""
-
-
-def data_home(environ: Mapping[str, str] | None = None) -> Path:
-    """codeward's per-user data folder (where the agent keeps sessions and the control plane its token)."""
-    env = os.environ if environ is None else environ
-    if env.get("CODEWARD_HOME"):
-        return Path(env["CODEWARD_HOME"])
-    base = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "codeward"
 
 
 def token_path(port: int, environ: Mapping[str, str] | None = None) -> Path:

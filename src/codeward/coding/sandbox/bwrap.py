@@ -99,7 +99,7 @@ class BwrapSandbox:
                 "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
                 "--hostname", SANDBOX_HOSTNAME, "--disable-userns",
                 "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv"]
-        network = IsolatedNetwork.prepare() if request.network else None
+        network = IsolatedNetwork.prepare(request.network_hosts) if request.network else None
         if network is not None:
             launch.cleanups.append(network.close)
             launch.network = network
@@ -112,6 +112,8 @@ class BwrapSandbox:
         args += system_binds(request.network)
         if network is not None:
             args += ["--ro-bind", str(network.resolv_conf), "/etc/resolv.conf"]
+            if network.hosts_file is not None:
+                args += ["--ro-bind", str(network.hosts_file), "/etc/hosts"]
         args += ["--proc", "/proc", "--dev", "/dev"]
         scratch = str(request.scratch_mb * 1024 * 1024)
         args += ["--size", scratch, "--tmpfs", "/tmp"]

@@ -82,6 +82,10 @@ class SandboxRequest:
     rw_binds: Sequence[BindSpec] = ()
     ro_binds: Sequence[BindSpec] = ()
     network: bool = False
+    network_hosts: Mapping[str, tuple[str, ...]] | None = None
+    """With ``network``: reach only these hosts (name → public IPv4 addresses, listed in the run's
+    ``/etc/hosts``; no DNS, every other address unreachable). ``None``: the internet (bwrap only:
+    other backends cannot narrow their network and are not used with it)."""
     timeout_s: float = 30.0
     memory_mb: int | None = 512
     max_processes: int | None = 64

@@ -11,6 +11,10 @@ the host's other addresses and its neighbours are out of reach too; only slirp's
 ``10.0.2.0/24`` (its DNS forwarder at 10.0.2.3; the gateway 10.0.2.2 refuses, being the host's
 loopback) stays routed. The program has no capability to change the routes.
 
+A run may be narrowed to a few hosts (``SandboxRequest.network_hosts``, what a registry tool
+declares and the operator allows): then the default route goes too, only those hosts' public
+addresses are routed, slirp's DNS is unreachable and the names are in the run's ``/etc/hosts``.
+
 The mechanism, in the child between fork and exec (after the overlay mounts, when there are
 any): enter a new network namespace (owned by the child's user namespace), then exec a tiny
 ``sh`` that waits on a pipe while the parent attaches slirp4netns, sets the routes with
@@ -27,6 +31,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,7 +44,9 @@ BLOCKED_RANGES: tuple[str, ...] = (
 )
 """Never routed from a sandbox with network: private, shared, link-local, reserved, multicast."""
 ATTACH_TIMEOUT_S = 10.0
+SLIRP_GATEWAY = "10.0.2.2"
 RESOLV_CONF = f"nameserver {SLIRP_DNS}\n"
+NO_DNS = "# no DNS: the hosts this run may reach are listed in /etc/hosts\n"
 WRAPPER = 'read -r _ <&{fd} || exit 125; exec {fd}<&-; {ip} -batch {routes} >&2 || exit 125; exec "$@"'
 """Waits for the parent's go, sets the routes, then becomes the sandbox (bwrap)."""
 
@@ -51,6 +58,15 @@ def network_unavailable() -> str | None:
         return (f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed "
                 "(Debian: apt-get install slirp4netns iproute2)")
     return None
+
+
+def _routable(address: str) -> bool:
+    """A public IPv4 address (the only kind a narrowed network routes)."""
+    try:
+        parsed = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return parsed.version == 4 and parsed.is_global
 
 
 def _which(tool: str) -> str | None:
@@ -83,6 +99,7 @@ class IsolatedNetwork:
     base: Path
     routes_file: Path
     resolv_conf: Path
+    hosts_file: Path | None
     go_read: int
     go_write: int
     slirp: subprocess.Popen[bytes] | None = None
@@ -90,23 +107,37 @@ class IsolatedNetwork:
     notes: list[str] = field(default_factory=list)
 
     @classmethod
-    def prepare(cls) -> IsolatedNetwork:
-        """Write the routes and resolv.conf, open the go pipe; raises ``OSError``."""
+    def prepare(cls, hosts: Mapping[str, Sequence[str]] | None = None) -> IsolatedNetwork:
+        """Write the routes and resolv.conf, open the go pipe; raises ``OSError``.
+
+        With ``hosts`` (name → addresses) only those addresses are routed: the default route is
+        removed, slirp's DNS forwarder made unreachable, and the names written to an
+        ``/etc/hosts`` of the run's own, so nothing else — not even a DNS query — leaves it."""
         base = Path(tempfile.mkdtemp(prefix="codeward-net-"))
         try:
             routes = base / "routes"
-            routes.write_text("link set lo up\n" + "".join(
-                f"route add unreachable {network}\n" for network in blocked_networks()
-                if not ipaddress.IPv4Network(network).subnet_of(ipaddress.IPv4Network(SLIRP_CIDR))))
+            lines = ["link set lo up"] + [
+                f"route add unreachable {network}" for network in blocked_networks()
+                if not ipaddress.IPv4Network(network).subnet_of(ipaddress.IPv4Network(SLIRP_CIDR))]
+            hosts_file = None
+            if hosts is not None:
+                addresses = sorted({a for found in hosts.values() for a in found if _routable(a)})
+                lines += ["route del default", f"route add unreachable {SLIRP_DNS}/32",
+                          *(f"route add {address}/32 via {SLIRP_GATEWAY}" for address in addresses)]
+                hosts_file = base / "hosts"
+                hosts_file.write_text("127.0.0.1 localhost\n" + "".join(
+                    f"{address} {name}\n" for name, found in sorted(hosts.items()) for address in found
+                    if _routable(address)))
+            routes.write_text("".join(f"{line}\n" for line in lines))
             resolv = base / "resolv.conf"
-            resolv.write_text(RESOLV_CONF)
-            for path in (base, routes, resolv):
+            resolv.write_text(RESOLV_CONF if hosts is None else NO_DNS)
+            for path in (base, routes, resolv, *([hosts_file] if hosts_file else [])):
                 os.chmod(path, 0o755 if path.is_dir() else 0o644)
             go_read, go_write = os.pipe()
         except BaseException:
             shutil.rmtree(base, ignore_errors=True)
             raise
-        return cls(base, routes, resolv, go_read, go_write)
+        return cls(base, routes, resolv, hosts_file, go_read, go_write)
 
     def wrap(self, argv: list[str]) -> list[str]:
         """``argv`` behind the shell that waits for the network and sets the routes."""
