@@ -22,8 +22,8 @@ __all__ = ["COMMANDS", "UsageError", "build_parser", "main", "parse_assignments"
 
 Handler = Callable[[argparse.Namespace], int]
 
-COMMANDS = ("serve", "tools", "call", "index", "gateway", "servers", "review", "run", "beads", "model", "chat", "ask",
-            "registry")
+COMMANDS = ("serve", "tools", "call", "undo", "index", "gateway", "servers", "review", "run", "beads", "model", "chat",
+            "ask", "registry")
 """The command modules of this package, in the order ``codeward --help`` lists them."""
 
 
