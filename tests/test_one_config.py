@@ -144,7 +144,8 @@ def test_call_native_and_aliased(project: Path) -> None:
 
 
 def test_ask(project: Path, tmp_path: Path) -> None:
-    env = {**os.environ, "OPENAI_MODEL": "fake-model", "OPENAI_API_KEY": "sk-test", "CODEWARD_HOME": str(tmp_path)}
+    home = tmp_path / "home"  # codeward's per-user data, which no tool may reach: not around the project
+    env = {**os.environ, "OPENAI_MODEL": "fake-model", "OPENAI_API_KEY": "sk-test", "CODEWARD_HOME": str(home)}
     script = [tool_calls(("read_file", '{"path": "secret.txt"}')), text("I cannot read it.")]
     with FakeOpenAI(script) as fake:
         done = codeward("ask", "what is in secret.txt?", cwd=project, env={**env, "OPENAI_BASE_URL": fake.base_url})
