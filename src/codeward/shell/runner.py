@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING
 from codeward.coding.sandbox import Sandbox, SandboxRequest, SandboxResult, SandboxUnavailable, Status
 from codeward.coding.sandbox.model import DEFAULT_PATH
 from codeward.coding.sandbox.overlay import Overlays, overlay_failure
-from codeward.coding.sandbox.runner import kill_tree, minimal_env
+from codeward.coding.sandbox.runner import minimal_env
 from codeward.result import ErrorKind, Result
 from codeward.shell.changes import apply_overlays
 from codeward.shell.confine import confine, hide_secret_history, under_a_root
@@ -30,11 +29,11 @@ from codeward.shell.host import HOST_BACKEND, run_on_host
 from codeward.shell.log import ShellLogEntry, append_entry
 from codeward.shell.qa import explain_failure, failure_messages
 from codeward.shell.settings import ShellSettings, host_variables, readable_dirs
+from codeward.shell.workspace_run import RunWatch, run_in
 
 if TYPE_CHECKING:
-    import subprocess
 
-    from codeward.coding.sandbox.cgroups import CgroupLayout, RunCgroup
+    from codeward.coding.sandbox.cgroups import CgroupLayout
     from codeward.context import Services, ToolContext
 
 SHELLS = ("bash", "sh", "pwsh")
@@ -100,34 +99,6 @@ def shell_runtime_of(services: Services) -> ShellRuntime:
     return services.runtimes.get(ShellRuntime, ShellRuntime)
 
 
-class RunWatch:
-    """Ends a run when the call is cancelled, and reports progress once a second."""
-
-    tick_s = 0.1
-
-    def __init__(self, ctx: ToolContext, timeout_s: float) -> None:
-        self.ctx = ctx
-        self.timeout_s = timeout_s
-        self.cancelled = False
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._cgroup: RunCgroup | None = None
-        self._started = time.monotonic()
-        self._reported = 0
-
-    def started(self, proc: subprocess.Popen[bytes], cgroup: RunCgroup | None) -> None:
-        self._proc, self._cgroup = proc, cgroup
-        self._started = time.monotonic()
-
-    def tick(self) -> None:
-        if self.ctx.cancelled.is_set() and not self.cancelled and self._proc is not None:
-            self.cancelled = True
-            kill_tree(self._proc, self._cgroup)
-        elapsed = int(time.monotonic() - self._started)
-        if elapsed > self._reported:
-            self._reported = elapsed
-            self.ctx.progress(elapsed, self.timeout_s, f"running for {elapsed} s")
-
-
 @dataclass
 class Executed:
     """A finished run: the sandbox's result, notes for the caller (write-back refusals...), whether cancelled."""
@@ -164,7 +135,7 @@ def execute(ctx: ToolContext, command: ShellCommand, settings: ShellSettings) ->
         result = run_on_host(request, runtime.host_cgroups(), watch)
     else:
         try:
-            result = _run_in(sandbox.data, request, watch)
+            result = run_in(sandbox.data, request, watch)
             if request.overlays is not None and result.status is not Status.SETUP_ERROR:
                 notes += apply_overlays(ctx.workspace, request.overlays, ctx.call.journal).notes()
         finally:
@@ -301,21 +272,6 @@ def _visible(path: str | Path, dirs: Sequence[Path]) -> bool:
     text = str(path)
     bases = [*map(str, dirs), *SYSTEM_DIRS]
     return any(text == base or text.startswith(base.rstrip("/") + "/") for base in bases)
-
-
-def _run_in(sandbox: Sandbox, request: SandboxRequest, watch: RunWatch) -> SandboxResult:
-    """Run with the watch attached when the backend can be started and finished separately."""
-    start = getattr(sandbox, "start", None)
-    finish = getattr(sandbox, "finish", None)
-    if start is None or finish is None:
-        return sandbox.run(request)
-    try:
-        proc, launch = start(request)
-    except OSError as exc:
-        return SandboxResult.setup_error(f"could not start the sandbox: {exc.strerror or exc}", sandbox.name,
-                                         sandbox.isolated)
-    result: SandboxResult = finish(proc, launch, request, b"", None, watch)
-    return result
 
 
 def report(command: ShellCommand, settings: ShellSettings, result: SandboxResult, notes: list[str],
