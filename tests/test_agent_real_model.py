@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -20,13 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.process_support import free_port
+
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("real-model")]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +33,7 @@ def local_model() -> Iterator[str]:
         import xllamacpp  # type: ignore[import-not-found,import-untyped,unused-ignore]  # noqa: F401
     except (LocalModelUnavailable, ImportError) as exc:
         pytest.skip(f"the local model cannot run here: {exc}")
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "codeward", "model", "serve-local", "--port", str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert proc.stdout is not None

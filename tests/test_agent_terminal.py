@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.fake_openai import FakeOpenAI, llama_props, text, tool_calls
+from tests.process_support import codeward_http
 
 pytestmark = pytest.mark.xdist_group("terminal")
 
@@ -63,12 +63,6 @@ class Tmux:
         self.tmux("kill-server")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def upstream(tmp_path: Path) -> Iterator[str]:
     """A real MCP server over HTTP to connect with :mcp connect (codeward itself, on another root)."""
@@ -84,22 +78,9 @@ def guarded_upstream(tmp_path: Path) -> Iterator[str]:
 def _serve_http(tmp_path: Path, token: str | None = None) -> Iterator[str]:
     other = tmp_path / "other"
     other.mkdir()
-    port = _free_port()
-    extra = ["--token-env", "UPSTREAM_TOKEN"] if token else ["--no-auth"]
-    env = {**os.environ, "UPSTREAM_TOKEN": token or ""}
-    proc = subprocess.Popen([sys.executable, "-m", "codeward", "serve", str(other), "--http", "--port", str(port),
-                             *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.1)
-    try:
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    auth = ["--token-env", "UPSTREAM_TOKEN"] if token else []
+    with codeward_http(str(other), *auth, env={"UPSTREAM_TOKEN": token or ""}, timeout=30) as url:
+        yield url
 
 
 def test_chat_in_a_terminal_approves_a_call_runs_mcp_commands_and_cancels(root: Path, tmp_path: Path,

@@ -4,45 +4,25 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO, node22_env, node_tool
+from tests.process_support import background, free_port
 
 pytestmark = [pytest.mark.npm, pytest.mark.xdist_group("node-peers")]
 FIXTURE = Path(__file__).parent / "conformance" / "fixture_server.py"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def fixture_url(tmp_path: Path) -> Iterator[str]:
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, str(FIXTURE), str(port), str(tmp_path)], cwd=REPO,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        if proc.poll() is not None:
-            raise RuntimeError(proc.stderr.read().decode() if proc.stderr else "fixture server died")
-        time.sleep(0.1)
-    try:
+    port = free_port()
+    with background([sys.executable, str(FIXTURE), str(port), str(tmp_path)], port, cwd=REPO, capture_stderr=True):
         yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def test_conformance_suite_server_scenarios_all_pass(fixture_url: str, tmp_path: Path) -> None:

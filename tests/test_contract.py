@@ -11,16 +11,11 @@ Inspector CLI. A listed tool without an example fails every path.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx2 as httpx
 import pytest
 from mcp import Client, StdioServerParameters
 
@@ -35,6 +30,7 @@ from tests.contract_support import (
     sdk_installed,
     typescript_run,
 )
+from tests.process_support import codeward_http
 
 pytestmark = pytest.mark.anyio
 MODERN = "2026-07-28"
@@ -64,36 +60,6 @@ async def _python_session(client: Client, world: ContractWorld, catalog: Catalog
     return names, problems + problems_of(records, with_schema)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def _serving_http(world: ContractWorld) -> Iterator[str]:
-    """``codeward serve PROJECT --http`` started in the project; its URL once it answers."""
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "codeward", "serve", str(world.project), "--http", "--port",
-                             str(port), "--no-auth"], cwd=world.project, env=world.env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}/mcp"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(url, timeout=0.5)
-                break
-            except httpx.HTTPError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(proc.stderr.read().decode() if proc.stderr else "server died") from None
-                time.sleep(0.1)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-
-
 @pytest.mark.parametrize(("transport", "mode"), [("stdio", "auto"), ("stdio", "legacy"), ("http", "auto"),
                                                  ("http", "legacy")])
 async def test_the_python_client_accepts_every_example(tmp_path: Path, catalog: Catalog, transport: str,
@@ -104,7 +70,7 @@ async def test_the_python_client_accepts_every_example(tmp_path: Path, catalog: 
                 era = client.protocol_version
                 names, problems = await _python_session(client, world, catalog)
         else:
-            with _serving_http(world) as url:
+            with codeward_http(str(world.project), cwd=world.project, env=world.env) as url:
                 async with Client(url, mode=mode) as client:  # type: ignore[arg-type]
                     era = client.protocol_version
                     names, problems = await _python_session(client, world, catalog)

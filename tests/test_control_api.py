@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import socket
 import stat
 import threading
 import time
@@ -17,6 +16,7 @@ import pytest
 from codeward.control.client import ApiHookClient, HookError
 from codeward.control.server import ControlServer
 from codeward.control.state import ControlState
+from tests.process_support import free_port
 
 
 @pytest.fixture
@@ -422,12 +422,6 @@ def test_stream_ends_when_the_server_stops(tmp_path: Path) -> None:
 
 
 # -- the client's connection handling -----------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def test_client_waits_and_retries_until_the_server_is_up() -> None:

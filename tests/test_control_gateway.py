@@ -15,7 +15,8 @@ import pytest
 from mcp import Client
 
 from tests.control_support import ANNOUNCE, Lines, client_from
-from tests.gateway_support import PEER, free_port, wait_for_port
+from tests.gateway_support import PEER
+from tests.process_support import free_port, wait_for_port
 
 pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("gateway")]
 

@@ -16,7 +16,8 @@ from codeward.cli.call import call_gateway_tool as call_cli
 from codeward.cli.servers import list_servers_cli
 from codeward.config import ConfigError
 from tests.conftest import snapshot
-from tests.gateway_support import PEER, background, free_port, wait_for_port
+from tests.gateway_support import PEER
+from tests.process_support import background, free_port, wait_for_port
 
 pytestmark = pytest.mark.xdist_group("gateway")
 

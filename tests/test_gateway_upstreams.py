@@ -31,17 +31,8 @@ from codeward.gateway.policy import Approval, ApprovalPolicy, ApprovalRequest, C
 from codeward.surface import ToolSurface
 from codeward.workspace import Workspace
 from tests.conftest import node_tool, snapshot
-from tests.gateway_support import (
-    LEGACY_PEER,
-    background,
-    config,
-    free_port,
-    peer_http,
-    process_gone,
-    start,
-    stdio_peer,
-    stop,
-)
+from tests.gateway_support import LEGACY_PEER, config, peer_http, process_gone, stdio_peer
+from tests.process_support import background, free_port, start, stop
 
 pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("gateway")]
 

@@ -23,7 +23,8 @@ from mcp import Client, StdioServerParameters
 
 from codeward.tools import default_catalog
 from tests.fake_openai import FakeOpenAI, text, tool_calls
-from tests.gateway_support import PEER, background, free_port
+from tests.gateway_support import PEER
+from tests.process_support import background, free_port
 
 pytestmark = pytest.mark.xdist_group("gateway")
 

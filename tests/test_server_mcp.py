@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +13,8 @@ import anyio
 import httpx2 as httpx
 import pytest
 from mcp import Client, StdioServerParameters
+
+from tests.process_support import codeward_http
 
 pytestmark = pytest.mark.anyio
 
@@ -35,40 +34,10 @@ def _stdio(root: Path, *extra: str) -> StdioServerParameters:
                                  env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def _serving_http(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> Iterator[str]:
-    """``codeward serve ... --http`` in a subprocess; its URL once it answers."""
-    port = _free_port()
-    auth = [] if "--token-env" in args else ["--no-auth"]  # a server without a token says so on purpose
-    proc = subprocess.Popen([sys.executable, "-m", "codeward", "serve", *args, "--http", "--port", str(port), *auth],
-                            cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}/mcp"
-    try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                httpx.get(url, timeout=0.5)
-                break
-            except httpx.HTTPError:
-                if proc.poll() is not None:
-                    raise RuntimeError(proc.stderr.read().decode() if proc.stderr else "server died") from None
-                time.sleep(0.1)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
 @pytest.fixture
 def http_server(root: Path) -> Iterator[str]:
     _project(root)
-    with _serving_http(str(root), "--token-env", "CW_TOKEN", env={**os.environ, "CW_TOKEN": "s3cret-token"}) as url:
+    with codeward_http(str(root), "--token-env", "CW_TOKEN", env={"CW_TOKEN": "s3cret-token"}, timeout=20) as url:
         yield url
 
 
@@ -232,7 +201,7 @@ async def test_over_http_client_roots_do_not_move_the_workspace(tmp_path: Path) 
     async def list_roots(context: Any) -> ListRootsResult:
         return ListRootsResult(roots=[Root(uri=f"file://{tmp_path / 'elsewhere'}", name="elsewhere")])
 
-    with _serving_http(cwd=tmp_path / "served") as url:
+    with codeward_http(cwd=tmp_path / "served", timeout=20) as url:
         for mode in ("legacy", "2026-07-28"):
             async with httpx.AsyncClient() as http, Client(streamable_http_client(url, http_client=http),
                                                            list_roots_callback=list_roots, mode=mode) as client:

@@ -4,18 +4,15 @@ calls, runs warm after the first, and one client's session out of another client
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
 import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx2 as httpx
 import pytest
 from mcp import Client, StdioServerParameters
+
+from tests.process_support import codeward_http
 
 pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("sandbox")]
 TOKEN = "sessions-test-token"
@@ -45,39 +42,10 @@ async def test_a_session_keeps_its_state_and_runs_are_warm_over_stdio(root: Path
     assert any(run["warm"] for run in warm), "runs after the first come from the warm pool"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def _http_server(root: Path) -> Iterator[str]:
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "codeward", "serve", str(root), "--http", "--port", str(port),
-                             "--token-env", "CW_SESSIONS_TOKEN"], env={**os.environ, "CW_SESSIONS_TOKEN": TOKEN},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}/mcp"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(url, timeout=0.5)
-                break
-            except httpx.HTTPError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(proc.stderr.read().decode() if proc.stderr else "server died") from None
-                time.sleep(0.1)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-
-
 async def test_two_clients_of_one_http_server_cannot_reach_each_others_sessions(root: Path) -> None:
     from mcp.client.streamable_http import streamable_http_client
 
-    with _http_server(root) as url:
+    with codeward_http(str(root), "--token-env", "CW_SESSIONS_TOKEN", env={"CW_SESSIONS_TOKEN": TOKEN}) as url:
         async with httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120) as http_a, \
                 httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120) as http_b, \
                 Client(streamable_http_client(url, http_client=http_a), mode="legacy") as alice, \
@@ -93,7 +61,7 @@ async def test_two_clients_of_one_http_server_cannot_reach_each_others_sessions(
 async def test_a_2026_client_over_http_continues_its_session_by_handle(root: Path) -> None:
     from mcp.client.streamable_http import streamable_http_client
 
-    with _http_server(root) as url:
+    with codeward_http(str(root), "--token-env", "CW_SESSIONS_TOKEN", env={"CW_SESSIONS_TOKEN": TOKEN}) as url:
         async with httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120) as http_a, \
                 httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120) as http_b, \
                 Client(streamable_http_client(url, http_client=http_a)) as alice, \
