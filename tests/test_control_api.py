@@ -60,6 +60,8 @@ ENDPOINTS = [
     ("POST", "/api/session"), ("GET", "/api/performance"), ("GET", "/api/events"), ("GET", "/api/events/stream"),
     ("GET", "/api/calls"), ("GET", "/api/asks"), ("GET", "/api/servers"), ("POST", "/api/ask"),
     ("POST", "/api/ask/respond"), ("GET", "/console/"), ("GET", "/console/console.js"), ("GET", "/"),
+    ("POST", "/api/gui"), ("GET", "/api/gui/value"), ("GET", "/api/gui/value/model"),
+    ("GET", "/api/gui/diagnostics"), ("GET", "/api/gui/mma_status"),
 ]
 
 
@@ -444,8 +446,8 @@ def test_client_gives_up_with_a_clear_error() -> None:
         client.get_status()
 
 
-def test_get_value_rejects_unknown_endpoints(client: ApiHookClient) -> None:
-    with pytest.raises(ValueError, match="unknown endpoint 'gui'"):
+def test_get_value_of_an_unknown_field_is_a_key_error(client: ApiHookClient) -> None:
+    with pytest.raises(KeyError, match="no field or endpoint 'gui'"):
         client.get_value("gui.button")
 
 

@@ -10,11 +10,13 @@ model with the next message.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
 import shlex
 import signal
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +38,7 @@ from codeward.llm.profile import ModelConfigError
 HELP = """Commands:
   :help                         this help
   :model [NAME]                 show the model, or switch to a profile (or model id)
+  :reset                        start a fresh conversation (tracked files stay)
   :history                      saved sessions (resume one with `codeward chat --resume ID`)
   :add PATH|GLOB ...            track files: content to the model once, then diffs when they change
   :drop PATH|GLOB ...           stop tracking them
@@ -120,6 +123,11 @@ class ChatShell:
     budget_tokens: int | None = None
     """``[agent] context_budget_tokens``; unset, the model's context window is the budget."""
     _offered: tuple[str, tuple[str, ...]] | None = field(default=None, init=False)
+    inbox: deque[str] = field(default_factory=deque, init=False)
+    """Lines sent from outside (the Hook API), read like typed ones when the shell is idle."""
+    _wake: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    turn: asyncio.Future[Any] | None = field(default=None, init=False)
+    """The running reply, which :meth:`cancel_turn` (Ctrl-C, the console) stops."""
 
     def __post_init__(self) -> None:
         self.view = RichView(self.console)
@@ -168,7 +176,7 @@ class ChatShell:
                            f"({self.session.profile.base_url}); session {self.log.session_id}. :help for commands.")
         while True:
             try:
-                line = await self.ask("› ")
+                line = await self._next_line()
             except EOFError:
                 return
             except KeyboardInterrupt:
@@ -182,6 +190,56 @@ class ChatShell:
                 continue
             await self.send(line)
 
+    def post(self, line: str) -> None:
+        """Queue a line as if typed at the prompt (a message, or a ``:`` command); any thread's
+        caller must be on the shell's loop."""
+        self.inbox.append(line)
+        self._wake.set()
+
+    async def _next_line(self) -> str:
+        """The next line: one posted from outside, else what is typed (the prompt is withdrawn
+        when a posted line arrives first)."""
+        while not self.inbox:
+            self._wake.clear()
+            prompt = asyncio.ensure_future(self.ask("› "))
+            woken = asyncio.ensure_future(self._wake.wait())
+            try:
+                await asyncio.wait({prompt, woken}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                woken.cancel()
+            if prompt.done():
+                return prompt.result()
+            prompt.cancel()
+            with contextlib.suppress(BaseException):
+                await prompt
+        line = self.inbox.popleft()
+        self.console.print(f"› {line}", style="cyan", markup=False, highlight=False)
+        self.console.print("  (sent from the control API)", style="dim")
+        return line
+
+    def cancel_turn(self) -> bool:
+        """Stop the running reply, as Ctrl-C does; False when none is running."""
+        if self.turn is None or self.turn.done():
+            return False
+        self.turn.cancel()
+        return True
+
+    def reset(self) -> None:
+        """A fresh conversation in a new session file; tracked files and settings stay."""
+        self.cancel_turn()
+        self.conversation.turns.clear()
+        self.pending_exec = []
+        self.pending_files = list(self.tracked.paths())
+        old = self.log
+        self.log = SessionLog.create(old.path.parent, model=self.session.profile.model,
+                                     system=self.conversation.system)
+        listeners = self.conversation.listeners
+        if old.record in listeners:
+            listeners[listeners.index(old.record)] = self.log.record
+        old.close()
+        self._record_tracked()
+        self.console.print(f"[yellow][codeward] session reset: new session {self.log.session_id}[/]")
+
     async def send(self, line: str) -> None:
         typed = line
         if self.pending_files:
@@ -192,6 +250,7 @@ class ChatShell:
             line = "\n\n".join([*self.pending_exec, line])
             self.pending_exec = []
         task = asyncio.ensure_future(self.loop(line, typed).run(line))
+        self.turn = task
         loop = asyncio.get_running_loop()
         try:
             loop.add_signal_handler(signal.SIGINT, task.cancel)
@@ -206,6 +265,7 @@ class ChatShell:
             self._repair_after_cancel()
             return
         finally:
+            self.turn = None
             if installed:
                 loop.remove_signal_handler(signal.SIGINT)
         self._status()
@@ -248,6 +308,8 @@ class ChatShell:
             await self._model(args)
         elif command == "history":
             self._history()
+        elif command == "reset":
+            self.reset()
         elif command == "mcp":
             await self._mcp(args)
         else:

@@ -54,6 +54,7 @@ async def _ask(args: argparse.Namespace, config: Config) -> int:
             choice=catalog_choice(args)) as session:
         conversation = Conversation(session.system_prompt(), use_tool_role=session.profile.use_tool_role)
         plane.watch_agent(session, conversation)
+        plane.drive(workspace=session.workspace)
         view = PlainView()
         surface, plan = session.offer(args.question, estimate_tokens(conversation.system + args.question))
         if plan.form != "full":

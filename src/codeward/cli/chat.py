@@ -81,8 +81,9 @@ async def _chat(args: argparse.Namespace, config: Config) -> int:
                                 + (f", tracking {', '.join(restored)}" if restored else ""), highlight=False)
         if getattr(args, "add", None):
             shell.add_files(args.add)
+        plane.drive_chat(shell)
         try:
             await shell.run()
         finally:
-            log.close()
+            shell.log.close()
     return 0

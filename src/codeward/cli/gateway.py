@@ -117,6 +117,7 @@ async def _serve(config: Config, gateway: GatewayConfig, transport: str, host: s
             assert upstream is not None  # with_urls made sure there is a server
             print_summary(upstream.statuses(), len(upstream.tool_infos()), sys.stderr)
             plane.watch_gateway(upstream, roots=[str(r) for r in stack.workspace.roots], transport=transport)
+            plane.drive(workspace=stack.workspace)
             server = stack.server(name="codeward-gateway",
                                   roots_from_client=not stack.roots_given and transport != "http")
             if transport == "http":

@@ -64,6 +64,11 @@ def create_app(state: ControlState, token: str, *, logs: SessionLogs | None = No
         Route("/api/servers", api.servers, methods=["GET"]),
         Route("/api/ask", api.ask, methods=["POST"]),
         Route("/api/ask/respond", api.respond, methods=["POST"]),
+        Route("/api/gui", api.gui, methods=["POST"]),
+        Route("/api/gui/value", api.gui_value, methods=["GET"]),
+        Route("/api/gui/value/{item:path}", api.gui_value, methods=["GET"]),
+        Route("/api/gui/diagnostics", api.gui_diagnostics, methods=["GET"]),
+        Route("/api/gui/mma_status", api.gui_mma_status, methods=["GET"]),
         Mount("/console", StaticFiles(packages=[("codeward.control", "static")], html=True), name="console"),
     ]
     app: Starlette = Starlette(routes=routes, exception_handlers={
@@ -107,6 +112,51 @@ class _Api:
             self.state.set_session(session, by="api")
             return _json({"status": "updated"})
         return _json({"session": self.state.session()})
+
+    # -- /api/gui: the seed's GUI surface, driving the session ---------------------------------------
+
+    def _driver(self) -> Any:
+        from codeward.control.gui import StateDriver
+
+        gui = self.state.gui
+        return gui.driver if gui is not None else StateDriver(self.state)
+
+    async def gui(self, request: Request) -> Response:
+        """Check a task and queue it for the session's loop: ``{"status": "queued", "task": n}``."""
+        from codeward.control.gui import GuiError, parse_task
+
+        body = await _body(request)
+        gui = self.state.gui
+        try:
+            task = parse_task(body)
+            if gui is None:
+                raise GuiError("this run has nothing to drive yet", "Wait until the session has started "
+                               "(GET /status), then send the task again.", status=409)
+            number = gui.submit(task)
+        except GuiError as exc:
+            raise BadRequest(str(exc), exc.hint, status=exc.status) from None
+        return _json({"status": "queued", "task": number})
+
+    async def gui_value(self, request: Request) -> Response:
+        """One field (``/api/gui/value/<item>`` or ``?item=``) as ``{"value": ...}``, or all of them."""
+        driver = self._driver()
+        item = request.path_params.get("item") or request.query_params.get("item")
+        values = driver.values()
+        if not item:
+            return _json({"value": values, "fields": driver.fields()})
+        if item not in values:
+            raise BadRequest(f"no field {item!r}", f"Fields: {', '.join(values)}.", status=404)
+        return _json({"item": item, "value": values[item]})
+
+    async def gui_diagnostics(self, request: Request) -> Response:
+        from codeward.control.gui import diagnostics
+
+        return _json(diagnostics(self.state))
+
+    async def gui_mma_status(self, request: Request) -> Response:
+        from codeward.control.gui import mma_status
+
+        return _json(await asyncio.to_thread(mma_status, self.state, self.state.board))
 
     async def performance(self, request: Request) -> Response:
         figures = await asyncio.to_thread(self.state.performance)
@@ -256,14 +306,17 @@ def _int_or_none(value: str | None) -> int | None:
 
 async def _bad_request(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, BadRequest)
-    error = {400: "bad_request", 404: "not_found", 413: "too_large"}.get(exc.status, "bad_request")
+    error = {400: "bad_request", 403: "forbidden", 404: "not_found", 409: "conflict",
+             413: "too_large"}.get(exc.status, "bad_request")
     return _json({"error": error, "message": str(exc), "hint": exc.hint}, status=exc.status)
 
 
 async def _not_found(request: Request, exc: Exception) -> Response:
     return _json({"error": "not_found", "message": f"no endpoint {request.method} {request.url.path}",
                   "hint": "GET /status, /api/project, /api/session, /api/performance, /api/events, "
-                          "/api/events/stream, /api/calls, /api/asks, /api/servers; POST /api/ask, /api/ask/respond"},
+                          "/api/events/stream, /api/calls, /api/asks, /api/servers, /api/gui/value[/<field>], "
+                          "/api/gui/diagnostics, /api/gui/mma_status; POST /api/ask, /api/ask/respond, /api/gui, "
+                          "/api/project, /api/session"},
                  status=404)
 
 

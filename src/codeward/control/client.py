@@ -12,6 +12,7 @@ import json
 import os
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -19,9 +20,12 @@ from typing import Any
 
 TOKEN_ENV = "CODEWARD_CONTROL_TOKEN"
 RETRYABLE_STATUS = frozenset({502, 503})
+SEED_FIELDS = {"current_model": "model", "current_provider": "model", "ai_system_prompt": "system_prompt"}
 ENDPOINTS = {"status": "/status", "project": "/api/project", "session": "/api/session",
              "performance": "/api/performance", "calls": "/api/calls", "asks": "/api/asks",
-             "servers": "/api/servers"}
+             "servers": "/api/servers", "mma_status": "/api/gui/mma_status",
+             "diagnostics": "/api/gui/diagnostics"}
+UNWRAPPED = frozenset({"status", "mma_status", "diagnostics"})
 
 
 class HookError(Exception):
@@ -142,16 +146,34 @@ class ApiHookClient:
     def get_servers(self) -> list[dict[str, Any]]:
         return list(self._make_request("GET", "/api/servers")["servers"])
 
+    def get_mma_status(self) -> dict[str, Any]:
+        """What the session is doing: ``ai_status``, pending approvals of each kind, the beads board."""
+        return dict(self._make_request("GET", "/api/gui/mma_status"))
+
+    def get_diagnostics(self) -> dict[str, Any]:
+        """The indicators: ``thinking``, ``live``, ``prior``."""
+        return dict(self._make_request("GET", "/api/gui/diagnostics"))
+
     def get_value(self, path: str) -> Any:
-        """A value by dotted path: the first part names the endpoint (``status``, ``project``,
-        ``session``, ``performance``, ``calls``, ``asks``, ``servers``), the rest walks into it
-        (``session.entries.-1.role``, ``performance.tool_calls.total``)."""
+        """A value by dotted path. The first part is a session field (``model``, ``ai_status``,
+        ``tracked_files``... — ``GET /api/gui/value`` lists them) or names an endpoint (``status``,
+        ``project``, ``session``, ``performance``, ``calls``, ``asks``, ``servers``, ``mma_status``,
+        ``diagnostics``); the rest walks
+        into it (``session.entries.-1.role``, ``performance.tool_calls.total``). An unknown field
+        raises :class:`KeyError`."""
         head, *rest = path.split(".")
-        if head not in ENDPOINTS:
-            raise ValueError(f"unknown endpoint {head!r} in {path!r}; use one of {', '.join(ENDPOINTS)}")
-        value: Any = self._make_request("GET", ENDPOINTS[head])
-        if head != "status":
-            value = value[head]
+        value: Any
+        if head in ENDPOINTS:
+            value = self._make_request("GET", ENDPOINTS[head])
+            if head not in UNWRAPPED:
+                value = value[head]
+        else:
+            try:
+                value = self._make_request("GET", "/api/gui/value/" + urllib.parse.quote(head, safe=""))["value"]
+            except HookError as exc:
+                if exc.status == 404:
+                    raise KeyError(f"no field or endpoint {head!r} ({exc})") from None
+                raise
         for part in rest:
             if isinstance(value, list):
                 value = value[int(part)]
@@ -160,6 +182,79 @@ class ApiHookClient:
             else:
                 raise KeyError(f"{path!r}: cannot look up {part!r} in {type(value).__name__}")
         return value
+
+    def get_text_value(self, item: str) -> str | None:
+        """:meth:`get_value` as text; None when the field is missing or empty."""
+        try:
+            value = self.get_value(item)
+        except KeyError:
+            return None
+        return None if value is None else str(value)
+
+    def get_indicator_state(self, tag: str) -> dict[str, Any]:
+        """Whether an indicator is shown: ``thinking``, ``live`` or ``prior`` (also with the seed's
+        ``_indicator`` suffix); ``known`` is False for any other tag."""
+        diagnostics = self.get_diagnostics()
+        key = tag.removesuffix("_indicator").removeprefix("operations_").removesuffix("_session")
+        known = key in ("thinking", "live", "prior")
+        return {"tag": tag, "shown": bool(diagnostics.get(key)) if known else False, "known": known}
+
+    def get_node_status(self, node_tag: str) -> dict[str, Any] | None:
+        """A node's status, read in two phases as in the seed: first as a field
+        (:meth:`get_value`), then on the board — a bead (track or ticket), a running tool call,
+        or an indicator. None when nothing has that name."""
+        try:
+            return {"tag": node_tag, "status": self.get_value(node_tag), "source": "value"}
+        except KeyError:
+            pass
+        status = self.get_mma_status()
+        for kind in ("tracks", "tickets", "running_calls"):
+            for node in status.get(kind) or ():
+                if node.get("id") == node_tag:
+                    return {"tag": node_tag, "status": node.get("status"), "source": kind, "node": node}
+        indicator = self.get_indicator_state(node_tag)
+        if indicator["known"]:
+            return {"tag": node_tag, "status": "shown" if indicator["shown"] else "hidden", "source": "diagnostics"}
+        return None
+
+    # -- driving the session (POST /api/gui: checked, then queued in order) ------------------------
+
+    def post_gui(self, gui_data: dict[str, Any]) -> dict[str, Any]:
+        """Send a raw task (``{"action": ...}``); ``{"status": "queued", "task": n}`` once accepted."""
+        return dict(self._make_request("POST", "/api/gui", gui_data))
+
+    def set_value(self, item: str, value: Any) -> dict[str, Any]:
+        """Set a session field (``model``, ``auto_approve``, ``max_tool_depth``, ``tracked_files``,
+        ``system_prompt``, ``toolsets``, ``ai_input``); a bad value raises :class:`HookError`."""
+        item = SEED_FIELDS.get(item, item)
+        return self.post_gui({"action": "set_value", "item": item, "value": value})
+
+    def click(self, item: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """Press a button: ``btn_gen_send`` (``user_data`` = the message, else the ``ai_input``
+        draft), ``btn_cancel``, ``btn_reset_session``, ``btn_approve_tool``/``btn_deny_tool``
+        (``user_data`` = a request id, else the oldest pending approval)."""
+        user_data = kwargs.get("user_data", args[0] if args else None)
+        task: dict[str, Any] = {"action": "click", "item": item}
+        if user_data is not None:
+            task["user_data"] = user_data
+        return self.post_gui(task)
+
+    def select_tab(self, tab_bar: str, tab: str) -> dict[str, Any]:
+        """Show a console tab: ``approvals``, ``calls``, ``conversation``, ``performance``, ``servers``."""
+        return self.post_gui({"action": "select_tab", "tab_bar": tab_bar, "tab": tab})
+
+    def select_list_item(self, listbox: str, item_value: Any) -> dict[str, Any]:
+        """Pick from a list: ``profiles`` (switches the model), ``asks`` (shows that approval)."""
+        return self.post_gui({"action": "select_list_item", "listbox": listbox, "item_value": item_value})
+
+    def push_event(self, event_type: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Push an event: ``user_request`` with ``{"prompt": ...}`` sends a message; any other type
+        is announced to watchers as a ``pushed`` event."""
+        return self.post_gui({"action": "push_event", "event_type": event_type, "payload": payload or {}})
+
+    def reset_session(self) -> dict[str, Any]:
+        """Stop any running reply and start a fresh conversation (as clicking Reset Session)."""
+        return self.click("btn_reset_session")
 
     # -- waiting -----------------------------------------------------------------------------------
 

@@ -31,7 +31,10 @@ from codeward.logs import Redactor, SessionLogs
 if TYPE_CHECKING:
     from codeward.agent.conversation import Conversation
     from codeward.agent.session import AgentSession
+    from codeward.agent.shell import ChatShell
+    from codeward.control.gui import GuiDriver, GuiQueue
     from codeward.gateway.gateway import Gateway
+    from codeward.workspace import Workspace
 
 SERVER_POLL_S = 1.0
 EXIT_CODE = re.compile(r"(?:\[exit code (-?\d+)\]|EXIT CODE: (-?\d+))\s*$")
@@ -57,6 +60,7 @@ class ControlPlane:
     observer: SessionObserver = field(init=False)
     _clients: list[ObservedModelClient] = field(default_factory=list, init=False)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list, init=False)
+    _gui: GuiQueue | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.observer = SessionObserver(self.state, self.logs)
@@ -110,6 +114,29 @@ class ControlPlane:
                                     "entries": [turn.to_dict() for turn in conversation.turns]})
             self.watch_gateway(session.gateway)
 
+    def drive(self, driver: GuiDriver | None = None, workspace: Workspace | None = None) -> None:
+        """Let ``/api/gui`` drive this run through ``driver`` (approvals, tabs and events only when
+        None), its tasks applied on the running loop; ``workspace``'s beads become the board."""
+        from codeward.control.board import beads_board
+        from codeward.control.gui import GuiQueue, StateDriver
+
+        if self.state is None:
+            return
+        if self._gui is not None:
+            self._tasks.append(asyncio.get_running_loop().create_task(self._gui.aclose()))
+        self._gui = GuiQueue(self.state, driver or StateDriver(self.state), asyncio.get_running_loop())
+        self._gui.start()
+        self.state.gui = self._gui
+        if workspace is not None:
+            self.state.board = lambda: beads_board(workspace)
+
+    def drive_chat(self, shell: ChatShell) -> None:
+        """``/api/gui`` drives this chat: its fields, messages, cancel, reset and approvals."""
+        from codeward.control.chat_driver import ChatDriver
+
+        if self.state is not None:
+            self.drive(ChatDriver(self.state, shell), shell.session.workspace)
+
     def middleware(self) -> list[Middleware]:
         """What this plane adds to a stack's chain: the call observer, when anything is watching."""
         return [Observe(self.observer)] if self.active else []
@@ -154,6 +181,8 @@ class ControlPlane:
         return logged
 
     async def aclose(self) -> None:
+        if self._gui is not None:
+            await self._gui.aclose()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

@@ -47,6 +47,12 @@ class ControlState:
         self._session: dict[str, Any] = {"id": None, "entries": []}
         self._servers: list[dict[str, Any]] = []
         self._model_requests = 0
+        self._model_waiting: set[str] = set()
+        self._tab = "approvals"
+        self.gui: Any = None
+        """The run's :class:`~codeward.control.gui.GuiQueue` (``/api/gui``), once a session is driven."""
+        self.board: Any = None
+        """A callable giving the project's beads as (tracks, tickets), when there is a tracker."""
 
     # -- project and session ---------------------------------------------------------------
 
@@ -135,15 +141,41 @@ class ControlState:
         request_id = uuid.uuid4().hex[:12]
         with self.lock:
             self._model_requests += 1
+            self._model_waiting.add(request_id)
             self.events.publish("model_request", request_id=request_id, model=model, messages=messages, tools=tools)
         return request_id
 
     def model_response(self, request_id: str, model: str, *, seconds: float, ok: bool, text: str,
                        tool_calls: Sequence[str], error: str | None = None) -> None:
         self.model_metrics.record(model, seconds, not ok)
+        with self.lock:
+            self._model_waiting.discard(request_id)
         self.events.publish("model_response", request_id=request_id, model=model, ok=ok,
                             duration_ms=round(seconds * 1000, 3), text=_preview(text, PREVIEW_CHARS),
                             tool_calls=list(tool_calls), error=error)
+
+    # -- what the session is doing --------------------------------------------------------------
+
+    def ai_status(self) -> str:
+        """``running <tool>``, ``awaiting approval``, ``sending...`` (waiting on the model) or ``idle``."""
+        with self.lock:
+            calls = list(self._calls.values())
+            running = [c for c in calls if c["status"] == "running"]
+            if running:
+                return f"running {running[-1]['name']}..."
+            if any(c["status"] == "awaiting_approval" for c in calls):
+                return "awaiting approval"
+            return "sending..." if self._model_waiting else "idle"
+
+    def active_tab(self) -> str:
+        with self.lock:
+            return self._tab
+
+    def select_tab(self, tab: str, focus: str | None = None) -> None:
+        """The console shows ``tab`` (and highlights ``focus``, an ask's id, when given)."""
+        with self.lock:
+            self._tab = tab
+            self.events.publish("gui_tab", tab=tab, focus=focus)
 
     # -- upstream servers ----------------------------------------------------------------------
 
