@@ -11,7 +11,8 @@ const view = {
   seq: 0,
 };
 const EVENT_TYPES = ["snapshot", "tool_call", "ask_received", "ask_resolved", "ask_expired", "ask_cancelled",
-  "session_entry", "session_updated", "project_updated", "servers", "model_request", "model_response", "cli_call"];
+  "session_entry", "session_updated", "project_updated", "servers", "model_request", "model_response", "cli_call",
+  "gui_tab"];
 const MAX_ROWS = 300;
 
 function el(tag, attrs, ...children) {
@@ -218,6 +219,23 @@ function apply(event) {
     case "project_updated": showIdentity(event.project, {}, null); break;
     case "servers": view.servers = event.servers; renderServers(); break;
     case "model_response": refreshPerformance(); break;
+    case "gui_tab": showTab(event.tab, event.focus); break;
+  }
+}
+
+// A script's select_tab: the section comes into view, marked active; a focused ask is outlined.
+function showTab(tab, focus) {
+  const ids = {approvals: "approvals-section", calls: "calls-section", conversation: "conversation-section",
+    performance: "performance-section", servers: "servers-section"};
+  for (const [name, id] of Object.entries(ids)) {
+    const node = document.getElementById(id);
+    if (node) node.classList.toggle("active-tab", name === tab);
+  }
+  const target = document.getElementById(ids[tab]);
+  if (target) target.scrollIntoView({block: "nearest"});
+  document.body.dataset.tab = tab;
+  for (const card of document.querySelectorAll("[data-request-id]")) {
+    card.classList.toggle("focused", card.dataset.requestId === focus);
   }
 }
 
