@@ -29,7 +29,7 @@ from codeward.shell.host import HOST_BACKEND, run_on_host
 from codeward.shell.log import ShellLogEntry, append_entry
 from codeward.shell.qa import explain_failure, failure_messages
 from codeward.shell.settings import ShellSettings, host_variables, readable_dirs
-from codeward.shell.workspace_run import RunWatch, run_in
+from codeward.shell.workspace_run import RunWatch, project_owner, run_in
 
 if TYPE_CHECKING:
 
@@ -241,19 +241,6 @@ def _sandboxed_request(ctx: ToolContext, command: ShellCommand, settings: ShellS
         max_processes=settings.max_processes, file_size_mb=FILE_SIZE_MB, open_files=OPEN_FILES,
         scratch_mb=SCRATCH_MB, max_output_bytes=settings.max_output_bytes)
     return Result.success((request, notes))
-
-
-def project_owner(primary: Path) -> tuple[int, int] | None:
-    """Who a script runs as when codeward is root: the project's owner (not root) — it then
-    has that user's rights, and can change the files that user owns through the overlay,
-    whose namespace maps one user. ``None`` (stay as is) when not root or root owns it."""
-    if os.geteuid() != 0:
-        return None
-    try:
-        info = primary.stat()
-    except OSError:
-        return None
-    return (info.st_uid, info.st_gid) if info.st_uid != 0 else None
 
 
 def _host_request(ctx: ToolContext, command: ShellCommand, settings: ShellSettings, env_file: EnvFile) -> Prepared:
