@@ -39,7 +39,7 @@ from codeward.file_resources import FileResources
 from codeward.providers import PromptProvider, ResourceProvider
 from codeward.surface import ToolSurface
 from codeward.tool_changes import ToolListNotifier
-from codeward.wire_schema import wire_hints, wire_output_schema
+from codeward.tool_listing import ToolListing
 from codeward.workspace import Workspace
 
 logger = logging.getLogger("codeward.server")
@@ -212,6 +212,7 @@ class CodewardServer:
         """``tools_can_change``: the surface's tool list may change while serving (a gateway);
         clients are then told, and :meth:`tools_changed` is how to tell them."""
         self.surface = surface
+        self.listing = ToolListing(surface)
         self.notifier = ToolListNotifier() if tools_can_change else None
         self.holder = WorkspaceHolder(workspace, roots_from_client, stale=roots_from_client)
         self.settings = settings or Settings()
@@ -245,6 +246,7 @@ class CodewardServer:
                 instructions=INSTRUCTIONS,
                 on_set_logging_level=self._set_level,
                 on_roots_list_changed=self._roots_changed,
+                get_tool_input_schema=self.listing.input_schema,
                 **handlers,
             )
 
@@ -259,18 +261,7 @@ class CodewardServer:
     async def _list_tools(self, ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListToolsResult:
         if self.notifier is not None and not is_version_at_least(ctx.protocol_version, MODERN_ERA):
             self.notifier.remember(ctx)  # a 2026-07-28 client hears of changes on its listen stream
-        tools = []
-        for info in self.surface.tool_infos():
-            hints = wire_hints(info.annotations)
-            tools.append(types.Tool(
-                name=info.name,
-                title=info.title,
-                description=info.description,
-                input_schema=info.input_schema,
-                output_schema=wire_output_schema(info.output_schema),
-                annotations=types.ToolAnnotations.model_validate(hints) if hints else None,
-            ))
-        return types.ListToolsResult(tools=tools)
+        return types.ListToolsResult(tools=self.listing.tools())
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
@@ -509,7 +500,10 @@ class CodewardServer:
     async def run_http(self, *, host: str, port: int, token: str | None = None, **options: Any) -> None:
         import uvicorn
 
+        from codeward.transport.stdio import freeze_startup_heap
+
         app = self.http_app(host=host, token=token, **options)
+        freeze_startup_heap()
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
         async with self._announcing():
             await uvicorn.Server(config).serve()

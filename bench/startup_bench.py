@@ -1,0 +1,174 @@
+"""Start-up: from starting a server to its first ``tools/list`` answer over stdio, and its RSS then.
+
+An agent starts its MCP servers when it launches, and a gateway starts many; every one of them
+is waited for before the first turn. In one run, through the official Python client over stdio
+(``mcp.client.stdio.stdio_client`` + ``ClientSession``: spawn, ``initialize``, ``tools/list``):
+
+- codeward (``python -m codeward serve ROOT``);
+- the thinnest official-SDK server: an ``MCPServer`` with one read tool on stdio (the baseline
+  every ratio is against);
+- the node ``@modelcontextprotocol/server-everything`` (skipped when tests/node is not installed).
+
+Servers take turns start by start (the order rotates), so a burst of load on the shared machine
+hits each alike; the table gives medians, the spread (min-max) and the ratio to the baseline
+(per round, median). RSS is the server process's resident set right after ``tools/list``.
+
+    .venv/bin/python bench/startup_bench.py [--runs 10] [--only codeward,sdk-mcpserver]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import textwrap
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import psutil
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+REPO = Path(__file__).resolve().parent.parent
+NODE_EVERYTHING = REPO / "tests/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+BASELINE = "sdk-mcpserver"
+
+MCPSERVER = '''
+import sys
+from pathlib import Path
+
+from mcp.server import MCPServer
+
+ROOT = Path(sys.argv[1])
+mcp = MCPServer("thin-high-level")
+
+
+@mcp.tool()
+def read_file(path: str) -> str:
+    """Read a file."""
+    return (ROOT / path).read_text()
+
+
+mcp.run("stdio")
+'''
+
+
+@dataclass
+class Tally:
+    name: str
+    seconds: list[float] = field(default_factory=list)
+    rss_mb: list[float] = field(default_factory=list)
+    tools: int = 0
+
+
+def servers(work: Path, root: Path) -> dict[str, StdioServerParameters]:
+    script = work / "mcpserver.py"
+    script.write_text(textwrap.dedent(MCPSERVER))
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    found = {
+        "codeward": StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve", str(root)],
+                                          env=env, cwd=str(root)),
+        BASELINE: StdioServerParameters(command=sys.executable, args=[str(script), str(root)], env=env,
+                                        cwd=str(root)),
+    }
+    if NODE_EVERYTHING.is_file():
+        found["node-everything"] = StdioServerParameters(command="node", args=[str(NODE_EVERYTHING), "stdio"],
+                                                         env=env, cwd=str(root))
+    return found
+
+
+def _new_child(before: set[int]) -> psutil.Process | None:
+    children = [c for c in psutil.Process().children(recursive=False) if c.pid not in before]
+    return children[0] if children else None
+
+
+async def one_start(params: StdioServerParameters) -> tuple[float, float, int]:
+    """Seconds from spawn to the ``tools/list`` answer, the server's RSS in MB then, tools listed."""
+    before = {c.pid for c in psutil.Process().children(recursive=False)}
+    with open(os.devnull, "w") as sink:
+        started = time.perf_counter()
+        async with stdio_client(params, errlog=sink) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            listed = await session.list_tools()
+            elapsed = time.perf_counter() - started
+            child = _new_child(before)
+            rss = child.memory_info().rss / 2**20 if child is not None else float("nan")
+    return elapsed, rss, len(listed.tools)
+
+
+def spread(values: list[float], digits: int) -> str:
+    return f" ({min(values):.{digits}f}-{max(values):.{digits}f})" if len(values) > 1 else ""
+
+
+def table(tallies: list[Tally]) -> str:
+    base = next((t for t in tallies if t.name == BASELINE), None)
+    header = f"{'server':<18}{'tools':>6}{'start → tools/list ms':>30}{'RSS MB':>22}{'time ×':>9}{'RSS ×':>8}"
+    out = [header, "-" * len(header)]
+    for t in tallies:
+        ms = [s * 1000 for s in t.seconds]
+        if base is not None and len(base.seconds) == len(t.seconds):
+            time_ratio = statistics.median(a / b for a, b in zip(t.seconds, base.seconds, strict=True))
+            rss_ratio = statistics.median(t.rss_mb) / statistics.median(base.rss_mb)
+            ratios = f"{time_ratio:>9.2f}{rss_ratio:>8.2f}"
+        else:
+            ratios = f"{'-':>9}{'-':>8}"
+        out.append(f"{t.name:<18}{t.tools:>6}{statistics.median(ms):>13.0f}{spread(ms, 0):<17}"
+                   f"{statistics.median(t.rss_mb):>9.1f}{spread(t.rss_mb, 1):<13}{ratios}")
+    out.append(f"(medians over runs, min-max in brackets; time × per run against {BASELINE}, median)")
+    return "\n".join(out)
+
+
+def loadavg() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split(" ")[:3])
+
+
+async def run(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory(prefix="codeward-startup-bench-") as tmp:
+        work = Path(tmp)
+        root = work / "root"
+        root.mkdir()
+        (root / "sample.txt").write_text("hello\n")
+        known = servers(work, root)
+        names = args.only.split(",") if args.only else list(known)
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise SystemExit(f"unknown or unavailable server {', '.join(unknown)}; choose from {', '.join(known)}")
+        tallies = {name: Tally(name) for name in names}
+        load_before = loadavg()
+        for _ in range(args.warmup):  # fill the page cache and bytecode caches for every server
+            for name in names:
+                await one_start(known[name])
+        for number in range(args.runs):
+            order = names[number % len(names):] + names[: number % len(names)]
+            for name in order:
+                seconds, rss, count = await one_start(known[name])
+                tally = tallies[name]
+                tally.seconds.append(seconds)
+                tally.rss_mb.append(rss)
+                tally.tools = count
+                print(f"run {number + 1}/{args.runs} {name:<18} {seconds * 1000:7.0f} ms  {rss:6.1f} MB",
+                      file=sys.stderr, flush=True)
+        print(f"\nstart → first tools/list over stdio, official Python client, {args.runs} runs "
+              f"(+{args.warmup} warm-up); load average {load_before} before, {loadavg()} after "
+              f"(python {sys.version.split()[0]}, {os.cpu_count()} cores)")
+        print(table(list(tallies.values())))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=10, help="timed starts per server (default 10)")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed starts per server first (default 1)")
+    parser.add_argument("--only", help=f"comma-separated servers (default all: codeward, {BASELINE}, "
+                        "node-everything)")
+    args = parser.parse_args()
+    if args.runs < 1 or args.warmup < 0:
+        parser.error("--runs must be at least 1 and --warmup at least 0")
+    anyio.run(run, args)
+
+
+if __name__ == "__main__":
+    main()
