@@ -6,11 +6,17 @@ from __future__ import annotations
 import itertools
 import os
 import subprocess
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from codeward.workspace import Access, Workspace, looks_like_git_dir
+from codeward.catalog import Catalog, ToolOutcome
+from codeward.context import Services, ToolContext
+from codeward.shell import ShellSettings
+from codeward.workspace import GIT_MARKER_LOCK, Access, Workspace, looks_like_git_dir
+from tests.sandbox_support import needs_bwrap
 
 BARE_PARTS = {
     "HEAD": "ref: refs/heads/main\n",
@@ -98,3 +104,51 @@ def test_the_test_itself_follows_git(tmp_path: Path) -> None:
     folder = tmp_path / "real"
     subprocess.run(["git", "init", "-q", "--bare", str(folder)], check=True)
     assert git_opens(folder) and looks_like_git_dir(os.listdir(folder))
+
+
+# -- writers whose paths are not arguments take the repository-names lock -------------------------------------------
+# Two concurrent calls could each add half of a repository after both were checked: the file
+# tools hold one lock for every write adding such a name (their paths are arguments); the
+# patch and the shell's write-back learn theirs later and take it themselves. Each test plays
+# the other call: it holds that lock, lets the writer start and wait, completes its own half
+# through the gate, and releases — the writer then sees that half and refuses its own.
+
+def _start(target: Callable[[], object]) -> tuple[threading.Thread, list[object]]:
+    box: list[object] = []
+    worker = threading.Thread(target=lambda: box.append(target()), daemon=True)
+    worker.start()
+    return worker, box
+
+
+def test_apply_patch_waits_for_a_concurrent_repository_write_and_then_refuses(tmp_path: Path,
+                                                                              catalog: Catalog) -> None:
+    ctx = ToolContext(Workspace.create([tmp_path]))
+    patch = "--- /dev/null\n+++ b/new/HEAD\n@@ -0,0 +1 @@\n+ref: refs/heads/main\n"
+    with catalog.locks.hold([GIT_MARKER_LOCK]):
+        worker, box = _start(lambda: catalog.call("apply_patch", {"patch": patch}, ctx))
+        worker.join(timeout=2)
+        assert worker.is_alive(), "apply_patch did not wait for the lock that repository-making writes share"
+        assert write(ctx.workspace, "new/objects/info/.keep", "") == ""  # the other call's half
+    worker.join(timeout=30)
+    outcome = box[0]
+    assert isinstance(outcome, ToolOutcome) and outcome.is_error
+    assert "would open as a repository" in outcome.text
+    assert not (tmp_path / "new" / "HEAD").exists() and not git_opens(tmp_path / "new")
+
+
+@needs_bwrap
+def test_the_shell_write_back_waits_for_a_concurrent_repository_write_and_then_refuses(tmp_path: Path,
+                                                                                      catalog: Catalog) -> None:
+    ctx = ToolContext(Workspace.create([tmp_path]), services=Services(shell=ShellSettings(sandbox=True)))
+    script = "mkdir -p new && printf 'ref: refs/heads/main\\n' > new/HEAD && echo written"
+    with catalog.locks.hold([GIT_MARKER_LOCK]):
+        worker, box = _start(lambda: catalog.call("run_shell", {"script": script}, ctx))
+        worker.join(timeout=8)  # the script itself takes about a second; its write-back then waits
+        assert worker.is_alive(), "run_shell's write-back did not wait for the lock repository-making writes share"
+        assert not (tmp_path / "new").exists()
+        assert write(ctx.workspace, "new/objects/info/.keep", "") == ""
+    worker.join(timeout=60)
+    outcome = box[0]
+    assert isinstance(outcome, ToolOutcome) and "written" in outcome.text
+    assert "new/HEAD" in outcome.text and not (tmp_path / "new" / "HEAD").exists()
+    assert not git_opens(tmp_path / "new")

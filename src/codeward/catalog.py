@@ -15,10 +15,8 @@ import inspect
 import json
 import os
 import stat
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
@@ -35,6 +33,7 @@ from codeward.checkpoints.store import Record
 from codeward.code.textfile import displayable
 from codeward.content import RichContent
 from codeward.context import ToolContext
+from codeward.path_locks import PathLocks
 from codeward.result import ErrorInfo, ErrorKind, Result
 from codeward.state_dir import StateDir
 from codeward.validation_messages import annotation_name, problems
@@ -209,47 +208,6 @@ class ToolOutcome:
     """The checkpoint recording what the call changed (``undo`` reverts it); None if nothing changed."""
 
 
-class PathLocks:
-    """One lock per file path, so concurrent edits to a file run one after another.
-
-    A path's lock lives only while a call holds or waits for it, so a long-running server
-    does not keep one for every file it ever wrote.
-    """
-
-    def __init__(self) -> None:
-        self._guard = threading.Lock()
-        self._locks: dict[str, _PathLock] = {}
-
-    @contextmanager
-    def hold(self, paths: Iterable[str]) -> Iterator[None]:
-        keys = sorted(set(paths))  # one order for everyone: two calls never wait on each other crosswise
-        with self._guard:
-            locks = [self._locks.setdefault(key, _PathLock()) for key in keys]
-            for lock in locks:
-                lock.users += 1
-        try:
-            with ExitStack() as stack:
-                for lock in locks:
-                    stack.enter_context(lock.lock)
-                yield
-        finally:
-            with self._guard:
-                for key, lock in zip(keys, locks, strict=True):
-                    lock.users -= 1
-                    if not lock.users:
-                        del self._locks[key]
-
-    def __len__(self) -> int:
-        """Paths locked or waited for right now."""
-        return len(self._locks)
-
-
-@dataclass
-class _PathLock:
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    users: int = 0
-
-
 class Catalog:
     """An immutable table of tools plus the machinery to call them safely."""
 
@@ -320,14 +278,17 @@ class Catalog:
         record: Record | None = None
         try:
             with self.locks.hold([str(path) if isinstance(path, Path) else path for path in targets]):
-                if journal is None:
+                if spec.annotations.read_only:
                     result = spec.func(ctx, **values)
+                elif journal is None:
+                    result = spec.func(ctx.child(call=replace(ctx.call, locks=self.locks)), **values)
                 else:
                     for path in targets:
                         if isinstance(path, Path):
                             journal.before(path)
                     try:
-                        result = spec.func(ctx.child(call=replace(ctx.call, journal=journal)), **values)
+                        result = spec.func(ctx.child(call=replace(ctx.call, journal=journal, locks=self.locks)),
+                                           **values)
                     finally:
                         record = journal.commit()  # whatever changed, even if the tool then failed
         except Exception as exc:  # a bug in a tool: report it, keep the server alive

@@ -14,11 +14,14 @@ none of them and no import circle can form through it.
 from __future__ import annotations
 
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from codeward.checkpoints.journal import CheckpointSettings, Journal
+from codeward.path_locks import PathLocks, write_lock_keys
 from codeward.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -143,12 +146,23 @@ class CallInfo:
     """Whose call it is (``codeward.server.client_of``), for state a tool keeps per client (Python
     sessions): ``""`` for a process's one client (stdio, the command line, the agent), the MCP
     session over handshake-era HTTP, ``None`` when the transport names no client."""
+    locks: PathLocks | None = None
+    """The server's write locks (set by the catalog for tools that may write): see :meth:`hold_writes`."""
     approved: bool = False
     """A person approved this very call: at an approval prompt (terminal, console, the client's
     elicitation form) or by typing it on the command line — set by the approval layer that asked
     them or by the command line, never by a tool or the model. A tool marked ``ask_always``, a
     registry signature or a tool's first install then asks nobody again."""
 
+
+    def hold_writes(self, paths: Iterable[Path], *, any_name: bool = False) -> AbstractContextManager[None]:
+        """Hold the locks for writing ``paths`` that the call's arguments do not name (a patch's
+        files, a shell run's write-back): check and write under it, so a concurrent call cannot
+        add the other half of a repository in between. ``any_name`` for a writer that learns its
+        paths only while it writes. Nothing to hold outside a catalog call."""
+        if self.locks is None:
+            return nullcontext()
+        return self.locks.hold(write_lock_keys(paths, any_name=any_name))
 
 @dataclass
 class ToolContext:

@@ -137,7 +137,8 @@ def execute(ctx: ToolContext, command: ShellCommand, settings: ShellSettings) ->
         try:
             result = run_in(sandbox.data, request, watch)
             if request.overlays is not None and result.status is not Status.SETUP_ERROR:
-                notes += apply_overlays(ctx.workspace, request.overlays, ctx.call.journal).notes()
+                with ctx.call.hold_writes([], any_name=True):  # the write-back's paths are known as it walks
+                    notes += apply_overlays(ctx.workspace, request.overlays, ctx.call.journal).notes()
         finally:
             if request.overlays is not None:
                 request.overlays.close()

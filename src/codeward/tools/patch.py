@@ -98,6 +98,11 @@ def apply_patch(
                                        "more than once", "Give each file one header with all of its hunks.")
                 seen.add(path)
         planned.append(step.data)
+    with ctx.call.hold_writes(seen):  # the joint check and the writes, with no repository-making write between
+        return _apply_planned(ctx, planned, dry_run)
+
+
+def _apply_planned(ctx: ToolContext, planned: list[_Planned], dry_run: bool) -> Result[PatchReport | None]:
     joint = ctx.workspace.joint_write_protection(step.target for step in planned)
     if joint:
         return Result.fail(ErrorKind.PERMISSION, f"the patch's files together are {joint}; tools may not write it",
