@@ -89,6 +89,9 @@ class ToolSpec:
     aliases: tuple[str, ...] = ()
     """Other names the tool answers to, never listed: a seed's name kept for clients that call it
     by that name, without showing a model the same tool twice."""
+    hidden: bool = False
+    """Callable by name but never listed: a seed's tool kept with its own (simpler) arguments,
+    in front of a listed tool that does the work (``run_powershell``, ``code_execute``...)."""
     """Example calls (arguments), shown in ``docs/tools.md`` and ``registry_help`` and run by the
     contract test against every real client. They are never sent in ``tools/list``: a small model
     copies example values literally, and every listed token costs context."""
@@ -131,6 +134,7 @@ def tool(
     quick: bool = False,
     examples: Iterable[Mapping[str, Any]] = (),
     aliases: Iterable[str] = (),
+    hidden: bool = False,
     ask_always: bool = False,
     preview: Callable[[Mapping[str, Any], Any], str | None] | None = None,
 ) -> Callable[[Callable[..., Result[Any]]], Callable[..., Result[Any]]]:
@@ -166,6 +170,7 @@ def tool(
             quick=quick and read_only,
             examples=checked,
             aliases=other_names,
+            hidden=hidden,
             ask_always=ask_always and not read_only,
             preview=preview,
         )
@@ -217,7 +222,7 @@ class Catalog:
         for spec in specs:
             if spec.name in table or spec.name in aliases:
                 raise ValueError(f"tool {spec.name!r} is registered twice")
-            table[spec.name] = spec
+            (aliases if spec.hidden else table)[spec.name] = spec
             for alias in spec.aliases:
                 if alias in table or alias in aliases:
                     raise ValueError(f"alias {alias!r} of {spec.name!r} is already a tool's name")
@@ -255,8 +260,12 @@ class Catalog:
     def toolsets(self) -> list[str]:
         return sorted({s.toolset for s in self._table.values()})
 
+    def hidden(self) -> list[ToolSpec]:
+        """The tools callable by name but never listed (the seed's names, :attr:`ToolSpec.hidden`)."""
+        return list(dict.fromkeys(s for s in self._aliases.values() if s.hidden))
+
     def merged(self, other: Iterable[ToolSpec]) -> Catalog:
-        return Catalog([*self._table.values(), *other])
+        return Catalog([*self._table.values(), *self.hidden(), *other])
 
     # -- calling ------------------------------------------------------------------------
 

@@ -31,6 +31,15 @@ def tools_markdown(catalog: Catalog) -> str:
         lines += [f"## {toolset}", ""]
         for spec in specs:
             lines += _tool_section(spec)
+    hidden = catalog.hidden()
+    if hidden:
+        lines += ["## The seed's other names (not listed)", "",
+                  "Callable by name through every client, never in `tools/list` (each fronts a listed tool with the "
+                  "seed's simpler arguments, through the same checks, sandbox and approval), so that clients written "
+                  "for Manual Slop or the coding module's simplified interface keep working while a model sees "
+                  "each tool once.", ""]
+        for spec in hidden:
+            lines += _tool_section(spec)
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -29,6 +29,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "codeward.tools.shell",
     "codeward.tools.tests",
     "codeward.tools.registry_tools",
+    "codeward.tools.seed_names",
 )
 
 
