@@ -61,3 +61,31 @@ def test_inspector_cli_lists_and_calls_codeward_tools(root: Path) -> None:
     called = _inspector(str(root), "--method", "tools/call", "--tool-name", "read_file", "--tool-arg", "path=hello.txt")
     assert called["isError"] is False
     assert called["content"] == [{"type": "text", "text": "hello from codeward\n"}]
+
+
+def test_inspector_cli_runs_the_gateway_with_its_config_after_a_double_dash(tmp_path: Path) -> None:
+    """The Inspector claims `--config` for itself; after `--` the words are codeward's (docs/client-setup.md)."""
+    inspector = node_tool("mcp-inspector")
+    if inspector is None:
+        pytest.skip("the MCP Inspector is not installed (scripts/test installs it with npm)")
+    config = tmp_path / "servers.json"
+    time_server = {"command": sys.executable, "args": ["-m", "mcp_server_time"]}
+    config.write_text(json.dumps({"mcpServers": {"time": time_server}}))
+    gateway = [sys.executable, "-m", "codeward", "gateway", "--config", str(config), "--yes"]
+    claimed = subprocess.run([inspector, "--cli", *gateway, "--method", "tools/list"], capture_output=True, text=True,
+                             timeout=120)
+    said = claimed.stderr + claimed.stdout
+    assert claimed.returncode != 0 and "--config and --server must be provided together" in said
+
+    def run(*method: str) -> dict[str, object]:
+        done = subprocess.run([inspector, "--cli", *method, "--", *gateway], capture_output=True, text=True,
+                              timeout=120, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr[-2000:]
+        parsed: dict[str, object] = json.loads(done.stdout)
+        return parsed
+
+    names = {tool["name"] for tool in run("--method", "tools/list")["tools"]}  # type: ignore[attr-defined, index]
+    assert {"time__get_current_time", "time__convert_time"} <= names
+    # --tool-arg takes every following word up to the next option, so it goes before --method, not before `--`.
+    called = run("--tool-arg", "timezone=UTC", "--method", "tools/call", "--tool-name", "time__get_current_time")
+    assert called["isError"] is False and '"timezone": "UTC"' in json.dumps(called["content"]).replace('\\"', '"')

@@ -22,9 +22,10 @@ __all__ = ["COMMANDS", "UsageError", "build_parser", "main", "parse_assignments"
 
 Handler = Callable[[argparse.Namespace], int]
 
-COMMANDS = ("serve", "tools", "call", "undo", "index", "gateway", "servers", "review", "run", "beads", "model", "chat",
-            "ask", "registry")
-"""The command modules of this package, in the order ``codeward --help`` lists them."""
+COMMANDS = ("serve", "install_client", "tools", "call", "undo", "index", "gateway", "servers", "review", "run", "beads",
+            "model", "chat", "ask", "registry")
+"""The command modules of this package, in the order ``codeward --help`` lists them (``install_client`` is
+``install-client``)."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from codeward.control.plane import ControlOptions
     from codeward.gateway.config import GatewayConfig
     from codeward.gateway.policy import ConfirmCallback
+    from codeward.transport.http_token import HttpAuth
 
 
 def register(sub: Any) -> None:
@@ -58,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     with auth as chosen:
         if chosen.notice:
             print(f"codeward gateway: {chosen.notice}", file=sys.stderr, flush=True)
+        _print_connect(args, chosen)
         return run_gateway_cli(getattr(args, "config", None), "http" if args.http else "stdio", args.host,
                                args.port, token=chosen.token, roots=args.root or (), urls=args.url, yes=args.yes,
                                allow_remote=args.allow_remote, meta=args.meta, control=control_options(args))
@@ -125,6 +127,33 @@ async def _serve(config: Config, gateway: GatewayConfig, transport: str, host: s
                 await server.run_http(host=host, port=port, token=token)
             else:
                 await server.run_stdio()
+
+
+def _print_connect(args: argparse.Namespace, auth: HttpAuth) -> None:
+    """How to connect a client: the exact ``claude mcp add`` line (over stdio, only on a terminal)."""
+    from pathlib import Path
+
+    from codeward.client_setup.banner import http_lines, stdio_lines
+    from codeward.client_setup.launch import display_command, installed_command
+
+    launch = display_command(installed_command())
+    if args.http:
+        url = f"http://{args.host}:{args.port}/mcp"
+        lines = http_lines("codeward-gateway", url, launch, token_env=args.token_env, token_file=auth.token_file,
+                           token=auth.token is not None,
+                           install_args=[*(["--port", str(args.port)] if args.port != 8765 else []),
+                                         *(["--token-env", args.token_env] if args.token_env else [])])
+        print(f"codeward gateway: connect: {lines[0]}", file=sys.stderr, flush=True)
+        return
+    if not sys.stdin.isatty():
+        return
+    config = getattr(args, "config", None)
+    words = ["gateway", *(["--config", str(Path(config).expanduser().absolute())] if config else []),
+             *(word for root in args.root or () for word in ("--root", str(Path(root).expanduser().absolute()))),
+             *(word for url in args.url for word in ("--url", url))]
+    lines = stdio_lines("codeward-gateway", launch, words)
+    print("codeward gateway: an MCP server over stdio; a client starts it. To connect one:\n"
+          f"  {lines[0]}", file=sys.stderr, flush=True)
 
 
 def _note(text: str) -> None:

@@ -9,6 +9,8 @@ from typing import Any
 from codeward import __version__
 from codeward.cli.args import LOOPBACK, add_http_arguments, add_meta_argument, check_bind, exit_on_sigterm
 from codeward.cli.common import configs_of
+from codeward.client_setup.banner import http_lines, stdio_lines
+from codeward.client_setup.launch import display_command, installed_command
 
 
 def register(sub: Any) -> None:
@@ -35,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
     server = stack.server(roots_from_client=not stack.roots_given and not args.http)
     roots = ", ".join(str(r) for r in stack.workspace.roots)
     count = len(stack.catalog)
+    launch = display_command(installed_command())
     if args.http:
         from codeward.transport.http_token import http_auth
 
@@ -42,11 +45,13 @@ def run(args: argparse.Namespace) -> int:
         allowed = [f"{args.host}:*"] if args.host not in LOOPBACK else []
         exit_on_sigterm()
         with http_auth(host=args.host, port=args.port, token_env=args.token_env, no_auth=args.no_auth) as auth:
-            header = " --header 'Authorization: Bearer <token>'" if auth.token else ""
+            connect = http_lines("codeward", url, launch, token_env=args.token_env, token_file=auth.token_file,
+                                 token=auth.token is not None, install_args=_install_args(args))
             print(f"codeward {__version__}: serving {count} tools over streamable HTTP at {url}\n"
                   f"  roots: {roots} (fixed: client roots are not used over HTTP)\n"
                   f"  {auth.notice}\n"
-                  f"  connect: claude mcp add --transport http codeward {url}{header}", file=sys.stderr, flush=True)
+                  f"  connect: {connect[0]}\n"
+                  f"  {connect[1]}", file=sys.stderr, flush=True)
 
             async def serve_http() -> None:
                 async with stack:
@@ -55,11 +60,13 @@ def run(args: argparse.Namespace) -> int:
             anyio.run(serve_http)
         return 0
     if sys.stdin.isatty():
+        config_args = _config_args(args)
+        connect = stdio_lines("codeward", launch, [*config_args, "serve", str(stack.workspace.primary)])
         print(f"codeward {__version__}: serving {count} tools over MCP stdio; roots: {roots}\n"
               "This is an MCP server: a client starts it and talks JSON-RPC on stdin/stdout. To connect one:\n"
-              f"  claude mcp add codeward -- codeward serve {stack.workspace.primary}\n"
-              "  or see the README for Claude Desktop's configuration. Press Ctrl-C to stop.",
-              file=sys.stderr, flush=True)
+              f"  {connect[0]}\n"
+              f"  {connect[1]}\n"
+              "Press Ctrl-C to stop.", file=sys.stderr, flush=True)
 
     async def serve_stdio() -> None:
         async with stack:
@@ -67,3 +74,17 @@ def run(args: argparse.Namespace) -> int:
 
     anyio.run(serve_stdio)
     return 0
+
+
+def _config_args(args: argparse.Namespace) -> list[str]:
+    """``--config FILE`` (absolute) when the command was given one, for a command that runs elsewhere."""
+    from pathlib import Path
+
+    config = getattr(args, "config", None)
+    return ["--config", str(Path(config).expanduser().absolute())] if config else []
+
+
+def _install_args(args: argparse.Namespace) -> list[str]:
+    """``install-client`` options that describe this HTTP server (its port, its token's variable)."""
+    return [*(["--port", str(args.port)] if args.port != 8765 else []),
+            *(["--token-env", args.token_env] if args.token_env else [])]

@@ -5,6 +5,9 @@ MCP server over HTTP without a token hands its tools — files, the shell — to
 ``serve --http`` and ``gateway --http`` therefore always require a bearer token:
 
 - ``--token-env VAR``: the operator's token, from that environment variable;
+- otherwise the token ``codeward install-client --http`` saved for that port, if there is one
+  (``<codeward data home>/http/<port>.client-token``, 0600): the clients it configured keep
+  working across restarts;
 - otherwise a fresh token is generated and written, mode 0600, to
   ``<codeward data home>/http/<port>.token`` (``$CODEWARD_HOME``, else
   ``$XDG_DATA_HOME/codeward``, else ``~/.local/share/codeward``); the path is printed so a client
@@ -45,6 +48,22 @@ def token_path(port: int, environ: Mapping[str, str] | None = None) -> Path:
     return data_home(environ) / "http" / f"{port}.token"
 
 
+def client_token_path(port: int, environ: Mapping[str, str] | None = None) -> Path:
+    """Where ``install-client --http`` keeps the token of the server on ``port`` (kept across runs)."""
+    return data_home(environ) / "http" / f"{port}.client-token"
+
+
+def saved_client_token(port: int, environ: Mapping[str, str] | None = None) -> str | None:
+    """The token ``install-client --http`` saved for ``port``, or None (a link is never followed)."""
+    try:
+        fd = os.open(client_token_path(port, environ), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, encoding="utf-8") as handle:
+        token = handle.read().strip()
+    return token or None
+
+
 def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -74,6 +93,12 @@ def http_auth(*, host: str, port: int, token_env: str | None, no_auth: bool,
         if not token:
             raise HttpAuthError(f"--token-env {token_env}: that environment variable is empty or unset")
         yield HttpAuth(token, notice=f"bearer token required (from ${token_env})")
+        return
+    saved = saved_client_token(port, env)
+    if saved is not None:
+        yield HttpAuth(saved, client_token_path(port, env),
+                       notice=f"bearer token required: the one `codeward install-client --http` saved in "
+                              f"{client_token_path(port, env)} (readable by you only)")
         return
     token = secrets.token_urlsafe(32)
     path = write_token_file(token_path(port, env), token)
