@@ -75,6 +75,17 @@ async def slow(seconds: float) -> str:
     return f"slept {seconds}"
 
 
+@server.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
+async def steps(count: int, ctx: Context, delay: float = 0.2) -> str:
+    """Report COUNT progress steps DELAY seconds apart, then answer (a long, streaming, repeatable call)."""
+    import anyio
+
+    for step in range(1, count + 1):
+        await ctx.report_progress(step, count, f"step {step}")
+        await anyio.sleep(delay)
+    return f"{count} steps"
+
+
 @server.tool()
 async def add_tool(name: str, ctx: Context, description: str = "") -> str:
     """Register a new tool named NAME (optionally with a DESCRIPTION) and announce the change."""

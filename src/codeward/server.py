@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 import anyio
@@ -41,6 +41,9 @@ from codeward.surface import ToolSurface
 from codeward.tool_changes import ToolListNotifier
 from codeward.tool_listing import ToolListing
 from codeward.workspace import Workspace
+
+if TYPE_CHECKING:
+    from codeward.state.backend import StateBackend
 
 logger = logging.getLogger("codeward.server")
 
@@ -472,15 +475,18 @@ class CodewardServer:
                 group.cancel_scope.cancel()
 
     def http_app(self, *, host: str = "127.0.0.1", path: str = "/mcp", token: str | None = None,
-                 allowed_hosts: Sequence[str] = (), **options: Any) -> Any:
-        """A Starlette app serving streamable HTTP, with DNS-rebinding protection and optional bearer auth."""
+                 allowed_hosts: Sequence[str] = (), state: StateBackend | None = None, **options: Any) -> Any:
+        """A Starlette app serving streamable HTTP, with DNS-rebinding protection and optional bearer auth;
+        resumable streams and calls in flight kept in ``state`` (this process's memory by default)."""
         from mcp.server.transport_security import TransportSecuritySettings
 
-        from codeward.transport.event_store import BoundedEventStore
+        from codeward.state import MemoryState
+        from codeward.state.http import add_state
         from codeward.transport.http_auth import BearerTokenMiddleware
         from codeward.transport.http_guard import JsonRpcGuardMiddleware
 
-        options.setdefault("event_store", BoundedEventStore())
+        state = state or MemoryState()
+        options.setdefault("event_store", state.events(""))
         options.setdefault("retry_interval", 1000)
         security = None
         if allowed_hosts:
@@ -492,17 +498,19 @@ class CodewardServer:
         app = self.lowlevel.streamable_http_app(
             streamable_http_path=path, host=host, transport_security=security, **options
         )
+        add_state(app, self.lowlevel, state, self.surface.tool_infos)
         app.add_middleware(JsonRpcGuardMiddleware)
         if token:  # added last, so outermost: nothing unauthenticated is read
             app.add_middleware(BearerTokenMiddleware, token=token)
         return app
 
-    async def run_http(self, *, host: str, port: int, token: str | None = None, **options: Any) -> None:
+    async def run_http(self, *, host: str, port: int, token: str | None = None, state: StateBackend | None = None,
+                       **options: Any) -> None:
         import uvicorn
 
         from codeward.transport.stdio import freeze_startup_heap
 
-        app = self.http_app(host=host, token=token, **options)
+        app = self.http_app(host=host, token=token, state=state, **options)
         freeze_startup_heap()
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
         async with self._announcing():

@@ -124,7 +124,9 @@ async def _serve(config: Config, gateway: GatewayConfig, transport: str, host: s
                                   roots_from_client=not stack.roots_given and transport != "http")
             if transport == "http":
                 print(f"codeward gateway: serving at http://{host}:{port}/mcp", file=sys.stderr, flush=True)
-                await server.run_http(host=host, port=port, token=token)
+                from codeward.state import open_state
+
+                await server.run_http(host=host, port=port, token=token, state=open_state(config.state))
             else:
                 await server.run_stdio()
 

@@ -54,8 +54,11 @@ def run(args: argparse.Namespace) -> int:
                   f"  {connect[1]}", file=sys.stderr, flush=True)
 
             async def serve_http() -> None:
+                from codeward.state import open_state
+
                 async with stack:
-                    await server.run_http(host=args.host, port=args.port, token=auth.token, allowed_hosts=allowed)
+                    await server.run_http(host=args.host, port=args.port, token=auth.token, allowed_hosts=allowed,
+                                          state=open_state(config.state))
 
             anyio.run(serve_http)
         return 0

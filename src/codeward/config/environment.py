@@ -43,6 +43,7 @@ OVERRIDES: tuple[Override, ...] = (
     Override("CODEWARD_VENV_DIR", "registry", "venv_dir"),
     Override("CODEWARD_REGISTRY_HUB", "registry", "hub_dir"),
     Override("CODEWARD_INDEX_CTAGS", "index", "ctags", boolean=True),
+    Override("CODEWARD_STATE_URL", "state", "url"),
 )
 """Every variable, the key it overrides, and how its text becomes a value."""
 

@@ -21,6 +21,7 @@ from codeward.config.registry import RegistrySettings
 from codeward.config.review import ReviewSettings
 from codeward.config.server import ServerSettings
 from codeward.config.shell import ShellSettings
+from codeward.config.state import StateSettings
 from codeward.config.web import WebSettings
 from codeward.context import Settings
 
@@ -39,6 +40,7 @@ class Config(Table):
     agent: AgentSettings = Field(default_factory=AgentSettings)
     model: ModelSettings = Field(default_factory=ModelSettings)
     mcp: GatewayConfig = Field(default_factory=GatewayConfig)
+    state: StateSettings = Field(default_factory=StateSettings)
 
     _path: Path | None = PrivateAttr(default=None)
     _user_path: Path | None = PrivateAttr(default=None)

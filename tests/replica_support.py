@@ -1,0 +1,98 @@
+"""Real services for the replica tests: Debian's redis-server and nginx on loopback ports, and
+codeward gateway replicas behind them (each in its own process group, so a test can kill one)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from tests.gateway_support import PEER, free_port, start, stop
+
+TOKEN = "replica-test-token"
+
+
+def have(*programs: str) -> str | None:
+    """The first program of ``programs`` that is missing, or None."""
+    for program in programs:
+        if shutil.which(program) is None and not Path("/usr/sbin", program).exists():
+            return program
+    return None
+
+
+def _program(name: str) -> str:
+    return shutil.which(name) or str(Path("/usr/sbin", name))
+
+
+@contextmanager
+def redis_server(directory: Path, port: int | None = None) -> Iterator[int]:
+    """A throwaway redis-server on 127.0.0.1 (no persistence), stopped at the end."""
+    port = port or free_port()
+    proc = start([_program("redis-server"), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                  "--appendonly", "no", "--dir", str(directory)], port)
+    try:
+        yield port
+    finally:
+        stop(proc)
+
+
+def nginx_config(directory: Path, port: int, replicas: Sequence[int]) -> Path:
+    """deploy/nginx.conf's load-balancing section around the given replica ports, runnable unprivileged."""
+    template = (Path(__file__).resolve().parent.parent / "deploy" / "nginx.conf").read_text(encoding="utf-8")
+    servers = "\n".join(f"        server 127.0.0.1:{p} max_fails=1 fail_timeout=5s;" for p in replicas)
+    text = (template.replace("        # REPLICAS\n", servers + "\n")
+            .replace("listen 127.0.0.1:8700;", f"listen 127.0.0.1:{port};")
+            .replace("PREFIX", str(directory)))
+    path = directory / "nginx.conf"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@contextmanager
+def nginx(directory: Path, replicas: Sequence[int]) -> Iterator[int]:
+    """nginx balancing across ``replicas`` on a free loopback port."""
+    port = free_port()
+    config = nginx_config(directory, port, replicas)
+    proc = start([_program("nginx"), "-p", str(directory), "-c", str(config), "-e", str(directory / "error.log")],
+                 port)
+    try:
+        yield port
+    finally:
+        stop(proc)
+
+
+def gateway_config(directory: Path, redis_port: int, extra: str = "") -> Path:
+    path = directory / "codeward.toml"
+    path.write_text(f"""
+[state]
+url = "redis://127.0.0.1:{redis_port}/0"
+lease = 2
+
+[mcp]
+auto_approve = ["peer__steps", "peer__echo"]
+
+[mcp.servers.peer]
+command = {sys.executable!r}
+args = [{PEER!r}, "stdio"]
+{extra}
+""", encoding="utf-8")
+    return path
+
+
+def start_replica(config: Path, port: int | None = None) -> tuple[subprocess.Popen[bytes], int]:
+    """One ``codeward gateway --http`` replica on a loopback port."""
+    port = port or free_port()
+    proc = start([sys.executable, "-m", "codeward", "gateway", "--config", str(config), "--http", "--port", str(port),
+                  "--token-env", "REPLICA_TOKEN"], port, {"REPLICA_TOKEN": TOKEN, "PYTHONUNBUFFERED": "1"},
+                 cwd=config.parent, timeout=60)
+    return proc, port
+
+
+def kill(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the replica and everything it started: a crash, not a shutdown."""
+    os.killpg(proc.pid, 9)
+    proc.wait(timeout=10)

@@ -1,0 +1,117 @@
+"""Two gateway replicas behind nginx, sharing state in Redis: a stream survives the death of the
+replica serving it; Redis down gives a clear error and nothing hangs; Redis back, calls work.
+
+Real services: Debian's redis-server and nginx (the test command installs them), codeward gateway
+replicas as subprocesses, the official Python MCP client through nginx.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2 as httpx
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.gateway_support import stop
+from tests.replica_support import TOKEN, gateway_config, have, kill, nginx, redis_server, start_replica
+
+missing = have("redis-server", "nginx")
+pytestmark = [
+    pytest.mark.skipif(missing is not None, reason=f"{missing} is not installed (scripts/test installs it)"),
+    pytest.mark.xdist_group("replicas"),
+]
+
+
+@pytest.fixture
+def deployment(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    with redis_server(tmp_path) as redis_port:
+        config = gateway_config(tmp_path, redis_port)
+        replicas = [start_replica(config) for _ in range(2)]
+        try:
+            (tmp_path / "nginx").mkdir()
+            with nginx(tmp_path / "nginx", [port for _, port in replicas]) as port:
+                yield {"url": f"http://127.0.0.1:{port}/mcp", "replicas": replicas, "redis": redis_port,
+                       "tmp": tmp_path, "config": config}
+        finally:
+            for proc, _ in replicas:
+                stop(proc)
+
+
+def _replica_ids(replicas: list[tuple[subprocess.Popen[bytes], int]]) -> dict[str, subprocess.Popen[bytes]]:
+    """Which process is which replica: each names itself in X-Codeward-Replica."""
+    found = {}
+    for proc, port in replicas:
+        ping = b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}'
+        answer = httpx.post(f"http://127.0.0.1:{port}/mcp", content=ping, timeout=10, headers={
+            "Authorization": f"Bearer {TOKEN}", "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json"})
+        found[answer.headers["x-codeward-replica"]] = proc
+    return found
+
+
+@pytest.mark.anyio
+async def test_a_stream_survives_the_death_of_its_replica(deployment: dict[str, Any]) -> None:
+    processes = _replica_ids(deployment["replicas"])
+    answered_by: list[str] = []
+
+    async def remember(response: httpx.Response) -> None:
+        if response.request.method in ("POST", "GET") and "x-codeward-replica" in response.headers:
+            answered_by.append(response.headers["x-codeward-replica"])
+
+    seen: list[float] = []
+    killed: list[str] = []
+
+    async def progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(progress)
+        if progress == 4 and not killed:
+            victim = answered_by[-1]
+            killed.append(victim)
+            kill(processes[victim])
+
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60,
+                                 event_hooks={"response": [remember]}) as http, \
+            Client(streamable_http_client(deployment["url"], http_client=http), mode="legacy") as client:
+        with anyio.fail_after(60):
+            result = await client.call_tool("peer__steps", {"count": 12, "delay": 0.3}, progress_callback=progress)
+    assert not result.is_error, result
+    assert result.content[0].text == "12 steps"  # type: ignore[union-attr]
+    assert killed, "the call streamed progress through nginx"
+    assert seen == [float(n) for n in range(1, 13)], f"every step exactly once, in order: {seen}"
+    survivors = [r for r in answered_by if r != killed[0]]
+    assert survivors, "the rest came from the other replica"
+    assert processes[killed[0]].poll() is not None
+
+
+@pytest.mark.anyio
+async def test_redis_down_is_a_clear_error_and_recovery_is_automatic(deployment: dict[str, Any]) -> None:
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60) as http, \
+            Client(streamable_http_client(deployment["url"], http_client=http), mode="legacy") as client:
+        assert (await client.call_tool("peer__echo", {"text": "before"})).content[0].text == "before"  # type: ignore[union-attr]
+        subprocess.run(["redis-cli", "-p", str(deployment["redis"]), "shutdown", "nosave"], check=False,
+                       capture_output=True, timeout=10)
+        with anyio.fail_after(20):
+            with pytest.raises(Exception) as failure:
+                await client.call_tool("peer__echo", {"text": "during"})
+        text = str(failure.value)
+        assert "Redis" in text and f"127.0.0.1:{deployment['redis']}" in text and "redis-cli" in text, text
+
+    with redis_server(deployment["tmp"], deployment["redis"]):
+        async with httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60) as http, \
+                Client(streamable_http_client(deployment["url"], http_client=http), mode="legacy") as client:
+            with anyio.fail_after(30):
+                assert (await client.call_tool("peer__echo", {"text": "after"})).content[0].text == "after"  # type: ignore[union-attr]
+
+
+def test_the_state_url_is_checked() -> None:
+    from codeward.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError) as bad:
+        load_config(None, environ={**os.environ, "CODEWARD_STATE_URL": "http://127.0.0.1:6379"})
+    assert "redis://" in str(bad.value) and "CODEWARD_STATE_URL" in str(bad.value)
