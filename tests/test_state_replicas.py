@@ -26,6 +26,7 @@ missing = have("redis-server", "nginx")
 pytestmark = [
     pytest.mark.skipif(missing is not None, reason=f"{missing} is not installed (scripts/test installs it)"),
     pytest.mark.xdist_group("replicas"),
+    pytest.mark.services,
 ]
 
 
