@@ -11,7 +11,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.gateway_support import PEER, free_port, start, stop
+from tests.gateway_support import PEER
+from tests.process_support import free_port, start, stop
 
 TOKEN = "replica-test-token"
 

@@ -19,7 +19,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.gateway_support import stop
+from tests.process_support import stop
 from tests.replica_support import TOKEN, gateway_config, have, kill, nginx, redis_server, start_replica
 
 missing = have("redis-server", "nginx")
