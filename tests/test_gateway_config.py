@@ -128,7 +128,7 @@ def test_claude_desktop_json_is_imported_unchanged(tmp_path: Path) -> None:
 
 def test_json_without_mcp_servers_says_what_shape_is_expected() -> None:
     with pytest.raises(ConfigError, match="mcpServers"):
-        parse_mcp_servers_json({"servers": []})
+        parse_mcp_servers_json({"servers": "not a list"})
 
 
 def test_json_alias_with_double_underscore_is_refused(tmp_path: Path) -> None:

@@ -6,7 +6,10 @@
 * The user file: ``$XDG_CONFIG_HOME/codeward/config.toml`` (default ``~/.config/...``).
 
 Either may be TOML or a Claude-Desktop ``{"mcpServers": {...}}`` JSON document, which reads
-as the ``[mcp.servers]`` tables it describes.
+as the ``[mcp.servers]`` tables it describes; Manual Slop's ``mcp_config.json`` form,
+``{"servers": [{"name", "command": [...], "env"}]}``, reads the same way. Manual Slop's ``[mcp]``
+keys (``enabled``, ``blacklist``, ``allow_symlinks``) are read as codeward's, each with a notice
+naming the key to write instead.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ class ConfigFile:
     data: Mapping[str, Any]
     origin: Origin
     """``project``/``user`` for TOML, ``json`` for an ``mcpServers`` document."""
+    notices: tuple[str, ...] = ()
+    """Seed keys read under codeward's names: what to write instead."""
 
     @property
     def label(self) -> str:
@@ -82,16 +87,92 @@ def read_config_file(path: Path, origin: Origin) -> ConfigFile:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{label}: invalid TOML: {exc}; fix the syntax there "
                           "(a JSON file should hold {\"mcpServers\": {...}})") from exc
-    return ConfigFile(path, data, origin)
+    data, notices = seed_mcp_keys(data, label)
+    return ConfigFile(path, data, origin, tuple(notices))
 
 
 def mcp_servers_of(data: Any, label: str) -> Mapping[str, Any]:
-    """The ``mcpServers`` object of a Claude-Desktop style document."""
+    """The ``mcpServers`` object of a Claude-Desktop style document (or Manual Slop's ``servers`` list)."""
+    if isinstance(data, Mapping) and "mcpServers" not in data and isinstance(data.get("servers"), list):
+        return _seed_servers(data["servers"], label)
     if not isinstance(data, Mapping) or not isinstance(data.get("mcpServers"), Mapping):
         raise ConfigError(f'{label}: expected a JSON object with an "mcpServers" object, as in '
-                          "claude_desktop_config.json; codeward's own settings go in a codeward.toml")
+                          'claude_desktop_config.json (or a "servers" list, as in mcp_config.json); '
+                          "codeward's own settings go in a codeward.toml")
     servers: Mapping[str, Any] = data["mcpServers"]
     return servers
+
+
+def _seed_servers(entries: list[Any], label: str) -> dict[str, Any]:
+    """Manual Slop's ``[{"name", "command": [program, *args] | "program", "env", "url"}]`` as ``mcpServers``."""
+    servers: dict[str, Any] = {}
+    for index, entry in enumerate(entries):
+        where = f'{label}: "servers" entry {index + 1}'
+        if not isinstance(entry, Mapping):
+            raise ConfigError(f"{where} must be an object with a name and a command (or url)")
+        name = entry.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigError(f'{where} needs a "name" string (it becomes the server\'s alias)')
+        if name in servers:
+            raise ConfigError(f'{where}: the name {name!r} is used twice; rename one of them')
+        table = {k: v for k, v in entry.items() if k != "name"}
+        command = table.get("command")
+        if isinstance(command, list):
+            if not command or not all(isinstance(part, str) for part in command):
+                raise ConfigError(f'{where} ({name}): "command" must be a non-empty list of strings')
+            table["command"], extra = command[0], command[1:]
+            table["args"] = [*extra, *table.get("args", [])]
+        servers[name] = table
+    return servers
+
+
+def seed_mcp_keys(data: dict[str, Any], label: str) -> tuple[dict[str, Any], list[str]]:
+    """Manual Slop's ``[mcp] enabled / blacklist / allow_symlinks`` as codeward's keys, with a notice each.
+
+    ``blacklist`` is ``[server] blacklist`` (added to it); ``enabled = false`` is ``[server]
+    toolsets = []`` (no tools), ``true`` the default; ``allow_symlinks = false`` is what codeward
+    always does, and ``true`` is refused: no setting lets a tool follow a link out of the roots.
+    """
+    mcp = data.get("mcp")
+    if not isinstance(mcp, dict) or not {"enabled", "blacklist", "allow_symlinks"} & set(mcp):
+        return data, []
+    mcp = dict(mcp)
+    given = data.get("server", {})
+    if not isinstance(given, dict):
+        raise ConfigError(f"{label}: [server] must be a table")
+    server = dict(given)
+    notices: list[str] = []
+    if "blacklist" in mcp:
+        globs = mcp.pop("blacklist")
+        if not isinstance(globs, list) or not all(isinstance(g, str) for g in globs):
+            raise ConfigError(f"{label}: [mcp] blacklist must be a list of glob strings, e.g. [\"*.pem\", \".env\"]")
+        own = server.get("blacklist", [])
+        server["blacklist"] = [*own, *globs] if isinstance(own, list) else own
+        notices.append(f"{label}: [mcp] blacklist is read as [server] blacklist (files no tool may read or write); "
+                       "move it there")
+    if "enabled" in mcp:
+        enabled = mcp.pop("enabled")
+        if not isinstance(enabled, bool):
+            raise ConfigError(f"{label}: [mcp] enabled must be true or false, got {enabled!r}")
+        if enabled:
+            notices.append(f"{label}: [mcp] enabled = true is codeward's default (the toolsets of [server] toolsets "
+                           "are served); remove it")
+        elif "toolsets" in server:
+            raise ConfigError(f"{label}: [mcp] enabled = false and [server] toolsets both say which tools are "
+                              "served; keep [server] toolsets (an empty list serves none) and remove [mcp] enabled")
+        else:
+            server["toolsets"] = []
+            notices.append(f"{label}: [mcp] enabled = false is read as [server] toolsets = [] (no tools are "
+                           "served); write that instead")
+    if "allow_symlinks" in mcp:
+        allow = mcp.pop("allow_symlinks")
+        if allow is not False:
+            raise ConfigError(f"{label}: [mcp] allow_symlinks = {allow!r} is not possible in codeward: a symlink "
+                              "leading out of the workspace roots is always refused. Add the directory it points "
+                              "to as a root ([server] roots) and remove allow_symlinks")
+        notices.append(f"{label}: [mcp] allow_symlinks = false is what codeward always does (links leading out of "
+                       "the roots are refused); remove it")
+    return {**data, "mcp": mcp, "server": server}, notices
 
 
 def _json(text: str, label: str) -> Any:

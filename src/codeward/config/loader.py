@@ -11,7 +11,8 @@ a higher layer replaces the lower one's table of that name whole.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,13 +30,15 @@ T = TypeVar("T", bound=BaseModel)
 
 
 def load_config(explicit: str | None = None, cwd: Path | None = None, *,
-                environ: Mapping[str, str] | None = None, user: bool = True) -> Config:
+                environ: Mapping[str, str] | None = None, user: bool = True,
+                notify: Callable[[str], None] | None = None) -> Config:
     """The configuration in effect: defaults < user file < project file < environment.
 
     ``explicit`` is a ``--config`` path (TOML or ``mcpServers`` JSON); without it the nearest
     ``codeward.toml`` from ``cwd`` up to the repository root is used, if any. ``user=False``
-    leaves the user file out.
+    leaves the user file out. Notices about the seed's keys go to ``notify`` (default: stderr).
     """
+    say = notify or _stderr
     env = os.environ if environ is None else environ
     here = (cwd or Path.cwd()).resolve()
     config = Config()
@@ -44,12 +47,23 @@ def load_config(explicit: str | None = None, cwd: Path | None = None, *,
         candidate = user_config_path(env)
         if candidate.is_file():
             user_path = candidate
-            config = merge(config, validate_file(read_config_file(candidate, "user")))
+            config = merge(config, validate_file(_read(candidate, "user", say)))
     project_path = find_project_config(explicit, here)
     if project_path is not None:
-        config = merge(config, validate_file(read_config_file(project_path, "project")))
+        config = merge(config, validate_file(_read(project_path, "project", say)))
     config = merge(config, _environment_layer(env, here))
     return _finish(config, project_path, user_path, here, env)
+
+
+def _read(path: Path, origin: Origin, notify: Callable[[str], None]) -> ConfigFile:
+    file = read_config_file(path, origin)
+    for notice in file.notices:
+        notify(f"[codeward] notice: {notice}")
+    return file
+
+
+def _stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
 def defaults_with_environment(environ: Mapping[str, str] | None = None) -> Config:

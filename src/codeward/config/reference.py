@@ -59,7 +59,14 @@ Either file may instead be a Claude-Desktop style JSON document, `{"mcpServers":
 (`claude_desktop_config.json`, `.cursor/mcp.json`...): it reads as the `[mcp.servers]` tables
 it describes, for every command. Keys other clients add (`type`, `disabled`, `autoApprove`,
 `timeout`, `headers`) are understood; other unknown keys in such a file are ignored, as those
-clients do.
+clients do. Manual Slop's `mcp_config.json`, `{"servers": [{"name", "command": [program, args...],
+"env"}]}`, reads the same way (as `--config`, or through `[mcp] import`).
+
+Manual Slop's `[mcp]` keys are read as codeward's, each with a notice on stderr naming the key to
+write instead: `blacklist = [...]` adds to `[server] blacklist`; `enabled = false` is `[server]
+toolsets = []` (no tools served; `true` is the default); `allow_symlinks = false` is what
+codeward always does. `allow_symlinks = true` is refused: no setting lets a tool follow a link
+out of the roots — add the link's target directory as a root instead.
 
 Relative paths are relative to the file that holds them; `${VAR}` in paths and in
 `[mcp.servers]` commands, arguments, environment, URLs and headers is replaced by the
