@@ -46,6 +46,7 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from codeward.client_setup.clients import ClientSetupError, HttpEntry, client_named, render, target
     from codeward.client_setup.config_file import install_entry
+    from codeward.client_setup.launch import ephemeral_environment
 
     client = client_named(args.client)
     roots = _roots(args.root)
@@ -57,6 +58,10 @@ def run(args: argparse.Namespace) -> int:
         rendered = render(client, entry)
     except ClientSetupError as exc:
         raise UsageError(str(exc)) from None
+    if not args.http and ephemeral_environment():
+        print("note: this codeward runs from uvx's cache, which `uv cache clean` removes; for a lasting entry, "
+              "install it (`pipx install ...` or `uv tool install ...`) and run install-client from there",
+              file=sys.stderr)
     if args.print_only:
         _save(args.port, new_token)
         print(json.dumps(_document(where.servers_at, args.name, rendered), indent=2))

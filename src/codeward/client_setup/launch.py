@@ -44,6 +44,12 @@ def installed_command(argv0: str | None = None, executable: str | None = None) -
     return LaunchCommand(str(Path(python).absolute()), ("-m", "codeward"))
 
 
+def ephemeral_environment(prefix: str | None = None) -> bool:
+    """Whether this codeward runs from a tool cache that may be cleaned away (``uvx``'s archive)."""
+    parts = Path(prefix if prefix is not None else sys.prefix).parts
+    return any(part.startswith("archive-v") for part in parts) and any("uv" in part for part in parts)
+
+
 def display_command(launch: LaunchCommand, environ: Mapping[str, str] | None = None) -> LaunchCommand:
     """``codeward`` when the ``codeward`` on ``PATH`` is this very one, else the absolute command."""
     env = os.environ if environ is None else environ

