@@ -21,7 +21,7 @@ import httpx2 as httpx
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.gateway_support import free_port
+from tests.process_support import free_port
 from tests.test_install_client import entry_in, home_env
 
 pytestmark = pytest.mark.anyio
@@ -168,3 +168,30 @@ async def test_gateway_http_banner_header_works(tmp_path: Path) -> None:
     with _http_server(["gateway", "--config", str(config), "--yes"], port, env) as (_proc, banner):
         authorization = _header_from(banner, "codeward-gateway", url, env)
         assert "time__get_current_time" in await _tools_with(url, authorization)
+
+
+async def test_gateway_stdio_banner_command_starts_the_gateway(tmp_path: Path) -> None:
+    config = tmp_path / "servers.json"
+    config.write_text(json.dumps({"mcpServers": {"time": {"command": sys.executable,
+                                                          "args": ["-m", "mcp_server_time"]}}}), encoding="utf-8")
+    controller, terminal = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "codeward", "gateway", "--config", str(config)], stdin=terminal,
+                            env={**os.environ, "PATH": "/usr/bin:/bin"}, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    os.close(terminal)
+    try:
+        assert proc.stderr is not None
+        banner = _read_until(proc.stderr, "claude mcp add codeward-gateway -- ")
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        os.close(controller)
+    line = next(line for line in banner.splitlines() if "claude mcp add codeward-gateway -- " in line)
+    words = shlex.split(line.split(" -- ", 1)[1])
+    assert Path(words[0]).is_absolute() and words[-3:] == ["gateway", "--config", str(config)]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    params = StdioServerParameters(command=words[0], args=[*words[1:], "--yes"], env={"PATH": "/usr/bin:/bin"},
+                                   cwd=elsewhere)
+    async with Client(params) as client:
+        assert "time__get_current_time" in {tool.name for tool in (await client.list_tools()).tools}
