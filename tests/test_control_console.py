@@ -112,3 +112,76 @@ def test_console_without_the_token_says_how_to_get_in(browser: Any, root: Path, 
             assert page.inner_text("#approvals") == "Nothing is waiting for you."
         finally:
             page.close()
+
+
+def test_serve_control_shows_an_mcp_clients_call_and_a_click_approves_it(
+        browser: Any, root: Path, tmp_path: Path) -> None:
+    """A client that cannot elicit (the SDK's default Client) calls write_file on `serve --control`:
+    the console shows the call waiting, a click approves it and the client gets its result;
+    select_tab from a script moves the console; a denied second call never writes."""
+    import os
+    import threading
+    import time
+
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    from codeward.control.client import ApiHookClient
+    from tests.process_support import free_port
+
+    port = free_port()
+    home = tmp_path / "home"
+    results: dict[str, Any] = {}
+
+    def client_session() -> None:
+        async def talk() -> None:
+            params = StdioServerParameters(
+                command=sys.executable, args=["-m", "codeward", "serve", str(root), "--control", "--control-port",
+                                              str(port)], env={**os.environ, "CODEWARD_HOME": str(home)})
+            async with Client(params) as client:
+                results["listed"] = {t.name for t in (await client.list_tools()).tools}
+                results["first"] = await client.call_tool("write_file", {"path": "x.txt", "content": "by a click"})
+                results["second"] = await client.call_tool("write_file", {"path": "y.txt", "content": "never"})
+
+        try:
+            anyio.run(talk)
+        except BaseException as exc:  # reported below
+            results["error"] = exc
+
+    thread = threading.Thread(target=client_session, daemon=True)
+    thread.start()
+    token_path = home / "control" / f"{port}.token"
+    deadline = time.monotonic() + 60
+    while not token_path.exists():
+        assert time.monotonic() < deadline and "error" not in results, results
+        time.sleep(0.05)
+    token = token_path.read_text().strip()
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        page.goto(f"http://127.0.0.1:{port}/?token={token}")
+        page.wait_for_selector("#connection[data-state='live']")
+        card = page.locator("article.ask[data-tool='write_file']")
+        card.wait_for(timeout=60_000)
+        assert "x.txt" in card.inner_text()
+        assert page.locator("#calls tr[data-tool='write_file']").first.get_attribute("data-status") == \
+            "awaiting_approval"
+        assert not (root / "x.txt").exists()
+
+        hooks = ApiHookClient(f"http://127.0.0.1:{port}", token)
+        assert hooks.get_mma_status()["pending_tool_approval"] is True
+        hooks.select_tab("console", "calls")
+        page.wait_for_selector("#calls-section.active-tab")
+
+        card.get_by_role("button", name="Approve").click()
+        page.wait_for_selector("#calls tr[data-tool='write_file'][data-status='ok']")
+        second = page.locator("article.ask[data-tool='write_file']")
+        second.wait_for()
+        assert "y.txt" in second.inner_text()
+        second.get_by_role("button", name="Deny").click()
+        thread.join(60)
+    finally:
+        page.close()
+    assert "error" not in results, results.get("error")
+    assert "write_file" in results["listed"]
+    assert not results["first"].is_error and (root / "x.txt").read_text() == "by a click"
+    assert results["second"].is_error and not (root / "y.txt").exists()

@@ -205,3 +205,33 @@ def test_a_chat_is_driven_end_to_end_through_the_client(root: Path, tmp_path: Pa
             assert terminal.close() == 0
         finally:
             terminal.proc.kill()
+
+
+# -- serve --logs / --approvals -------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_serve_logs_every_call_of_an_mcp_client(root: Path, tmp_path: Path) -> None:
+    import os
+
+    from mcp import Client, StdioServerParameters
+
+    home = tmp_path / "home"
+    params = StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve", str(root), "--logs"],
+                                   env={**os.environ, "CODEWARD_HOME": str(home)})
+    async with Client(params) as client:
+        read = await client.call_tool("read_file", {"path": "notes.md"})
+        assert not read.is_error
+    (log,) = (home / "logs").glob("*/toolcalls.log")
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(entry["tool"], entry["status"]) for entry in lines] == [("read_file", "ok")]
+
+
+def test_serve_approvals_without_control_is_a_usage_error(root: Path, tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "codeward", "serve", str(root), "--approvals", "none"],
+                          env={**os.environ, "CODEWARD_HOME": str(tmp_path / "home")}, capture_output=True,
+                          text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2 and "--approvals needs --control" in done.stderr

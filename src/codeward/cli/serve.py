@@ -4,13 +4,30 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codeward import __version__
-from codeward.cli.args import LOOPBACK, add_http_arguments, add_meta_argument, check_bind, exit_on_sigterm
+from codeward.cli.args import (
+    LOOPBACK,
+    UsageError,
+    add_control_arguments,
+    add_http_arguments,
+    add_meta_argument,
+    check_bind,
+    control_options,
+    exit_on_sigterm,
+)
 from codeward.cli.common import configs_of
 from codeward.client_setup.banner import http_lines, stdio_lines
 from codeward.client_setup.launch import display_command, installed_command
+
+if TYPE_CHECKING:
+    from codeward.config import Config
+    from codeward.config.mcp import GatewayConfig
+    from codeward.control.plane import ControlOptions, ControlPlane
+    from codeward.stack import Stack
+
+APPROVAL_MODES = ("console", "none")
 
 
 def register(sub: Any) -> None:
@@ -20,6 +37,11 @@ def register(sub: Any) -> None:
     serve.add_argument("roots", nargs="*", help="directories the tools may access (the first is primary)")
     add_http_arguments(serve, 8765)
     add_meta_argument(serve)
+    add_control_arguments(serve)
+    serve.add_argument("--approvals", choices=APPROVAL_MODES, default="console",
+                       help="with --control: 'console' (default) asks before codeward's writing and executing tools "
+                       "run — the client's user by elicitation when it can, raced against the console, and the "
+                       "console alone for clients that cannot ask; 'none' leaves confirmation to the client")
     serve.set_defaults(handler=run)
 
 
@@ -31,6 +53,11 @@ def run(args: argparse.Namespace) -> int:
     config, gateway = configs_of(args)
     if args.http:
         check_bind(args.host, allow_remote=args.allow_remote, no_auth=args.no_auth)
+    control = control_options(args)
+    if args.approvals != "console" and not control.serve:
+        raise UsageError("--approvals needs --control (the console is where calls are approved)")
+    if control.serve or control.logs:
+        return _run_controlled(args, control, config, gateway)
     stack = build_stack(config, args.roots, gateway=gateway, meta=args.meta)
     # Over HTTP several clients share one server: if one client's roots moved the workspace, it would
     # move for every client. There the command line (or codeward.toml, or the directory) fixes it.
@@ -91,3 +118,60 @@ def _install_args(args: argparse.Namespace) -> list[str]:
     """``install-client`` options that describe this HTTP server (its port, its token's variable)."""
     return [*(["--port", str(args.port)] if args.port != 8765 else []),
             *(["--token-env", args.token_env] if args.token_env else [])]
+
+
+def _controlled_stack(args: argparse.Namespace, config: Config, gateway: GatewayConfig,
+                      plane: ControlPlane) -> Stack:
+    """The one stack with the plane's observer outermost; with ``--approvals console`` codeward's
+    own writing and executing tools are asked about — the client (elicitation) raced against the
+    console, the console alone for a client that cannot ask."""
+    from codeward.gateway.approval import confirm_with_client
+    from codeward.stack import Approver, build_stack
+
+    asks = plane.state is not None and args.approvals == "console"
+    approver = Approver(plane.approvals(confirm_with_client)) if asks else None
+    return build_stack(config, args.roots, gateway=gateway, meta=args.meta, approver=approver,
+                       observers=plane.middleware())
+
+
+def _run_controlled(args: argparse.Namespace, control: ControlOptions, config: Config,
+                    gateway: GatewayConfig) -> int:
+    """``serve --control/--logs``: the same server inside a control plane (console, Hook API, logs)."""
+    import anyio
+
+    from codeward.control.plane import control_plane
+    from codeward.state import open_state
+
+    exit_on_sigterm()
+
+    async def main() -> None:
+        async with control_plane(control, "serve") as plane:
+            stack = _controlled_stack(args, config, gateway, plane)
+            server = stack.server(roots_from_client=not stack.roots_given and not args.http)
+            roots = ", ".join(str(r) for r in stack.workspace.roots)
+            count = len(stack.catalog)
+            async with stack:
+                if plane.state is not None:
+                    plane.state.set_project({"label": "serve", "roots": [str(r) for r in stack.workspace.roots],
+                                             "tools": count, "transport": "http" if args.http else "stdio",
+                                             "approvals": args.approvals,
+                                             "logs": str(plane.logs.directory) if plane.logs else None})
+                    plane.state.set_session({"id": plane.session_id, "entries": []})
+                plane.drive(workspace=stack.workspace)
+                if not args.http:
+                    print(f"codeward {__version__}: serving {count} tools over MCP stdio; roots: {roots}",
+                          file=sys.stderr, flush=True)
+                    await server.run_stdio()
+                    return
+                from codeward.transport.http_token import http_auth
+
+                allowed = [f"{args.host}:*"] if args.host not in LOOPBACK else []
+                with http_auth(host=args.host, port=args.port, token_env=args.token_env, no_auth=args.no_auth) as auth:
+                    print(f"codeward {__version__}: serving {count} tools over streamable HTTP at "
+                          f"http://{args.host}:{args.port}/mcp\n  roots: {roots}\n  {auth.notice}",
+                          file=sys.stderr, flush=True)
+                    await server.run_http(host=args.host, port=args.port, token=auth.token, allowed_hosts=allowed,
+                                          state=open_state(config.state))
+
+    anyio.run(main)
+    return 0
