@@ -18,6 +18,7 @@ import stat
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from types import ModuleType
 from typing import Any, get_type_hints
@@ -103,14 +104,16 @@ class ToolSpec:
     """The unified diff an approval prompt shows for a call (given its arguments and context) when the
     diff of its ``write_paths`` cannot say it (see :mod:`codeward.previews`)."""
 
-    @property
+    @cached_property
     def input_schema(self) -> dict[str, Any]:
+        """The arguments' JSON Schema, generated once (shared: never mutate it)."""
         schema = _clean_schema(self.input_model.model_json_schema())
         return {"$schema": JSON_SCHEMA_2020_12, **schema} if self.schema_dialect else schema
 
-    @property
+    @cached_property
     def output_schema(self) -> dict[str, Any] | None:
-        """The result's full JSON Schema; nullable fields stay nullable (results send ``null``)."""
+        """The result's full JSON Schema; nullable fields stay nullable (results send ``null``).
+        Generated once (shared: never mutate it)."""
         return _drop_titles(self.output_model.model_json_schema(mode="serialization")) if self.output_model else None
 
     def fingerprint(self) -> str:
@@ -187,11 +190,17 @@ def spec_of(func: Callable[..., Any]) -> ToolSpec:
     return spec
 
 
+def _first_line(func: Callable[..., Any]) -> int:
+    """Where a function starts in its file (its code object knows; reading the source costs ~10 ms a tool)."""
+    code = getattr(inspect.unwrap(func), "__code__", None)
+    return code.co_firstlineno if code is not None else inspect.getsourcelines(func)[1]
+
+
 def specs_in(module: ModuleType) -> list[ToolSpec]:
     """The tools a module defines, in source order."""
     found = [v for v in vars(module).values() if isinstance(getattr(v, SPEC_ATTRIBUTE, None), ToolSpec)]
     specs = [spec_of(f) for f in found if getattr(f, "__module__", None) == module.__name__]
-    return sorted(specs, key=lambda s: inspect.getsourcelines(s.func)[1])
+    return sorted(specs, key=lambda s: _first_line(s.func))
 
 
 @dataclass

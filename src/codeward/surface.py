@@ -67,12 +67,13 @@ class ToolInfo:
     @classmethod
     def from_spec(cls, spec: ToolSpec) -> ToolInfo:
         annotations = spec.annotations.to_mcp()
-        digest = definition_digest(spec.name, spec.description, spec.input_schema, spec.output_schema, annotations)
+        input_schema, output_schema = spec.input_schema, spec.output_schema
+        digest = definition_digest(spec.name, spec.description, input_schema, output_schema, annotations)
         return cls(
             name=spec.name,
             description=spec.description,
-            input_schema=spec.input_schema,
-            output_schema=spec.output_schema,
+            input_schema=input_schema,
+            output_schema=output_schema,
             annotations=annotations,
             title=spec.title,
             ask_always=spec.ask_always,
