@@ -116,6 +116,11 @@ class ToolSpec:
         Generated once (shared: never mutate it)."""
         return _drop_titles(self.output_model.model_json_schema(mode="serialization")) if self.output_model else None
 
+    def prime_schemas(self, input_schema: dict[str, Any], output_schema: dict[str, Any] | None) -> None:
+        """Use schemas generated earlier from this very model (:mod:`codeward.schema_cache`)."""
+        self.__dict__["input_schema"] = input_schema  # what cached_property stores
+        self.__dict__["output_schema"] = output_schema
+
     def fingerprint(self) -> str:
         """A hash of name, description and schemas (for pinning and change detection)."""
         blob = json.dumps([self.name, self.description, self.input_schema, self.output_schema], sort_keys=True)

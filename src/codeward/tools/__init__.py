@@ -34,6 +34,15 @@ TOOL_MODULES: tuple[str, ...] = (
 
 
 def default_catalog(toolsets: Iterable[str] | None = None) -> Catalog:
-    """The catalog of every built-in tool, optionally limited to some toolsets."""
+    """The catalog of every built-in tool, optionally limited to some toolsets.
+
+    Its schemas come from the user's schema cache when this build saved them before.
+    """
+    from codeward.schema_cache import SchemaCache
+
     modules = [importlib.import_module(name) for name in TOOL_MODULES]
-    return Catalog.from_modules(modules, toolsets)
+    catalog = Catalog.from_modules(modules, toolsets)
+    cache = SchemaCache.default()
+    if cache is not None:
+        cache.prime(catalog)
+    return catalog
