@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -167,3 +168,30 @@ def test_index_command_builds_what_find_symbol_uses(root: Path) -> None:
     assert found.returncode == 0 and "m.py:6-7" in found.stdout and "function helper" in found.stdout
     missing = run("index", "nowhere", cwd=root)
     assert missing.returncode != 0 and "Traceback" not in missing.stderr
+
+
+def test_a_command_registers_only_itself_and_parses_as_with_every_command() -> None:
+    """Running one command imports only its own module; its flags and help are the same as in
+    the whole parser (which ``codeward --help`` and an unknown command still get)."""
+    from codeward.cli import COMMANDS, build_parser
+
+    def sub_help(parser: argparse.ArgumentParser, command: str) -> str:
+        action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        return action.choices[command].format_help()
+
+    full = build_parser()
+    for command in COMMANDS:
+        assert sub_help(build_parser(only=command), command) == sub_help(full, command)
+    probe = ("import sys\nfrom codeward.cli import main\nsys.argv = ['codeward', 'serve', '--help']\n"
+             "try:\n    main()\nexcept SystemExit:\n    pass\n"
+             "print(sorted(m for m in sys.modules if m.startswith('codeward.cli.')), file=sys.stderr)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert "usage: codeward serve" in out.stdout and "--token-env" in out.stdout
+    loaded = out.stderr.strip().splitlines()[-1]
+    assert "'codeward.cli.serve'" in loaded and "'codeward.cli.chat'" not in loaded
+    everything = subprocess.run([sys.executable, "-m", "codeward", "--help"], capture_output=True, text=True,
+                                timeout=120)
+    assert all(command in everything.stdout for command in COMMANDS)
+    unknown = subprocess.run([sys.executable, "-m", "codeward", "serv"], capture_output=True, text=True,
+                             timeout=120)
+    assert unknown.returncode == 2 and "invalid choice: 'serv'" in unknown.stderr and "serve" in unknown.stderr

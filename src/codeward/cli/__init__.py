@@ -29,8 +29,11 @@ COMMANDS = ("serve", "install_client", "tools", "call", "undo", "index", "gatewa
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    # Only the command being run is registered (each command module imports what its flags need;
+    # all of them cost a server ~0.1-0.3 s of start-up); anything else gets the whole parser.
+    parser = build_parser(only=words[0] if words and words[0] in COMMANDS else None)
+    args = parser.parse_args(words)
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(sys.stderr)
@@ -46,7 +49,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line; ``only``: register just that command (what ``main`` does to run one)."""
     parser = argparse.ArgumentParser(
         prog="codeward",
         description="A secure MCP toolkit for AI coding agents: tool server, gateway, agent shell.",
@@ -54,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"codeward {__version__}")
     parser.add_argument("--config", help="path to codeward.toml (default: ./codeward.toml if present)")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
-    for command in COMMANDS:
+    for command in (only,) if only is not None else COMMANDS:
         import_module(f"codeward.cli.{command}").register(sub)
     return parser
 
