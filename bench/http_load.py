@@ -129,6 +129,8 @@ def targets(work: Path, root: Path) -> dict[str, Target]:
     return {
         "codeward": Target("codeward", [py, "-m", "codeward", "serve", str(root), "--http", "--port", "{port}",
                                         "--token-env", "CODEWARD_BENCH_TOKEN"], token=True),
+        "codeward-noauth": Target("codeward-noauth", [py, "-m", "codeward", "serve", str(root), "--http", "--port",
+                                                      "{port}", "--no-auth"]),
         BASELINE: Target(BASELINE, [py, str(work / "mcpserver.py"), str(root), "{port}", "default"]),
         "sdk-mcpserver-quiet": Target("sdk-mcpserver-quiet",
                                       [py, str(work / "mcpserver.py"), str(root), "{port}", "quiet"]),
@@ -371,7 +373,7 @@ def main() -> None:
                         help="client modes, comma-separated: auto (2026-07-28) and/or legacy (default both)")
     parser.add_argument("--size", type=int, default=1024, help="bytes in the file read (default 1024)")
     parser.add_argument("--only", help=f"comma-separated servers (default codeward,{BASELINE}; also "
-                        "sdk-mcpserver-quiet, sdk-lowlevel)")
+                        "codeward-noauth, sdk-mcpserver-quiet, sdk-lowlevel)")
     args = parser.parse_args()
     if args.sessions < 1 or args.calls < 1 or args.rounds < 1 or args.client_procs < 1:
         parser.error("--sessions, --calls, --rounds and --client-procs must be at least 1")
