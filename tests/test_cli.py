@@ -177,7 +177,7 @@ def test_a_command_registers_only_itself_and_parses_as_with_every_command() -> N
 
     def sub_help(parser: argparse.ArgumentParser, command: str) -> str:
         action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-        return action.choices[command].format_help()
+        return action.choices[command.replace("_", "-")].format_help()
 
     full = build_parser()
     for command in COMMANDS:
@@ -191,7 +191,7 @@ def test_a_command_registers_only_itself_and_parses_as_with_every_command() -> N
     assert "'codeward.cli.serve'" in loaded and "'codeward.cli.chat'" not in loaded
     everything = subprocess.run([sys.executable, "-m", "codeward", "--help"], capture_output=True, text=True,
                                 timeout=120)
-    assert all(command in everything.stdout for command in COMMANDS)
+    assert all(command.replace("_", "-") in everything.stdout for command in COMMANDS)
     unknown = subprocess.run([sys.executable, "-m", "codeward", "serv"], capture_output=True, text=True,
                              timeout=120)
     assert unknown.returncode == 2 and "invalid choice: 'serv'" in unknown.stderr and "serve" in unknown.stderr

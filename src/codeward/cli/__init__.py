@@ -32,7 +32,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     # Only the command being run is registered (each command module imports what its flags need;
     # all of them cost a server ~0.1-0.3 s of start-up); anything else gets the whole parser.
-    parser = build_parser(only=words[0] if words and words[0] in COMMANDS else None)
+    module = words[0].replace("-", "_") if words else ""
+    parser = build_parser(only=module if module in COMMANDS else None)
     args = parser.parse_args(words)
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
@@ -50,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The command line; ``only``: register just that command (what ``main`` does to run one)."""
+    """The command line; ``only``: register just that command module (what ``main`` does to run one)."""
     parser = argparse.ArgumentParser(
         prog="codeward",
         description="A secure MCP toolkit for AI coding agents: tool server, gateway, agent shell.",
