@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import stat
 import subprocess
 import sys
@@ -156,6 +157,7 @@ def test_print_writes_no_file(home: Path, root: Path) -> None:
     printed = json.loads(done.stdout)
     entry = printed["projects"][str(root)]["mcpServers"]["codeward"]
     assert entry["type"] == "stdio" and entry["args"] == ["serve", str(root)]
+    assert f"claude mcp add codeward -- {shlex.join([entry['command'], 'serve', str(root)])}" in done.stderr
     assert not (home / ".claude.json").exists() and snapshot(root) == {}
 
 

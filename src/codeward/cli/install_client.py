@@ -65,6 +65,9 @@ def run(args: argparse.Namespace) -> int:
     if args.print_only:
         _save(args.port, new_token)
         print(json.dumps(_document(where.servers_at, args.name, rendered), indent=2))
+        if client.name == "claude-code":
+            print(f"# the same with Claude Code's own command:\n{_claude_mcp_add(args, where.servers_at, rendered)}",
+                  file=sys.stderr)
         return 0
     done = install_entry(where.path, where.servers_at, args.name, rendered, private=args.http)
     _save(args.port, new_token)
@@ -136,3 +139,15 @@ def _document(servers_at: tuple[str, ...], name: str, entry: dict[str, Any]) -> 
     for key in reversed(servers_at):
         document = {key: document}
     return document
+
+
+def _claude_mcp_add(args: argparse.Namespace, servers_at: tuple[str, ...], entry: dict[str, Any]) -> str:
+    """``claude mcp add`` with the scope and entry install-client would write (options before the name)."""
+    import shlex
+
+    scope = "local" if servers_at[0] == "projects" else "project" if args.scope == "project" else "user"
+    scoped = [] if scope == "local" else ["--scope", scope]
+    if entry.get("type") == "http":
+        headers = [word for key, value in entry.get("headers", {}).items() for word in ("--header", f"{key}: {value}")]
+        return shlex.join(["claude", "mcp", "add", "--transport", "http", *scoped, args.name, entry["url"], *headers])
+    return shlex.join(["claude", "mcp", "add", *scoped, args.name, "--", entry["command"], *entry["args"]])
