@@ -159,7 +159,7 @@ def root(tmp_path: Path) -> Path:
 
 def test_a_chat_is_driven_end_to_end_through_the_client(root: Path, tmp_path: Path) -> None:
     home = tmp_path / "home"
-    with FakeOpenAI([WRITE, text("Done."), text("Fresh start.")]) as fake:
+    with FakeOpenAI([WRITE, text("Done."), text("Fresh start."), text("Continued.")]) as fake:
         terminal = Terminal([sys.executable, "-m", "codeward", "chat", "--control", "--control-port", "0",
                              "--auto-approve", "read_file"], root, agent_env(fake, home))
         try:
@@ -200,6 +200,29 @@ def test_a_chat_is_driven_end_to_end_through_the_client(root: Path, tmp_path: Pa
             assert client.wait_for_value("last_reply", "Fresh start.", timeout=30)
             again = fake.messages(2)
             assert [m["role"] for m in again] == ["system", "user"] and again[-1]["content"].endswith("again")
+            assert client.wait_for_value("ai_status", "idle", timeout=10)
+
+            # POST /api/project and /api/session change the conversation, not only what is read back
+            project = client.get_project()
+            with pytest.raises(HookError) as caught:
+                client.post_project({**project, "roots": ["/"]})
+            assert caught.value.status == 403 and "roots" in str(caught.value)
+            assert client.post_project({**project, "model": "third-model", "system_prompt": "Be brief."})["queued"]
+            with pytest.raises(HookError) as caught:
+                client.post_session([{"role": "tool", "content": "x", "tool_call_id": "nope"}])
+            assert caught.value.status == 400 and "entry 1" in str(caught.value)
+            history = [{"role": "user", "content": "earlier question"}, {"role": "assistant", "content": "old answer"}]
+            assert client.post_session(history)["queued"]
+            assert client.wait_for_value("turns", 2, timeout=10)
+            assert client.wait_for_value("session.entries.-1.content", "old answer", timeout=10)
+            client.click("btn_gen_send", user_data="go on")
+            assert client.wait_for_value("last_reply", "Continued.", timeout=30)
+            continued = fake.messages(3)
+            assert fake.requests[3]["model"] == "third-model"
+            assert [(m["role"], m["content"]) for m in continued[:3]] == [
+                ("system", "Be brief."), ("user", "earlier question"), ("assistant", "old answer")]
+            assert continued[-1]["content"].endswith("go on")
+            assert client.get_project()["roots"] == project["roots"]
             terminal.read_until("›")
             terminal.type(":quit")
             assert terminal.close() == 0

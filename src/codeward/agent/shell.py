@@ -123,8 +123,11 @@ class ChatShell:
     budget_tokens: int | None = None
     """``[agent] context_budget_tokens``; unset, the model's context window is the budget."""
     _offered: tuple[str, tuple[str, ...]] | None = field(default=None, init=False)
-    inbox: deque[str] = field(default_factory=deque, init=False)
-    """Lines sent from outside (the Hook API), read like typed ones when the shell is idle."""
+    inbox: deque[str | Callable[[], None]] = field(default_factory=deque, init=False)
+    """Lines sent from outside (the Hook API), read like typed ones when the shell is idle, and
+    changes to make between replies (a replaced conversation)."""
+    on_reset: list[Callable[[], None]] = field(default_factory=list, init=False)
+    """Called after :meth:`reset` (the control plane clears the session it shows)."""
     _wake: asyncio.Event = field(default_factory=asyncio.Event, init=False)
     turn: asyncio.Future[Any] | None = field(default=None, init=False)
     """The running reply, which :meth:`cancel_turn` (Ctrl-C, the console) stops."""
@@ -190,16 +193,21 @@ class ChatShell:
                 continue
             await self.send(line)
 
-    def post(self, line: str) -> None:
-        """Queue a line as if typed at the prompt (a message, or a ``:`` command); any thread's
-        caller must be on the shell's loop."""
+    def post(self, line: str | Callable[[], None]) -> None:
+        """Queue a line as if typed at the prompt (a message, or a ``:`` command), or a change to
+        make once no reply runs; the caller must be on the shell's loop."""
         self.inbox.append(line)
         self._wake.set()
 
     async def _next_line(self) -> str:
         """The next line: one posted from outside, else what is typed (the prompt is withdrawn
         when a posted line arrives first)."""
-        while not self.inbox:
+        while not self.inbox or callable(self.inbox[0]):
+            if self.inbox:
+                change = self.inbox.popleft()
+                assert callable(change)
+                change()
+                continue
             self._wake.clear()
             prompt = asyncio.ensure_future(self.ask("› "))
             woken = asyncio.ensure_future(self._wake.wait())
@@ -213,6 +221,7 @@ class ChatShell:
             with contextlib.suppress(BaseException):
                 await prompt
         line = self.inbox.popleft()
+        assert isinstance(line, str)
         self.console.print(f"› {line}", style="cyan", markup=False, highlight=False)
         self.console.print("  (sent from the control API)", style="dim")
         return line
@@ -238,7 +247,15 @@ class ChatShell:
             listeners[listeners.index(old.record)] = self.log.record
         old.close()
         self._record_tracked()
+        for listener in self.on_reset:
+            listener()
         self.console.print(f"[yellow][codeward] session reset: new session {self.log.session_id}[/]")
+
+    def replace_conversation(self, turns: list[Any]) -> None:
+        """The conversation becomes ``turns`` (checked by the caller), in a new session file."""
+        self.reset()
+        self.conversation.extend(turns)
+        self.console.print(f"[yellow][codeward] conversation replaced from the control API: {len(turns)} turns[/]")
 
     async def send(self, line: str) -> None:
         typed = line

@@ -1,10 +1,11 @@
 """The Hook API as a Starlette app: REST endpoints, an SSE stream and the web console.
 
 Handlers only read copies from :class:`~codeward.control.state.ControlState` or hand it a
-change; they never touch the agent or the gateway directly. ``POST /api/project`` and
-``POST /api/session`` replace the records scripts read back (as in the seed); they cannot
-change codeward's own settings — the workspace roots and the approval policy are not
-reachable over HTTP.
+change; they never touch the agent or the gateway directly: what changes the session goes
+through the run's :class:`~codeward.control.gui.GuiQueue`, checked on arrival and applied on
+the session's loop. ``POST /api/project`` and ``POST /api/session`` replace the records scripts
+read back (as in the seed) and, in a chat, set its fields and conversation; the workspace roots
+and the approval policy's rules are not reachable over HTTP.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from codeward.control.asks import AskTimeout
+from codeward.control.gui import PROTECTED_PROJECT_KEYS
 from codeward.control.security import ControlGuard
 from codeward.control.state import ControlState
 
@@ -98,8 +100,11 @@ class _Api:
             project = body.get("project")
             if not isinstance(project, dict):
                 raise BadRequest("the body needs a 'project' object", 'Send {"project": {...}}.')
-            self.state.set_project(project, by="api")
-            return _json({"status": "updated"})
+            queued = self._changes(lambda driver: driver.project_tasks(project))
+            current = self.state.project()
+            kept = {k: current[k] for k in PROTECTED_PROJECT_KEYS if k in current}
+            self.state.set_project({**project, **kept}, by="api")
+            return _json({"status": "updated", **({"queued": queued} if queued else {})})
         return _json({"project": self.state.project()})
 
     async def session(self, request: Request) -> Response:
@@ -109,11 +114,26 @@ class _Api:
             if not isinstance(session, dict) or not isinstance(session.get("entries", []), list):
                 raise BadRequest("the body needs a 'session' object whose 'entries' is a list",
                                  'Send {"session": {"entries": [...]}}.')
-            self.state.set_session(session, by="api")
-            return _json({"status": "updated"})
+            queued = self._changes(lambda driver: [t for t in [driver.session_task(session)] if t is not None])
+            if not queued:  # a chat records its new conversation itself, once it is in place
+                self.state.set_session(session, by="api")
+            return _json({"status": "updated", **({"queued": queued} if queued else {})})
         return _json({"session": self.state.session()})
 
     # -- /api/gui: the seed's GUI surface, driving the session ---------------------------------------
+
+    def _changes(self, tasks_of: Any) -> list[int]:
+        """Tasks a project or session post makes for the run, all checked before any is queued."""
+        from codeward.control.gui import GuiError
+
+        gui = self.state.gui
+        try:
+            tasks = tasks_of(self._driver())
+            for task in tasks:
+                self._driver().check(task)
+            return [gui.submit(task) for task in tasks] if gui is not None else []
+        except GuiError as exc:
+            raise BadRequest(str(exc), exc.hint, status=exc.status) from None
 
     def _driver(self) -> Any:
         from codeward.control.gui import StateDriver

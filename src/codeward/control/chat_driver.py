@@ -8,6 +8,7 @@ act as editing ``codeward.toml`` or the command line, so it is refused here with
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -22,10 +23,12 @@ from codeward.control.gui import (
 from codeward.control.state import ControlState
 
 if TYPE_CHECKING:
+    from codeward.agent.conversation import Turn
     from codeward.agent.shell import ChatShell
 
 MAX_PROMPT_CHARS = 100_000
 MAX_MESSAGE_CHARS = 1_000_000
+MAX_ENTRIES = 2000
 WIDENING_HINT = ("Widening what the agent may do takes the same act as editing codeward.toml: change it there "
                  "(or on the command line) and start a new session.")
 
@@ -53,6 +56,27 @@ class ChatDriver(StateDriver):
         self.ceiling_depth = session.settings.max_tool_depth
         self.ceiling_toolsets = session.choice.toolsets
         self.draft = ""
+        shell.on_reset.append(self._cleared)
+
+    def _cleared(self) -> None:
+        """After a reset the console shows the new, empty session."""
+        shell = self.shell
+        self.state.set_session({"id": shell.log.session_id, "model": shell.session.profile.model, "entries": []})
+        self.state.set_project({**self.state.project(), "chat_session": shell.log.session_id})
+
+    # -- project and session posts ---------------------------------------------------------------
+
+    def project_tasks(self, project: Mapping[str, Any]) -> list[GuiTask]:
+        """Keys of a posted project that are session fields (``model``, ``system_prompt``...) are set."""
+        super().project_tasks(project)
+        values = self.values()
+        skipped = {"ai_input", "profile"} if "model" in project else {"ai_input"}  # one name for the model
+        return [GuiTask("set_value", key, value) for key, value in project.items()
+                if key in FIELDS and key not in skipped and value != values.get(key)]
+
+    def session_task(self, session: Mapping[str, Any]) -> GuiTask | None:
+        """A posted session's entries become the conversation (between replies, in a new session file)."""
+        return GuiTask("replace_session", value=_turns(session.get("entries", [])))
 
     # -- reading -----------------------------------------------------------------------------------
 
@@ -96,7 +120,7 @@ class ChatDriver(StateDriver):
             self._value("model", task.value)
         elif task.action == "push_event" and task.item == "user_request":
             self._message(task.value.get("prompt"))
-        else:
+        elif task.action != "replace_session":
             super().check(task)
 
     def _buttons(self) -> str:
@@ -203,6 +227,9 @@ class ChatDriver(StateDriver):
             await self._set("model", self._value("model", task.value))
         elif task.action == "push_event" and task.item == "user_request":
             shell.post(self._message(task.value.get("prompt")))
+        elif task.action == "replace_session":
+            turns = list(task.value)
+            shell.post(lambda: shell.replace_conversation(turns))
         else:
             await super().apply(task)
         self.state.events.publish("gui_values", values=self.values())
@@ -232,6 +259,41 @@ class ChatDriver(StateDriver):
             session.choice = replace(session.choice, toolsets=value)
         elif item == "ai_input":
             self.draft = value
+
+
+def _turns(entries: Any) -> list[Turn]:
+    """Posted entries as turns a conversation can hold; a :class:`GuiError` names the first bad one."""
+    from codeward.agent.conversation import Turn
+
+    if not isinstance(entries, list):
+        raise GuiError("the session's 'entries' must be a list", 'Send {"session": {"entries": [...]}}.')
+    if len(entries) > MAX_ENTRIES:
+        raise GuiError(f"{len(entries):,} entries; at most {MAX_ENTRIES:,}", "Send fewer turns.")
+    turns: list[Turn] = []
+    pending: set[str] = set()
+    hint = ('Each entry is {"role": "user"|"assistant"|"tool", "content": "..."}; an assistant turn may carry '
+            '"tool_calls" ([{"id", "name", "arguments"}]), each answered by a tool turn with its "tool_call_id".')
+    for index, entry in enumerate(entries, 1):
+        role = entry.get("role") if isinstance(entry, dict) else None
+        if role not in ("user", "assistant", "tool") or not isinstance(entry.get("content", ""), str):
+            raise GuiError(f"entry {index}: needs a role of user, assistant or tool and text content", hint)
+        try:
+            turn = Turn.from_dict(entry)
+        except (TypeError, KeyError, ValueError) as exc:
+            raise GuiError(f"entry {index}: {exc}", hint) from None
+        if role == "assistant":
+            if not (turn.content or turn.tool_calls):
+                raise GuiError(f"entry {index}: an assistant turn needs content or tool_calls", hint)
+            pending = {call.id for call in turn.tool_calls}
+        elif role == "tool":
+            if turn.tool_call_id not in pending:
+                raise GuiError(f"entry {index}: tool turn answers {turn.tool_call_id!r}, which no earlier assistant "
+                               "turn called (or it was answered already)", hint)
+            pending.discard(turn.tool_call_id)
+        else:
+            pending = set()
+        turns.append(turn)
+    return turns
 
 
 def _strings(item: str, value: Any) -> list[str]:

@@ -22,6 +22,8 @@ from codeward.control.state import ControlState
 
 ACTIONS = ("set_value", "click", "select_tab", "select_list_item", "push_event", "ask")
 TABS = ("approvals", "calls", "conversation", "performance", "servers")
+PROTECTED_PROJECT_KEYS = ("roots", "label", "config", "logs", "tools", "transport", "approvals", "chat_session")
+"""What the project record says about the run itself: shown, never changed over HTTP."""
 CLICKS_SEND = ("btn_gen_send", "send")
 CLICKS_CANCEL = ("btn_cancel", "cancel")
 CLICKS_RESET = ("btn_reset_session", "reset", "reset_session")
@@ -101,6 +103,10 @@ class GuiDriver(Protocol):
 
     async def apply(self, task: GuiTask) -> None: ...
 
+    def project_tasks(self, project: Mapping[str, Any]) -> list[GuiTask]: ...
+
+    def session_task(self, session: Mapping[str, Any]) -> GuiTask | None: ...
+
 
 class StateDriver:
     """The part every run has: approvals, console tabs, pushed events, the seed's ask task.
@@ -134,6 +140,20 @@ class StateDriver:
             if task.item != "asks":
                 raise GuiError(f"no list {task.item!r} in this run", "Lists: asks.", status=404)
             self._ask_of(task.value)
+
+    def project_tasks(self, project: Mapping[str, Any]) -> list[GuiTask]:
+        """What ``POST /api/project`` changes in the run; the run's own facts (roots...) are refused."""
+        current = self.state.project()
+        for key in PROTECTED_PROJECT_KEYS:
+            if key in project and key in current and project[key] != current[key]:
+                raise GuiError(f"the project's {key!r} cannot be changed over HTTP (it is {current[key]!r})",
+                               "Workspace roots and the run's settings come from codeward.toml and the command "
+                               "line; change them there and start a new session.", status=403)
+        return []
+
+    def session_task(self, session: Mapping[str, Any]) -> GuiTask | None:
+        """What ``POST /api/session`` changes in the run beyond the record (nothing without a chat)."""
+        return None
 
     def _buttons(self) -> str:
         return f"Buttons here: {', '.join((*CLICKS_APPROVE, *CLICKS_DENY))}."
