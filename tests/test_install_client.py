@@ -231,3 +231,16 @@ async def test_the_written_stdio_entry_starts_a_working_server(home: Path, root:
         assert {"read_file", "search_text"} <= names
         read = await session.call_tool("read_file", {"path": "hello.txt"})
         assert not read.is_error and "hello from the project" in read.content[0].text  # type: ignore[union-attr]
+
+
+def test_a_config_given_to_codeward_goes_into_the_entry_as_an_absolute_path(home: Path, root: Path) -> None:
+    (root / "team.toml").write_text('[server]\nblacklist = ["private/"]\n', encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "codeward", "--config", "team.toml", "install-client", "cursor",
+                           "--print"], cwd=root, env=home_env(home), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    entry = json.loads(done.stdout)["mcpServers"]["codeward"]
+    assert entry["args"] == ["--config", str(root / "team.toml"), "serve", str(root)]
+    missing = subprocess.run([sys.executable, "-m", "codeward", "--config", "nope.toml", "install-client", "cursor"],
+                             cwd=root, env=home_env(home), capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 2 and "--config nope.toml: no such file" in missing.stderr
+    assert not (root / ".cursor").exists()

@@ -101,6 +101,8 @@ def _entry(args: argparse.Namespace, roots: list[Path]) -> tuple[Any, str, str |
 
     launch = installed_command()
     config = getattr(args, "config", None)
+    if config and not Path(config).expanduser().is_file():
+        raise UsageError(f"--config {config}: no such file; the entry would start a server that cannot read it")
     config_args = ["--config", str(Path(config).expanduser().absolute())] if config else []
     serve_args = [*config_args, "serve", *(str(root) for root in roots)]
     if not args.http:
