@@ -258,3 +258,66 @@ def test_serve_approvals_without_control_is_a_usage_error(root: Path, tmp_path: 
                           env={**os.environ, "CODEWARD_HOME": str(tmp_path / "home")}, capture_output=True,
                           text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert done.returncode == 2 and "--approvals needs --control" in done.stderr
+
+
+# -- the project's beads as tracks and tickets ----------------------------------------------------------------
+
+
+def test_mma_status_shows_the_projects_beads_as_tracks_and_tickets(
+        driven: tuple[ControlServer, ApiHookClient], root: Path) -> None:
+    from codeward.beads.store import beads_init
+    from codeward.control.board import beads_board
+    from codeward.workspace import Workspace
+
+    server, client = driven
+    server.state.board = lambda: beads_board(Workspace.create([root]))
+    assert client.get_mma_status()["tracks"] == []  # no tracker yet: neither tracks nor tickets
+    beads_init(root, "cw")
+    lines = [
+        {"id": "cw-1", "title": "Seed API", "status": "in_progress", "priority": 1, "issue_type": "epic"},
+        {"id": "cw-2", "title": "Endpoints", "status": "in_progress", "priority": 2, "issue_type": "task",
+         "dependencies": [{"issue_id": "cw-2", "depends_on_id": "cw-1", "type": "parent-child"}]},
+        {"id": "cw-3", "title": "Docs", "status": "open", "priority": 2, "issue_type": "task",
+         "dependencies": [{"issue_id": "cw-3", "depends_on_id": "cw-2", "type": "blocks"}]},
+        {"id": "cw-4", "title": "Old", "status": "closed", "priority": 3, "issue_type": "task"},
+    ]
+    (root / ".beads" / "issues.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    status = client.get_mma_status()
+    assert [t["id"] for t in status["tracks"]] == ["cw-1"] and status["active_track"] == "cw-1"
+    tickets = {t["id"]: t for t in status["tickets"]}
+    assert tickets["cw-2"]["track"] == "cw-1" and tickets["cw-3"]["blocked_by"] == ["cw-2"]
+    assert [t["id"] for t in status["active_tickets"]] == ["cw-2"]
+    node = client.get_node_status("cw-3")
+    assert node is not None and node["status"] == "open" and node["source"] == "tickets"
+
+
+# -- cancelling a reply from a script -------------------------------------------------------------------------
+
+
+def test_a_script_cancels_the_running_reply(root: Path, tmp_path: Path) -> None:
+    from tests.fake_openai import Reply
+
+    started = threading.Event()
+    slow = text("This reply streams very slowly and is cancelled before it ends.", pieces=40)
+    slow = Reply(slow.chunks, delay_s=0.3, before=started.set)
+    with FakeOpenAI([slow, text("After the cancel.")]) as fake:
+        terminal = Terminal([sys.executable, "-m", "codeward", "chat", "--control", "--control-port", "0"], root,
+                            agent_env(fake, tmp_path / "home"))
+        try:
+            found = terminal.read_until(r"control API at (\S+) \(token in (\S+)\)")
+            client = ApiHookClient(found.group(1), Path(found.group(2)).read_text().strip())
+            assert client.wait_for_value("model", "fake-model", timeout=30)
+            client.click("btn_gen_send", user_data="tell me slowly")
+            assert started.wait(30), "the request never reached the model server"
+            assert client.get_value("ai_status") == "sending..."
+            assert client.get_indicator_state("thinking_indicator")["shown"] is True
+            client.click("btn_cancel")
+            terminal.read_until("response cancelled")
+            assert client.wait_for_value("ai_status", "idle", timeout=10)
+            client.click("btn_gen_send", user_data="and now?")
+            assert client.wait_for_value("last_reply", "After the cancel.", timeout=30)
+            assert client.get_value("session.entries.0.content") == "tell me slowly"
+            terminal.type(":quit")
+            assert terminal.close() == 0
+        finally:
+            terminal.proc.kill()
