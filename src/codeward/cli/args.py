@@ -95,7 +95,7 @@ def add_meta_argument(parser: argparse.ArgumentParser) -> None:
 
 def add_control_arguments(parser: argparse.ArgumentParser) -> None:
     """The control-plane flags, shared by ``chat``, ``ask`` and ``gateway``."""
-    from codeward.control.server import DEFAULT_APPROVAL_TIMEOUT, DEFAULT_HOST, DEFAULT_PORT
+    from codeward.control.defaults import DEFAULT_APPROVAL_TIMEOUT, DEFAULT_HOST, DEFAULT_PORT
 
     group = parser.add_argument_group("control plane (Hook API, web console, session logs)")
     group.add_argument("--control", action="store_true",
@@ -117,8 +117,8 @@ def add_control_arguments(parser: argparse.ArgumentParser) -> None:
 
 def control_options(args: argparse.Namespace) -> Any:
     """A :class:`~codeward.control.plane.ControlOptions` from the flags of :func:`add_control_arguments`."""
+    from codeward.control.defaults import DEFAULT_APPROVAL_TIMEOUT, DEFAULT_HOST, DEFAULT_PORT
     from codeward.control.plane import ControlOptions
-    from codeward.control.server import DEFAULT_APPROVAL_TIMEOUT, DEFAULT_HOST, DEFAULT_PORT
 
     return ControlOptions(serve=bool(getattr(args, "control", False)), logs=bool(getattr(args, "logs", False)),
                           host=getattr(args, "control_host", DEFAULT_HOST),

@@ -9,7 +9,22 @@
 See ``docs/control.md``.
 """
 
-from codeward.control.client import ApiHookClient, HookError
-from codeward.control.state import ControlState
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from codeward.control.client import ApiHookClient, HookError
+    from codeward.control.state import ControlState
 
 __all__ = ["ApiHookClient", "ControlState", "HookError"]
+_HOMES = {"ApiHookClient": "codeward.control.client", "HookError": "codeward.control.client",
+          "ControlState": "codeward.control.state"}
+
+
+def __getattr__(name: str) -> Any:
+    """Import on first use: ``codeward.control.defaults`` is read at every start of a command."""
+    if name in _HOMES:
+        return getattr(import_module(_HOMES[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from codeward.chain import Middleware
 from codeward.control.approval import ApprovalDesk, ask_mcp_client
+from codeward.control.defaults import DEFAULT_APPROVAL_TIMEOUT, DEFAULT_HOST, DEFAULT_PORT
 from codeward.control.observe import Observe, ObservedModelClient, SessionObserver
-from codeward.control.server import DEFAULT_APPROVAL_TIMEOUT, DEFAULT_HOST, DEFAULT_PORT, ControlServer
+from codeward.control.server import ControlServer
 from codeward.control.state import ControlState
 from codeward.gateway.policy import ConfirmCallback, approve_everything, deny_unlisted
 from codeward.logs import Redactor, SessionLogs

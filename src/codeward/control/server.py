@@ -17,14 +17,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from codeward.control.defaults import DEFAULT_HOST, DEFAULT_PORT
 from codeward.control.security import check_bind, is_loopback, new_token, write_token_file
 from codeward.control.state import ControlState
 from codeward.logs import SessionLogs
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8999
-DEFAULT_APPROVAL_TIMEOUT = 300.0
-"""Seconds a call waits for a console approval when no terminal can answer, before it is denied."""
 START_TIMEOUT_S = 10.0
 
 
