@@ -47,14 +47,71 @@ def deployment(tmp_path: Path) -> Iterator[dict[str, Any]]:
 
 def _replica_ids(replicas: list[tuple[subprocess.Popen[bytes], int]]) -> dict[str, subprocess.Popen[bytes]]:
     """Which process is which replica: each names itself in X-Codeward-Replica."""
+    return {name: proc for name, (proc, _) in _replicas_by_id(replicas).items()}
+
+
+Replica = tuple[subprocess.Popen[bytes], int]
+
+
+def _replicas_by_id(replicas: list[Replica]) -> dict[str, Replica]:
     found = {}
     for proc, port in replicas:
         ping = b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}'
         answer = httpx.post(f"http://127.0.0.1:{port}/mcp", content=ping, timeout=10, headers={
             "Authorization": f"Bearer {TOKEN}", "Accept": "application/json, text/event-stream",
             "Content-Type": "application/json"})
-        found[answer.headers["x-codeward-replica"]] = proc
+        found[answer.headers["x-codeward-replica"]] = (proc, port)
     return found
+
+
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+async def _pending(ports: list[int], tool: str) -> dict[str, Any]:
+    async with httpx.AsyncClient(headers=AUTH, timeout=10) as http:
+        while True:
+            for port in ports:
+                listed = (await http.get(f"http://127.0.0.1:{port}/approvals")).json()["approvals"]
+                waiting = [a for a in listed if a["tool"] == tool]
+                if waiting:
+                    return dict(waiting[0])
+            await anyio.sleep(0.1)
+
+
+@pytest.mark.anyio
+async def test_an_approval_waiting_on_one_replica_is_answered_on_the_other(deployment: dict[str, Any]) -> None:
+    by_id = _replicas_by_id(deployment["replicas"])
+    ports = [port for _, port in by_id.values()]
+    results: list[Any] = []
+    async with httpx.AsyncClient(headers=AUTH, timeout=60) as http, \
+            Client(streamable_http_client(deployment["url"], http_client=http), mode="legacy") as client:
+        for answer in (True, False):
+            async with anyio.create_task_group() as group:
+                async def call() -> None:
+                    results.append(await client.call_tool("peer__count", {}))
+
+                group.start_soon(call)
+                with anyio.fail_after(30):
+                    pending = await _pending(ports, "peer__count")
+                assert pending["server"] == "peer" and pending["replica"] in by_id
+                other = next(port for name, (_, port) in by_id.items() if name != pending["replica"])
+                where = f"http://127.0.0.1:{other}/approvals/{pending['id']}"
+                async with httpx.AsyncClient(headers=AUTH, timeout=10) as admin:
+                    bad = await admin.post(where, json={"approved": "y"})
+                    assert bad.status_code == 400 and '"approved": true' in bad.json()["message"]
+                    decided = await admin.post(where, json={"approved": answer})
+                    assert decided.status_code == 200, decided.text
+                    again = await admin.post(where, json={"approved": True})
+                    assert again.status_code == 409
+                    unknown = await admin.post(f"http://127.0.0.1:{other}/approvals/nope", json={"approved": True})
+                    assert unknown.status_code == 404 and "GET /approvals" in unknown.json()["message"]
+    approved, denied = results
+    assert not approved.is_error and approved.content[0].text == "1", approved
+    assert denied.is_error and "not approved" in denied.content[0].text, denied
+    async with httpx.AsyncClient(headers=AUTH, timeout=10) as http:
+        assert (await http.get(f"http://127.0.0.1:{ports[0]}/approvals")).json() == {"approvals": []}
+    async with httpx.AsyncClient(timeout=10) as stranger:
+        assert (await stranger.get(f"http://127.0.0.1:{ports[0]}/approvals")).status_code == 401
 
 
 @pytest.mark.anyio

@@ -481,7 +481,7 @@ class CodewardServer:
         from mcp.server.transport_security import TransportSecuritySettings
 
         from codeward.state import MemoryState
-        from codeward.state.http import add_state
+        from codeward.state.http import add_approvals, add_state
         from codeward.transport.http_auth import BearerTokenMiddleware
         from codeward.transport.http_guard import JsonRpcGuardMiddleware
 
@@ -500,6 +500,7 @@ class CodewardServer:
         )
         add_state(app, self.lowlevel, state, self.surface.tool_infos)
         app.add_middleware(JsonRpcGuardMiddleware)
+        add_approvals(app, state)
         if token:  # added last, so outermost: nothing unauthenticated is read
             app.add_middleware(BearerTokenMiddleware, token=token)
         return app

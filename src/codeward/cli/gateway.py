@@ -109,11 +109,19 @@ async def _serve(config: Config, gateway: GatewayConfig, transport: str, host: s
                  control: ControlOptions | None = None) -> None:
     from codeward.cli.servers import print_summary
     from codeward.control.plane import control_plane
+    from codeward.gateway.policy import approve_everything
     from codeward.stack import Approver, build_stack
+    from codeward.state import open_state
 
+    state = open_state(config.state) if transport == "http" else None
     async with control_plane(control, "gateway") as plane:
+        approvals = plane.approvals(confirm, notify=_note)
+        if state is not None and state.shared and confirm is not approve_everything:  # answered on any replica
+            from codeward.state.approvals import SharedApprovals
+
+            approvals = SharedApprovals(state, approvals)
         stack = build_stack(config, roots, gateway=gateway, upstreams=True, native=gateway.native, meta=meta,
-                            approver=Approver(plane.approvals(confirm, notify=_note)), observers=plane.middleware())
+                            approver=Approver(approvals), observers=plane.middleware())
         async with stack:
             upstream = stack.gateway
             assert upstream is not None  # with_urls made sure there is a server
@@ -124,9 +132,7 @@ async def _serve(config: Config, gateway: GatewayConfig, transport: str, host: s
                                   roots_from_client=not stack.roots_given and transport != "http")
             if transport == "http":
                 print(f"codeward gateway: serving at http://{host}:{port}/mcp", file=sys.stderr, flush=True)
-                from codeward.state import open_state
-
-                await server.run_http(host=host, port=port, token=token, state=open_state(config.state))
+                await server.run_http(host=host, port=port, token=token, state=state)
             else:
                 await server.run_stdio()
 

@@ -110,6 +110,22 @@ class StateBackend(Protocol):
         """Take over a call whose lease expired; True for exactly one replica."""
         ...
 
+    async def open_approval(self, approval_id: str, data: dict[str, Any]) -> None:
+        """Publish a pending approval (what the call is, which replica holds it)."""
+        ...
+
+    async def pending_approvals(self) -> list[dict[str, Any]]:
+        """Every approval still waiting, on any replica."""
+        ...
+
+    async def answer_approval(self, approval_id: str, approved: bool, by: str) -> bool | None:
+        """Answer one: True if this answer decided it, False if it was already answered, None if unknown."""
+        ...
+
+    async def wait_approval(self, approval_id: str) -> dict[str, Any]:
+        """Wait for the answer to one approval (``{"approved": bool, "by": str}``)."""
+        ...
+
     async def aclose(self) -> None:
         """Release connections."""
         ...

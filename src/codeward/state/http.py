@@ -19,7 +19,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 
 from codeward.state.backend import StateBackend
-from codeward.state.resume import SharedStateMiddleware
+from codeward.state.resume import ApprovalsEndpoint, SharedStateMiddleware
 from codeward.surface import ToolInfo
 
 if TYPE_CHECKING:
@@ -108,3 +108,8 @@ def add_state(app: Any, server: Server[Any], state: StateBackend, tools: Callabl
 
         finisher = CallFinisher(server, tools)
     app.add_middleware(SharedStateMiddleware, state=state, sessions=Sessions(server, state), finisher=finisher)
+
+
+def add_approvals(app: Any, state: StateBackend) -> None:
+    """``/approvals`` (add it outside the JSON-RPC guard, inside the bearer token)."""
+    app.add_middleware(ApprovalsEndpoint, state=state)

@@ -30,6 +30,7 @@ class MemoryState:
         self._events: OrderedDict[str, tuple[str, str, JSONRPCMessage | None]] = OrderedDict()
         self._ids = itertools.count(1)
         self._added = anyio.Event()
+        self._approvals: dict[str, tuple[dict[str, Any], anyio.Event, dict[str, Any]]] = {}
 
     def events(self, session_id: str) -> EventLog:
         return _SessionEvents(self, session_id)
@@ -77,6 +78,29 @@ class MemoryState:
 
     async def claim(self, session_id: str, stream_id: str) -> bool:
         return False
+
+    async def open_approval(self, approval_id: str, data: dict[str, Any]) -> None:
+        self._approvals[approval_id] = (data, anyio.Event(), {})
+
+    async def pending_approvals(self) -> list[dict[str, Any]]:
+        return [data for data, done, _ in self._approvals.values() if not done.is_set()]
+
+    async def answer_approval(self, approval_id: str, approved: bool, by: str) -> bool | None:
+        entry = self._approvals.get(approval_id)
+        if entry is None:
+            return None
+        _, done, answer = entry
+        if done.is_set():
+            return False
+        answer.update(approved=approved, by=by)
+        done.set()
+        return True
+
+    async def wait_approval(self, approval_id: str) -> dict[str, Any]:
+        _, done, answer = self._approvals[approval_id]
+        await done.wait()
+        self._approvals.pop(approval_id, None)
+        return answer
 
     async def aclose(self) -> None:
         return None

@@ -5,7 +5,9 @@ Keys (under ``[state] key_prefix``): ``events:<session>`` a Redis stream per MCP
 entry id is the SSE event id; trimmed to the newest entries, expiring an hour after the last);
 ``session:<session>`` the ``initialize`` request that opened a session (another replica replays it to
 take the session up); ``call:<session>:<stream>`` the JSON-RPC request of a call in flight; ``lease:<session>:<stream>``
-the replica running it, expiring unless renewed. Every Redis error becomes
+the replica running it, expiring unless renewed; ``approval:<id>``, the set ``approvals`` and
+``approval-answer:<id>`` pending approvals and their answers, announced on the pub/sub channel
+``approval-answers:<id>``. Every Redis error becomes
 :class:`StateUnavailable`, within ``[state] timeout`` seconds.
 """
 
@@ -131,6 +133,49 @@ class RedisState:
         if won:
             self._mine.add((session_id, stream_id))
         return bool(won)
+
+    async def open_approval(self, approval_id: str, data: dict[str, Any]) -> None:
+        async with self._calling() as redis, redis.pipeline(transaction=True) as pipe:
+            pipe.set(self.key("approval", approval_id), json.dumps(data), ex=CALL_TTL_S)
+            pipe.sadd(self.key("approvals"), approval_id)
+            await pipe.execute()
+
+    async def pending_approvals(self) -> list[dict[str, Any]]:
+        async with self._calling() as redis:
+            ids = sorted(await redis.smembers(self.key("approvals")))  # type: ignore[misc]
+            raw = await redis.mget([self.key("approval", i) for i in ids]) if ids else []
+            gone = [i for i, text in zip(ids, raw, strict=True) if text is None]
+            if gone:
+                await redis.srem(self.key("approvals"), *gone)  # type: ignore[misc]
+        return sorted((json.loads(text) for text in raw if text is not None), key=lambda d: d.get("opened", 0))
+
+    async def answer_approval(self, approval_id: str, approved: bool, by: str) -> bool | None:
+        answer = json.dumps({"approved": approved, "by": by})
+        async with self._calling() as redis:
+            if not await redis.exists(self.key("approval", approval_id)):
+                return None
+            if not await redis.set(self.key("approval-answer", approval_id), answer, nx=True, ex=CALL_TTL_S):
+                return False
+            await redis.srem(self.key("approvals"), approval_id)  # type: ignore[misc]
+            await redis.publish(self.key("approval-answers", approval_id), answer)
+        return True
+
+    async def wait_approval(self, approval_id: str) -> dict[str, Any]:
+        channel = self.key("approval-answers", approval_id)
+        async with self._calling() as redis:
+            pubsub = redis.pubsub()
+            try:
+                await pubsub.subscribe(channel)
+                while True:
+                    known = await redis.get(self.key("approval-answer", approval_id))
+                    if known is not None:
+                        return dict(json.loads(known))
+                    message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=self._timeout / 2)
+                    if message is not None:
+                        return dict(json.loads(message["data"]))
+            finally:
+                with contextlib.suppress(RedisError, OSError):
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]
 
     async def aclose(self) -> None:
         with contextlib.suppress(RedisError, OSError):  # a Redis that went away

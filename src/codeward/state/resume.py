@@ -36,6 +36,7 @@ Receive = Callable[[], Any]
 Send = Callable[[dict[str, Any]], Any]
 
 TAIL_WAIT_S = 1.0
+APPROVALS = "/approvals"
 MAX_BODY = 4 * 1024 * 1024
 
 
@@ -202,6 +203,69 @@ class SharedStateMiddleware:
                 log.warning("%s", error)
 
 
+class ApprovalsEndpoint:
+    """``/approvals`` on a replica's HTTP port (behind its bearer token, before the JSON-RPC guard:
+    these bodies are not JSON-RPC): pending approvals of every replica, and answering one."""
+
+    def __init__(self, app: Any, state: StateBackend) -> None:
+        self.app = app
+        self.state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and _is_approvals(scope.get("path", "")):
+            await self._approvals(scope, receive, _naming(send, self.state.replica))
+            return
+        await self.app(scope, receive, send)
+
+    async def _approvals(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """``GET /approvals``: every pending approval, on any replica; ``POST /approvals/<id>`` with
+        ``{"approved": true|false}`` answers one, wherever its call waits."""
+        path = scope["path"].rstrip("/")
+        try:
+            if scope["method"] == "GET" and path == APPROVALS:
+                await _json(send, 200, {"approvals": await self.state.pending_approvals()})
+                return
+            if scope["method"] != "POST" or path == APPROVALS:
+                await _json(send, 405, {"error": "method not allowed", "message": "GET /approvals lists pending "
+                            "approvals; POST /approvals/<id> with {\"approved\": true} or false answers one"})
+                return
+            approval_id = path.removeprefix(APPROVALS + "/")
+            body = await _small_body(receive)
+            if body is None:
+                await _json(send, 413, {"error": "too large", "message": "an answer is a small JSON object"})
+                return
+            answer = _parse(body)
+            if answer is None or not isinstance(answer.get("approved"), bool):
+                await _json(send, 400, {"error": "bad answer",
+                                        "message": 'send {"approved": true} or {"approved": false} as JSON'})
+                return
+            decided = await self.state.answer_approval(approval_id, answer["approved"], f"replica {self.state.replica}")
+        except StateUnavailable as error:
+            await _json(send, 503, {"error": "state unavailable", "message": str(error)})
+            return
+        if decided is None:
+            await _json(send, 404, {"error": "unknown approval", "message": f"no pending approval {approval_id!r} "
+                                    "(GET /approvals lists them; answered ones expire)"})
+        elif not decided:
+            await _json(send, 409, {"error": "already answered",
+                                    "message": f"approval {approval_id!r} was already answered"})
+        else:
+            await _json(send, 200, {"id": approval_id, "approved": answer["approved"]})
+
+
+async def _small_body(receive: Receive, limit: int = 65536) -> bytes | None:
+    body = b""
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return body
+        body += bytes(message.get("body", b""))
+        if len(body) > limit:
+            return None
+        if not message.get("more_body", False):
+            return body
+
+
 def _naming(send: Send, replica: str) -> Send:
     """Every response says which replica answered (``X-Codeward-Replica``), for operators and logs."""
 
@@ -211,6 +275,17 @@ def _naming(send: Send, replica: str) -> Send:
         await send(message)
 
     return named
+
+
+def _is_approvals(path: str) -> bool:
+    return path.rstrip("/") == APPROVALS or path.startswith(APPROVALS + "/")
+
+
+async def _json(send: Send, status: int, payload: dict[str, Any]) -> None:
+    body = json.dumps(payload).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _headers(scope: Scope) -> dict[str, str]:
