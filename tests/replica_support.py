@@ -15,6 +15,7 @@ from tests.gateway_support import PEER
 from tests.process_support import free_port, start, stop
 
 TOKEN = "replica-test-token"
+ALICE = "alice-own-token"
 
 
 def have(*programs: str) -> str | None:
@@ -67,8 +68,17 @@ def nginx(directory: Path, replicas: Sequence[int]) -> Iterator[int]:
 
 
 def gateway_config(directory: Path, redis_port: int, extra: str = "") -> Path:
+    import hashlib
+
+    users = directory / "users.toml"
+    users.write_text(f'[users.alice]\ntoken_sha256 = "{hashlib.sha256(ALICE.encode()).hexdigest()}"\n',
+                     encoding="utf-8")
     path = directory / "codeward.toml"
     path.write_text(f"""
+[audit]
+users_file = "users.toml"
+log_dir = "audit"
+
 [state]
 url = "redis://127.0.0.1:{redis_port}/0"
 lease = 2

@@ -7,6 +7,7 @@ replicas as subprocesses, the official Python MCP client through nginx.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Iterator
@@ -20,7 +21,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.process_support import stop
-from tests.replica_support import TOKEN, gateway_config, have, kill, nginx, redis_server, start_replica
+from tests.replica_support import ALICE, TOKEN, gateway_config, have, kill, nginx, redis_server, start_replica
 
 missing = have("redis-server", "nginx")
 pytestmark = [
@@ -83,7 +84,7 @@ async def test_an_approval_waiting_on_one_replica_is_answered_on_the_other(deplo
     by_id = _replicas_by_id(deployment["replicas"])
     ports = [port for _, port in by_id.values()]
     results: list[Any] = []
-    async with httpx.AsyncClient(headers=AUTH, timeout=60) as http, \
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {ALICE}"}, timeout=60) as http, \
             Client(streamable_http_client(deployment["url"], http_client=http), mode="legacy") as client:
         for answer in (True, False):
             async with anyio.create_task_group() as group:
@@ -112,6 +113,23 @@ async def test_an_approval_waiting_on_one_replica_is_answered_on_the_other(deplo
         assert (await http.get(f"http://127.0.0.1:{ports[0]}/approvals")).json() == {"approvals": []}
     async with httpx.AsyncClient(timeout=10) as stranger:
         assert (await stranger.get(f"http://127.0.0.1:{ports[0]}/approvals")).status_code == 401
+        wrong = await stranger.get(f"http://127.0.0.1:{ports[0]}/approvals", headers={"Authorization": "Bearer x"})
+        assert wrong.status_code == 401 and "users file" in wrong.json()["message"]
+
+    # The audit: each replica's JSONL file, and every replica's records on any replica's GET /audit.
+    expected = [("approval", "approved"), ("call", "ok"), ("approval", "denied"), ("call", "denied")]
+    lines = [json.loads(line) for path in sorted((deployment["tmp"] / "audit").glob("audit-*.jsonl"))
+             for line in path.read_text(encoding="utf-8").splitlines()]
+    counted = sorted((r["event"], r["outcome"]) for r in lines if r["tool"] == "peer__count")
+    assert counted == sorted(expected), lines
+    for record in lines:
+        if record["tool"] == "peer__count":
+            assert record["user"] == "alice" and len(record["arguments_sha256"]) == 64 and record["replica"] in by_id
+    async with httpx.AsyncClient(headers=AUTH, timeout=10) as http:
+        shared = (await http.get(f"http://127.0.0.1:{ports[1]}/audit?count=100")).json()["records"]
+        bad = await http.get(f"http://127.0.0.1:{ports[1]}/audit?count=lots")
+    assert sorted((r["event"], r["outcome"]) for r in shared if r["tool"] == "peer__count") == sorted(expected)
+    assert bad.status_code == 400 and "count=N" in bad.json()["message"]
 
 
 @pytest.mark.anyio

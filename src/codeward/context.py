@@ -146,6 +146,9 @@ class CallInfo:
     """Whose call it is (``codeward.server.client_of``), for state a tool keeps per client (Python
     sessions): ``""`` for a process's one client (stdio, the command line, the agent), the MCP
     session over handshake-era HTTP, ``None`` when the transport names no client."""
+    user: str | None = None
+    """The authenticated user of an HTTP call (``[audit] users_file``; ``operator`` for the server's own
+    token), None where the transport names nobody — what the audit record says."""
     locks: PathLocks | None = None
     """The server's write locks (set by the catalog for tools that may write): see :meth:`hold_writes`."""
     approved: bool = False

@@ -279,7 +279,7 @@ class CodewardServer:
             reporter=_RequestReporter(ctx, lambda: self._log_level),
             peer=_SessionPeer(ctx, answers),
             services=self.services,
-            call=CallInfo(close_sse_stream=ctx.close_sse_stream, client=client_of(ctx)),
+            call=CallInfo(close_sse_stream=ctx.close_sse_stream, client=client_of(ctx), user=user_of(ctx)),
         )
         try:
             outcome = await self.surface.call(params.name, params.arguments, tool_ctx)
@@ -475,7 +475,8 @@ class CodewardServer:
                 group.cancel_scope.cancel()
 
     def http_app(self, *, host: str = "127.0.0.1", path: str = "/mcp", token: str | None = None,
-                 allowed_hosts: Sequence[str] = (), state: StateBackend | None = None, **options: Any) -> Any:
+                 allowed_hosts: Sequence[str] = (), state: StateBackend | None = None,
+                 users: Mapping[str, str] | None = None, **options: Any) -> Any:
         """A Starlette app serving streamable HTTP, with DNS-rebinding protection and optional bearer auth;
         resumable streams and calls in flight kept in ``state`` (this process's memory by default)."""
         from mcp.server.transport_security import TransportSecuritySettings
@@ -501,17 +502,21 @@ class CodewardServer:
         add_state(app, self.lowlevel, state, self.surface.tool_infos)
         app.add_middleware(JsonRpcGuardMiddleware)
         add_approvals(app, state)
-        if token:  # added last, so outermost: nothing unauthenticated is read
+        if users:  # added last, so outermost: nothing unauthenticated is read
+            from codeward.audit.users import UsersMiddleware
+
+            app.add_middleware(UsersMiddleware, users=users, token=token)
+        elif token:
             app.add_middleware(BearerTokenMiddleware, token=token)
         return app
 
     async def run_http(self, *, host: str, port: int, token: str | None = None, state: StateBackend | None = None,
-                       **options: Any) -> None:
+                       users: Mapping[str, str] | None = None, **options: Any) -> None:
         import uvicorn
 
         from codeward.transport.stdio import freeze_startup_heap
 
-        app = self.http_app(host=host, token=token, state=state, **options)
+        app = self.http_app(host=host, token=token, state=state, users=users, **options)
         freeze_startup_heap()
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
         async with self._announcing():
@@ -550,6 +555,13 @@ def client_of(ctx: ServerRequestContext[Any, Any]) -> str | None:
     headers = getattr(request, "headers", None)
     session = headers.get("mcp-session-id") if headers is not None else None
     return f"mcp-session:{session}" if session else None
+
+
+def user_of(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """The user the HTTP request's bearer token belongs to (``codeward.audit.users``), or None."""
+    scope = getattr(ctx.request, "scope", None)
+    user = scope.get("codeward.user") if isinstance(scope, dict) else None
+    return user if isinstance(user, str) else None
 
 
 def to_call_result(outcome: ToolOutcome) -> types.CallToolResult:

@@ -114,14 +114,22 @@ async def _serve(config: Config, gateway: GatewayConfig, transport: str, host: s
     from codeward.state import open_state
 
     state = open_state(config.state) if transport == "http" else None
+    audit = None
+    if state is not None:
+        from codeward.audit.setup import http_audit
+
+        audit = http_audit(config, state, host, port)
     async with control_plane(control, "gateway") as plane:
         approvals = plane.approvals(confirm, notify=_note)
         if state is not None and state.shared and confirm is not approve_everything:  # answered on any replica
             from codeward.state.approvals import SharedApprovals
 
             approvals = SharedApprovals(state, approvals)
+        observers = plane.middleware()
+        if audit is not None:  # every call and decision, with its user
+            approvals, observers = audit.approvals(approvals), [audit.middleware(), *observers]
         stack = build_stack(config, roots, gateway=gateway, upstreams=True, native=gateway.native, meta=meta,
-                            approver=Approver(approvals), observers=plane.middleware())
+                            approver=Approver(approvals), observers=observers)
         async with stack:
             upstream = stack.gateway
             assert upstream is not None  # with_urls made sure there is a server
@@ -132,7 +140,8 @@ async def _serve(config: Config, gateway: GatewayConfig, transport: str, host: s
                                   roots_from_client=not stack.roots_given and transport != "http")
             if transport == "http":
                 print(f"codeward gateway: serving at http://{host}:{port}/mcp", file=sys.stderr, flush=True)
-                await server.run_http(host=host, port=port, token=token, state=state)
+                await server.run_http(host=host, port=port, token=token, state=state,
+                                      users=audit.users if audit is not None else None)
             else:
                 await server.run_stdio()
 

@@ -58,7 +58,15 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--approvals needs --control (the console is where calls are approved)")
     if control.serve or control.logs:
         return _run_controlled(args, control, config, gateway)
-    stack = build_stack(config, args.roots, gateway=gateway, meta=args.meta)
+    state = audit = None
+    if args.http:  # shared state and the audit (every call, with its user) of an HTTP server
+        from codeward.audit.setup import http_audit
+        from codeward.state import open_state
+
+        state = open_state(config.state)
+        audit = http_audit(config, state, args.host, args.port)
+    stack = build_stack(config, args.roots, gateway=gateway, meta=args.meta,
+                        observers=[audit.middleware()] if audit is not None else ())
     # Over HTTP several clients share one server: if one client's roots moved the workspace, it would
     # move for every client. There the command line (or codeward.toml, or the directory) fixes it.
     server = stack.server(roots_from_client=not stack.roots_given and not args.http)
@@ -81,11 +89,10 @@ def run(args: argparse.Namespace) -> int:
                   f"  {connect[1]}", file=sys.stderr, flush=True)
 
             async def serve_http() -> None:
-                from codeward.state import open_state
-
+                assert audit is not None
                 async with stack:
                     await server.run_http(host=args.host, port=args.port, token=auth.token, allowed_hosts=allowed,
-                                          state=open_state(config.state))
+                                          state=state, users=audit.users)
 
             anyio.run(serve_http)
         return 0

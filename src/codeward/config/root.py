@@ -11,6 +11,7 @@ from pathlib import Path
 from pydantic import PrivateAttr
 
 from codeward.config.agent import AgentSettings
+from codeward.config.audit import AuditSettings
 from codeward.config.base import Field, Table
 from codeward.config.beads import BeadsSettings
 from codeward.config.coding import CodingSettings
@@ -41,6 +42,7 @@ class Config(Table):
     model: ModelSettings = Field(default_factory=ModelSettings)
     mcp: GatewayConfig = Field(default_factory=GatewayConfig)
     state: StateSettings = Field(default_factory=StateSettings)
+    audit: AuditSettings = Field(default_factory=AuditSettings)
 
     _path: Path | None = PrivateAttr(default=None)
     _user_path: Path | None = PrivateAttr(default=None)

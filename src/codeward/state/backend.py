@@ -8,7 +8,7 @@ that reconnected to it (:mod:`codeward.state.resume`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -124,6 +124,14 @@ class StateBackend(Protocol):
 
     async def wait_approval(self, approval_id: str) -> dict[str, Any]:
         """Wait for the answer to one approval (``{"approved": bool, "by": str}``)."""
+        ...
+
+    async def audit(self, record: Mapping[str, Any]) -> None:
+        """Add one audit record to the shared audit stream."""
+        ...
+
+    async def recent_audit(self, count: int) -> list[dict[str, Any]]:
+        """The newest ``count`` audit records of every replica, newest first."""
         ...
 
     async def aclose(self) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from collections import OrderedDict
-from collections.abc import Sequence
+from collections import OrderedDict, deque
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -16,6 +16,8 @@ from codeward.state.backend import CallRecord, EventLog, StoredEvent
 
 DEFAULT_MAX_EVENTS = 2000
 """Events kept across all sessions of the process; the oldest are dropped first."""
+MAX_AUDIT = 1000
+"""Audit records kept in memory for ``GET /audit`` (the JSONL file has them all)."""
 
 
 class MemoryState:
@@ -31,6 +33,7 @@ class MemoryState:
         self._ids = itertools.count(1)
         self._added = anyio.Event()
         self._approvals: dict[str, tuple[dict[str, Any], anyio.Event, dict[str, Any]]] = {}
+        self._audit: deque[dict[str, Any]] = deque(maxlen=MAX_AUDIT)
 
     def events(self, session_id: str) -> EventLog:
         return _SessionEvents(self, session_id)
@@ -101,6 +104,12 @@ class MemoryState:
         await done.wait()
         self._approvals.pop(approval_id, None)
         return answer
+
+    async def audit(self, record: Mapping[str, Any]) -> None:
+        self._audit.append(dict(record))
+
+    async def recent_audit(self, count: int) -> list[dict[str, Any]]:
+        return list(reversed(self._audit))[:count]
 
     async def aclose(self) -> None:
         return None

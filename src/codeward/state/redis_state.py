@@ -7,7 +7,7 @@ entry id is the SSE event id; trimmed to the newest entries, expiring an hour af
 take the session up); ``call:<session>:<stream>`` the JSON-RPC request of a call in flight; ``lease:<session>:<stream>``
 the replica running it, expiring unless renewed; ``approval:<id>``, the set ``approvals`` and
 ``approval-answer:<id>`` pending approvals and their answers, announced on the pub/sub channel
-``approval-answers:<id>``. Every Redis error becomes
+``approval-answers:<id>``; ``audit`` a stream of every replica's audit records. Every Redis error becomes
 :class:`StateUnavailable`, within ``[state] timeout`` seconds.
 """
 
@@ -17,7 +17,7 @@ import contextlib
 import json
 import logging
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -37,6 +37,7 @@ MAX_EVENTS_PER_SESSION = 5000
 EVENTS_TTL_S = 3600
 CALL_TTL_S = 86400
 SESSION_TTL_S = 86400
+MAX_AUDIT = 100_000
 
 
 def public_url(url: str) -> str:
@@ -176,6 +177,15 @@ class RedisState:
             finally:
                 with contextlib.suppress(RedisError, OSError):
                     await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    async def audit(self, record: Mapping[str, Any]) -> None:
+        async with self._calling() as redis:
+            await redis.xadd(self.key("audit"), {"r": json.dumps(dict(record))}, maxlen=MAX_AUDIT, approximate=True)
+
+    async def recent_audit(self, count: int) -> list[dict[str, Any]]:
+        async with self._calling() as redis:
+            entries = await redis.xrevrange(self.key("audit"), count=count)
+        return [dict(json.loads(fields["r"])) for _, fields in entries]
 
     async def aclose(self) -> None:
         with contextlib.suppress(RedisError, OSError):  # a Redis that went away

@@ -19,6 +19,7 @@ import json
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import parse_qsl
 
 import anyio
 from anyio.abc import TaskGroup
@@ -37,6 +38,7 @@ Send = Callable[[dict[str, Any]], Any]
 
 TAIL_WAIT_S = 1.0
 APPROVALS = "/approvals"
+AUDIT = "/audit"
 MAX_BODY = 4 * 1024 * 1024
 
 
@@ -204,8 +206,9 @@ class SharedStateMiddleware:
 
 
 class ApprovalsEndpoint:
-    """``/approvals`` on a replica's HTTP port (behind its bearer token, before the JSON-RPC guard:
-    these bodies are not JSON-RPC): pending approvals of every replica, and answering one."""
+    """``/approvals`` and ``/audit`` on a replica's HTTP port (behind its bearer token, before the
+    JSON-RPC guard: these bodies are not JSON-RPC): pending approvals of every replica, answering one,
+    and the newest audit records of every replica (``GET /audit?count=N``)."""
 
     def __init__(self, app: Any, state: StateBackend) -> None:
         self.app = app
@@ -215,7 +218,21 @@ class ApprovalsEndpoint:
         if scope["type"] == "http" and _is_approvals(scope.get("path", "")):
             await self._approvals(scope, receive, _naming(send, self.state.replica))
             return
+        if scope["type"] == "http" and scope.get("path", "").rstrip("/") == AUDIT:
+            await self._audit(scope, _naming(send, self.state.replica))
+            return
         await self.app(scope, receive, send)
+
+    async def _audit(self, scope: Scope, send: Send) -> None:
+        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+        count = query.get("count", "50")
+        if scope["method"] != "GET" or not count.isdigit() or not 1 <= int(count) <= 10_000:
+            await _json(send, 400, {"error": "bad request", "message": "GET /audit?count=N with N from 1 to 10000"})
+            return
+        try:
+            await _json(send, 200, {"records": await self.state.recent_audit(int(count))})
+        except StateUnavailable as error:
+            await _json(send, 503, {"error": "state unavailable", "message": str(error)})
 
     async def _approvals(self, scope: Scope, receive: Receive, send: Send) -> None:
         """``GET /approvals``: every pending approval, on any replica; ``POST /approvals/<id>`` with

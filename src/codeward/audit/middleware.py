@@ -1,0 +1,49 @@
+"""The chain's audit layer: every call, as it ends, with its user and outcome."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from codeward.audit.log import AuditLog
+from codeward.catalog import ToolOutcome
+from codeward.chain import Middleware, ToolCall
+from codeward.gateway.policy import ApprovalRequest, ConfirmCallback
+from codeward.result import ErrorKind
+from codeward.surface import ToolSurface
+
+
+class Audit(Middleware):
+    """Outermost: records ``ok``, ``error`` or ``denied`` (a person or the policy said no) per call."""
+
+    def __init__(self, log: AuditLog) -> None:
+        self.log = log
+
+    async def call_tool(self, call: ToolCall, inner: ToolSurface) -> ToolOutcome:
+        outcome = await inner.call(call.name, call.arguments, call.ctx)
+        denied = any(e.kind is ErrorKind.PERMISSION and "not approved" in e.message for e in outcome.errors)
+        verdict = "denied" if denied else "error" if outcome.is_error else "ok"
+        await self.log.record("call", user=getattr(call.ctx.call, "user", None), tool=call.name,
+                              arguments=call.arguments, outcome=verdict, seconds=round(outcome.seconds, 3))
+        return outcome
+
+
+class AuditedApprovals:
+    """A confirm callback recording each decision (``approved`` / ``denied``) in the audit log."""
+
+    def __init__(self, confirm: ConfirmCallback, log: AuditLog) -> None:
+        self.confirm = confirm
+        self.log = log
+
+    async def __call__(self, request: ApprovalRequest) -> bool:
+        approved = await self.confirm(request)
+        call = getattr(request.context, "call", None)
+        await self.log.record("approval", user=getattr(call, "user", None), tool=request.name,
+                              arguments=request.arguments, outcome="approved" if approved else "denied")
+        return approved
+
+
+def audit_log_path(directory: Path | None, host: str, port: int) -> Path:
+    """One file per replica: ``audit-<host>-<port>.jsonl`` in ``[audit] log_dir`` (or the data folder)."""
+    from codeward.user_dirs import data_home
+
+    return (directory or data_home() / "audit") / f"audit-{host}-{port}.jsonl"
