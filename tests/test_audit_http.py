@@ -1,0 +1,61 @@
+"""Per-user tokens and the audit log of ``codeward serve --http`` (one process, no Redis): the
+official client with a user's own token; every call is recorded with that user, a hash of the
+arguments and the outcome; unknown tokens are refused; a broken users file stops the start with
+its problem."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx2 as httpx
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.process_support import codeward_http
+
+BOB = "bob-secret-token"
+
+
+def _project(tmp_path: Path, users: str) -> Path:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "notes.txt").write_text("hello\n", encoding="utf-8")
+    (tmp_path / "users.toml").write_text(users, encoding="utf-8")
+    (project / "codeward.toml").write_text(f'[audit]\nusers_file = "{tmp_path / "users.toml"}"\n'
+                                           f'log_dir = "{tmp_path / "audit"}"\n', encoding="utf-8")
+    return project
+
+
+@pytest.mark.anyio
+async def test_calls_are_audited_with_the_users_own_token(tmp_path: Path) -> None:
+    project = _project(tmp_path, f'[users.bob]\ntoken_sha256 = "{hashlib.sha256(BOB.encode()).hexdigest()}"\n')
+    with codeward_http(str(project), "--token-env", "SERVER_TOKEN", env={"SERVER_TOKEN": "operator-token"},
+                       cwd=project) as url:
+        async with httpx.AsyncClient(headers={"Authorization": f"Bearer {BOB}"}, timeout=60) as http, \
+                Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
+            assert not (await client.call_tool("read_file", {"path": "notes.txt"})).is_error
+            assert (await client.call_tool("read_file", {"path": "missing.txt"})).is_error
+        refused = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                             headers={"Authorization": "Bearer guessed"}, timeout=10)
+        assert refused.status_code == 401 and "users file" in refused.json()["message"]
+    (log,) = (tmp_path / "audit").glob("audit-127.0.0.1-*.jsonl")
+    records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    reads = [r for r in records if r["tool"] == "read_file"]
+    assert [(r["user"], r["outcome"]) for r in reads] == [("bob", "ok"), ("bob", "error")]
+    expected = hashlib.sha256(json.dumps({"path": "notes.txt"}, separators=(",", ":")).encode()).hexdigest()
+    assert reads[0]["arguments_sha256"] == expected and "notes.txt" not in log.read_text(encoding="utf-8")
+    assert log.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_bad_users_file_stops_the_start_with_its_problem(tmp_path: Path) -> None:
+    project = _project(tmp_path, '[users.bob]\ntoken_sha256 = "not-a-hash"\n')
+    done = subprocess.run([sys.executable, "-m", "codeward", "serve", str(project), "--http", "--port", "1",
+                           "--no-auth"], cwd=project, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert "[users.bob] needs token_sha256 = 64 lowercase hex digits" in done.stderr, done.stderr
+    assert not (tmp_path / "audit").exists()
