@@ -43,7 +43,8 @@ def test_call_runs_a_tool_with_typed_arguments(root: Path) -> None:
     done = run("call", "get_file_slice", "path=a.txt", "start_line=2", "end_line=3", cwd=root)
     assert done.returncode == 0 and done.stdout == "two\nthree\n\n"
     as_json = json.loads(run("call", "read_file", "path=a.txt", "--json", cwd=root).stdout)
-    assert as_json == {"tool": "read_file", "is_error": False, "text": "one\ntwo\nthree\n", "structured": None}
+    assert as_json == {"command": "call", "tool": "read_file", "is_error": False, "text": "one\ntwo\nthree\n",
+                       "structured": None, "errors": []}
     numeric_name = root / "42"
     numeric_name.write_text("answer\n")
     assert run("call", "read_file", "path=42", cwd=root).stdout == "answer\n\n"

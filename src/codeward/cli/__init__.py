@@ -16,6 +16,8 @@ from importlib import import_module
 
 from codeward import __version__
 from codeward.cli.args import UsageError, parse_assignments
+from codeward.cli.output import configure_logging
+from codeward.cli.parser import CodewardParser, verbosity
 from codeward.config import ConfigError
 
 __all__ = ["COMMANDS", "UsageError", "build_parser", "main", "parse_assignments"]
@@ -23,7 +25,7 @@ __all__ = ["COMMANDS", "UsageError", "build_parser", "main", "parse_assignments"
 Handler = Callable[[argparse.Namespace], int]
 
 COMMANDS = ("serve", "install_client", "tools", "call", "undo", "index", "gateway", "servers", "review", "run", "beads",
-            "model", "chat", "ask", "registry")
+            "model", "chat", "ask", "registry", "completion")
 """The command modules of this package, in the order ``codeward --help`` lists them (``install_client`` is
 ``install-client``)."""
 
@@ -31,33 +33,59 @@ COMMANDS = ("serve", "install_client", "tools", "call", "undo", "index", "gatewa
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     # Only the command being run is registered (each command module imports what its flags need;
-    # all of them cost a server ~0.1-0.3 s of start-up); anything else gets the whole parser.
+    # all of them cost a server ~0.1-0.3 s of start-up); anything else gets the whole parser
+    # (a shell asking for completions has no words here: it gets the whole parser too).
     module = words[0].replace("-", "_") if words else ""
     parser = build_parser(only=module if module in COMMANDS else None)
-    args = parser.parse_args(words)
+    if "_ARGCOMPLETE" in os.environ:  # a shell asking for completions (codeward completion): answer, exit
+        from codeward.cli.completion import complete
+
+        complete(parser)
+    args = parse(parser, words)
+    if getattr(args, "quiet", False) and getattr(args, "verbose", 0):
+        args._parser.error("-q/--quiet and -v/--verbose contradict each other: give one of them")
+    configure_logging(args)
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
-        parser.print_help(sys.stderr)
+        args._parser.print_help(sys.stderr)
         return 2
     try:
         return handler(args)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `codeward ... | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 141
     except (UsageError, ConfigError, ValueError, OSError, LookupError) as exc:
-        if os.environ.get("CODEWARD_DEBUG"):
+        if os.environ.get("CODEWARD_DEBUG") or verbosity(args) > 1:
             raise
         print(f"codeward: error: {exc}", file=sys.stderr)
         return 2
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+def parse(parser: CodewardParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """The arguments, options allowed anywhere: ``key=value`` words after an option join the
+    command's ``key=value`` list; anything else unknown is an error naming the closest option."""
+    args, extras = parser.parse_known_args(argv)
+    command: CodewardParser = getattr(args, "_parser", parser)
+    rest = command.rest_dest
+    if extras and rest is not None:
+        words = [w for w in extras if not w.startswith("-") and "=" in w]
+        setattr(args, rest, [*(getattr(args, rest, None) or []), *words])
+        extras = [w for w in extras if w not in words]
+    if extras:
+        command.reject(extras)
+    return args
+
+
+def build_parser(only: str | None = None) -> CodewardParser:
     """The command line; ``only``: register just that command module (what ``main`` does to run one)."""
-    parser = argparse.ArgumentParser(
+    parser = CodewardParser(
         prog="codeward",
-        description="A secure MCP toolkit for AI coding agents: tool server, gateway, agent shell.",
+        description="A secure MCP toolkit for AI coding agents: tool server, gateway, agent shell. "
+        "Every command takes --config, -v and -q; results print as JSON with --json (docs/cli.md).",
     )
     parser.add_argument("--version", action="version", version=f"codeward {__version__}")
-    parser.add_argument("--config", help="path to codeward.toml (default: ./codeward.toml if present)")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
     for command in (only,) if only is not None else COMMANDS:
         import_module(f"codeward.cli.{command}").register(sub)

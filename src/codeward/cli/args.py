@@ -70,8 +70,12 @@ def exit_on_sigterm() -> None:
 
 
 def add_config_argument(parser: argparse.ArgumentParser, text: str = "codeward.toml or mcpServers JSON file") -> None:
-    """``--config`` after the command name too (``codeward gateway --config F``), same as before it."""
-    parser.add_argument("--config", default=argparse.SUPPRESS, help=text)
+    """``--config`` after the command name too (``codeward gateway --config F``), same as before it.
+
+    Every command's parser has it already (:mod:`codeward.cli.parser`); this only adds it to a
+    plain ``ArgumentParser``."""
+    if "--config" not in parser._option_string_actions:
+        parser.add_argument("--config", default=argparse.SUPPRESS, help=text)
 
 
 def add_http_arguments(parser: argparse.ArgumentParser, port: int, what: str = "the tools") -> None:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from codeward.cli.args import add_agent_arguments, catalog_choice, config_of, control_options
+from codeward.cli.output import add_json_argument, print_json, result_object
 
 if TYPE_CHECKING:
     from codeward.config import Config
@@ -21,6 +22,7 @@ def register(sub: Any) -> None:
                          "code says whether it worked. Calls the policy does not approve are denied.")
     ask.add_argument("question", help="what to ask")
     add_agent_arguments(ask)
+    add_json_argument(ask, "print the answer as one JSON object (docs/cli.md): text is the answer")
     ask.set_defaults(handler=run)
 
 
@@ -61,7 +63,12 @@ async def _ask(args: argparse.Namespace, config: Config) -> int:
             view.notice(plan.summary())
         result = await ToolLoop(session.client, surface, conversation, view, session.context,
                                 session.settings).run(args.question)
-    answer = "" if result.unparsed else "".join(view.answer) or result.text
-    if answer:
-        print(answer.strip())
+    answer = ("" if result.unparsed else "".join(view.answer) or result.text).strip()
+    if getattr(args, "json", False):
+        print_json(result_object("ask", text=answer, is_error=not result.ok,
+                                 structured={"question": args.question, "model": session.profile.model,
+                                             "rounds": result.rounds,
+                                             "tool_calls": result.tool_calls, "failure": result.failure}))
+    elif answer:
+        print(answer)
     return 0 if result.ok else 1

@@ -9,7 +9,6 @@ policy, asked on the terminal.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from codeward.cli.args import UsageError, parse_assignments
 from codeward.cli.common import configs_of, load_configs, with_urls
+from codeward.cli.output import add_json_argument, command_name, print_json, result_object
 
 if TYPE_CHECKING:
     from codeward.config import Config
@@ -29,16 +29,23 @@ def register(sub: Any) -> None:
     call = sub.add_parser("call", help="run one tool directly (no server) and print its result",
                           description="Run one tool directly: codeward call read_file path=README.md. "
                           "Values are JSON when the argument is not a string (n=3, flag=true, items='[1,2]').")
-    call.add_argument("tool", help="tool name (see `codeward tools`)")
+    from codeward.cli.completion import tool_names
+
+    call.add_argument("tool", help="tool name (see `codeward tools`)").completer = tool_names  # type: ignore[attr-defined]
     call.add_argument("arguments", nargs="*", metavar="key=value", help="tool arguments")
+    call.rest_dest = "arguments"  # a CodewardParser (cli/parser.py): key=value after options too
     call.add_argument("--root", action="append", help="workspace root (repeatable; default: config or cwd)")
-    call.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    call.add_argument("-y", "--yes", action="store_true",
+                      help="approve the calls that would ask on the terminal, without asking (each one is "
+                      "still shown on stderr; deny lists, pins and changed definitions still refuse)")
+    add_json_argument(call)
     call.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     config, gateway = configs_of(args)
-    return call_tool(config, gateway, args.tool, args.arguments, as_json=args.json, roots=args.root or ())
+    return call_tool(config, gateway, args.tool, args.arguments, yes=args.yes, as_json=args.json,
+                     roots=args.root or (), command=command_name(args))
 
 
 def call_gateway_tool(
@@ -63,19 +70,18 @@ def call_gateway_tool(
 
 def call_tool(config: Config, gateway: GatewayConfig, name: str, assignments: Sequence[str], *, yes: bool = False,
               as_json: bool = False, roots: Sequence[str | Path] = (), out: IO[str] | None = None,
-              err: IO[str] | None = None) -> int:
+              err: IO[str] | None = None, command: str = "call") -> int:
     import anyio
 
     from codeward.config import ConfigError
-    from codeward.gateway.approval import terminal_confirm
+    from codeward.gateway.approval import terminal_confirm, yes_confirm
     from codeward.gateway.names import split_name
-    from codeward.gateway.policy import approve_everything
     from codeward.stack import Approver, build_stack
 
     split = split_name(name)
     alias = split[0] if split else None
     upstream = alias is not None and gateway.server(alias) is not None
-    confirm: ConfirmCallback = approve_everything if yes else terminal_confirm
+    confirm: ConfirmCallback = yes_confirm if yes else terminal_confirm
     stack = build_stack(config, roots, gateway=gateway, upstreams=upstream, only=alias if upstream else None,
                         native=gateway.native if alias is not None and alias == gateway.native else True,
                         approver=Approver(confirm, native=False))
@@ -83,10 +89,10 @@ def call_tool(config: Config, gateway: GatewayConfig, name: str, assignments: Se
         stack.close()
         problem = _unknown(name, stack, gateway)
         raise ConfigError(problem) if split is not None else UsageError(problem)
-    return anyio.run(_call, stack, name, list(assignments), upstream, as_json, out or sys.stdout, err or sys.stderr)
+    return anyio.run(_call, stack, name, list(assignments), as_json, command, out or sys.stdout, err or sys.stderr)
 
 
-async def _call(stack: Stack, name: str, assignments: list[str], upstream: bool, as_json: bool, out: IO[str],
+async def _call(stack: Stack, name: str, assignments: list[str], as_json: bool, command: str, out: IO[str],
                 err: IO[str]) -> int:
     from codeward.chain import tool_info
 
@@ -95,11 +101,8 @@ async def _call(stack: Stack, name: str, assignments: list[str], upstream: bool,
         arguments = parse_assignments(assignments, info.input_schema if info else {})
         outcome = await stack.acall(name, arguments)
     if as_json:
-        shown: dict[str, Any] = {"tool": name, "is_error": outcome.is_error, "text": outcome.text,
-                                 "structured": outcome.structured}
-        if upstream:
-            shown["errors"] = [e.to_dict() for e in outcome.errors]
-        print(json.dumps(shown, indent=2), file=out)
+        print_json(result_object(command, text=outcome.text, is_error=outcome.is_error, tool=name,
+                                 structured=outcome.structured, errors=outcome.errors), out)
     else:
         print(outcome.text, file=err if outcome.is_error else out)
     return 1 if outcome.is_error else 0

@@ -6,6 +6,8 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from codeward.cli.common import configs_of
+from codeward.cli.output import add_json_argument, print_json, result_object
+from codeward.cli.parser import quiet as is_quiet
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -23,21 +25,24 @@ def register(sub: Any) -> None:
     index.add_argument("--definitions-only", action="store_true",
                        help="stop once definitions are indexed (from universal-ctags on a cold build); "
                             "references are built by the first question that needs them")
+    add_json_argument(index)
     index.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     return run_index_cli(args.path, rebuild=args.rebuild, references=not args.definitions_only,
-                         config=configs_of(args)[0])
+                         config=configs_of(args)[0], quiet=is_quiet(args), as_json=args.json)
 
 
-def run_index_cli(path: str, *, rebuild: bool, references: bool = True, config: Config | None = None) -> int:
+def run_index_cli(path: str, *, rebuild: bool, references: bool = True, config: Config | None = None,
+                  quiet: bool = False, as_json: bool = False) -> int:
     """Index ``path`` and say what was done; the exit status.
 
     A cold build shows its two passes: definitions (universal-ctags, when installed, the tree
     is big and ``[index] ctags`` allows it), then references (tree-sitter), unless
     ``references`` is False. The policy is the stack's over ``path`` (the configuration's
-    blacklist applies).
+    blacklist applies). ``quiet`` drops the progress and notes (errors stay); ``as_json`` prints
+    the result object of :mod:`codeward.cli.output` on stdout.
     """
     from rich.console import Console
 
@@ -46,33 +51,47 @@ def run_index_cli(path: str, *, rebuild: bool, references: bool = True, config: 
     from codeward.stack import build_stack
 
     console = Console(stderr=True, soft_wrap=True)
+    notes = Console(stderr=True, soft_wrap=True, quiet=quiet)
+
+    def failed(text: str, code: int) -> int:
+        if as_json:
+            print_json(result_object("index", text=text, is_error=True))
+        console.print(f"[red]error:[/red] {text}")
+        return code
+
     try:
         stack = build_stack(config or load_config(), [path])
     except ValueError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        return 2
+        return failed(str(exc), 2)
     workspace = stack.workspace
     ctags = stack.config.index.ctags
     opened = SymbolIndex.open(workspace)
     if not opened.ok:
-        console.print(f"[red]error:[/red] {opened.error_text()}")
-        return 1
+        return failed(opened.error_text(), 1)
     for note in opened.notes:
-        console.print(note)
+        notes.print(note)
+    passes: list[dict[str, object]] = []
     with opened.data as index:
         for with_references in ([False, True] if references else [False]):
             try:
-                stats = _refresh(console, index, rebuild=rebuild and not with_references,
+                stats = _refresh(notes, index, rebuild=rebuild and not with_references,
                                  references=with_references, ctags=ctags)
             except KeyboardInterrupt:
                 console.print("interrupted: the index keeps the files finished so far")
                 return 130
-            console.print(f"{'references' if with_references else 'definitions'}: {stats.describe()}")
+            name = "references" if with_references else "definitions"
+            notes.print(f"{name}: {stats.describe()}")
+            passes.append({"pass": name, "summary": stats.describe(), "failed": list(stats.failed)})
             for failure in stats.failed[:10]:
                 console.print(f"  [yellow]warning:[/yellow] {failure}")
         counts = index.counts()
-    console.print(f"{workspace.primary}: {counts['files']} files, {counts['definitions']} definitions, "
-                  f"{counts['identifiers']} identifier rows in {index.db_path}")
+    summary = (f"{workspace.primary}: {counts['files']} files, {counts['definitions']} definitions, "
+               f"{counts['identifiers']} identifier rows in {index.db_path}")
+    if as_json:
+        print_json(result_object("index", text=summary, structured={
+            "workspace": str(workspace.primary), "database": str(index.db_path), **counts, "passes": passes}))
+    else:
+        console.print(summary)
     return 0
 
 

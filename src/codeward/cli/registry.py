@@ -17,20 +17,25 @@ from typing import Any
 
 from codeward.cli.args import parse_assignments
 from codeward.cli.common import configs_of
+from codeward.cli.output import add_json_argument, command_name, print_json, print_outcome, result_object
+from codeward.cli.parser import quiet
 
 KINDS = ("tool", "directive", "knowledge")
 SPACES = ("project", "user", "hub")
 
 
 class StderrReporter:
-    """Progress and log lines of a command, on stderr."""
+    """Progress and log lines of a command, on stderr (``quiet``: warnings and errors only)."""
+
+    def __init__(self, quiet: bool = False) -> None:
+        self.quiet = quiet
 
     def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
-        if message:
+        if message and not self.quiet:
             print(f"codeward: {message}", file=sys.stderr, flush=True)
 
     def log(self, level: str, message: str) -> None:
-        if level not in ("debug",):
+        if level not in ("debug",) and not (self.quiet and level == "info"):
             print(f"codeward: {message}", file=sys.stderr, flush=True)
 
 
@@ -58,6 +63,7 @@ def register(subparsers: Any) -> None:
     run = _command(commands, "run", "run a tool: codeward registry run NAME key=value ...")
     run.add_argument("name")
     run.add_argument("arguments", nargs="*", metavar="key=value", help="parameters (JSON values where not strings)")
+    run.rest_dest = "arguments"  # type: ignore[attr-defined]  # a CodewardParser (cli/parser.py)
     run.add_argument("--params", help="all parameters as one JSON object")
     run.add_argument("--dry-run", action="store_true", help="check and show the plan without running")
     run.add_argument("--timeout", type=float)
@@ -115,6 +121,7 @@ def register(subparsers: Any) -> None:
 def _command(commands: Any, name: str, text: str) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = commands.add_parser(name, help=text, description=text)
     parser.add_argument("--root", action="append", help="project root (default: config roots or the current folder)")
+    add_json_argument(parser)
     return parser
 
 
@@ -127,7 +134,7 @@ def _context(args: argparse.Namespace) -> Any:
 
     config, gateway = configs_of(args)
     stack = build_stack(config, args.root or (), gateway=gateway)
-    return stack.context(reporter=StderrReporter())
+    return stack.context(reporter=StderrReporter(quiet(args)))
 
 
 def _call(args: argparse.Namespace, tool: str, arguments: dict[str, Any]) -> int:
@@ -138,8 +145,7 @@ def _call(args: argparse.Namespace, tool: str, arguments: dict[str, Any]) -> int
     ctx = _context(args)
     ctx = ctx.child(call=replace(ctx.call, approved=True))  # typed by the person at the terminal
     outcome = meta_catalog().call(tool, {k: v for k, v in arguments.items() if v is not None}, ctx)
-    print(outcome.text, file=sys.stderr if outcome.is_error else sys.stdout)
-    return 1 if outcome.is_error else 0
+    return print_outcome(args, outcome, tool=tool)
 
 
 def _search(args: argparse.Namespace) -> int:
@@ -210,6 +216,10 @@ def _key(args: argparse.Namespace) -> int:
         print(f"You have no signing key yet ({keys.folder}); `codeward sign NAME` or `codeward registry key "
               "--create` makes one.", file=sys.stderr)
         return 1
+    if args.json:
+        print_json(result_object(command_name(args), text=own.line(),
+                                 structured={"key": own.line(), "id": own.key_id, "name": own.name}))
+        return 0
     print(own.line())
     print(f"id {own.key_id}; give the line above to teammates: `codeward registry trust add \"{own.line()}\"`",
           file=sys.stderr)
@@ -226,6 +236,10 @@ def _trust(args: argparse.Namespace) -> int:
         if args.action == "list":
             own = keys.own()
             found = keys.trusted()
+            if args.json:
+                print_json([{"id": key.key_id, "name": key.name, "yours": own is not None and key.key_id == own.key_id}
+                            for key in found.values()])
+                return 0
             if not found:
                 print("No keys are trusted yet: sign something (`codeward sign NAME`) to make yours, and add "
                       "teammates' with `codeward registry trust add \"codeward-ed25519 ...\" --name THEM`.")
@@ -244,14 +258,25 @@ def _trust(args: argparse.Namespace) -> int:
             if not key.name:
                 raise SigningKeyError("name the key: --name alice (shown with everything it signs)")
             path = keys.trust(key)
-            print(f"Trusted {key.shown()}: items it signs now run here ({path}).")
-            return 0
+            return _said(args, f"Trusted {key.shown()}: items it signs now run here ({path}).",
+                         {"id": key.key_id, "name": key.name, "trusted": True})
         removed = keys.untrust(args.key)
-        print(f"No longer trusted: {removed.shown()}; what it signed no longer runs here.")
-        return 0
+        return _said(args, f"No longer trusted: {removed.shown()}; what it signed no longer runs here.",
+                     {"id": removed.key_id, "name": removed.name, "trusted": False})
     except (SigningKeyError, OSError, UnicodeDecodeError) as exc:
+        if args.json:
+            print_json(result_object(command_name(args), text=str(exc), is_error=True))
         print(f"codeward: {exc}", file=sys.stderr)
         return 1
+
+
+def _said(args: argparse.Namespace, text: str, structured: dict[str, Any]) -> int:
+    """A command's one-line result: the line, or with ``--json`` the result object."""
+    if args.json:
+        print_json(result_object(command_name(args), text=text, structured=structured))
+    else:
+        print(text)
+    return 0
 
 
 def _keys(args: argparse.Namespace) -> Any:
@@ -278,9 +303,12 @@ def _new(args: argparse.Namespace) -> int:
     text = scaffold(kind, args.name, tool_type=args.tool_type, category=category, description=args.description)
     created = registry.create(args.name, kind, space, text, category)
     if not created.ok:
+        if args.json:
+            print_json(result_object(command_name(args), text=created.error_text(), is_error=True,
+                                     errors=created.errors))
         print(created.error_text(), file=sys.stderr)
         return 1
     shown = registry.spaces.display(created.data, space)
     after = f"then sign it: codeward sign {args.name}" + (f" --root {args.root[0]}" if args.root else "")
-    print(f"Created {shown}. Edit it, {after}")
-    return 0
+    return _said(args, f"Created {shown}. Edit it, {after}", {"path": str(created.data), "kind": kind.value,
+                                                             "space": space.value})

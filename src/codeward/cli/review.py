@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from codeward.cli.common import configs_of
+from codeward.cli.parser import quiet
 
 if TYPE_CHECKING:
     from codeward.config import Config, ReviewSettings
@@ -47,13 +48,12 @@ def register(sub: Any) -> None:
     review.add_argument("--isolated", action="store_true",
                         help="ignore the project's ruff/mypy/bandit/vulture/biome configuration and use "
                         "codeward's fixed rules (for untrusted code)")
-    review.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     review.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     return run_review_cli(args.paths, args.format, args.gates, args.output, timeout=args.timeout,
-                          isolated=args.isolated, progress=not args.quiet, project=configs_of(args)[0])
+                          isolated=args.isolated, progress=not quiet(args), project=configs_of(args)[0])
 
 
 class StderrProgress:
@@ -93,6 +93,19 @@ def parse_timeout(raw: str | float | None) -> Result[float]:
     return Result.success(value)
 
 
+def review_root(paths: Sequence[str]) -> Path:
+    """The workspace a review runs in: the current directory when every path is inside it, else the
+    folder the paths share (``codeward review /other/project`` reviews that project, as ``index``
+    does), so the project's own analyzer configuration applies there."""
+    import os
+
+    here = Path.cwd().resolve()
+    resolved = [Path(p).resolve() for p in paths]
+    if all(p == here or p.is_relative_to(here) for p in resolved):
+        return here
+    return Path(os.path.commonpath([p if p.is_dir() else p.parent for p in resolved]))
+
+
 def run_review_cli(paths: str | Sequence[str], fmt: str, gates: list[str] | None, output: str | None, *,
                    timeout: str | float | None = None, isolated: bool = False, progress: bool = True,
                    config: ReviewSettings | None = None, root: Path | None = None, stdout: TextIO | None = None,
@@ -105,7 +118,8 @@ def run_review_cli(paths: str | Sequence[str], fmt: str, gates: list[str] | None
     project's analyzer configuration (for untrusted code). ``config`` carries the other review
     settings (analyzer executables...); ``timeout`` and ``isolated`` override its fields.
     ``project`` is the codeward configuration the stack is built from (default: the one found
-    from the working directory).
+    from the working directory). Without ``root``, paths outside the working directory make
+    their folder the root (:func:`review_root`).
     """
     from codeward.coding.review import service
     from codeward.coding.review.gates import evaluate, parse_cli_gates
@@ -131,8 +145,9 @@ def run_review_cli(paths: str | Sequence[str], fmt: str, gates: list[str] | None
     seconds = parse_timeout(timeout)
     if not seconds.ok:
         return fail(seconds)
+    listed = [paths] if isinstance(paths, str) else list(paths) or ["."]
     try:
-        stack = build_stack(project or load_config(), [root or Path.cwd()])
+        stack = build_stack(project or load_config(), [root or review_root(listed)])
     except ValueError as exc:
         print(f"codeward review: {exc}", file=err)
         return EXIT_USAGE
@@ -148,7 +163,7 @@ def run_review_cli(paths: str | Sequence[str], fmt: str, gates: list[str] | None
         if not checked.ok:
             return fail(checked)
         destination = checked.data
-    reviewed = service.review_paths(ctx, [paths] if isinstance(paths, str) else list(paths) or ["."])
+    reviewed = service.review_paths(ctx, listed)
     if not reviewed.ok or reviewed.data is None:
         return fail(reviewed)
     for note in reviewed.notes:

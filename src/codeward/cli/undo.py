@@ -13,9 +13,9 @@ from typing import IO, TYPE_CHECKING, Any
 
 from codeward.cli.args import UsageError
 from codeward.cli.common import configs_of
+from codeward.cli.output import add_json_argument, print_outcome
 
 if TYPE_CHECKING:
-    from codeward.catalog import ToolOutcome
     from codeward.stack import Stack
 
 OUTSIDE_CHANGES = "changed outside codeward since"
@@ -35,6 +35,7 @@ def register(sub: Any) -> None:
     undo.add_argument("--dry-run", action="store_true", help="only show what would be restored")
     undo.add_argument("--force", action="store_true", help="overwrite files changed outside codeward since")
     undo.add_argument("--root", action="append", help="workspace root (repeatable; default: config or cwd)")
+    add_json_argument(undo)
     undo.set_defaults(handler=run)
 
 
@@ -57,7 +58,7 @@ async def _undo(stack: Stack, args: argparse.Namespace, stdin: IO[str], out: IO[
     async with stack:
         if args.list:
             outcome = await stack.acall("list_checkpoints", {"limit": args.limit})
-            return _print(outcome, out, err)
+            return print_outcome(args, outcome, out=out, err=err)
         arguments: dict[str, Any] = {"dry_run": args.dry_run, "force": args.force}
         if args.checkpoint is not None:
             arguments["checkpoint"] = args.checkpoint
@@ -73,7 +74,7 @@ async def _undo(stack: Stack, args: argparse.Namespace, stdin: IO[str], out: IO[
             else:
                 print("nothing was changed", file=err)
                 return 1
-        return _print(outcome, out, err)
+        return print_outcome(args, outcome, out=out, err=err)
 
 
 def _interactive(stdin: IO[str]) -> bool:
@@ -81,8 +82,3 @@ def _interactive(stdin: IO[str]) -> bool:
         return stdin.isatty()
     except (AttributeError, ValueError):
         return False
-
-
-def _print(outcome: ToolOutcome, out: IO[str], err: IO[str]) -> int:
-    print(outcome.text, file=err if outcome.is_error else out)
-    return 1 if outcome.is_error else 0

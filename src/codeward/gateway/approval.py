@@ -3,6 +3,7 @@
 * :func:`confirm_with_client` — ask the person behind the MCP client, through MCP
   elicitation (a yes/no form); a client without elicitation support means "no".
 * :func:`terminal_confirm` — ask on the terminal (``codeward call``); no terminal means "no".
+* :func:`yes_confirm` — ``codeward call --yes``: approved in advance, each call shown on stderr.
 
 Whatever goes wrong while asking, the answer is "no": a call never runs because a prompt broke.
 """
@@ -61,3 +62,15 @@ async def terminal_confirm(request: ApprovalRequest) -> bool:
             return False
 
     return await anyio.to_thread.run_sync(ask)
+
+
+async def yes_confirm(request: ApprovalRequest) -> bool:
+    """``codeward call --yes``: the person answered yes before the question; each call it approves
+    is still shown on stderr. A tool whose definition changed since it was pinned is refused: a
+    yes given in advance cannot have judged the new definition."""
+    if request.changed:
+        print(f"codeward: --yes does not approve {request.name}: its definition changed since it was pinned",
+              file=sys.stderr, flush=True)
+        return False
+    print(f"{request.details()}codeward: approved by --yes: {request.summary()}", file=sys.stderr, flush=True)
+    return True
