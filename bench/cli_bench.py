@@ -69,7 +69,8 @@ def main() -> None:
         print(f"{name:<28} {med * 1000:>10.0f} {spread:>15} {(med - base) * 1000:>9.0f} "
               f"{statistics.median(ratios[name]):>6.2f}")
     if missing:
-        print(f"not installed for {args.python}: {', '.join(missing)} (pass --python with an interpreter that has them)")
+        print(f"not installed for {args.python}: {', '.join(missing)} "
+              "(pass --python with an interpreter that has them)")
 
 
 if __name__ == "__main__":
