@@ -23,7 +23,7 @@ import pytest
 from codeward.cli import build_parser
 from codeward.cli.parser import subcommands
 from tests.conftest import snapshot
-from tests.fake_openai import FakeOpenAI, text
+from tests.fake_openai import FakeOpenAI, text, tool_calls
 from tests.registry_support import runtime, user_space, write
 
 __all__ = ["user_space"]
@@ -72,11 +72,11 @@ def test_unknown_options_and_commands_say_did_you_mean_and_exit_2(root: Path) ->
     assert flag.returncode == 2 and "unknown option '--jsn' (did you mean --json?)" in flag.stderr
     assert "codeward tools --help" in flag.stderr and "Traceback" not in flag.stderr
     command = codeward("tols", cwd=root)
-    assert command.returncode == 2 and "unknown command 'tols': did you mean 'tools'?" in command.stderr
+    assert command.returncode == 2 and "invalid choice: 'tols': did you mean 'tools'?" in command.stderr
     nested = codeward("registry", "serch", "x", cwd=root)
     assert nested.returncode == 2 and "did you mean 'search'?" in nested.stderr
     choice = codeward("review", ".", "--format", "sarf", cwd=root)
-    assert choice.returncode == 2 and "unknown choice 'sarf': did you mean 'sarif'?" in choice.stderr
+    assert choice.returncode == 2 and "invalid choice: 'sarf': did you mean 'sarif'?" in choice.stderr
     stray = codeward("tools", "path=a.txt", cwd=root)
     assert stray.returncode == 2 and "takes no key=value arguments ('path=a.txt')" in stray.stderr
     both = codeward("tools", "-q", "-v", cwd=root)
@@ -135,15 +135,20 @@ def test_json_is_one_result_object_on_every_single_result_command(root: Path, us
     assert trust.returncode == 0 and json.loads(trust.stdout) == []
 
 
-def test_ask_json_carries_the_answer(root: Path) -> None:
-    with FakeOpenAI([text("Forty-two.")]) as fake:
-        done = codeward("ask", "what is it?", "--json", cwd=root, env={
-            "OPENAI_BASE_URL": fake.base_url, "OPENAI_MODEL": "fake-model", "OPENAI_API_KEY": "sk-test"})
+def test_ask_json_carries_the_answer_and_quiet_drops_the_frames(root: Path) -> None:
+    (root / "notes.txt").write_text("The secret word is PELICAN.\n")
+    model = {"OPENAI_MODEL": "fake-model", "OPENAI_API_KEY": "sk-test"}
+    with FakeOpenAI([tool_calls(("read_file", '{"path": "notes.txt"}')), text("PELICAN.")]) as fake:
+        done = codeward("ask", "the word?", "--json", cwd=root, env={**model, "OPENAI_BASE_URL": fake.base_url})
     assert done.returncode == 0, done.stderr
     shown = json.loads(done.stdout)
-    assert set(shown) == RESULT_KEYS and shown["command"] == "ask" and shown["text"] == "Forty-two."
+    assert set(shown) == RESULT_KEYS and shown["command"] == "ask" and shown["text"] == "PELICAN."
     assert shown["is_error"] is False and shown["structured"]["failure"] is None
-    assert shown["structured"]["question"] == "what is it?" and shown["structured"]["tool_calls"] == 0
+    assert shown["structured"]["question"] == "the word?" and shown["structured"]["tool_calls"] == 1
+    assert "┌ read_file" in done.stderr
+    with FakeOpenAI([tool_calls(("read_file", '{"path": "notes.txt"}')), text("PELICAN.")]) as fake:
+        quiet = codeward("ask", "the word?", "-q", cwd=root, env={**model, "OPENAI_BASE_URL": fake.base_url})
+    assert quiet.returncode == 0 and quiet.stdout == "PELICAN.\n" and "read_file" not in quiet.stderr
 
 
 # -- --config before or after the command, TOML or mcpServers JSON -------------------------------

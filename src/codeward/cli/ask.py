@@ -10,6 +10,7 @@ import anyio
 
 from codeward.cli.args import add_agent_arguments, catalog_choice, config_of, control_options
 from codeward.cli.output import add_json_argument, print_json, result_object
+from codeward.cli.parser import quiet
 
 if TYPE_CHECKING:
     from codeward.config import Config
@@ -40,6 +41,7 @@ async def _ask(args: argparse.Namespace, config: Config) -> int:
     from codeward.agent.render import PlainView
     from codeward.agent.session import open_session
     from codeward.agent.tracked import estimate_tokens
+    from codeward.cli.quiet_view import QuietView
     from codeward.control.plane import control_plane
 
     async def deny(request: ApprovalRequest) -> bool:
@@ -57,7 +59,7 @@ async def _ask(args: argparse.Namespace, config: Config) -> int:
         conversation = Conversation(session.system_prompt(), use_tool_role=session.profile.use_tool_role)
         plane.watch_agent(session, conversation)
         plane.drive(workspace=session.workspace)
-        view = PlainView()
+        view = QuietView() if quiet(args) else PlainView()
         surface, plan = session.offer(args.question, estimate_tokens(conversation.system + args.question))
         if plan.form != "full":
             view.notice(plan.summary())

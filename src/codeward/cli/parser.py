@@ -8,7 +8,6 @@ start of ``codeward serve``); this subclass gives every command the same ``--con
 from __future__ import annotations
 
 import argparse
-import difflib
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -42,11 +41,12 @@ class CodewardParser(argparse.ArgumentParser):
         choices = action.choices
         if choices is None or value in choices:
             return
+        import difflib  # only on a mistake: a normal start does not pay for it
+
         names = [str(c) for c in choices]
         close = difflib.get_close_matches(str(value), names, n=3, cutoff=0.5)
         hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
-        what = "command" if isinstance(action, argparse._SubParsersAction) else "choice"
-        raise argparse.ArgumentError(action, f"unknown {what} {value!r}: {hint}choose from {', '.join(names)}")
+        raise argparse.ArgumentError(action, f"invalid choice: {value!r}: {hint}choose from {', '.join(names)}")
 
     def error(self, message: str) -> NoReturn:
         """``codeward COMMAND: error: ...`` plus where the help is, exit 2 (argparse's convention)."""
@@ -55,6 +55,8 @@ class CodewardParser(argparse.ArgumentParser):
 
     def reject(self, extras: Sequence[str]) -> NoReturn:
         """Words this command does not take: each unknown option with its closest known one."""
+        import difflib
+
         known = [s for action in self._actions for s in action.option_strings]
         problems = []
         for word in extras:
