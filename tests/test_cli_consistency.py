@@ -305,3 +305,13 @@ def test_zsh_and_fish_scripts_name_the_command(root: Path) -> None:
         assert done.returncode == 0 and "codeward" in done.stdout and "_ARGCOMPLETE" in done.stdout, shell
     wrong = codeward("completion", "tcshh", cwd=root)
     assert wrong.returncode == 2 and "choose from bash, zsh, fish" in wrong.stderr
+
+
+
+def test_the_command_is_found_past_the_common_options() -> None:
+    from codeward.cli import command_word
+
+    assert command_word(["--config", "servers.json", "-v", "serve", "--http"]) == "serve"
+    assert command_word(["-q", "tools", "--json"]) == "tools"
+    assert command_word(["--config=x.toml", "call", "read_file"]) == "call"
+    assert command_word(["--version"]) == "" and command_word([]) == ""

@@ -35,7 +35,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Only the command being run is registered (each command module imports what its flags need;
     # all of them cost a server ~0.1-0.3 s of start-up); anything else gets the whole parser
     # (a shell asking for completions has no words here: it gets the whole parser too).
-    module = words[0].replace("-", "_") if words else ""
+    module = command_word(words).replace("-", "_")
     parser = build_parser(only=module if module in COMMANDS else None)
     if "_ARGCOMPLETE" in os.environ:  # a shell asking for completions (codeward completion): answer, exit
         from codeward.cli.completion import complete
@@ -61,6 +61,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"codeward: error: {exc}", file=sys.stderr)
         return 2
+
+
+def command_word(words: Sequence[str]) -> str:
+    """The command named on the line, past the common options before it (``codeward --config F -v
+    serve``); "" when there is none."""
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif word == "--config":
+            skip = True
+        elif not word.startswith("-"):
+            return word
+    return ""
 
 
 def parse(parser: CodewardParser, argv: Sequence[str] | None) -> argparse.Namespace:
