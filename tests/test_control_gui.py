@@ -149,15 +149,8 @@ def test_without_a_driven_session_tasks_wait_with_409(tmp_path: Path) -> None:
 # -- a real chat, driven by the client alone ----------------------------------------------------------------
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    path = tmp_path / "project"
-    path.mkdir()
-    (path / "notes.md").write_text("# notes\n")
-    return path
-
-
 def test_a_chat_is_driven_end_to_end_through_the_client(root: Path, tmp_path: Path) -> None:
+    (root / "notes.md").write_text("# notes\n")
     home = tmp_path / "home"
     with FakeOpenAI([WRITE, text("Done."), text("Fresh start."), text("Continued.")]) as fake:
         terminal = Terminal([sys.executable, "-m", "codeward", "chat", "--control", "--control-port", "0",
@@ -181,6 +174,8 @@ def test_a_chat_is_driven_end_to_end_through_the_client(root: Path, tmp_path: Pa
                     client.set_value(field, value)
                 assert caught.value.status == status, (field, value, caught.value)
             assert client.get_value("max_tool_depth") == 3 and client.get_value("auto_approve") == ["read_file"]
+            client.set_value("auto_approve", [])  # narrowing is fine
+            assert client.wait_for_value("auto_approve", [], timeout=10)
 
             client.set_value("ai_input", "write x.txt")
             client.click("btn_gen_send")
@@ -240,6 +235,7 @@ async def test_serve_logs_every_call_of_an_mcp_client(root: Path, tmp_path: Path
     from mcp import Client, StdioServerParameters
 
     home = tmp_path / "home"
+    (root / "notes.md").write_text("# notes\n")
     params = StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve", str(root), "--logs"],
                                    env={**os.environ, "CODEWARD_HOME": str(home)})
     async with Client(params) as client:
