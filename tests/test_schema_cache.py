@@ -90,13 +90,33 @@ async def test_a_cached_listing_is_the_generated_one_through_the_official_client
 
     async def listing(**env: str) -> list[dict[str, object]]:
         params = StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve", str(root)],
-                                       env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), **env})
+                                       env={**os.environ, "CODEWARD_HOME": str(tmp_path / "home"), **env})
         async with Client(params) as client:
             return [tool.model_dump() for tool in (await client.list_tools()).tools]
 
     generated = await listing(CODEWARD_NO_SCHEMA_CACHE="1")
-    assert not (tmp_path / "cache").exists()
+    saved = tmp_path / "home" / "cache" / "tool-schemas.json"
+    assert not saved.exists()
     first = await listing()  # generates and saves
-    assert (tmp_path / "cache" / "codeward" / "tool-schemas.json").is_file()
+    assert saved.is_file()
     cached = await listing()  # reads the saved schemas
     assert generated == first == cached
+
+
+def test_the_saved_schemas_are_out_of_every_tools_reach(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """They are listed to the next session's model: the agent must not be able to write them."""
+    from codeward.context import ToolContext
+    from codeward.workspace import Workspace
+
+    home = tmp_path / "home"
+    (home / "cache").mkdir(parents=True)
+    saved = home / "cache" / "tool-schemas.json"
+    saved.write_text("{}")
+    monkeypatch.setenv("CODEWARD_HOME", str(home))
+    cache = SchemaCache.default()
+    assert cache is not None and cache.path == saved
+    workspace = Workspace.create([tmp_path])  # a root that contains the data folder
+    catalog = default_catalog(["files"])  # codeward itself saves its schemas there
+    before = saved.read_text()
+    written = catalog.call("write_file", {"path": str(saved), "content": '{"key": "x"}'}, ToolContext(workspace))
+    assert written.is_error and "permission" in written.text and saved.read_text() == before

@@ -2,12 +2,15 @@
 
 Generating ~80 input and output schemas from pydantic models is a good part of a server's
 start-up, and an agent or a gateway starts servers often. The schemas depend only on code, so
-they are saved in the user's cache folder (``$XDG_CACHE_HOME/codeward/``) under a key made of
+they are saved in codeward's data folder (``~/.local/share/codeward/cache/``, ``CODEWARD_HOME``
+moves it) under a key made of
 codeward's, pydantic's and Python's versions and the name, size and modification time of every
 source file of the ``codeward`` package: an upgrade, or an edit in a development checkout,
 makes a new key and the schemas are generated again. A missing, unreadable, corrupt or stale
 file is never an error (the schemas are generated as before); writing is atomic and best
-effort, so two servers starting at once cannot leave a torn file.
+effort, so two servers starting at once cannot leave a torn file. The data folder, not the
+cache folder, because it is off limits to every tool and hidden from every sandbox: the agent
+cannot plant words in the schemas the next session's model reads.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import pydantic
 
 import codeward
 from codeward.catalog import ToolSpec
-from codeward.user_dirs import cache_home
+from codeward.user_dirs import data_home
 
 FORMAT = 1
 CACHE_FILE = "tool-schemas.json"
@@ -61,10 +64,10 @@ class SchemaCache:
 
     @classmethod
     def default(cls) -> SchemaCache | None:
-        """The user's cache for this build (``None`` when ``CODEWARD_NO_SCHEMA_CACHE`` is set)."""
+        """This build's file in the data folder (``None`` when ``CODEWARD_NO_SCHEMA_CACHE`` is set)."""
         if os.environ.get(DISABLE_ENV):
             return None
-        return cls(cache_home() / CACHE_FILE, source_key())
+        return cls(data_home() / "cache" / CACHE_FILE, source_key())
 
     def _load(self) -> dict[str, Any]:
         try:
