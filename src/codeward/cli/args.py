@@ -15,6 +15,7 @@ from codeward.config import Config, load_config
 
 if TYPE_CHECKING:
     from codeward.agent.budget import CatalogChoice
+    from codeward.control.defaults import ControlOptions
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -119,10 +120,9 @@ def add_control_arguments(parser: argparse.ArgumentParser) -> None:
                        "the data folder's logs/<session>/")
 
 
-def control_options(args: argparse.Namespace) -> Any:
-    """A :class:`~codeward.control.plane.ControlOptions` from the flags of :func:`add_control_arguments`."""
-    from codeward.control.defaults import DEFAULT_APPROVAL_TIMEOUT, DEFAULT_HOST, DEFAULT_PORT
-    from codeward.control.plane import ControlOptions
+def control_options(args: argparse.Namespace) -> ControlOptions:
+    """A :class:`~codeward.control.defaults.ControlOptions` from the flags of :func:`add_control_arguments`."""
+    from codeward.control.defaults import DEFAULT_APPROVAL_TIMEOUT, DEFAULT_HOST, DEFAULT_PORT, ControlOptions
 
     return ControlOptions(serve=bool(getattr(args, "control", False)), logs=bool(getattr(args, "logs", False)),
                           host=getattr(args, "control_host", DEFAULT_HOST),

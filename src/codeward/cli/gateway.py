@@ -25,7 +25,7 @@ from codeward.cli.common import load_configs, with_urls
 
 if TYPE_CHECKING:
     from codeward.config import Config
-    from codeward.control.plane import ControlOptions
+    from codeward.control.defaults import ControlOptions
     from codeward.gateway.config import GatewayConfig
     from codeward.gateway.policy import ConfirmCallback
     from codeward.transport.http_token import HttpAuth

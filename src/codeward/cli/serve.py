@@ -24,7 +24,8 @@ from codeward.client_setup.launch import display_command, installed_command
 if TYPE_CHECKING:
     from codeward.config import Config
     from codeward.config.mcp import GatewayConfig
-    from codeward.control.plane import ControlOptions, ControlPlane
+    from codeward.control.defaults import ControlOptions
+    from codeward.control.plane import ControlPlane
     from codeward.stack import Stack
 
 APPROVAL_MODES = ("console", "none")

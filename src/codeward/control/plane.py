@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from codeward.chain import Middleware
 from codeward.control.approval import ApprovalDesk, ask_mcp_client
-from codeward.control.defaults import DEFAULT_APPROVAL_TIMEOUT, DEFAULT_HOST, DEFAULT_PORT
+from codeward.control.defaults import DEFAULT_APPROVAL_TIMEOUT, ControlOptions
 from codeward.control.observe import Observe, ObservedModelClient, SessionObserver
 from codeward.control.server import ControlServer
 from codeward.control.state import ControlState
@@ -198,20 +198,6 @@ class ControlPlane:
             self.state.close()
         if self.logs is not None:
             self.logs.close()
-
-
-@dataclass(frozen=True)
-class ControlOptions:
-    """What a run asked for: the API served (``serve``), logs written (``logs``), where, how long to wait.
-
-    The command line builds one from its ``--control*``/``--logs`` flags."""
-
-    serve: bool = False
-    logs: bool = False
-    host: str = DEFAULT_HOST
-    port: int = DEFAULT_PORT
-    allow_remote: bool = False
-    approval_timeout: float | None = DEFAULT_APPROVAL_TIMEOUT
 
 
 @asynccontextmanager
