@@ -38,7 +38,8 @@ from pathlib import Path
 import anyio
 from mcp import Client
 
-SAMPLE_NAME = "sample.txt"
+from stdio_latency import SAMPLE_NAME, write_sample  # the file every server reads
+
 BASELINE = "sdk-mcpserver"
 
 MCPSERVER = '''
@@ -307,9 +308,7 @@ def run(args: argparse.Namespace) -> None:
         work = Path(tmp)
         root = work / "root"
         root.mkdir()
-        line = "The quick brown fox jumps over the lazy dog; 0123456789.\n"
-        expected = (line * (args.size // len(line) + 1))[: args.size - 1] + "\n"
-        (root / SAMPLE_NAME).write_text(expected)
+        expected = write_sample(root, args.size)
         expected_file = work / "expected.txt"
         expected_file.write_text(expected)
         known = targets(work, root)

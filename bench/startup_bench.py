@@ -33,28 +33,11 @@ import psutil
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from stdio_latency import MCPSERVER  # the same thin SDK server as the latency bench
+
 REPO = Path(__file__).resolve().parent.parent
 NODE_EVERYTHING = REPO / "tests/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 BASELINE = "sdk-mcpserver"
-
-MCPSERVER = '''
-import sys
-from pathlib import Path
-
-from mcp.server import MCPServer
-
-ROOT = Path(sys.argv[1])
-mcp = MCPServer("thin-high-level")
-
-
-@mcp.tool()
-def read_file(path: str) -> str:
-    """Read a file."""
-    return (ROOT / path).read_text()
-
-
-mcp.run("stdio")
-'''
 
 
 @dataclass

@@ -229,14 +229,20 @@ def table(results: list[Measurement]) -> str:
     return "\n".join(rows)
 
 
+def write_sample(root: Path, size: int) -> str:
+    """The file every server reads (``SAMPLE_NAME`` in ``root``, ``size`` bytes of text); its text."""
+    line = "The quick brown fox jumps over the lazy dog; 0123456789.\n"
+    text = (line * (size // len(line) + 1))[: size - 1] + "\n"
+    (root / SAMPLE_NAME).write_text(text)
+    return text
+
+
 async def run(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="codeward-bench-") as tmp:
         work = Path(tmp)
         root = work / "root"
         root.mkdir()
-        line = "The quick brown fox jumps over the lazy dog; 0123456789.\n"
-        expected = (line * (args.size // len(line) + 1))[: args.size - 1] + "\n"
-        (root / SAMPLE_NAME).write_text(expected)
+        expected = write_sample(root, args.size)
         found, skipped = targets(work, root)
         only = set(args.only.split(",")) if args.only else None
         chosen = [t for t in found if not only or t.name in only]
