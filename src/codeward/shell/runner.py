@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from codeward.coding.sandbox import Sandbox, SandboxRequest, SandboxResult, SandboxUnavailable, Status
 from codeward.coding.sandbox.model import DEFAULT_PATH
-from codeward.coding.sandbox.overlay import Overlays, overlay_failure
+from codeward.coding.sandbox.overlay import overlay_failure
 from codeward.coding.sandbox.runner import minimal_env
 from codeward.result import ErrorKind, Result
 from codeward.shell.changes import apply_overlays
@@ -29,7 +29,7 @@ from codeward.shell.host import HOST_BACKEND, run_on_host
 from codeward.shell.log import ShellLogEntry, append_entry
 from codeward.shell.qa import explain_failure, failure_messages
 from codeward.shell.settings import ShellSettings, host_variables, readable_dirs
-from codeward.shell.workspace_run import RunWatch, project_owner, run_in
+from codeward.shell.workspace_run import RunWatch, run_in, workspace_overlays
 
 if TYPE_CHECKING:
 
@@ -229,12 +229,10 @@ def _sandboxed_request(ctx: ToolContext, command: ShellCommand, settings: ShellS
     if settings.hide_secrets and not settings.allow_secret_history:
         hide_secret_history(ctx.workspace, plan)
     notes += plan.notes
-    owner = project_owner(primary)
-    try:
-        overlays = Overlays.create(plan.directories, plan.files, owner)
-    except OSError as exc:
-        return Result.fail(ErrorKind.UNAVAILABLE, f"could not prepare the workspace overlay: {exc.strerror or exc}",
-                           "Check that the temporary directory is writable and has space.", data=None)
+    prepared = workspace_overlays(plan, primary)
+    if not prepared.ok:
+        return prepared.cast(None)
+    overlays, owner = prepared.data
     request = SandboxRequest(
         argv=shell_argv(command.shell, executable, command.script), env=env, workdir=str(primary),
         ro_binds=[str(p) for p in readable], hidden=plan.hidden, overlays=overlays, run_as=owner,

@@ -25,7 +25,7 @@ from codeward.coding.sandbox.overlay import Overlays
 from codeward.coding.sandbox.runner import kill_tree
 from codeward.result import ErrorKind, Result
 from codeward.shell.changes import apply_overlays
-from codeward.shell.confine import confine, under_a_root
+from codeward.shell.confine import Confinement, confine, under_a_root
 
 if TYPE_CHECKING:
     from codeward.coding.sandbox.cgroups import RunCgroup
@@ -103,12 +103,10 @@ def run_in_workspace(ctx: ToolContext, sandbox: Sandbox, run: WorkspaceRun) -> R
                            "(this session allows only tracked files), so the sandbox cannot show it",
                            "Serve the project directory as a root to run programs in it.", data=None)
     plan = confine(ctx.workspace, run.hide_secrets)
-    owner = project_owner(primary)
-    try:
-        overlays = Overlays.create(plan.directories, plan.files, owner)
-    except OSError as exc:
-        return Result.fail(ErrorKind.UNAVAILABLE, f"could not prepare the workspace overlay: {exc.strerror or exc}",
-                           "Check that the temporary directory is writable and has space.", data=None)
+    prepared = workspace_overlays(plan, primary)
+    if not prepared.ok:
+        return prepared.cast(None)
+    overlays, owner = prepared.data
     request = SandboxRequest(
         argv=list(run.argv), stdin=run.stdin, env=dict(run.env), workdir=str(primary), ro_binds=list(run.ro_binds),
         hidden=plan.hidden, overlays=overlays, run_as=owner, network=run.network, network_hosts=run.network_hosts,
@@ -139,6 +137,17 @@ def run_in(sandbox: Sandbox, request: SandboxRequest, watch: RunWatch) -> Sandbo
                                          sandbox.isolated)
     result: SandboxResult = finish(proc, launch, request, request.stdin_bytes(), None, watch)
     return result
+
+
+def workspace_overlays(plan: Confinement, primary: Path) -> Result[tuple[Overlays, tuple[int, int] | None]]:
+    """The overlays a run writes through (its changes come back through the gate afterwards) and
+    whom it runs as (:func:`project_owner`); an error naming the fix when they cannot be made."""
+    owner = project_owner(primary)
+    try:
+        return Result.success((Overlays.create(plan.directories, plan.files, owner), owner))
+    except OSError as exc:
+        return Result.fail(ErrorKind.UNAVAILABLE, f"could not prepare the workspace overlay: {exc.strerror or exc}",
+                           "Check that the temporary directory is writable and has space.")
 
 
 def project_owner(primary: Path) -> tuple[int, int] | None:
