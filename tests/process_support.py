@@ -14,9 +14,11 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO
 
@@ -117,3 +119,16 @@ def codeward_http(*args: str, env: Mapping[str, str] | None = None, cwd: Path | 
     cmd = [sys.executable, "-m", "codeward", command, *args, "--http", "--port", str(port), *auth]
     with background(cmd, port, env, cwd=cwd, timeout=timeout, capture_stderr=True):
         yield f"http://127.0.0.1:{port}/mcp"
+
+
+@contextmanager
+def http_handler_server(handler: Callable[..., BaseHTTPRequestHandler]) -> Iterator[int]:
+    """A loopback HTTP server answering with ``handler`` in a thread, for a ``with`` block; its port."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield int(server.server_address[1])
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -12,10 +12,9 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from codeward.cli import build_parser
 from codeward.cli.parser import subcommands
 from tests.conftest import snapshot
 from tests.fake_openai import FakeOpenAI, text, tool_calls
+from tests.process_support import http_handler_server
 from tests.registry_support import runtime, user_space, write
 
 __all__ = ["user_space"]
@@ -222,14 +222,8 @@ def http_port(tmp_path: Path) -> Iterator[int]:
     served = tmp_path / "served"
     served.mkdir()
     (served / "hello.txt").write_text("hello from the local API\n")
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(SimpleHTTPRequestHandler, directory=str(served)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield int(server.server_address[1])
-    finally:
-        server.shutdown()
-        server.server_close()
+    with http_handler_server(partial(SimpleHTTPRequestHandler, directory=str(served))) as port:
+        yield port
 
 
 def test_registry_run_honours_web_allow_hosts_like_call_registry_execute(root: Path, user_space: Path,

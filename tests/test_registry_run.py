@@ -7,10 +7,9 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import json
-import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from codeward.registry.settings import RegistrySettings
 from codeward.surface import CatalogSurface
 from codeward.workspace import Workspace
 from tests.conftest import snapshot
+from tests.process_support import http_handler_server
 from tests.registry_support import person, python_tool, runtime, sign, user_space, without_state, write
 from tests.sandbox_support import bwrap_works
 
@@ -193,14 +193,8 @@ class _Api(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def api_port() -> Iterator[int]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Api)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield int(server.server_address[1])
-    finally:
-        server.shutdown()
-        server.server_close()
+    with http_handler_server(_Api) as port:
+        yield port
 
 
 def api_tool(url: str, method: str = "GET") -> str:
