@@ -93,3 +93,20 @@ def node22_env() -> dict[str, str]:
 def anyio_backend() -> str:
     """Async tests run on asyncio (the backend codeward serves on)."""
     return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> Iterator[Any]:
+    """A real Docker engine for the session (``tests/docker_support.py``); skips saying why when none can run."""
+    from tests.docker_support import docker_engine as engine
+
+    with engine() as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def docker_image(docker_engine: Any) -> str:
+    """The locally built sandbox image (Python 3, sh, bash) on that engine."""
+    from tests.docker_support import sandbox_image
+
+    return sandbox_image(docker_engine)

@@ -31,6 +31,8 @@ DEFAULT_IMAGE = "debian:12-slim"
 BRIDGE_WARNING = ("WARNING: the container had the engine's bridge network: the host (through the bridge's "
                   "gateway) and private ranges WERE reachable")
 PING_TIMEOUT_S = 3
+SANDBOX_UID = 1000
+"""Who the program runs as inside the container (no name needed in the image)."""
 
 
 @dataclass
@@ -89,7 +91,10 @@ class DockerSandbox:
         for spec in request.rw_binds:
             bind = Bind.of(spec)
             binds[bind.source] = {"bind": bind.target, "mode": "rw"}
-        scratch = f"size={request.scratch_mb}m"
+        # The scratch mounts belong to the run's user: Docker gives a tmpfs the mode of the image's own
+        # folder at that path (often root's 0755), which the user could not write. /work is mounted
+        # exec: compiled programs run from it.
+        scratch = f"size={request.scratch_mb}m,uid={SANDBOX_UID},gid={SANDBOX_UID},mode=1777"
         memory = memory_limit or (f"{request.memory_mb}m" if request.memory_mb else None)
         ulimits = [Ulimit(name="core", soft=0, hard=0)]
         if request.open_files:
@@ -98,20 +103,25 @@ class DockerSandbox:
             size = request.file_size_mb * 1024 * 1024
             ulimits.append(Ulimit(name="fsize", soft=size, hard=size))
         env: Mapping[str, str] = {"PATH": DEFAULT_PATH, "HOME": "/tmp", "LANG": "C.UTF-8", **request.env}
+        api = self.client.api
+        host_config = api.create_host_config(
+            binds=binds, network_mode="bridge" if request.network else "none", read_only=True,
+            tmpfs={"/tmp": scratch, PRIVATE_WORKDIR: f"{scratch},exec"}, cap_drop=["ALL"],
+            security_opt=["no-new-privileges"], pids_limit=request.max_processes or -1,
+            nano_cpus=int(cpu_limit * 1e9), ulimits=ulimits, mem_limit=memory, memswap_limit=memory,
+        )
+        # The low-level call: created not detached with stdin open, the container gets StdinOnce, so
+        # stdin closes when the attached writer is done. Without input stdin stays closed and the
+        # program reads end-of-file instead of waiting forever.
         options: dict[str, Any] = {
             "command": list(request.argv), "environment": dict(env), "working_dir": request.workdir or PRIVATE_WORKDIR,
-            "network_mode": "bridge" if request.network else "none", "read_only": True,
-            "tmpfs": {"/tmp": scratch, PRIVATE_WORKDIR: scratch}, "cap_drop": ["ALL"],
-            "security_opt": ["no-new-privileges"], "pids_limit": request.max_processes or -1,
-            "nano_cpus": int(cpu_limit * 1e9), "volumes": binds, "ulimits": ulimits, "stdin_open": True,
-            "detach": True, "user": "1000:1000" if not request.rw_binds else None,
+            "stdin_open": bool(request.stdin_bytes()), "host_config": host_config,
+            "user": f"{SANDBOX_UID}:{SANDBOX_UID}" if not request.rw_binds else None,
         }
-        if memory:
-            options["mem_limit"] = memory
-            options["memswap_limit"] = memory
         started = time.monotonic()
         try:
-            container = self.client.containers.create(image, **options)
+            created = api.create_container(image, **options)
+            container = self.client.containers.get(created["Id"])
         except docker.errors.ImageNotFound:
             return ContainerResult(SandboxResult.setup_error(
                 f"Docker image {image!r} is not available on this engine. Pull it first (`docker pull {image}`) "
@@ -203,7 +213,8 @@ def _usage(container: Any) -> dict[str, float]:
     memory = stats.get("memory_stats", {})
     peak = memory.get("max_usage") or memory.get("usage") or 0
     cpu = stats.get("cpu_stats", {}).get("cpu_usage", {}).get("total_usage", 0)
-    return {"memory_peak_mb": round(peak / 1048576, 1), "cpu_seconds": round(cpu / 1e9, 3)}
+    usage = {"memory_peak_mb": round(peak / 1048576, 1), "cpu_seconds": round(cpu / 1e9, 3)}
+    return {name: value for name, value in usage.items() if value}  # an exited container's stats are zeros
 
 
 def probe_docker(image: str = DEFAULT_IMAGE) -> DockerSandbox:
