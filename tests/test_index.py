@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 import textwrap
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from codeward.cli.index import run_index_cli
+from codeward.code import symbol_index
 from codeward.code.symbol_index import MAX_FILE_BYTES, SymbolIndex, default_index_path
 from codeward.workspace import Workspace
 
@@ -244,6 +246,32 @@ def test_pool_build_matches_in_process_build(root: Path, tmp_path: Path) -> None
         for query in ("C7", "C7.m7", "f42", "*"):
             assert names(pooled, query, limit=1000) == names(serial, query, limit=1000)
         assert pooled.files_using("f42") == serial.files_using("f42") == [("mod41.py", 1), ("mod42.py", 1)]
+
+
+@pytest.mark.parametrize("fault", ["raises_eof", "unpicklable_result", "result_fails_to_load", "worker_dies"])
+def test_a_batch_the_pool_cannot_return_is_tagged_in_process(
+    fault: str, root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from tests import index_faults
+
+    for number in range(80):
+        write(root, f"mod{number:02d}.py", f"class C{number}(Base):\n    def m{number}(self):\n"
+                                           f"        return f{(number + 1) % 80}()\n\n\ndef f{number}():\n"
+                                           "    return 0\n")
+    workspace = Workspace.create([root])
+    monkeypatch.setattr(symbol_index, "_tag_in_pool",
+                        functools.partial(symbol_index._tag_in_pool, work=getattr(index_faults, fault)))
+    pooled = SymbolIndex.open(workspace, db_path=tmp_path / "pool.sqlite").data
+    serial = SymbolIndex.open(workspace, db_path=tmp_path / "serial.sqlite").data
+    with pooled, serial, caplog.at_level("WARNING", logger="codeward.code.symbol_index"):
+        assert pooled.refresh(workers=2).parsed == 80
+        assert serial.refresh(workers=1).parsed == 80
+        assert pooled.counts() == serial.counts()
+        for query in ("C7", "C7.m7", "f7", "f42", "*"):
+            assert names(pooled, query, limit=1000) == names(serial, query, limit=1000)
+        assert pooled.files_using("f7") == [("mod06.py", 1), ("mod07.py", 1)]
+        assert pooled.usages("f8")[0] == serial.usages("f8")[0]
+    assert "in this process" in caplog.text
 
 
 def test_cancelled_refresh_keeps_a_consistent_index(project: Path, workspace: Workspace) -> None:

@@ -204,3 +204,32 @@ async def test_an_extension_module_planted_in_the_project_is_never_loaded(root: 
             await client.call_tool("py_find_references", arguments)
         await client.call_tool("py_rename_symbol", {"path": "app.py", "name": "value", "new_name": "v"})
     assert not marker.exists()
+
+
+def test_a_damaged_parse_cache_entry_is_parsed_again(root: Path, tmp_path: Path) -> None:
+    """jedi keeps parses as pickles in the user's cache; an entry cut short (a process killed while
+    writing it, or read while another process writes it) used to fail every lookup with
+    ``EOFError: Ran out of input``. It is a cache miss, and rewritten whole."""
+    import json
+    import subprocess
+
+    _write(root)
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+
+    def references() -> list[tuple[str, int]]:
+        done = subprocess.run([sys.executable, "-m", "codeward", "call", "--json", "py_find_references",
+                               "path=pkg/jobs.py", "name=Job.run"], cwd=root, env=env, capture_output=True,
+                              text=True, timeout=120)
+        answer = json.loads(done.stdout)
+        assert not answer["is_error"], answer["text"]
+        return [(r["path"], r["line"]) for r in answer["structured"]["references"]]
+
+    expected = references()
+    assert len(expected) == 3
+    pickles = sorted((tmp_path / "cache" / "jedi").rglob("*.pkl"))
+    assert pickles, "jedi wrote no parse cache"
+    for pickle_file in pickles:
+        pickle_file.write_bytes(b"")  # newer than every source: parso takes it as current
+    assert references() == expected
+    assert all(p.stat().st_size > 0 for p in pickles)
+    assert not [p.name for p in pickles[0].parent.iterdir() if p.name.startswith(".parse-")]

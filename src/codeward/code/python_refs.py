@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from codeward.code.parse_cache import guard_parse_cache
 from codeward.result import ErrorKind, Result
 
 IDENTIFIER = re.compile(r"^(?!\d)\w+$")
@@ -106,6 +107,7 @@ class Resolver:
     def __post_init__(self) -> None:
         import jedi  # type: ignore[import-untyped]
 
+        guard_parse_cache()
         self._project = jedi.Project(self.root, load_unsafe_extensions=False)
         self._environment = _environment((*self.excluded, Path(os.getcwd()).resolve()))
         self._scripts: dict[Path, object] = {}

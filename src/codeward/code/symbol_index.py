@@ -24,6 +24,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import itertools
+import logging
 import os
 import re
 import shutil
@@ -50,6 +51,8 @@ from codeward.workspace import Workspace
 
 if TYPE_CHECKING:
     from codeward.context import Services
+
+logger = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 5
 MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -768,9 +771,15 @@ class SymbolIndex:
 
 
 def _tag_in_pool(
-    jobs: list[tuple[str, str, int]], workers: int, cancelled: threading.Event | None
+    jobs: list[tuple[str, str, int]], workers: int, cancelled: threading.Event | None,
+    work: Callable[[list[tuple[str, str, int]]], list[TaggedFile]] = tag_files,
 ) -> Iterator[TaggedFile]:
-    """Tag files in worker processes (spawned: forking a threaded server is unsafe)."""
+    """Tag files in worker processes (spawned: forking a threaded server is unsafe).
+
+    A batch the pool cannot hand back (its worker raised outside the per-file tagging, its
+    result did not cross the pipe, the pool broke) is tagged here instead: a refresh is never
+    left incomplete, nor failed, because of the transport.
+    """
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
@@ -783,25 +792,47 @@ def _tag_in_pool(
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
     finished = False
     remaining = {job[0]: job for job in jobs}
+    here: list[Extractors] = []
+
+    def tag_here(batch: Iterable[tuple[str, str, int]]) -> Iterator[TaggedFile]:
+        if not here:
+            here.append(Extractors())
+        for job in list(batch):
+            if cancelled and cancelled.is_set():
+                return
+            for tagged in tag_files([job], here[0]):
+                remaining.pop(tagged.path, None)
+                yield tagged
+
     try:
-        pending: set[Future[list[TaggedFile]]] = {pool.submit(tag_files, batch) for batch in batches}
+        batch_of: dict[Future[list[TaggedFile]], list[tuple[str, str, int]]] = {
+            pool.submit(work, batch): batch for batch in batches}
+        pending = set(batch_of)
         while pending:
             done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
             for future in done:
-                for tagged in future.result():
+                try:
+                    tagged_files = future.result()
+                except BrokenProcessPool:
+                    raise
+                except Exception as exc:  # any other failure to hand the batch back: tag it here
+                    batch = batch_of[future]
+                    logger.warning("index: a worker process failed a batch of %d files (%s: %s); "
+                                   "tagging them in this process", len(batch), type(exc).__name__, exc)
+                    yield from tag_here(batch)
+                    continue
+                for tagged in tagged_files:
                     remaining.pop(tagged.path, None)
                     yield tagged
             if cancelled and cancelled.is_set():
                 return
         finished = True
-    except BrokenProcessPool:
+    except BrokenProcessPool as exc:
         # Workers could not start or died (a script without a __main__ guard, memory):
         # finish the job here rather than fail the refresh.
-        extractors = Extractors()
-        for job in list(remaining.values()):
-            if cancelled and cancelled.is_set():
-                return
-            yield from tag_files([job], extractors)
+        logger.warning("index: the worker processes stopped (%s); tagging the %d files left in this process",
+                       exc, len(remaining))
+        yield from tag_here(remaining.values())
         finished = True
     finally:
         # Cancelled or failed: do not wait for batches still running in the workers.
