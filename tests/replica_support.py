@@ -67,7 +67,9 @@ def nginx(directory: Path, replicas: Sequence[int]) -> Iterator[int]:
         stop(proc)
 
 
-def gateway_config(directory: Path, redis_port: int, extra: str = "") -> Path:
+def gateway_config(directory: Path, redis_port: int, extra: str = "", mcp: str = "") -> Path:
+    """A replica's codeward.toml: user alice, the audit, Redis state, the peer server (``extra``: more of
+    its table; ``mcp``: more of ``[mcp]``)."""
     import hashlib
 
     users = directory / "users.toml"
@@ -85,6 +87,7 @@ lease = 2
 
 [mcp]
 auto_approve = ["peer__steps", "peer__echo"]
+{mcp}
 
 [mcp.servers.peer]
 command = {sys.executable!r}

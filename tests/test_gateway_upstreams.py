@@ -413,7 +413,7 @@ async def test_pins_warn_or_refuse_when_a_tool_is_redefined(
         assert "p__pid" not in _names(gateway) and "p__echo" in _names(gateway)
         refused = await gateway.call("p__pid", {}, ctx)
         assert refused.errors[0].source == "gateway-pin" and "redefined" in refused.text
-        assert gateway.repin(["p"]) > 0
+        assert await gateway.repin(["p"]) > 0
         assert "p__pid" in _names(gateway)
         assert not (await gateway.call("p__pid", {}, ctx)).is_error
 

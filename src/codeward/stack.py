@@ -44,6 +44,7 @@ from codeward.workspace import Workspace
 
 if TYPE_CHECKING:
     from codeward.gateway.gateway import Gateway
+    from codeward.gateway.pins import PinStore
     from codeward.server import CodewardServer
 
 
@@ -196,6 +197,7 @@ def build_stack(
     meta: bool = False,
     approver: Approver | None = None,
     observers: Sequence[Middleware] = (),
+    pins: PinStore | None = None,
 ) -> Stack:
     """The stack of one command run.
 
@@ -203,7 +205,8 @@ def build_stack(
     ``upstreams`` connects its servers (``only``: just that alias); ``native`` exposes the native
     tools under their names (``True``), an alias (``"cw"``) or not at all (``False``); ``meta``
     lists only the registry's four meta-tools; ``approver`` puts the approval policy in the
-    chain; ``observers`` go outermost (the control plane's).
+    chain; ``observers`` go outermost (the control plane's); ``pins`` keeps the gateway's tool pins
+    there (shared by replicas) instead of ``[mcp] pin_file``.
     """
     gateway_config = gateway if gateway is not None else config.mcp
     workspace = workspace_for(config, roots, protected=[path for path in (gateway_config.source,
@@ -227,7 +230,7 @@ def build_stack(
     if upstreams:  # even without servers: the agent's `:mcp connect` adds them at run time
         from codeward.gateway.gateway import Gateway
 
-        upstream = Gateway(gateway_config, reserved_names=native_names)
+        upstream = Gateway(gateway_config, reserved_names=native_names, pins=pins)
         parts.append(upstream)
     tools: ToolSurface = parts[0] if len(parts) == 1 else CompositeSurface(parts)
 

@@ -129,7 +129,8 @@ async def _serve(config: Config, gateway: GatewayConfig, transport: str, host: s
         if audit is not None:  # every call and decision, with its user
             approvals, observers = audit.approvals(approvals), [audit.middleware(), *observers]
         stack = build_stack(config, roots, gateway=gateway, upstreams=True, native=gateway.native, meta=meta,
-                            approver=Approver(approvals), observers=observers)
+                            approver=Approver(approvals), observers=observers,
+                            pins=state.pins() if state is not None else None)
         async with stack:
             upstream = stack.gateway
             assert upstream is not None  # with_urls made sure there is a server

@@ -47,7 +47,12 @@ def list_servers_cli(
     from codeward.stack import build_stack
 
     config, gateway = load_configs(config_path)
-    stack = build_stack(config, gateway=with_urls(gateway, urls), upstreams=True, native=False)
+    pins = None
+    if config.state.shared:  # the pins every replica of a team gateway checks against (Redis)
+        from codeward.state import open_state
+
+        pins = open_state(config.state).pins()
+    stack = build_stack(config, gateway=with_urls(gateway, urls), upstreams=True, native=False, pins=pins)
     stream = out or sys.stdout
     return anyio.run(_list_servers, stack, as_json, show_tools, repin, stream)
 
@@ -66,7 +71,7 @@ async def _list_servers(stack: Stack, as_json: bool, show_tools: bool, repin: bo
                 upstream = gateway.upstream(status.alias)
                 if upstream is not None:
                     tg.start_soon(upstream.measure_latency)
-        repinned = gateway.repin() if repin else 0
+        repinned = await gateway.repin() if repin else 0
         statuses = gateway.statuses()
         names: dict[str, list[str]] = {s.alias: [] for s in statuses}
         for info in gateway.tool_infos():

@@ -8,6 +8,11 @@ tool carries its :class:`~codeward.surface.ToolOrigin` for that). Use it
 as an async context manager: entering starts every upstream connection in parallel (each
 with its own deadline) and returns at once; :meth:`Gateway.wait_settled` waits until every
 server is either ready or reported failed.
+
+Pins live in a :class:`~codeward.gateway.pins.PinStore`. With a shared one (Redis, for replicas)
+the gateway keeps a mirror for its tool list, follows the store's changes, and checks every
+upstream call against the store itself: a tool redefined since another replica pinned it is
+refused here too, and a call whose pin cannot be checked (Redis down) is refused with that error.
 """
 
 from __future__ import annotations
@@ -28,14 +33,19 @@ from codeward.context import NullReporter, ToolContext
 from codeward.gateway.config import GatewayConfig, ServerConfig
 from codeward.gateway.errors import UpstreamError
 from codeward.gateway.names import ToolRef, assign_names, plain_name, split_name
-from codeward.gateway.pins import PinStore, PinVerdict, tool_fingerprint
+from codeward.gateway.pins import PinFile, PinStore, PinVerdict, tool_fingerprint
 from codeward.gateway.policy import ToolFilter
 from codeward.gateway.results import outcome_from_error, outcome_from_result
 from codeward.gateway.upstream import ServerState, ServerStatus, Upstream
 from codeward.result import ErrorInfo, ErrorKind
+from codeward.state.errors import StateUnavailable
 from codeward.surface import ToolInfo, ToolOrigin, unknown_tool
 
 logger = logging.getLogger("codeward.gateway")
+
+PIN_POLL_S = 2.0
+"""How often a gateway on shared pins looks for pins taken or re-approved on other replicas (its calls
+are checked against the store every time; this only refreshes its tool list)."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +67,7 @@ class Gateway:
         environ: Mapping[str, str] | None = None,
         retries: int = 6,
         backoff: float = 0.25,
+        pins: PinStore | None = None,
     ) -> None:
         self.config = config
         self._reserved = frozenset(reserved_names)
@@ -70,17 +81,29 @@ class Gateway:
         self._infos: list[ToolInfo] = []
         self._withheld: dict[str, str] = {}
         self._pin_alerts: dict[str, str] = {}
-        self._pins: PinStore | None = None
+        self._pins: PinFile | None = None
+        """The pins the tool list is checked against: the file, or the mirror of a shared store."""
+        self._store: PinStore | None = pins if pins is not None and pins.shared else None
+        self._unclaimed: dict[str, str] = {}
+        self._withheld_refs: dict[str, tuple[str, str, str]] = {}
+        self._store_down = False
         self._subscribers: list[Callable[[], None]] = []
         self._tg: anyio.abc.TaskGroup | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
 
     async def __aenter__(self) -> Gateway:
-        if self.config.pin != "off" and self.config.pin_file is not None:
-            self._pins = PinStore.open(self.config.pin_file)
+        if self.config.pin == "off":
+            self._store = None
+        elif self._store is not None:
+            self._pins = PinFile.memory()
+            await self._sync_pins()
+        elif self.config.pin_file is not None:
+            self._pins = PinFile.open(self.config.pin_file)
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
+        if self._store is not None:
+            self._tg.start_soon(self._follow_pins)
         for server in self.config.servers:
             self._start(server)
         return self
@@ -113,6 +136,8 @@ class Gateway:
         with anyio.move_on_after(timeout if timeout is not None else self.config.startup_wait) as scope:
             for upstream in list(self._upstreams.values()):
                 await upstream.settled.wait()
+            if self._store is not None:  # the list checked against the pins every replica shares
+                await self._sync_pins()
         return not scope.cancelled_caught
 
     async def add_server(self, server: ServerConfig) -> Upstream:
@@ -180,6 +205,14 @@ class Gateway:
     async def call(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext) -> ToolOutcome:
         started = time.perf_counter()
         entry = self._table.get(name)
+        if self._store is not None and (entry is not None or name in self._withheld_refs):
+            alias, tool, fingerprint = (
+                (entry.ref.alias, entry.ref.tool, entry.info.origin.digest) if entry is not None and
+                entry.info.origin is not None else self._withheld_refs[name])
+            refused = await self._check_shared_pin(name, alias, tool, fingerprint, started)
+            if refused is not None:
+                return refused
+            entry = self._table.get(name)
         if entry is None:
             return self._not_served(name, started)
         if arguments is not None and not isinstance(arguments, Mapping):
@@ -222,6 +255,7 @@ class Gateway:
     def _rebuild(self) -> None:
         offered: list[tuple[ToolRef, types.Tool]] = []
         withheld: dict[str, str] = {}
+        withheld_refs: dict[str, tuple[str, str, str]] = {}
         pins_changed = False
         for alias, upstream in self._upstreams.items():
             keep = self._filters[alias]
@@ -234,9 +268,13 @@ class Gateway:
                         withheld[plain_name(alias, tool.name)] = (
                             f"server {alias!r} redefined tool {tool.name!r} since it was pinned; the gateway "
                             "withholds it")
+                        withheld_refs[plain_name(alias, tool.name)] = (alias, tool.name, _fingerprint(tool))
                         continue
                 offered.append((ToolRef(alias, tool.name), tool))
-        if pins_changed and self._pins is not None:
+        if pins_changed and self._store is not None:  # first seen here: pinned for every replica
+            if self._tg is not None:
+                self._tg.start_soon(self._sync_pins)
+        elif pins_changed and self._pins is not None:
             try:
                 self._pins.save()
             except OSError as exc:
@@ -249,6 +287,7 @@ class Gateway:
             name = by_ref[ref]
             table[name] = _entry(name, ref, tool)
         self._withheld = withheld
+        self._withheld_refs = withheld_refs
         before = [(i.name, i.description, i.input_schema) for i in self._infos]
         self._table = table
         self._infos = [entry.info for entry in table.values()]
@@ -262,11 +301,15 @@ class Gateway:
 
     def _check_pin(self, alias: str, tool: types.Tool, changed: bool) -> tuple[PinVerdict, bool]:
         assert self._pins is not None
-        definition = tool.model_dump(by_alias=True, mode="json", exclude_none=True)
-        verdict = self._pins.check(alias, tool.name, tool_fingerprint(definition))
+        fingerprint = _fingerprint(tool)
+        verdict = self._pins.check(alias, tool.name, fingerprint)
         name = plain_name(alias, tool.name)
         if verdict == PinVerdict.NEW:
+            if self._store is not None:
+                self._unclaimed[PinFile.key(alias, tool.name)] = fingerprint
             return verdict, True
+        if verdict == PinVerdict.SAME:  # re-pinned (here or on another replica)
+            self._pin_alerts.pop(name, None)
         if verdict == PinVerdict.CHANGED and name not in self._pin_alerts:
             self._pin_alerts[name] = "description, schema or annotations changed since pinned"
             action = "withholding it" if self.config.pin == "refuse" else "serving it anyway (pin = \"warn\")"
@@ -274,24 +317,90 @@ class Gateway:
                            "`codeward servers --repin`.", alias, tool.name, action)
         return verdict, changed
 
-    def repin(self, aliases: Iterable[str] | None = None) -> int:
-        """Trust the current definitions of the given servers' tools (all servers by default)."""
+    async def repin(self, aliases: Iterable[str] | None = None) -> int:
+        """Trust the current definitions of the given servers' tools (all servers by default); with shared
+        pins every replica trusts them (a Redis that cannot be reached raises its error)."""
         if self._pins is None:
-            self._pins = PinStore.open(self.config.pin_file) if self.config.pin_file else None
+            self._pins = PinFile.open(self.config.pin_file) if self.config.pin_file else None
         if self._pins is None:
             return 0
         wanted = set(aliases) if aliases is not None else set(self._upstreams)
-        count = 0
-        for alias in wanted:
-            upstream = self._upstreams.get(alias)
-            for tool in upstream.tools if upstream else ():
-                definition = tool.model_dump(by_alias=True, mode="json", exclude_none=True)
-                self._pins.pin(alias, tool.name, tool_fingerprint(definition))
-                self._pin_alerts.pop(plain_name(alias, tool.name), None)
-                count += 1
+        current = {(alias, tool.name): _fingerprint(tool) for alias in wanted
+                   for tool in (self._upstreams[alias].tools if alias in self._upstreams else ())}
+        if self._store is not None:
+            await self._store.repin({PinFile.key(alias, tool): sha for (alias, tool), sha in current.items()})
+        for (alias, tool), fingerprint in current.items():
+            self._pins.pin(alias, tool, fingerprint)
+            self._pin_alerts.pop(plain_name(alias, tool), None)
         self._pins.save()
         self._rebuild()
-        return count
+        return len(current)
+
+    # -- shared pins ---------------------------------------------------------------------------
+
+    async def _sync_pins(self) -> None:
+        """Pin what this replica saw first, then mirror every replica's pins and rebuild the list."""
+        assert self._store is not None and self._pins is not None
+        try:
+            unclaimed, self._unclaimed = self._unclaimed, {}
+            try:
+                await self._store.claim(unclaimed)
+            except BaseException:
+                self._unclaimed.update(unclaimed)
+                raise
+            self._pins.replace_all(await self._store.load())
+        except StateUnavailable as error:
+            if not self._store_down:
+                logger.warning("gateway: %s; upstream calls are refused until their pins can be checked", error)
+            self._store_down = True
+            return
+        self._store_down = False
+        self._rebuild()
+
+    async def _follow_pins(self) -> None:
+        """Refresh the list when another replica takes or replaces a pin."""
+        assert self._store is not None
+        seen: int | None = None
+        while True:
+            await anyio.sleep(PIN_POLL_S)
+            try:
+                now = await self._store.version()
+            except StateUnavailable as error:
+                if not self._store_down:
+                    logger.warning("gateway: %s; upstream calls are refused until their pins can be checked", error)
+                self._store_down = True
+                continue
+            if now != seen or self._unclaimed or self._store_down:
+                seen = now
+                await self._sync_pins()
+
+    async def _check_shared_pin(self, name: str, alias: str, tool: str, fingerprint: str,
+                                started: float) -> ToolOutcome | None:
+        """The refusal of a call whose definition is not the pinned one (or whose pin cannot be read), else None."""
+        assert self._store is not None and self._pins is not None
+        key = PinFile.key(alias, tool)
+        try:
+            pinned = (await self._store.claim({key: fingerprint}))[key]
+        except StateUnavailable as error:
+            return outcome_from_error(name, ErrorInfo(
+                ErrorKind.UNAVAILABLE, f"the pin of {name} cannot be checked, so the call did not run: {error}",
+                "Retry once Redis answers again.", source="gateway-pin"), started)
+        if self._pins.pinned(alias).get(tool) != pinned:  # taken or re-approved on another replica
+            self._pins.pin(alias, tool, pinned)
+            if pinned == fingerprint:
+                self._pin_alerts.pop(name, None)
+            self._rebuild()
+        if pinned != fingerprint and self.config.pin == "refuse":
+            message = self._withheld.get(name) or (f"server {alias!r} redefined tool {tool!r} since it was pinned; "
+                                                   "the gateway withholds it")
+            return outcome_from_error(name, ErrorInfo(ErrorKind.PERMISSION, message,
+                                                      "Review the new definition, then re-pin it with "
+                                                      "`codeward servers --repin`.", source="gateway-pin"), started)
+        return None
+
+
+def _fingerprint(tool: types.Tool) -> str:
+    return tool_fingerprint(tool.model_dump(by_alias=True, mode="json", exclude_none=True))
 
 
 def _entry(name: str, ref: ToolRef, tool: types.Tool) -> _Entry:

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp.server.streamable_http import EventCallback, EventId, StreamId
 from mcp_types import JSONRPCMessage
+
+if TYPE_CHECKING:
+    from codeward.gateway.pins import PinStore
 
 
 @dataclass(frozen=True)
@@ -132,6 +135,10 @@ class StateBackend(Protocol):
 
     async def recent_audit(self, count: int) -> list[dict[str, Any]]:
         """The newest ``count`` audit records of every replica, newest first."""
+        ...
+
+    def pins(self) -> PinStore | None:
+        """The gateway's tool pins shared by every replica, or None (this process keeps them in a file)."""
         ...
 
     async def aclose(self) -> None:

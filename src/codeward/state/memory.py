@@ -111,6 +111,9 @@ class MemoryState:
     async def recent_audit(self, count: int) -> list[dict[str, Any]]:
         return list(reversed(self._audit))[:count]
 
+    def pins(self) -> None:
+        return None
+
     async def aclose(self) -> None:
         return None
 

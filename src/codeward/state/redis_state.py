@@ -7,7 +7,8 @@ entry id is the SSE event id; trimmed to the newest entries, expiring an hour af
 take the session up); ``call:<session>:<stream>`` the JSON-RPC request of a call in flight; ``lease:<session>:<stream>``
 the replica running it, expiring unless renewed; ``approval:<id>``, the set ``approvals`` and
 ``approval-answer:<id>`` pending approvals and their answers, announced on the pub/sub channel
-``approval-answers:<id>``; ``audit`` a stream of every replica's audit records. Every Redis error becomes
+``approval-answers:<id>``; ``audit`` a stream of every replica's audit records; ``pins`` and
+``pins-version`` the gateway's tool pins (:mod:`codeward.state.redis_pins`). Every Redis error becomes
 :class:`StateUnavailable`, within ``[state] timeout`` seconds.
 """
 
@@ -30,6 +31,7 @@ from redis.exceptions import RedisError
 from codeward.config.state import StateSettings
 from codeward.state.backend import CallRecord, EventLog, StoredEvent
 from codeward.state.errors import StateUnavailable
+from codeward.state.redis_pins import RedisPins
 
 log = logging.getLogger(__name__)
 
@@ -186,6 +188,9 @@ class RedisState:
         async with self._calling() as redis:
             entries = await redis.xrevrange(self.key("audit"), count=count)
         return [dict(json.loads(fields["r"])) for _, fields in entries]
+
+    def pins(self) -> RedisPins:
+        return RedisPins(self)
 
     async def aclose(self) -> None:
         with contextlib.suppress(RedisError, OSError):  # a Redis that went away
