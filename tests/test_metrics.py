@@ -11,7 +11,7 @@ import pytest
 
 from codeward.catalog import ToolOutcome
 from codeward.context import ToolContext
-from codeward.metrics import CallMetrics, percentile
+from codeward.metrics import CallMetrics, ToolTotals, bucket_bound, bucket_of, merged_stats, percentile
 
 Call = Callable[..., ToolOutcome]
 
@@ -47,6 +47,32 @@ def test_latency_percentiles_and_ordering() -> None:
     assert busiest.mean_ms == pytest.approx(50.5)
     assert (other.name, other.calls, other.errors, other.p50_ms) == ("web_search", 1, 1, 2500.0)
     assert snap.uptime_seconds >= 0
+
+
+def test_histograms_of_several_recorders_add_up_to_the_percentiles_of_all_calls() -> None:
+    """Replicas publish totals with latency histograms; percentiles over the sum stay within one bucket."""
+    import random
+
+    rng = random.Random(7)
+    recorders = [CallMetrics(), CallMetrics(), CallMetrics()]
+    everything: list[float] = []
+    for index, recorder in enumerate(recorders):
+        for _ in range(2000):
+            seconds = rng.lognormvariate(-6 + index, 1.0)  # each replica its own speed
+            everything.append(seconds)
+            recorder.record("read_file", seconds, is_error=rng.random() < 0.1)
+    parts = [ToolTotals.from_json(r.totals()["read_file"].as_json()) for r in recorders]  # as published
+    merged = merged_stats("read_file", parts)
+    everything.sort()
+    assert merged.calls == 6000 and merged.errors == sum(r.totals()["read_file"].errors for r in recorders)
+    assert merged.max_ms == round(everything[-1] * 1000, 3)
+    for pct, got in ((50, merged.p50_ms), (90, merged.p90_ms), (99, merged.p99_ms)):
+        exact = percentile(everything, pct) * 1000
+        assert exact <= got <= exact * 2 ** 0.25 + 1e-6, (pct, exact, got)
+    assert abs(merged.mean_ms - sum(everything) / 6000 * 1000) < 0.01
+    for seconds in (0.0, 1e-6, 1e-5, 0.00123, 1.0, 3600.0):
+        index = bucket_of(seconds)
+        assert seconds <= bucket_bound(index) and (index == 0 or bucket_bound(index - 1) < seconds)
 
 
 def test_window_bounds_memory_but_not_counts() -> None:

@@ -191,3 +191,55 @@ def test_the_state_url_is_checked() -> None:
     with pytest.raises(ConfigError) as bad:
         load_config(None, environ={**os.environ, "CODEWARD_STATE_URL": "http://127.0.0.1:6379"})
     assert "redis://" in str(bad.value) and "CODEWARD_STATE_URL" in str(bad.value)
+
+
+async def _echo_figures(port: int, want: int) -> dict[str, Any]:
+    """``GET /metrics`` on one replica, once it counts ``want`` calls of ``peer__echo`` and is shared."""
+    async with httpx.AsyncClient(headers=AUTH, timeout=10) as http:
+        while True:
+            answer = await http.get(f"http://127.0.0.1:{port}/metrics")
+            assert answer.status_code == 200, answer.text
+            figures = dict(answer.json())
+            echo = [t for t in figures["tool_calls"]["by_name"] if t["name"] == "peer__echo"]
+            if figures["shared"] and echo and echo[0]["calls"] == want and len(figures["replicas"]) == 2:
+                return figures
+            await anyio.sleep(0.2)
+
+
+@pytest.mark.anyio
+async def test_metrics_add_up_across_replicas_and_degrade_to_one_when_redis_is_down(
+        deployment: dict[str, Any]) -> None:
+    by_id = _replicas_by_id(deployment["replicas"])
+    ports = [port for _, port in by_id.values()]
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {ALICE}"}, timeout=60) as http, \
+            Client(streamable_http_client(deployment["url"], http_client=http), mode="legacy") as client:
+        for n in range(12):
+            assert not (await client.call_tool("peer__echo", {"text": str(n)})).is_error
+        for _ in range(3):
+            assert (await client.call_tool("peer__echo", {"text": 5})).is_error
+    for port in ports:  # any replica's /metrics: both replicas' calls, added up
+        with anyio.fail_after(30):
+            figures = await _echo_figures(port, 15)
+        [echo] = [t for t in figures["tool_calls"]["by_name"] if t["name"] == "peer__echo"]
+        assert echo["errors"] == 3 and 0 < echo["p50_ms"] <= echo["p99_ms"] <= echo["max_ms"], echo
+        assert set(figures["replicas"]) == set(by_id)
+        own = [t["calls"] for r in figures["replicas"].values() for t in r["tool_calls"]["by_name"]
+               if t["name"] == "peer__echo"]
+        assert sum(own) == 15, figures["replicas"]
+    async with httpx.AsyncClient(headers=AUTH, timeout=10) as admin:
+        wrong = await admin.post(f"http://127.0.0.1:{ports[0]}/metrics")
+        assert wrong.status_code == 405 and "GET /metrics" in wrong.json()["message"]
+    async with httpx.AsyncClient(timeout=10) as stranger:
+        assert (await stranger.get(f"http://127.0.0.1:{ports[0]}/metrics")).status_code == 401
+
+    subprocess.run(["redis-cli", "-p", str(deployment["redis"]), "shutdown", "nosave"], check=False,
+                   capture_output=True, timeout=10)
+    async with httpx.AsyncClient(headers=AUTH, timeout=30) as admin:
+        with anyio.fail_after(20):
+            alone = (await admin.get(f"http://127.0.0.1:{ports[0]}/metrics")).json()
+    assert not alone["shared"] and "Redis" in alone["warning"] and "this replica's only" in alone["warning"]
+    assert list(alone["replicas"]) == [alone["replica"]]
+
+    with redis_server(deployment["tmp"], deployment["redis"]):  # back, empty: every replica publishes again
+        with anyio.fail_after(30):
+            await _echo_figures(ports[0], 15)

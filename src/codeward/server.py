@@ -501,7 +501,7 @@ class CodewardServer:
         )
         add_state(app, self.lowlevel, state, self.surface.tool_infos)
         app.add_middleware(JsonRpcGuardMiddleware)
-        add_approvals(app, state)
+        add_approvals(app, state, self.services.metrics)
         if users:  # added last, so outermost: nothing unauthenticated is read
             from codeward.audit.users import UsersMiddleware
 
@@ -519,8 +519,13 @@ class CodewardServer:
         app = self.http_app(host=host, token=token, state=state, users=users, **options)
         freeze_startup_heap()
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-        async with self._announcing():
+        async with self._announcing(), anyio.create_task_group() as group:
+            if state is not None and state.shared and self.services.metrics is not None:
+                from codeward.state.metrics import MetricsPublisher  # every replica's figures, added up
+
+                group.start_soon(MetricsPublisher(state, self.services.metrics).run)
             await uvicorn.Server(config).serve()
+            group.cancel_scope.cancel()
 
 
 class _LowLevelServer(Server[Any]):

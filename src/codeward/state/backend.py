@@ -137,6 +137,14 @@ class StateBackend(Protocol):
         """The newest ``count`` audit records of every replica, newest first."""
         ...
 
+    async def publish_metrics(self, figures: Mapping[str, Any]) -> None:
+        """Replace this replica's published call figures (:mod:`codeward.state.metrics`)."""
+        ...
+
+    async def replica_metrics(self) -> dict[str, dict[str, Any]]:
+        """Every replica's published call figures, by replica."""
+        ...
+
     def pins(self) -> PinStore | None:
         """The gateway's tool pins shared by every replica, or None (this process keeps them in a file)."""
         ...

@@ -25,6 +25,8 @@ from codeward.surface import ToolInfo
 if TYPE_CHECKING:
     from mcp.server.streamable_http import EventStore
 
+    from codeward.metrics import CallMetrics
+
 ADOPTION_ID = "codeward-adopt"
 """The request id the replayed ``initialize`` carries (its events never reach a client)."""
 
@@ -110,6 +112,10 @@ def add_state(app: Any, server: Server[Any], state: StateBackend, tools: Callabl
     app.add_middleware(SharedStateMiddleware, state=state, sessions=Sessions(server, state), finisher=finisher)
 
 
-def add_approvals(app: Any, state: StateBackend) -> None:
-    """``/approvals`` (add it outside the JSON-RPC guard, inside the bearer token)."""
+def add_approvals(app: Any, state: StateBackend, metrics: CallMetrics | None = None) -> None:
+    """``/approvals``, ``/audit`` and ``/metrics`` (add them outside the JSON-RPC guard, inside the bearer token)."""
     app.add_middleware(ApprovalsEndpoint, state=state)
+    if metrics is not None:
+        from codeward.state.metrics import MetricsEndpoint
+
+        app.add_middleware(MetricsEndpoint, state=state, metrics=metrics)

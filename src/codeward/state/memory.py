@@ -34,6 +34,7 @@ class MemoryState:
         self._added = anyio.Event()
         self._approvals: dict[str, tuple[dict[str, Any], anyio.Event, dict[str, Any]]] = {}
         self._audit: deque[dict[str, Any]] = deque(maxlen=MAX_AUDIT)
+        self._metrics: dict[str, Any] = {}
 
     def events(self, session_id: str) -> EventLog:
         return _SessionEvents(self, session_id)
@@ -110,6 +111,12 @@ class MemoryState:
 
     async def recent_audit(self, count: int) -> list[dict[str, Any]]:
         return list(reversed(self._audit))[:count]
+
+    async def publish_metrics(self, figures: Mapping[str, Any]) -> None:
+        self._metrics = dict(figures)
+
+    async def replica_metrics(self) -> dict[str, dict[str, Any]]:
+        return {self.replica: self._metrics} if self._metrics else {}
 
     def pins(self) -> None:
         return None

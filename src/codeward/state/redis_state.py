@@ -8,7 +8,8 @@ take the session up); ``call:<session>:<stream>`` the JSON-RPC request of a call
 the replica running it, expiring unless renewed; ``approval:<id>``, the set ``approvals`` and
 ``approval-answer:<id>`` pending approvals and their answers, announced on the pub/sub channel
 ``approval-answers:<id>``; ``audit`` a stream of every replica's audit records; ``pins`` and
-``pins-version`` the gateway's tool pins (:mod:`codeward.state.redis_pins`). Every Redis error becomes
+``pins-version`` the gateway's tool pins (:mod:`codeward.state.redis_pins`); ``metrics`` a hash
+replica → its call figures (:mod:`codeward.state.metrics`), kept a day after the last write. Every Redis error becomes
 :class:`StateUnavailable`, within ``[state] timeout`` seconds.
 """
 
@@ -40,6 +41,7 @@ EVENTS_TTL_S = 3600
 CALL_TTL_S = 86400
 SESSION_TTL_S = 86400
 MAX_AUDIT = 100_000
+METRICS_TTL_S = 86400
 
 
 def public_url(url: str) -> str:
@@ -188,6 +190,23 @@ class RedisState:
         async with self._calling() as redis:
             entries = await redis.xrevrange(self.key("audit"), count=count)
         return [dict(json.loads(fields["r"])) for _, fields in entries]
+
+    async def publish_metrics(self, figures: Mapping[str, Any]) -> None:
+        async with self._calling() as redis, redis.pipeline(transaction=False) as pipe:
+            pipe.hset(self.key("metrics"), self.replica, json.dumps(dict(figures)))
+            pipe.expire(self.key("metrics"), METRICS_TTL_S)
+            await pipe.execute()
+
+    async def replica_metrics(self) -> dict[str, dict[str, Any]]:
+        async with self._calling() as redis:
+            raw = await redis.hgetall(self.key("metrics"))  # type: ignore[misc]
+        found: dict[str, dict[str, Any]] = {}
+        for replica, text in raw.items():
+            with contextlib.suppress(ValueError):
+                figures = json.loads(text)
+                if isinstance(figures, dict):
+                    found[str(replica)] = figures
+        return found
 
     def pins(self) -> RedisPins:
         return RedisPins(self)
