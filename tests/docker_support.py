@@ -56,6 +56,19 @@ class Engine:
         """The environment a codeward process needs to reach this engine."""
         return {"DOCKER_HOST": self.host}
 
+    def grant(self, uid: int, gid: int) -> None:
+        """Let ``uid``/``gid`` use this engine (its socket), as the docker group would: only for an
+        engine this session started; skips otherwise (an operator's engine is not the tests' to open)."""
+        if uid == os.geteuid():
+            return
+        if not self.started:
+            pytest.skip("the Docker engine is not one the tests started: give the unprivileged test user "
+                        "access to its socket yourself to run this half")
+        socket_path = Path(self.host.removeprefix("unix://"))
+        socket_path.parent.chmod(0o711)
+        os.chown(socket_path, 0, gid)
+        socket_path.chmod(0o660)
+
     def containers(self) -> list[str]:
         """Every container on the engine, running or not (``docker ps -a``)."""
         return [container.id for container in self.client().containers.list(all=True)]

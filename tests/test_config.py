@@ -71,6 +71,12 @@ def test_a_misspelt_table_gets_a_suggestion_too(tmp_path: Path) -> None:
     ("[coding]\nmodel_api_key = 'sk-secret'\n", "[coding] model_api_key is a secret: set the CODEWARD_MODEL_API_KEY"),
     ("[coding]\nprofile = 'fast'\n", "[coding] profile 'fast': no model configured"),
     ("[agent]\nbase_dirs = 'src'\n", "[agent] base_dirs must be a list of strings or null (got 'src')"),
+    ("[coding]\ndocker_images = { perl = 'perl:5' }\n",
+     "[coding.docker_images] names unknown languages 'perl'; the languages are python, javascript"),
+    ("[coding]\ndocker_images = { python = '--privileged' }\n",
+     "[coding.docker_images] has an image that is not a Docker image reference (like python:3.11-slim): "
+     "python = '--privileged'"),
+    ("[coding]\ndocker_images = 'codeward-sandbox:bookworm'\n", "[coding] docker_images must be"),
 ])
 def test_a_wrong_value_names_the_table_the_key_and_what_it_must_be(tmp_path: Path, text: str,
                                                                    expected: str) -> None:

@@ -86,13 +86,13 @@ def execute(
     if problem is not None:
         return Execution.setup_error(language, problem)
     spec = BY_NAME[language]
+    sandbox = runtime.sandbox()
+    if not hasattr(sandbox, "start"):  # Docker: the toolchain is the image's, not this machine's
+        return _execute_in_docker(sandbox, runtime.settings.docker_image(language), language, code, stdin, limits)
     toolchain = runtime.toolchain(language)
     if not toolchain.available:
         return Execution.setup_error(language, f"{language} is not available on this machine: {toolchain.reason}")
-    sandbox = runtime.sandbox()
     notes = runtime.sandbox_notes
-    if not hasattr(sandbox, "start"):
-        return _execute_in_docker(sandbox, language, code, stdin, limits)
     request = _run_request(spec, toolchain, stdin, limits, code)
     if session_id is not None:
         sessions = runtime.sessions() if language == "python" else None
@@ -110,11 +110,11 @@ def execute(
     return _compile_and_run(runtime, spec, toolchain, code, request, observer, notes)
 
 
-def _execute_in_docker(sandbox: Any, language: str, code: str, stdin: str, limits: Limits) -> Execution:
+def _execute_in_docker(sandbox: Any, image: str, language: str, code: str, stdin: str, limits: Limits) -> Execution:
     """One run in the Docker backend (compile and run in the language's image)."""
     from codeward.coding.docker_exec import run_code_in_docker
 
-    outcome = run_code_in_docker(sandbox, language, code, stdin, network=limits.network,
+    outcome = run_code_in_docker(sandbox, language, code, stdin, image=image, network=limits.network,
                                  timeout_s=limits.timeout_s, memory_mb=limits.memory_mb)
     result: SandboxResult = outcome.result
     return Execution(
@@ -122,7 +122,8 @@ def _execute_in_docker(sandbox: Any, language: str, code: str, stdin: str, limit
         exit_code=result.exit_code, execution_time=result.duration_s, error_message=result.error_message,
         backend=result.backend, isolated=result.isolated, stdout_truncated=result.stdout_truncated,
         stderr_truncated=result.stderr_truncated, peak_memory_mb=result.peak_memory_mb,
-        limit_hit=result.limit_hit.value if result.limit_hit else None, notes=list(result.notes),
+        limit_hit=result.limit_hit.value if result.limit_hit else None,
+        notes=[f"ran in a throw-away container of the Docker image {image}", *result.notes],
         limits=list(result.limits), unenforced_limits=list(result.unenforced_limits),
     )
 

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
-from codeward.config.base import Bool, Int, Seconds, Str, Table, code_only
+from pydantic import field_validator
+
+from codeward.config.base import Bool, Field, Int, Seconds, Str, Table, code_only
 from codeward.llm.profile import ModelProfile
 
 Backend = Literal["bwrap", "docker", "process"]
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
+IMAGE_REFERENCE = re.compile(r"^[a-z0-9][a-z0-9._/:@-]{0,254}$")
+"""A Docker image reference as codeward accepts one (``python:3.11-slim``, ``registry/x@sha256:...``)."""
 
 
 class CodingSettings(Table):
@@ -37,10 +42,36 @@ class CodingSettings(Table):
     """The key for ``model`` (from ``CODEWARD_MODEL_API_KEY`` or the profile's ``key_env``)."""
     model_timeout_s: Seconds = 60.0
     """Seconds one request to the model may take."""
+    docker_images: dict[str, Str] = Field(default_factory=dict, json_schema_extra={"type_text": "table"})
+    """The Docker image each language runs in with the ``docker`` backend and ``coding_run_in_docker``,
+    e.g. ``{ python = "codeward-sandbox:bookworm" }``; a language not named uses its official image
+    (``python:3.11-slim``, ...). Images are never pulled: pull them, or build one without a registry
+    with ``deploy/build-sandbox-image``."""
     allow_network: Bool = False
     """Whether a call may ask for network (``network=true``): the operator's decision, never the
     model's. Even allowed, the host and private ranges stay out of reach where the backend can keep
     them so (bwrap), and results say so where it cannot."""
+
+    @field_validator("docker_images")
+    @classmethod
+    def _docker_images(cls, value: dict[str, str]) -> dict[str, str]:
+        from codeward.coding.languages import LANGUAGE_NAMES
+
+        unknown = sorted(set(value) - set(LANGUAGE_NAMES))
+        if unknown:
+            raise ValueError(f"names unknown languages {', '.join(map(repr, unknown))}; "
+                             f"the languages are {', '.join(LANGUAGE_NAMES)}")
+        bad = [f"{name} = {image!r}" for name, image in value.items() if not IMAGE_REFERENCE.match(image)]
+        if bad:
+            raise ValueError(f"has an image that is not a Docker image reference (like python:3.11-slim): "
+                             f"{', '.join(bad)}")
+        return value
+
+    def docker_image(self, language: str) -> str:
+        """The image ``language`` runs in under Docker: the configured one, else the official one."""
+        from codeward.coding.languages import BY_NAME
+
+        return self.docker_images.get(language) or BY_NAME[language].docker_image
 
     def model_profile(self) -> ModelProfile | None:
         """The model ``coding_debug_code`` asks, as a profile of the one model client; ``None`` if unset."""

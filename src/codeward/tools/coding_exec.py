@@ -18,6 +18,7 @@ from codeward.coding.debug import Attempt, detect_language, diagnose, repair
 from codeward.coding.execute import Execution, Limits, execute
 from codeward.coding.monitor import Sampler
 from codeward.coding.runtime import NO_MODEL, runtime_of, settings_of
+from codeward.config.coding import IMAGE_REFERENCE
 from codeward.context import ToolContext
 from codeward.result import ErrorKind, Result
 
@@ -26,8 +27,9 @@ LanguageArg = Annotated[LanguageName, Field(description="Programming language of
 CodeArg = Annotated[str, Field(description="Complete source code to run (a whole program).")]
 StdinArg = Annotated[str, Field(description="Text given to the program on standard input.")]
 STATUS_HELP = "success | error | timeout | setup_error"
-_IMAGE = re.compile(r"^[a-z0-9][a-z0-9._/:@-]{0,254}$")
 _MEMORY = re.compile(r"^\d+[bkmg]?$", re.IGNORECASE)
+_UNIT_BYTES = {"b": 1, "k": 1024, "m": 1048576, "g": 1073741824}
+DOCKER_MIN_MB, DOCKER_MAX_MB = 32, 8192
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 
 
@@ -318,8 +320,9 @@ def coding_run_in_docker(
     ctx: ToolContext,
     language: LanguageArg,
     code: CodeArg,
-    image: Annotated[str | None, Field(description="Docker image (default: the language's official image, "
-                                                   "e.g. python:3.11-slim). Never pulled implicitly.")] = None,
+    image: Annotated[str | None, Field(description="Docker image (default: the operator's [coding] "
+                                                   "docker_images, else the language's official image, e.g. "
+                                                   "python:3.11-slim). Never pulled.")] = None,
     environment: Annotated[dict[str, str] | None, Field(description="Environment variables for the program.")] = None,
     memory_limit: Annotated[str, Field(description="Memory limit like '256m' or '1g'.")] = "256m",
     cpu_limit: Annotated[float, Field(gt=0, le=64, description="CPU cores.")] = 1.0,
@@ -335,7 +338,6 @@ def coding_run_in_docker(
     if refused is not None:
         return refused.cast(None)  # type: ignore[arg-type]
     from codeward.coding.docker_exec import run_code_in_docker
-    from codeward.coding.languages import BY_NAME
     from codeward.coding.sandbox import SandboxUnavailable
     from codeward.coding.sandbox.docker import DockerSandbox, engine_client
 
@@ -344,7 +346,7 @@ def coding_run_in_docker(
     except SandboxUnavailable as exc:
         return Result.fail(ErrorKind.UNAVAILABLE, f"Docker execution failed (status: setup_error): {exc}",
                            "Use coding_execute_code, which runs code in the local sandbox without Docker.")
-    chosen = image or BY_NAME[language].docker_image
+    chosen = image or settings_of(ctx.services).docker_image(language)
     ctx.progress(0, 1, f"running {language} in {chosen}")
     outcome = run_code_in_docker(sandbox, language, code, stdin, image=chosen, environment=environment,
                                  memory_limit=memory_limit.lower(), cpu_limit=cpu_limit, network=network_enabled,
@@ -356,15 +358,22 @@ def coding_run_in_docker(
                           error_message=result.error_message)
     if result.status.value == "setup_error":
         return Result.fail(ErrorKind.UNAVAILABLE, f"Docker execution failed (status: setup_error): "
-                                                  f"{result.error_message}", "Check the image name.", data=output)
+                                                  f"{result.error_message}",
+                           "Ask the user to provide the image (the error says how), or pass an image that exists.",
+                           data=output)
     return Result.success(output)
 
 
 def _docker_argument_problem(image: str | None, environment: dict[str, str], memory_limit: str) -> str | None:
-    if image is not None and not _IMAGE.match(image):
+    if image is not None and not IMAGE_REFERENCE.match(image):
         return f"image {image!r} is not a valid Docker image reference (like python:3.11-slim)"
     if not _MEMORY.match(memory_limit):
         return f"memory_limit {memory_limit!r} is not a size like '256m' or '1g'"
+    unit = memory_limit[-1].lower() if memory_limit[-1].isalpha() else "b"
+    megabytes = int(memory_limit.rstrip("bkmgBKMG")) * _UNIT_BYTES[unit] / 1048576
+    if not DOCKER_MIN_MB <= megabytes <= DOCKER_MAX_MB:  # "0" would mean no limit at all to the engine
+        return (f"memory_limit {memory_limit!r} must be between {DOCKER_MIN_MB}m and {DOCKER_MAX_MB // 1024}g "
+                "(like coding_execute_code's memory_mb)")
     bad = [name for name in environment if not _ENV_NAME.match(name)]
     if bad:
         return f"environment variable names must be letters, digits and '_': {', '.join(map(repr, bad))}"

@@ -4,7 +4,8 @@ Used when an engine answers (``docker.from_env().ping()``) and behind
 ``coding_run_in_docker``. Containers get a read-only root filesystem, tmpfs ``/tmp`` and
 ``/work``, no capabilities, ``no-new-privileges``, memory (swap included), pids and CPU
 limits, rlimits, a non-root user, and ``network_mode=none`` unless networking is asked for.
-Images are never pulled implicitly: a missing image is a setup error naming the pull command.
+Images are never pulled implicitly: a missing image is a setup error naming the pull command and
+the local build (``deploy/build-sandbox-image``) for engines that cannot reach a registry.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ DEFAULT_IMAGE = "debian:12-slim"
 BRIDGE_WARNING = ("WARNING: the container had the engine's bridge network: the host (through the bridge's "
                   "gateway) and private ranges WERE reachable")
 PING_TIMEOUT_S = 3
+LOCAL_IMAGE = "codeward-sandbox:bookworm"
+"""What ``deploy/build-sandbox-image`` builds from Debian packages, for engines with no registry."""
 SANDBOX_UID = 1000
 """Who the program runs as inside the container (no name needed in the image)."""
 
@@ -123,9 +126,7 @@ class DockerSandbox:
             created = api.create_container(image, **options)
             container = self.client.containers.get(created["Id"])
         except docker.errors.ImageNotFound:
-            return ContainerResult(SandboxResult.setup_error(
-                f"Docker image {image!r} is not available on this engine. Pull it first (`docker pull {image}`) "
-                "or pass an image that is present.", self.name, True))
+            return ContainerResult(SandboxResult.setup_error(missing_image(image), self.name, True))
         except docker.errors.APIError as exc:
             return ContainerResult(SandboxResult.setup_error(
                 f"the Docker engine refused to create the container: {exc.explanation or exc}", self.name, True))
@@ -188,6 +189,15 @@ class DockerSandbox:
         elif code != 0:
             result.error_message = f"the program exited with status {code}"
         return ContainerResult(result, str(container.id)[:12], usage)
+
+
+def missing_image(image: str) -> str:
+    """Why ``image`` cannot run and the two ways to get it (codeward never pulls one itself)."""
+    return (f"Docker image {image!r} is not on this Docker engine, and codeward never pulls images. Pull it "
+            f"(`docker pull {image}`), or, where no registry can be reached, build one from Debian packages "
+            f"with `deploy/build-sandbox-image` (in codeward's source; it makes {LOCAL_IMAGE}) and name it in "
+            f"codeward.toml (`[coding] docker_images = {{ python = \"{LOCAL_IMAGE}\" }}`) or in the call's "
+            "`image` argument.")
 
 
 def container_limits(request: SandboxRequest, memory: str | None) -> list[str]:
