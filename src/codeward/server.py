@@ -104,7 +104,8 @@ class _RequestReporter:
             return
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            coro = self._ctx.session.send_log_message(level, message, logger="codeward")  # type: ignore[arg-type]
+            coro = self._ctx.session.send_log_message(level, message, logger="codeward",  # type: ignore[arg-type]
+                                                      related_request_id=self._ctx.request_id)
         self._run(coro)
 
     @staticmethod
@@ -140,8 +141,11 @@ class InputRequired(BaseException):
 class _SessionPeer:
     """Sampling and elicitation through the client, callable from a tool thread.
 
-    Handshake-era sessions get a server-to-client request mid-call; 2026-07-28 sessions get an
-    input round (:class:`InputRequired`), answered on the retry from ``answers``.
+    Handshake-era sessions get a server-to-client request mid-call, on the call's own stream
+    (over HTTP the POST's event stream, open before the call runs: the session's standalone
+    GET stream may not be open yet, and a request stored for it would never be delivered);
+    2026-07-28 sessions get an input round (:class:`InputRequired`), answered on the retry
+    from ``answers``.
     """
 
     def __init__(self, ctx: ServerRequestContext[Any, Any], answers: Mapping[str, Any]) -> None:
@@ -173,7 +177,8 @@ class _SessionPeer:
             return content.text if isinstance(content, types.TextContent) else str(content)
 
         async def ask() -> str:
-            result = await self._ctx.session.create_message(messages=[message], max_tokens=max_tokens)
+            result = await self._ctx.session.create_message(messages=[message], max_tokens=max_tokens,
+                                                            related_request_id=self._ctx.request_id)
             content = result.content
             return content.text if isinstance(content, types.TextContent) else str(content)
 
@@ -189,7 +194,8 @@ class _SessionPeer:
             return {"action": answer.action, "content": answer.content}
 
         async def ask() -> dict[str, Any]:
-            result = await self._ctx.session.elicit_form(message=message, requested_schema=schema)
+            result = await self._ctx.session.elicit_form(message=message, requested_schema=schema,
+                                                         related_request_id=self._ctx.request_id)
             return {"action": result.action, "content": result.content}
 
         return anyio.from_thread.run(ask)
