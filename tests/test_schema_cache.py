@@ -1,26 +1,31 @@
-"""The tools' schemas kept on disk: reused for the same build, regenerated for any other."""
+"""The tools' listing kept on disk: reused for the same build without importing a tool module,
+regenerated for any other build or any damage, and the same listing either way."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
-from dataclasses import replace
+import textwrap
 from pathlib import Path
 
 import pytest
 from mcp import Client, StdioServerParameters
 
-from codeward.catalog import ToolSpec
-from codeward.schema_cache import SchemaCache, source_key
-from codeward.tools import default_catalog
+from codeward.catalog import ToolSpec, specs_in
+from codeward.schema_cache import CACHE_PREFIX, KEEP_FILES, SchemaCache, source_key
+from codeward.surface import ToolInfo
+from codeward.tools import TOOL_MODULES, default_catalog
 
 SENTINEL = {"type": "object", "properties": {"from_cache": {"type": "string"}}}
 
 
-def _fresh_specs() -> list[ToolSpec]:
-    """Copies of the file tools' specs, with no schema generated yet (the originals are shared)."""
-    return [replace(spec) for spec in default_catalog(["files"])]
+def _eager_specs() -> list[ToolSpec]:
+    """Every built-in tool as its module defines it (imported)."""
+    import importlib
+
+    return [spec for name in TOOL_MODULES for spec in specs_in(importlib.import_module(name))]
 
 
 def _package(tmp_path: Path) -> Path:
@@ -29,6 +34,12 @@ def _package(tmp_path: Path) -> Path:
     (package / "a.py").write_text("A = 1\n")
     (package / "sub" / "b.py").write_text("B = 2\n")
     return package
+
+
+def _saved_file(home: Path) -> Path:
+    files = sorted((home / "cache").glob(f"{CACHE_PREFIX}*.json"))
+    assert len(files) == 1, files
+    return files[0]
 
 
 def test_the_key_changes_with_the_version_and_with_any_source_file(tmp_path: Path) -> None:
@@ -43,64 +54,220 @@ def test_the_key_changes_with_the_version_and_with_any_source_file(tmp_path: Pat
     assert source_key(package, "1.0") != edited
 
 
+def test_a_saved_listing_is_the_generated_one_down_to_the_definition_digests(tmp_path: Path) -> None:
+    path = tmp_path / "cache" / "listing.json"
+    eager = _eager_specs()
+    SchemaCache(path, "key-1").save(TOOL_MODULES, eager)
+    saved = SchemaCache(path, "key-1").specs(TOOL_MODULES)
+    assert saved is not None and [s.name for s in saved] == [s.name for s in eager]
+    for lazy, real in zip(saved, eager, strict=True):
+        assert lazy == real  # every listed field: description, toolset, hints, examples, aliases...
+        assert ToolInfo.from_spec(lazy) == ToolInfo.from_spec(real)  # the schemas and the approval digest
+        assert lazy.fingerprint() == real.fingerprint()
+        assert lazy.code is None and not lazy.is_loaded
+
+
 def test_saved_schemas_are_used_for_the_same_key_and_ignored_for_another(tmp_path: Path) -> None:
-    path = tmp_path / "cache" / "tool-schemas.json"
-    first = _fresh_specs()
-    SchemaCache(path, "key-1").prime(first)  # nothing saved yet: generated, then saved
-    saved = json.loads(path.read_text())
-    assert saved["key"] == "key-1"
-    for spec in first:
-        assert saved["tools"][spec.name] == {"input": spec.input_schema, "output": spec.output_schema}
-
-    saved["tools"]["read_file"]["input"] = SENTINEL
-    path.write_text(json.dumps(saved))
-    same_build = _fresh_specs()
-    SchemaCache(path, "key-1").prime(same_build)
+    path = tmp_path / "cache" / "listing.json"
+    SchemaCache(path, "key-1").save(TOOL_MODULES, _eager_specs())
+    data = json.loads(path.read_text())
+    next(t for t in data["tools"] if t["name"] == "read_file")["input"] = SENTINEL
+    path.write_text(json.dumps(data))
+    same_build = SchemaCache(path, "key-1").specs(TOOL_MODULES)
+    assert same_build is not None
     assert next(s for s in same_build if s.name == "read_file").input_schema == SENTINEL
-
-    other_build = _fresh_specs()
-    SchemaCache(path, "key-2").prime(other_build)  # a new version: the old file is not trusted
-    read = next(s for s in other_build if s.name == "read_file")
-    assert read.input_schema != SENTINEL and "path" in read.input_schema["properties"]
-    assert json.loads(path.read_text())["key"] == "key-2"
+    assert SchemaCache(path, "key-2").specs(TOOL_MODULES) is None  # a new version: the old file is not trusted
+    assert SchemaCache(path, "key-1").specs(TOOL_MODULES[:-1]) is None  # another list of modules
 
 
-@pytest.mark.parametrize("content", ["{not json", "[]", '{"key": "key-1", "tools": 3}', ""])
-def test_a_corrupt_cache_file_is_regenerated(tmp_path: Path, content: str) -> None:
-    path = tmp_path / "tool-schemas.json"
-    path.write_text(content)
-    specs = _fresh_specs()
-    SchemaCache(path, "key-1").prime(specs)
-    assert "path" in next(s for s in specs if s.name == "read_file").input_schema["properties"]
-    assert json.loads(path.read_text())["key"] == "key-1"
+@pytest.mark.parametrize("damage", [
+    "{not json", "[]", '{"key": "K", "tools": 3}', "",
+    "drop-modules", "tool-not-object", "annotations-wrong", "input-not-object", "examples-not-objects",
+    "write-paths-a-string",
+])
+def test_a_damaged_listing_is_ignored_and_regenerated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      damage: str) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("CODEWARD_HOME", str(home))
+    default_catalog()  # generates and saves
+    saved = _saved_file(home)
+    data = json.loads(saved.read_text())
+    entry = data["tools"][0]
+    text: str | None = None
+    if damage == "drop-modules":
+        del data["modules"]
+    elif damage == "tool-not-object":
+        data["tools"][0] = "read_file"
+    elif damage == "annotations-wrong":
+        entry["annotations"] = {"readOnlyHint": True}
+    elif damage == "input-not-object":
+        entry["input"] = "any"
+    elif damage == "examples-not-objects":
+        entry["examples"] = ["README.md"]
+    elif damage == "write-paths-a-string":
+        entry["write_paths"] = "path"
+    else:
+        text = damage.replace('"K"', json.dumps(data["key"]))
+    saved.write_text(text if text is not None else json.dumps(data))
+    cache = SchemaCache.default()
+    assert cache is not None and cache.specs(TOOL_MODULES) is None
+    catalog = default_catalog()
+    assert "read_file" in catalog and "path" in catalog.get("read_file").input_schema["properties"]  # type: ignore[union-attr]
+    assert cache.specs(TOOL_MODULES) is not None  # written again, whole
+
+
+def test_a_listing_naming_a_module_outside_the_catalog_is_never_imported(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the catalog's own modules are imported from the file: a planted module name is not run."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("CODEWARD_HOME", str(home))
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    marker = tmp_path / "ran"
+    (planted / "planted_tools.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    monkeypatch.syspath_prepend(str(planted))
+    default_catalog()
+    saved = _saved_file(home)
+    data = json.loads(saved.read_text())
+    next(t for t in data["tools"] if t["name"] == "read_file")["module"] = "planted_tools"
+    saved.write_text(json.dumps(data))
+    catalog = default_catalog()
+    spec = catalog.get("read_file")
+    assert spec is not None and spec.module == "codeward.tools.files"
+    assert spec.func.__module__ == "codeward.tools.files"
+    assert not marker.exists() and "planted_tools" not in sys.modules
 
 
 def test_an_unwritable_cache_folder_is_not_an_error(tmp_path: Path) -> None:
     blocked = tmp_path / "file-not-folder"
     blocked.write_text("")
-    specs = _fresh_specs()
-    SchemaCache(blocked / "tool-schemas.json", "key-1").prime(specs)
-    assert "path" in next(s for s in specs if s.name == "read_file").input_schema["properties"]
+    cache = SchemaCache(blocked / "listing.json", "key-1")
+    cache.save(TOOL_MODULES, _eager_specs())
+    assert cache.specs(TOOL_MODULES) is None
+
+
+def test_each_build_keeps_its_own_file_and_old_ones_are_pruned(tmp_path: Path) -> None:
+    """Two installations (a tool's virtualenv, a project's) do not evict each other's listing at every start."""
+    folder = tmp_path / "cache"
+    specs = [s for s in _eager_specs() if s.toolset == "files"]
+    for number in range(KEEP_FILES + 3):
+        path = folder / f"{CACHE_PREFIX}{number:04d}.json"
+        SchemaCache(path, f"key-{number}").save(TOOL_MODULES, specs)
+        os.utime(path, ns=(number * 10**9, number * 10**9))
+    newest = folder / f"{CACHE_PREFIX}{KEEP_FILES + 3:04d}.json"
+    SchemaCache(newest, "newest").save(TOOL_MODULES, specs)
+    kept = sorted(p.name for p in folder.glob(f"{CACHE_PREFIX}*.json"))
+    assert len(kept) == KEEP_FILES and newest.name in kept
+    assert f"{CACHE_PREFIX}{KEEP_FILES + 2:04d}.json" in kept and f"{CACHE_PREFIX}0000.json" not in kept
+    assert SchemaCache(folder / f"{CACHE_PREFIX}{KEEP_FILES + 2:04d}.json", f"key-{KEEP_FILES + 2}").specs(
+        TOOL_MODULES) is not None
+
+
+LAZY_PROBE = textwrap.dedent("""
+    import json, sys
+    from codeward.context import ToolContext
+    from codeward.tools import default_catalog
+    from codeward.workspace import Workspace
+
+    catalog = default_catalog()
+    before = sorted(m for m in sys.modules if m.startswith("codeward.tools."))
+    outcome = catalog.call("read_file", {"path": "a.txt"}, ToolContext(Workspace.create([sys.argv[1]])))
+    after = sorted(m for m in sys.modules if m.startswith("codeward.tools."))
+    print(json.dumps({"tools": len(catalog), "before": before, "after": after, "text": outcome.text}))
+""")
+
+
+def test_a_saved_listing_builds_the_catalog_without_importing_a_tool_module(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_text("alpha\n")
+    env = {**os.environ, "CODEWARD_HOME": str(tmp_path / "home")}
+
+    def probe() -> dict[str, object]:
+        done = subprocess.run([sys.executable, "-c", LAZY_PROBE, str(root)], env=env, capture_output=True,
+                              text=True, timeout=120, check=True)
+        return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+    cold = probe()  # nothing saved: every module imported, the listing saved
+    assert len(cold["before"]) == len(TOOL_MODULES)  # type: ignore[arg-type]
+    warm = probe()
+    assert warm["tools"] == cold["tools"]
+    assert warm["before"] == []  # listed from the file alone
+    assert warm["after"] == ["codeward.tools.files"]  # the first call imported its own module, nothing else
+    assert "alpha" in str(warm["text"])
+
+
+def _serve(root: Path, home: Path, **env: str) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve", str(root)],
+                                 env={**os.environ, "CODEWARD_HOME": str(home), **env})
 
 
 @pytest.mark.anyio
 async def test_a_cached_listing_is_the_generated_one_through_the_official_client(tmp_path: Path) -> None:
     root = tmp_path / "root"
     root.mkdir()
+    home = tmp_path / "home"
 
     async def listing(**env: str) -> list[dict[str, object]]:
-        params = StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve", str(root)],
-                                       env={**os.environ, "CODEWARD_HOME": str(tmp_path / "home"), **env})
-        async with Client(params) as client:
+        async with Client(_serve(root, home, **env)) as client:
             return [tool.model_dump() for tool in (await client.list_tools()).tools]
 
     generated = await listing(CODEWARD_NO_SCHEMA_CACHE="1")
-    saved = tmp_path / "home" / "cache" / "tool-schemas.json"
-    assert not saved.exists()
-    first = await listing()  # generates and saves
-    assert saved.is_file()
-    cached = await listing()  # reads the saved schemas
+    assert not (home / "cache").exists()
+    first = await listing()  # imports every module, generates and saves
+    assert _saved_file(home).is_file()
+    cached = await listing()  # lists from the saved file, no tool module imported
     assert generated == first == cached
+
+
+@pytest.mark.anyio
+async def test_a_tool_listed_from_the_file_validates_and_returns_structured_output(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "stock.py").write_text("LOW_STOCK = 3\n")
+    home = tmp_path / "home"
+    async with Client(_serve(root, home)) as client:  # saves the listing
+        await client.list_tools()
+    async with Client(_serve(root, home)) as client:  # the tools' modules are imported on first call
+        await client.list_tools()
+        wrong = await client.call_tool("search_text", {"pattern": "LOW", "limit": 0, "colour": "red"})
+        assert wrong.is_error
+        text = wrong.content[0].text  # type: ignore[union-attr]
+        assert "invalid arguments for search_text" in text and "'colour'" in text and "'limit'" in text
+        found = await client.call_tool("search_text", {"pattern": "LOW_STOCK"})  # checked against outputSchema
+        assert not found.is_error and found.structured_content is not None
+        assert "stock.py" in json.dumps(found.structured_content)
+
+
+UNIMPORTABLE = textwrap.dedent("""
+    import sys
+    sys.modules["codeward.tools.web"] = None  # importing it now fails, as a missing dependency would
+    from codeward.cli import main
+    sys.argv = ["codeward", "serve", sys.argv[1]]
+    sys.exit(main())
+""")
+
+
+@pytest.mark.anyio
+async def test_a_tool_whose_module_cannot_be_imported_says_so_and_the_others_work(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_text("alpha\n")
+    home = tmp_path / "home"
+    async with Client(_serve(root, home)) as client:  # saves the listing
+        listed = {tool.name for tool in (await client.list_tools()).tools}
+    assert "fetch_url" in listed
+    params = StdioServerParameters(command=sys.executable, args=["-c", UNIMPORTABLE, str(root)],
+                                   env={**os.environ, "CODEWARD_HOME": str(home)})
+    async with Client(params) as client:
+        assert {tool.name for tool in (await client.list_tools()).tools} == listed
+        broken = await client.call_tool("fetch_url", {"url": "http://127.0.0.1:9/"})
+        assert broken.is_error
+        text = broken.content[0].text  # type: ignore[union-attr]
+        assert "fetch_url" in text and "codeward.tools.web" in text and "ModuleNotFoundError" in text
+        assert "reinstall codeward" in text
+        fine = await client.call_tool("read_file", {"path": "a.txt"})
+        assert not fine.is_error and "alpha" in fine.content[0].text  # type: ignore[union-attr]
 
 
 def test_the_saved_schemas_are_out_of_every_tools_reach(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -109,14 +276,11 @@ def test_the_saved_schemas_are_out_of_every_tools_reach(tmp_path: Path, monkeypa
     from codeward.workspace import Workspace
 
     home = tmp_path / "home"
-    (home / "cache").mkdir(parents=True)
-    saved = home / "cache" / "tool-schemas.json"
-    saved.write_text("{}")
     monkeypatch.setenv("CODEWARD_HOME", str(home))
+    catalog = default_catalog(["files"])  # codeward itself saves its listing there
     cache = SchemaCache.default()
-    assert cache is not None and cache.path == saved
+    assert cache is not None and cache.path == _saved_file(home)
     workspace = Workspace.create([tmp_path])  # a root that contains the data folder
-    catalog = default_catalog(["files"])  # codeward itself saves its schemas there
-    before = saved.read_text()
-    written = catalog.call("write_file", {"path": str(saved), "content": '{"key": "x"}'}, ToolContext(workspace))
-    assert written.is_error and "permission" in written.text and saved.read_text() == before
+    before = cache.path.read_text()
+    written = catalog.call("write_file", {"path": str(cache.path), "content": '{"key": "x"}'}, ToolContext(workspace))
+    assert written.is_error and "permission" in written.text and cache.path.read_text() == before

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib
 import inspect
 import json
 import os
@@ -67,16 +68,40 @@ class Annotations:
 
 
 @dataclass(frozen=True)
+class ToolCode:
+    """What running a tool takes beyond its listing: the function and its models (its module's import)."""
+
+    func: Callable[..., Result[Any]]
+    input_model: type[BaseModel]
+    output_model: type[BaseModel] | None = None
+    preview: Callable[[Mapping[str, Any], Any], str | None] | None = None
+    """The unified diff an approval prompt shows for a call (given its arguments and context) when the
+    diff of its ``write_paths`` cannot say it (see :mod:`codeward.previews`)."""
+
+
+class ToolUnavailable(Exception):
+    """A listed tool whose module cannot be imported now (or no longer defines it)."""
+
+
+@dataclass(frozen=True)
 class ToolSpec:
-    """Everything the surfaces need to know about one tool."""
+    """Everything the surfaces need to know about one tool.
+
+    The listing half (names, description, hints, schemas) is plain data; the code half
+    (:class:`ToolCode`: ``func``, ``input_model``, ``output_model``, ``preview``) comes with
+    importing ``module``. A spec made by :func:`tool` holds both; one listed from the schema cache
+    (:mod:`codeward.schema_cache`) imports its module on first use of the code half, so a server
+    starts without importing tools it is never asked to run.
+    """
 
     name: str
     description: str
-    func: Callable[..., Result[Any]]
-    input_model: type[BaseModel]
     toolset: str
+    module: str
+    """The module defining the tool (one of the default catalog's for a spec from the schema cache)."""
+    code: ToolCode | None = field(default=None, compare=False, repr=False)
+    """``None`` for a spec listed from the schema cache: :meth:`loaded` imports ``module``."""
     annotations: Annotations = Annotations()
-    output_model: type[BaseModel] | None = None
     title: str | None = None
     write_paths: tuple[str, ...] = ()
     """Arguments naming files this tool changes: calls touching the same file are serialized."""
@@ -87,22 +112,48 @@ class ToolSpec:
     regular files :meth:`Catalog.acall` runs it on the event loop, where a worker-thread hop
     would cost more than the call (such a tool must not use ``ctx.progress`` or ``ctx.peer``)."""
     examples: tuple[dict[str, Any], ...] = ()
+    """Example calls (arguments), shown in ``docs/tools.md`` and ``registry_help`` and run by the
+    contract test against every real client. They are never sent in ``tools/list``: a small model
+    copies example values literally, and every listed token costs context."""
     aliases: tuple[str, ...] = ()
     """Other names the tool answers to, never listed: a seed's name kept for clients that call it
     by that name, without showing a model the same tool twice."""
     hidden: bool = False
     """Callable by name but never listed: a seed's tool kept with its own (simpler) arguments,
     in front of a listed tool that does the work (``run_powershell``, ``code_execute``...)."""
-    """Example calls (arguments), shown in ``docs/tools.md`` and ``registry_help`` and run by the
-    contract test against every real client. They are never sent in ``tools/list``: a small model
-    copies example values literally, and every listed token costs context."""
     ask_always: bool = False
     """Every call needs a person's yes, whatever the approval policy would auto-approve (``git_commit``):
     approval layers always ask and mark the call approved (``ctx.call.approved``); the tool asks the
     client's user itself when no layer did, and refuses when no one can be asked."""
-    preview: Callable[[Mapping[str, Any], Any], str | None] | None = None
-    """The unified diff an approval prompt shows for a call (given its arguments and context) when the
-    diff of its ``write_paths`` cannot say it (see :mod:`codeward.previews`)."""
+
+    @property
+    def func(self) -> Callable[..., Result[Any]]:
+        return self.loaded().func
+
+    @property
+    def input_model(self) -> type[BaseModel]:
+        return self.loaded().input_model
+
+    @property
+    def output_model(self) -> type[BaseModel] | None:
+        return self.loaded().output_model
+
+    @property
+    def preview(self) -> Callable[[Mapping[str, Any], Any], str | None] | None:
+        return self.loaded().preview
+
+    @property
+    def is_loaded(self) -> bool:
+        """Whether the code half is at hand (no import needed to run the tool)."""
+        return self.code is not None or _LOADED in self.__dict__
+
+    def loaded(self) -> ToolCode:
+        """The code half, importing ``module`` the first time; :class:`ToolUnavailable` if that fails."""
+        code = self.code or self.__dict__.get(_LOADED)
+        if code is None:
+            code = _import_code(self.module, self.name)
+            self.__dict__[_LOADED] = code  # a frozen dataclass: kept beside the fields, like cached_property
+        return code
 
     @cached_property
     def input_schema(self) -> dict[str, Any]:
@@ -167,11 +218,10 @@ def tool(
         spec = ToolSpec(
             name=tool_name,
             description=inspect.cleandoc(func.__doc__ or tool_name),
-            func=func,
-            input_model=model,
             toolset=toolset,
+            module=func.__module__,
+            code=ToolCode(func, model, output, preview),
             annotations=Annotations(read_only, destructive, idempotent or read_only, open_world),
-            output_model=output,
             title=title,
             write_paths=writes,
             schema_dialect=schema_dialect,
@@ -180,12 +230,29 @@ def tool(
             aliases=other_names,
             hidden=hidden,
             ask_always=ask_always and not read_only,
-            preview=preview,
         )
         setattr(func, SPEC_ATTRIBUTE, spec)
         return func
 
     return decorate
+
+
+_LOADED = "_loaded_code"
+"""Where a spec listed from the schema cache keeps its code half once imported."""
+
+
+def _import_code(module: str, name: str) -> ToolCode:
+    """The code of tool ``name`` from ``module``, imported now; :class:`ToolUnavailable` naming the cause."""
+    try:
+        found = importlib.import_module(module)
+    except Exception as exc:  # an ImportError, or any error the module raises while importing
+        raise ToolUnavailable(f"tool {name!r} cannot run: importing its module {module} failed: "
+                              f"{type(exc).__name__}: {exc}") from exc
+    for value in vars(found).values():
+        spec = getattr(value, SPEC_ATTRIBUTE, None)
+        if isinstance(spec, ToolSpec) and spec.name == name and spec.code is not None:
+            return spec.code
+    raise ToolUnavailable(f"tool {name!r} cannot run: its module {module} no longer defines it")
 
 
 def spec_of(func: Callable[..., Any]) -> ToolSpec:
@@ -292,6 +359,14 @@ class Catalog:
                 ErrorKind.NOT_FOUND, f"unknown tool {name!r}", _suggest(name, self._table)
             )
             return self._finish(name, None, result, ctx, started)
+        try:
+            spec.loaded()
+        except ToolUnavailable as exc:
+            unavailable: Result[Any] = Result.fail(
+                ErrorKind.UNAVAILABLE, str(exc),
+                "The other tools still work. Fix the server's Python environment (reinstall codeward with "
+                "its dependencies), then restart the server.")
+            return self._finish(name, spec, unavailable, ctx, started)
         parsed = validate_arguments(spec, arguments)
         if not parsed.ok:
             return self._finish(name, spec, parsed, ctx, started)
@@ -331,10 +406,11 @@ class Catalog:
         """:meth:`call` in a worker thread, so independent calls run in parallel.
 
         A ``quick`` tool on small files runs right here instead: the thread hop would cost more
-        than the call (two wake-ups, and on a busy machine two waits for a CPU).
+        than the call (two wake-ups, and on a busy machine two waits for a CPU). Not the first call of
+        a tool listed from the schema cache: importing its module would hold up the event loop.
         """
         spec = self.get(name)
-        if spec is not None and spec.quick and names_only_small_files(arguments, ctx):
+        if spec is not None and spec.quick and spec.is_loaded and names_only_small_files(arguments, ctx):
             return self.call(name, arguments, ctx)
         return await anyio.to_thread.run_sync(self.call, name, arguments, ctx, abandon_on_cancel=True)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterable
 
-from codeward.catalog import Catalog
+from codeward.catalog import Catalog, specs_in
 
 TOOL_MODULES: tuple[str, ...] = (
     "codeward.tools.files",
@@ -36,13 +36,17 @@ TOOL_MODULES: tuple[str, ...] = (
 def default_catalog(toolsets: Iterable[str] | None = None) -> Catalog:
     """The catalog of every built-in tool, optionally limited to some toolsets.
 
-    Its schemas come from the user's schema cache when this build saved them before.
+    When this build saved its listing before (:mod:`codeward.schema_cache`), the catalog comes from
+    it and no tool module is imported until one of its tools runs; otherwise the modules are
+    imported and the listing saved for the next start.
     """
     from codeward.schema_cache import SchemaCache
 
-    modules = [importlib.import_module(name) for name in TOOL_MODULES]
-    catalog = Catalog.from_modules(modules, toolsets)
     cache = SchemaCache.default()
-    if cache is not None:
-        cache.prime(catalog)
-    return catalog
+    specs = cache.specs(TOOL_MODULES) if cache is not None else None
+    if specs is None:
+        specs = [spec for name in TOOL_MODULES for spec in specs_in(importlib.import_module(name))]
+        if cache is not None:
+            cache.save(TOOL_MODULES, specs)
+    wanted = set(toolsets) if toolsets is not None else None
+    return Catalog(spec for spec in specs if wanted is None or spec.toolset in wanted)
