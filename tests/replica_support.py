@@ -7,7 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -97,12 +97,14 @@ args = [{PEER!r}, "stdio"]
     return path
 
 
-def start_replica(config: Path, port: int | None = None) -> tuple[subprocess.Popen[bytes], int]:
-    """One ``codeward gateway --http`` replica on a loopback port."""
+def start_replica(config: Path, port: int | None = None, *, args: Sequence[str] = (),
+                  env: Mapping[str, str] | None = None) -> tuple[subprocess.Popen[bytes], int]:
+    """One ``codeward gateway --http`` replica on a loopback port (``args``: more options, like ``--control``)."""
     port = port or free_port()
     proc = start([sys.executable, "-m", "codeward", "gateway", "--config", str(config), "--http", "--port", str(port),
-                  "--token-env", "REPLICA_TOKEN"], port, {"REPLICA_TOKEN": TOKEN, "PYTHONUNBUFFERED": "1"},
-                 cwd=config.parent, timeout=60)
+                  "--token-env", "REPLICA_TOKEN", *args], port,
+                 {"REPLICA_TOKEN": TOKEN, "PYTHONUNBUFFERED": "1", **(env or {})}, cwd=config.parent, timeout=60,
+                 capture_stderr=True)
     return proc, port
 
 

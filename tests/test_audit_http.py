@@ -52,10 +52,51 @@ async def test_calls_are_audited_with_the_users_own_token(tmp_path: Path) -> Non
     assert log.stat().st_mode & 0o777 == 0o600
 
 
-def test_a_bad_users_file_stops_the_start_with_its_problem(tmp_path: Path) -> None:
+@pytest.mark.anyio
+async def test_serve_control_audits_calls_and_console_decisions_with_the_user(tmp_path: Path) -> None:
+    """``serve --http --control``: the users file holds (unknown tokens 401), bob's write waits for the
+    console, the console's yes lets it run, and the audit has bob's call and the decision on it."""
+    import anyio
+
+    from tests.process_support import free_port
+
+    project = _project(tmp_path, f'[users.bob]\ntoken_sha256 = "{hashlib.sha256(BOB.encode()).hexdigest()}"\n')
+    console, home = free_port(), tmp_path / "home"
+    with codeward_http(str(project), "--token-env", "SERVER_TOKEN", "--control", "--control-port", str(console),
+                       env={"SERVER_TOKEN": "operator-token", "CODEWARD_HOME": str(home)}, cwd=project) as url:
+        refused = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                             headers={"Authorization": "Bearer guessed"}, timeout=10)
+        assert refused.status_code == 401 and "users file" in refused.json()["message"]
+        token = (home / "control" / f"{console}.token").read_text().strip()
+        results = []
+        async with httpx.AsyncClient(headers={"Authorization": f"Bearer {BOB}"}, timeout=60) as http, \
+                Client(streamable_http_client(url, http_client=http), mode="legacy") as client, \
+                httpx.AsyncClient(base_url=f"http://127.0.0.1:{console}", timeout=10,
+                                  headers={"Authorization": f"Bearer {token}"}) as hooks, \
+                anyio.create_task_group() as group:
+            async def write() -> None:
+                results.append(await client.call_tool("write_file", {"path": "out.txt", "content": "yes"}))
+
+            group.start_soon(write)
+            with anyio.fail_after(60):
+                while not (asks := (await hooks.get("/api/asks")).json()["asks"]):
+                    await anyio.sleep(0.1)
+            assert (await hooks.get("/api/replicas/approvals")).json() == {"replica": None, "approvals": []}
+            answered = await hooks.post("/api/ask/respond", json={"request_id": asks[0]["request_id"],
+                                                                  "response": {"approved": True}})
+            assert answered.status_code == 200, answered.text
+    assert not results[0].is_error and (project / "out.txt").read_text() == "yes"
+    (log,) = (tmp_path / "audit").glob("audit-127.0.0.1-*.jsonl")
+    records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert [(r["event"], r["user"], r["outcome"]) for r in records if r["tool"] == "write_file"] == [
+        ("approval", "bob", "approved"), ("call", "bob", "ok")], records
+
+
+@pytest.mark.parametrize("control", [[], ["--control", "--control-port", "0"]], ids=["plain", "control"])
+def test_a_bad_users_file_stops_the_start_with_its_problem(tmp_path: Path, control: list[str]) -> None:
     project = _project(tmp_path, '[users.bob]\ntoken_sha256 = "not-a-hash"\n')
     done = subprocess.run([sys.executable, "-m", "codeward", "serve", str(project), "--http", "--port", "1",
-                           "--no-auth"], cwd=project, capture_output=True, text=True, timeout=60)
+                           "--no-auth", *control], cwd=project, capture_output=True, text=True, timeout=60)
     assert done.returncode != 0
     assert "[users.bob] needs token_sha256 = 64 lowercase hex digits" in done.stderr, done.stderr
     assert not (tmp_path / "audit").exists()

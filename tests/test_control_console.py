@@ -185,3 +185,94 @@ def test_serve_control_shows_an_mcp_clients_call_and_a_click_approves_it(
     assert "write_file" in results["listed"]
     assert not results["first"].is_error and (root / "x.txt").read_text() == "by a click"
     assert results["second"].is_error and not (root / "y.txt").exists()
+
+
+def test_a_console_answers_calls_waiting_on_another_replica(browser: Any, tmp_path: Path) -> None:
+    """Two gateway replicas on one Redis: a call waiting for approval on replica A shows in replica B's
+    console; a click there releases it on A (approve, then deny); a forged approval id is refused and
+    releases nothing; the audit names the console as who answered and alice as who called."""
+    import json
+    import threading
+    import time
+
+    import anyio
+    import httpx2 as httpx
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    from tests.process_support import free_port, stop
+    from tests.replica_support import ALICE, TOKEN, gateway_config, have, redis_server, start_replica
+
+    if have("redis-server") is not None:
+        pytest.skip("redis-server is not installed (scripts/test installs it)")
+    with redis_server(tmp_path) as redis_port:
+        config = gateway_config(tmp_path, redis_port)
+        console_port, home = free_port(), tmp_path / "home"
+        holder = start_replica(config)
+        answering = start_replica(config, args=["--control", "--control-port", str(console_port)],
+                                  env={"CODEWARD_HOME": str(home)})
+        results: list[Any] = []
+        errors: list[BaseException] = []
+
+        def calls() -> None:  # alice's client, on replica A only
+            async def talk() -> None:
+                async with httpx.AsyncClient(headers={"Authorization": f"Bearer {ALICE}"}, timeout=120) as http, \
+                        Client(streamable_http_client(f"http://127.0.0.1:{holder[1]}/mcp", http_client=http),
+                               mode="legacy") as client:
+                    for _ in range(2):
+                        results.append(await client.call_tool("peer__count", {}))
+
+            try:
+                anyio.run(talk)
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        thread = threading.Thread(target=calls, daemon=True)
+        thread.start()
+        token_path = home / "control" / f"{console_port}.token"
+        deadline = time.monotonic() + 60
+        while not token_path.exists():
+            assert time.monotonic() < deadline, "replica B's console did not start"
+            time.sleep(0.05)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        try:
+            page.goto(f"http://127.0.0.1:{console_port}/?token={token_path.read_text().strip()}")
+            page.wait_for_selector("#connection[data-state='live']")
+            card = page.locator("#replica-approvals article[data-tool='peer__count']")
+            card.wait_for(timeout=60_000)
+            assert f"waiting on replica {card.get_attribute('data-replica')}" in card.inner_text()
+            assert "called by alice" in card.inner_text()
+            assert page.locator("#approvals article.ask").count() == 0, "not one of B's own asks"
+
+            # A forged id: refused by name, and the real call is still waiting.
+            forged = page.evaluate("""async () => {
+                const r = await fetch('/api/replicas/approvals/forged-id', {method: 'POST',
+                    headers: {'Content-Type': 'application/json'}, body: JSON.stringify({approved: true})});
+                return [r.status, (await r.json()).message];
+            }""")
+            assert forged[0] == 404 and "forged-id" in forged[1], forged
+            time.sleep(1.5)
+            assert not results and card.count() == 1
+
+            first_id = card.get_attribute("data-approval-id")
+            card.get_by_role("button", name="Approve").click()
+            page.wait_for_selector(f"#replica-approvals article[data-approval-id='{first_id}']", state="detached",
+                                   timeout=30_000)
+            second = page.locator("#replica-approvals article[data-tool='peer__count']")
+            second.wait_for(timeout=60_000)
+            second.get_by_role("button", name="Deny").click()
+            thread.join(60)
+        finally:
+            page.close()
+            stop(answering[0])
+            stop(holder[0])
+    assert not errors, errors
+    approved, denied = results
+    assert not approved.is_error and approved.content[0].text == "1", approved
+    assert denied.is_error and "not approved" in denied.content[0].text, denied
+    records = [json.loads(line) for path in sorted((tmp_path / "audit").glob("audit-*.jsonl"))
+               for line in path.read_text(encoding="utf-8").splitlines()]
+    answers = [(r["user"], r["outcome"], r["caller"]) for r in records if r["event"] == "answer"]
+    assert answers == [("console", "approved", "alice"), ("console", "denied", "alice")], records
+    assert all(r["held_by"] != r["replica"] for r in records if r["event"] == "answer")
+    assert TOKEN not in json.dumps(records)

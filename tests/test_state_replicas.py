@@ -117,14 +117,21 @@ async def test_an_approval_waiting_on_one_replica_is_answered_on_the_other(deplo
         assert wrong.status_code == 401 and "users file" in wrong.json()["message"]
 
     # The audit: each replica's JSONL file, and every replica's records on any replica's GET /audit.
-    expected = [("approval", "approved"), ("call", "ok"), ("approval", "denied"), ("call", "denied")]
+    # Who answered is audited too: the operator's token answered both, on the other replica.
+    expected = [("approval", "approved"), ("call", "ok"), ("approval", "denied"), ("call", "denied"),
+                ("answer", "approved"), ("answer", "denied")]
     lines = [json.loads(line) for path in sorted((deployment["tmp"] / "audit").glob("audit-*.jsonl"))
              for line in path.read_text(encoding="utf-8").splitlines()]
     counted = sorted((r["event"], r["outcome"]) for r in lines if r["tool"] == "peer__count")
     assert counted == sorted(expected), lines
     for record in lines:
         if record["tool"] == "peer__count":
-            assert record["user"] == "alice" and len(record["arguments_sha256"]) == 64 and record["replica"] in by_id
+            assert len(record["arguments_sha256"]) == 64 and record["replica"] in by_id
+            if record["event"] == "answer":
+                assert record["user"] == "operator" and record["caller"] == "alice", record
+                assert record["held_by"] != record["replica"], record
+            else:
+                assert record["user"] == "alice", record
     async with httpx.AsyncClient(headers=AUTH, timeout=10) as http:
         shared = (await http.get(f"http://127.0.0.1:{ports[1]}/audit?count=100")).json()["records"]
         bad = await http.get(f"http://127.0.0.1:{ports[1]}/audit?count=lots")

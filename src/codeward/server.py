@@ -43,6 +43,7 @@ from codeward.tool_listing import ToolListing
 from codeward.workspace import Workspace
 
 if TYPE_CHECKING:
+    from codeward.audit.log import AuditLog
     from codeward.state.backend import StateBackend
 
 logger = logging.getLogger("codeward.server")
@@ -482,7 +483,7 @@ class CodewardServer:
 
     def http_app(self, *, host: str = "127.0.0.1", path: str = "/mcp", token: str | None = None,
                  allowed_hosts: Sequence[str] = (), state: StateBackend | None = None,
-                 users: Mapping[str, str] | None = None, **options: Any) -> Any:
+                 users: Mapping[str, str] | None = None, audit: AuditLog | None = None, **options: Any) -> Any:
         """A Starlette app serving streamable HTTP, with DNS-rebinding protection and optional bearer auth;
         resumable streams and calls in flight kept in ``state`` (this process's memory by default)."""
         from mcp.server.transport_security import TransportSecuritySettings
@@ -507,7 +508,7 @@ class CodewardServer:
         )
         add_state(app, self.lowlevel, state, self.surface.tool_infos)
         app.add_middleware(JsonRpcGuardMiddleware)
-        add_approvals(app, state, self.services.metrics)
+        add_approvals(app, state, self.services.metrics, audit)
         if users:  # added last, so outermost: nothing unauthenticated is read
             from codeward.audit.users import UsersMiddleware
 
@@ -517,12 +518,13 @@ class CodewardServer:
         return app
 
     async def run_http(self, *, host: str, port: int, token: str | None = None, state: StateBackend | None = None,
-                       users: Mapping[str, str] | None = None, **options: Any) -> None:
+                       users: Mapping[str, str] | None = None, audit: AuditLog | None = None,
+                       **options: Any) -> None:
         import uvicorn
 
         from codeward.transport.stdio import freeze_startup_heap
 
-        app = self.http_app(host=host, token=token, state=state, users=users, **options)
+        app = self.http_app(host=host, token=token, state=state, users=users, audit=audit, **options)
         freeze_startup_heap()
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
         async with self._announcing(), anyio.create_task_group() as group:

@@ -126,6 +126,12 @@ async def _serve(config: Config, gateway: GatewayConfig, transport: str, host: s
 
             approvals = SharedApprovals(state, approvals)
         observers = plane.middleware()
+        if plane.state is not None and state is not None and state.shared:  # the console answers any replica's
+            import asyncio
+
+            from codeward.control.replicas import ReplicaApprovals
+
+            plane.state.replicas = ReplicaApprovals(state, audit.log if audit else None, asyncio.get_running_loop())
         if audit is not None:  # every call and decision, with its user
             approvals, observers = audit.approvals(approvals), [audit.middleware(), *observers]
         stack = build_stack(config, roots, gateway=gateway, upstreams=True, native=gateway.native, meta=meta,
@@ -142,7 +148,8 @@ async def _serve(config: Config, gateway: GatewayConfig, transport: str, host: s
             if transport == "http":
                 print(f"codeward gateway: serving at http://{host}:{port}/mcp", file=sys.stderr, flush=True)
                 await server.run_http(host=host, port=port, token=token, state=state,
-                                      users=audit.users if audit is not None else None)
+                                      users=audit.users if audit is not None else None,
+                                      audit=audit.log if audit is not None else None)
             else:
                 await server.run_stdio()
 

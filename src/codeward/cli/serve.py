@@ -22,11 +22,13 @@ from codeward.client_setup.banner import http_lines, stdio_lines
 from codeward.client_setup.launch import display_command, installed_command
 
 if TYPE_CHECKING:
+    from codeward.audit.setup import HttpAudit
     from codeward.config import Config
     from codeward.config.mcp import GatewayConfig
     from codeward.control.defaults import ControlOptions
     from codeward.control.plane import ControlPlane
     from codeward.stack import Stack
+    from codeward.state.backend import StateBackend
 
 APPROVAL_MODES = ("console", "none")
 
@@ -129,17 +131,25 @@ def _install_args(args: argparse.Namespace) -> list[str]:
 
 
 def _controlled_stack(args: argparse.Namespace, config: Config, gateway: GatewayConfig,
-                      plane: ControlPlane) -> Stack:
+                      plane: ControlPlane, state: StateBackend | None = None, audit: HttpAudit | None = None) -> Stack:
     """The one stack with the plane's observer outermost; with ``--approvals console`` codeward's
     own writing and executing tools are asked about — the client (elicitation) raced against the
-    console, the console alone for a client that cannot ask."""
+    console, the console alone for a client that cannot ask. Over HTTP a shared ``state`` lets any
+    replica answer, and ``audit`` records every call and decision with its user."""
     from codeward.gateway.approval import confirm_with_client
+    from codeward.gateway.policy import ConfirmCallback
     from codeward.stack import Approver, build_stack
 
-    asks = plane.state is not None and args.approvals == "console"
-    approver = Approver(plane.approvals(confirm_with_client)) if asks else None
-    return build_stack(config, args.roots, gateway=gateway, meta=args.meta, approver=approver,
-                       observers=plane.middleware())
+    approver = None
+    if plane.state is not None and args.approvals == "console":
+        approvals: ConfirmCallback = plane.approvals(confirm_with_client)
+        if state is not None and state.shared:
+            from codeward.state.approvals import SharedApprovals
+
+            approvals = SharedApprovals(state, approvals)
+        approver = Approver(audit.approvals(approvals) if audit is not None else approvals)
+    observers = [*([audit.middleware()] if audit is not None else []), *plane.middleware()]
+    return build_stack(config, args.roots, gateway=gateway, meta=args.meta, approver=approver, observers=observers)
 
 
 def _run_controlled(args: argparse.Namespace, control: ControlOptions, config: Config,
@@ -153,8 +163,21 @@ def _run_controlled(args: argparse.Namespace, control: ControlOptions, config: C
     exit_on_sigterm()
 
     async def main() -> None:
+        state = audit = None
+        if args.http:  # shared state, users and the audit, as without --control
+            from codeward.audit.setup import http_audit
+
+            state = open_state(config.state)
+            audit = http_audit(config, state, args.host, args.port)
         async with control_plane(control, "serve") as plane:
-            stack = _controlled_stack(args, config, gateway, plane)
+            stack = _controlled_stack(args, config, gateway, plane, state, audit)
+            if plane.state is not None and state is not None and state.shared:  # the console answers any replica
+                import asyncio
+
+                from codeward.control.replicas import ReplicaApprovals
+
+                plane.state.replicas = ReplicaApprovals(state, audit.log if audit else None,
+                                                        asyncio.get_running_loop())
             server = stack.server(roots_from_client=not stack.roots_given and not args.http)
             roots = ", ".join(str(r) for r in stack.workspace.roots)
             count = len(stack.catalog)
@@ -179,7 +202,8 @@ def _run_controlled(args: argparse.Namespace, control: ControlOptions, config: C
                           f"http://{args.host}:{args.port}/mcp\n  roots: {roots}\n  {auth.notice}",
                           file=sys.stderr, flush=True)
                     await server.run_http(host=args.host, port=args.port, token=auth.token, allowed_hosts=allowed,
-                                          state=open_state(config.state))
+                                          state=state, users=audit.users if audit else None,
+                                          audit=audit.log if audit else None)
 
     anyio.run(main)
     return 0

@@ -66,6 +66,8 @@ def create_app(state: ControlState, token: str, *, logs: SessionLogs | None = No
         Route("/api/servers", api.servers, methods=["GET"]),
         Route("/api/ask", api.ask, methods=["POST"]),
         Route("/api/ask/respond", api.respond, methods=["POST"]),
+        Route("/api/replicas/approvals", api.replica_approvals, methods=["GET"]),
+        Route("/api/replicas/approvals/{approval_id}", api.answer_replica, methods=["POST"]),
         Route("/api/gui", api.gui, methods=["POST"]),
         Route("/api/gui/value", api.gui_value, methods=["GET"]),
         Route("/api/gui/value/{item:path}", api.gui_value, methods=["GET"]),
@@ -275,6 +277,44 @@ class _Api:
         return _json({"status": "ok"})
 
 
+    async def replica_approvals(self, request: Request) -> Response:
+        """Every replica's pending approvals (``replica``: this one's id; null when there are no replicas)."""
+        from codeward.state.errors import StateUnavailable
+
+        replicas = self.state.replicas
+        if replicas is None:
+            return _json({"replica": None, "approvals": []})
+        try:
+            return _json({"replica": replicas.replica, "approvals": await replicas.pending()})
+        except StateUnavailable as error:
+            raise BadRequest(str(error), "The approvals of this replica are still shown above; retry when Redis "
+                             "answers.", status=503) from error
+
+    async def answer_replica(self, request: Request) -> Response:
+        """``{"approved": true|false}``: answer an approval wherever its call waits (audited as the console)."""
+        from codeward.state.errors import StateUnavailable
+
+        replicas = self.state.replicas
+        approval_id = request.path_params["approval_id"]
+        body = await _body(request)
+        if not isinstance(body.get("approved"), bool):
+            raise BadRequest("the body needs 'approved': true or false",
+                             'Send {"approved": true} or {"approved": false}.')
+        if replicas is None:
+            raise BadRequest("this process is not one of several replicas", "Answer its own asks with "
+                             "POST /api/ask/respond.", status=404)
+        try:
+            decided = await replicas.answer(approval_id, body["approved"], "console")
+        except StateUnavailable as error:
+            raise BadRequest(str(error), "Retry when Redis answers.", status=503) from error
+        if decided is None:
+            raise BadRequest(f"no pending approval has id {approval_id!r}", "GET /api/replicas/approvals lists "
+                             "them; answered ones are gone.", status=404)
+        if not decided:
+            raise BadRequest(f"approval {approval_id!r} was already answered", "Nothing to do.", status=409)
+        return _json({"status": "ok", "id": approval_id, "approved": body["approved"]})
+
+
 async def _disconnected(request: Request) -> None:
     """Returns when the client hangs up (the body has been read, so only that can arrive)."""
     while (await request.receive())["type"] != "http.disconnect":
@@ -335,8 +375,8 @@ async def _not_found(request: Request, exc: Exception) -> Response:
     return _json({"error": "not_found", "message": f"no endpoint {request.method} {request.url.path}",
                   "hint": "GET /status, /api/project, /api/session, /api/performance, /api/events, "
                           "/api/events/stream, /api/calls, /api/asks, /api/servers, /api/gui/value[/<field>], "
-                          "/api/gui/diagnostics, /api/gui/mma_status; POST /api/ask, /api/ask/respond, /api/gui, "
-                          "/api/project, /api/session"},
+                          "/api/gui/diagnostics, /api/gui/mma_status, /api/replicas/approvals; POST /api/ask, "
+                          "/api/ask/respond, /api/gui, /api/project, /api/session, /api/replicas/approvals/<id>"},
                  status=404)
 
 

@@ -53,6 +53,9 @@ class ControlState:
         """The run's :class:`~codeward.control.gui.GuiQueue` (``/api/gui``), once a session is driven."""
         self.board: Any = None
         """A callable giving the project's beads as (tracks, tickets), when there is a tracker."""
+        self.replicas: Any = None
+        """The deployment's approvals (:class:`~codeward.control.replicas.ReplicaApprovals`), when this
+        process is one replica of several sharing state."""
 
     # -- project and session ---------------------------------------------------------------
 

@@ -13,10 +13,14 @@ import json
 import logging
 import time
 import uuid
+from typing import TYPE_CHECKING
 
 from codeward.gateway.policy import ApprovalRequest, ConfirmCallback
 from codeward.state.backend import StateBackend
 from codeward.state.errors import StateUnavailable
+
+if TYPE_CHECKING:
+    from codeward.audit.log import AuditLog
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +28,21 @@ log = logging.getLogger(__name__)
 APPROVAL_TIMEOUT_S = 600.0
 """Without a local asker (no console, a client without elicitation), an approval nobody answers on
 any replica within this long is denied."""
+
+
+async def answer_pending(state: StateBackend, approval_id: str, approved: bool, by: str,
+                         audit: AuditLog | None = None) -> bool | None:
+    """Answer one pending approval of any replica as ``by`` (a person: a user's token on ``POST
+    /approvals/<id>``, or a console): True if this answer decided it, False if it was already
+    answered, None if no approval has that id. A deciding answer is audited with who gave it."""
+    pending = next((a for a in await state.pending_approvals() if a.get("id") == approval_id), None)
+    decided = await state.answer_approval(approval_id, approved, by)
+    if decided and audit is not None:
+        await audit.record("answer", user=by, tool=str((pending or {}).get("tool", "?")),
+                           arguments=(pending or {}).get("arguments"), outcome="approved" if approved else "denied",
+                           approval=approval_id, held_by=(pending or {}).get("replica"),
+                           caller=(pending or {}).get("user"))
+    return decided
 
 
 class SharedApprovals:

@@ -25,6 +25,7 @@ from codeward.surface import ToolInfo
 if TYPE_CHECKING:
     from mcp.server.streamable_http import EventStore
 
+    from codeward.audit.log import AuditLog
     from codeward.metrics import CallMetrics
 
 ADOPTION_ID = "codeward-adopt"
@@ -112,9 +113,11 @@ def add_state(app: Any, server: Server[Any], state: StateBackend, tools: Callabl
     app.add_middleware(SharedStateMiddleware, state=state, sessions=Sessions(server, state), finisher=finisher)
 
 
-def add_approvals(app: Any, state: StateBackend, metrics: CallMetrics | None = None) -> None:
-    """``/approvals``, ``/audit`` and ``/metrics`` (add them outside the JSON-RPC guard, inside the bearer token)."""
-    app.add_middleware(ApprovalsEndpoint, state=state)
+def add_approvals(app: Any, state: StateBackend, metrics: CallMetrics | None = None,
+                  audit: AuditLog | None = None) -> None:
+    """``/approvals``, ``/audit`` and ``/metrics`` (add them outside the JSON-RPC guard, inside the bearer
+    token); answers given on ``/approvals`` go to ``audit`` with the user who gave them."""
+    app.add_middleware(ApprovalsEndpoint, state=state, audit=audit)
     if metrics is not None:
         from codeward.state.metrics import MetricsEndpoint
 

@@ -28,6 +28,7 @@ from codeward.state.backend import CallRecord, EventLog, StateBackend
 from codeward.state.errors import StateUnavailable
 
 if TYPE_CHECKING:
+    from codeward.audit.log import AuditLog
     from codeward.state.takeover import CallFinisher
 
 log = logging.getLogger(__name__)
@@ -210,9 +211,10 @@ class ApprovalsEndpoint:
     JSON-RPC guard: these bodies are not JSON-RPC): pending approvals of every replica, answering one,
     and the newest audit records of every replica (``GET /audit?count=N``)."""
 
-    def __init__(self, app: Any, state: StateBackend) -> None:
+    def __init__(self, app: Any, state: StateBackend, audit: AuditLog | None = None) -> None:
         self.app = app
         self.state = state
+        self.audit = audit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and _is_approvals(scope.get("path", "")):
@@ -256,7 +258,11 @@ class ApprovalsEndpoint:
                 await _json(send, 400, {"error": "bad answer",
                                         "message": 'send {"approved": true} or {"approved": false} as JSON'})
                 return
-            decided = await self.state.answer_approval(approval_id, answer["approved"], f"replica {self.state.replica}")
+            from codeward.audit.users import USER_KEY
+            from codeward.state.approvals import answer_pending
+
+            by = str(scope.get(USER_KEY) or f"replica {self.state.replica}")  # the user whose token answered
+            decided = await answer_pending(self.state, approval_id, answer["approved"], by, self.audit)
         except StateUnavailable as error:
             await _json(send, 503, {"error": "state unavailable", "message": str(error)})
             return

@@ -142,6 +142,63 @@ function renderAsks() {
   document.title = view.asks.size ? `(${view.asks.size}) codeward control` : "codeward control";
 }
 
+// -- approvals waiting on other replicas (a deployment sharing state) --------------------------
+
+async function answerElsewhere(approvalId, approved, card) {
+  for (const button of card.querySelectorAll("button")) button.disabled = true;
+  const note = card.querySelector(".note");
+  note.textContent = approved ? "approving…" : "denying…";
+  try {
+    const response = await fetch(`/api/replicas/approvals/${encodeURIComponent(approvalId)}`, {
+      method: "POST",
+      headers: {"Content-Type": "application/json"},
+      body: JSON.stringify({approved}),
+    });
+    const body = await response.json().catch(() => ({}));
+    note.textContent = response.ok ? (approved ? "approved" : "denied") : (body.message || `HTTP ${response.status}`);
+    refreshReplicas();
+  } catch (error) {
+    note.textContent = `could not reach the server: ${error}`;
+    for (const button of card.querySelectorAll("button")) button.disabled = false;
+  }
+}
+
+async function refreshReplicas() {
+  const section = document.getElementById("replica-approvals-section");
+  try {
+    const response = await fetch("/api/replicas/approvals");
+    const body = await response.json().catch(() => ({}));
+    if (!response.ok) {
+      section.hidden = false;
+      document.getElementById("replica-approvals-note").textContent = body.message || `HTTP ${response.status}`;
+      return;
+    }
+    if (!body.replica) { section.hidden = true; return; }
+    section.hidden = false;
+    document.getElementById("replica-approvals-note").textContent = `this replica: ${body.replica}`;
+    const elsewhere = body.approvals.filter((a) => a.replica !== body.replica);
+    const box = document.getElementById("replica-approvals");
+    const cards = elsewhere.map((approval) => {
+      const card = el("article", {class: "ask", "data-approval-id": approval.id, "data-tool": approval.tool || "",
+                                  "data-replica": approval.replica || ""},
+        el("h3", {}, approval.tool || "call", el("span", {class: "dim"},
+          ` via ${approval.server || "?"} · waiting on replica ${approval.replica}` +
+          (approval.user ? ` · called by ${approval.user}` : ""))),
+        approval.description ? el("p", {class: "dim"}, approval.description) : null,
+        el("pre", {class: "args"}, JSON.stringify(approval.arguments || {}, null, 2)));
+      const approve = el("button", {class: "approve", type: "button", "data-testid": "approve"}, "Approve");
+      const deny = el("button", {class: "deny", type: "button", "data-testid": "deny"}, "Deny");
+      approve.addEventListener("click", () => answerElsewhere(approval.id, true, card));
+      deny.addEventListener("click", () => answerElsewhere(approval.id, false, card));
+      card.append(el("div", {class: "buttons"}, approve, deny, el("span", {class: "note dim"})));
+      return card;
+    });
+    if (cards.length) box.replaceChildren(...cards);
+    else box.replaceChildren(el("p", {class: "empty"}, "Nothing is waiting on another replica."));
+    document.getElementById("replica-approval-count").textContent = String(elsewhere.length);
+  } catch (error) { /* the connection indicator already says so */ }
+}
+
 // -- conversation ---------------------------------------------------------------------------
 
 function entryNode(entry) {
@@ -264,3 +321,5 @@ function connect() {
 connect();
 refreshPerformance();
 setInterval(refreshPerformance, 2000);
+refreshReplicas();
+setInterval(refreshReplicas, 1000);
