@@ -50,8 +50,8 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if all((built / n).is_file() and (built / n).stat().st_mtime >= _newest_source() for n in names):
         return built
     out = tmp_path_factory.mktemp("dist")
-    done = subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(REPO)], capture_output=True,
-                          text=True, timeout=900)
+    done = subprocess.run([sys.executable, "-m", "build", "--installer", "uv", "--outdir", str(out), str(REPO)],
+                          capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return out
 

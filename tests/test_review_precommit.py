@@ -75,7 +75,8 @@ def test_codeward_review_runs_as_a_pre_commit_hook(tmp_path: Path) -> None:
         f"repos:\n  - repo: {hook_repo}\n    rev: {rev}\n    hooks:\n      - id: codeward-review\n")
     subprocess.run([*GIT, "init", "-q"], cwd=project, check=True)
     subprocess.run([*GIT, "add", "-A"], cwd=project, check=True)
-    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"), "PRE_COMMIT_COLOR": "never"}
+    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"), "PRE_COMMIT_COLOR": "never",
+           "PIP_NO_COMPILE": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
 
     def hook(*files: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([str(PRE_COMMIT), "run", "--files", *files], cwd=project, env=env,
