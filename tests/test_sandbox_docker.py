@@ -200,3 +200,10 @@ def test_compile_errors_in_a_container_are_reported(engine: FakeEngine, run_tool
     assert result is not None
     assert result["status"] == "error" and "compilation failed" in result["error_message"]
     assert "nope" in result["stderr"]
+
+
+def test_a_compiled_program_runs_from_the_work_directory(engine: FakeEngine, run_tool: Any) -> None:
+    code = '#include <stdio.h>\nint main(void) { printf("built and ran %d\\n", 6 * 7); return 0; }\n'
+    result = run_tool("coding_run_in_docker", language="c", code=code).structured
+    assert result is not None
+    assert result["status"] == "success" and result["stdout"] == "built and ran 42\n", result

@@ -32,8 +32,8 @@ def docker_command(spec: Language, main: str, heap_mb: int) -> list[str]:
         out = []
         for index, word in enumerate(argv):
             word = word.replace("{main}", main).replace("{heap}", str(heap_mb)).replace(CODE_DIR, PRIVATE_WORKDIR)
-            if index == 0:
-                word = os.path.basename(word)
+            if index == 0 and not word.startswith(PRIVATE_WORKDIR + "/"):
+                word = os.path.basename(word)  # the image's toolchain, found on its PATH; a built program stays put
             out.append(shlex.quote(word))
         return " ".join(out)
 
