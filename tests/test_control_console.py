@@ -262,6 +262,12 @@ def test_a_console_answers_calls_waiting_on_another_replica(browser: Any, tmp_pa
             second.wait_for(timeout=60_000)
             second.get_by_role("button", name="Deny").click()
             thread.join(60)
+            # B's performance panel adds up every replica's calls: both ran (one refused) on A, none on B.
+            page.wait_for_function("""() => {
+                const row = document.querySelector("#deployment-latency tr[data-tool='peer__count']");
+                return row && row.children[1].textContent === "2" && row.children[2].textContent === "1";
+            }""", timeout=30_000)
+            assert "2 replicas" in page.locator("#deployment-note").inner_text()
         finally:
             page.close()
             stop(answering[0])

@@ -126,17 +126,18 @@ async def _serve(config: Config, gateway: GatewayConfig, transport: str, host: s
 
             approvals = SharedApprovals(state, approvals)
         observers = plane.middleware()
-        if plane.state is not None and state is not None and state.shared:  # the console answers any replica's
-            import asyncio
-
-            from codeward.control.replicas import ReplicaApprovals
-
-            plane.state.replicas = ReplicaApprovals(state, audit.log if audit else None, asyncio.get_running_loop())
         if audit is not None:  # every call and decision, with its user
             approvals, observers = audit.approvals(approvals), [audit.middleware(), *observers]
         stack = build_stack(config, roots, gateway=gateway, upstreams=True, native=gateway.native, meta=meta,
                             approver=Approver(approvals), observers=observers,
                             pins=state.pins() if state is not None else None)
+        if plane.state is not None and state is not None and state.shared:  # the console sees every replica
+            import asyncio
+
+            from codeward.control.replicas import ReplicaApprovals
+
+            plane.state.replicas = ReplicaApprovals(state, audit.log if audit else None, asyncio.get_running_loop(),
+                                                    stack.services.metrics)
         async with stack:
             upstream = stack.gateway
             assert upstream is not None  # with_urls made sure there is a server

@@ -177,7 +177,7 @@ def _run_controlled(args: argparse.Namespace, control: ControlOptions, config: C
                 from codeward.control.replicas import ReplicaApprovals
 
                 plane.state.replicas = ReplicaApprovals(state, audit.log if audit else None,
-                                                        asyncio.get_running_loop())
+                                                        asyncio.get_running_loop(), stack.services.metrics)
             server = stack.server(roots_from_client=not stack.roots_given and not args.http)
             roots = ", ".join(str(r) for r in stack.workspace.roots)
             count = len(stack.catalog)

@@ -182,6 +182,8 @@ class _Api:
 
     async def performance(self, request: Request) -> Response:
         figures = await asyncio.to_thread(self.state.performance)
+        if self.state.replicas is not None:  # one replica of several: the whole deployment's figures too
+            figures["deployment"] = await self.state.replicas.figures()
         return _json({"performance": figures})
 
     async def events(self, request: Request) -> Response:

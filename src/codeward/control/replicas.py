@@ -3,7 +3,8 @@
 The console's server runs its own event loop in a thread, while the shared state's connections
 belong to the command's loop: :class:`ReplicaApprovals` carries each request over to that loop.
 An answer releases the call on whichever replica holds it (the shared state announces it there)
-and is audited as given by ``console`` on this replica.
+and is audited as given by ``console`` on this replica. The console's performance panel shows the
+whole deployment's call figures from here too.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from codeward.audit.log import AuditLog
+    from codeward.metrics import CallMetrics
     from codeward.state.backend import StateBackend
 
 T = TypeVar("T")
@@ -22,9 +24,11 @@ T = TypeVar("T")
 class ReplicaApprovals:
     """Pending approvals of every replica, and answering one, from another thread's loop."""
 
-    def __init__(self, state: StateBackend, audit: AuditLog | None, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, state: StateBackend, audit: AuditLog | None, loop: asyncio.AbstractEventLoop,
+                 metrics: CallMetrics | None = None) -> None:
         self.state = state
         self.audit = audit
+        self.metrics = metrics
         self.replica = state.replica
         self._loop = loop
 
@@ -38,3 +42,11 @@ class ReplicaApprovals:
         from codeward.state.approvals import answer_pending
 
         return await self._on_owner(answer_pending(self.state, approval_id, approved, by, self.audit))
+
+    async def figures(self) -> dict[str, Any] | None:
+        """Every replica's call figures added up (``GET /metrics``'s answer), or None without a recorder."""
+        from codeward.state.metrics import deployment_metrics
+
+        if self.metrics is None:
+            return None
+        return await self._on_owner(deployment_metrics(self.state, self.metrics))

@@ -251,7 +251,23 @@ async function refreshPerformance() {
       el("td", {class: "tool"}, t.name), el("td", {class: "num"}, t.calls), el("td", {class: "num"}, t.errors),
       el("td", {class: "num"}, t.p50_ms.toFixed(1)), el("td", {class: "num"}, t.p90_ms.toFixed(1)),
       el("td", {class: "num"}, t.p99_ms.toFixed(1)))));
+    renderDeployment(perf.deployment);
   } catch (error) { /* the connection indicator already says so */ }
+}
+
+// The whole deployment's call figures (every replica added up), when this process is one replica of several.
+function renderDeployment(deployment) {
+  const box = document.getElementById("deployment");
+  if (!deployment) { box.hidden = true; return; }
+  box.hidden = false;
+  const replicas = Object.keys(deployment.replicas || {}).length;
+  const calls = deployment.tool_calls;
+  document.getElementById("deployment-note").textContent = deployment.warning ||
+    `${replicas} replica${replicas === 1 ? "" : "s"}: ${calls.total} calls (${calls.errors} failed)`;
+  document.querySelector("#deployment-latency tbody").replaceChildren(...calls.by_name.map((t) => el("tr", {"data-tool": t.name},
+    el("td", {class: "tool"}, t.name), el("td", {class: "num"}, t.calls), el("td", {class: "num"}, t.errors),
+    el("td", {class: "num"}, t.p50_ms.toFixed(1)), el("td", {class: "num"}, t.p90_ms.toFixed(1)),
+    el("td", {class: "num"}, t.p99_ms.toFixed(1)))));
 }
 
 // -- the event stream -------------------------------------------------------------------------
