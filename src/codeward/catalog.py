@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from types import ModuleType
-from typing import Any, get_type_hints
+from typing import TYPE_CHECKING, Any, get_type_hints
 
 import anyio
 import anyio.to_thread
@@ -30,8 +30,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from codeward import state_dir
-from codeward.checkpoints.journal import Journal
-from codeward.checkpoints.store import Record
 from codeward.code.textfile import displayable
 from codeward.content import RichContent
 from codeward.context import ToolContext
@@ -40,6 +38,10 @@ from codeward.result import ErrorInfo, ErrorKind, Result
 from codeward.state_dir import StateDir
 from codeward.validation_messages import annotation_name, problems
 from codeward.workspace import Access, git_marker_lock_key
+
+if TYPE_CHECKING:
+    from codeward.checkpoints.journal import Journal
+    from codeward.checkpoints.store import Record
 
 TOOL_NAME_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 SPEC_ATTRIBUTE = "__codeward_tool__"
@@ -446,6 +448,8 @@ class Catalog:
             texts = (values.get(name) for name in spec.input_model.model_fields)
             shown = [text for text in texts if isinstance(text, str)][:1]
         summary = " ".join([spec.name, *(_one_line(text) for text in shown)])
+        from codeward.checkpoints.journal import Journal  # with the first call that may write
+
         return Journal(ctx.workspace, spec.name, summary, settings)
 
     def _finish(

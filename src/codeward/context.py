@@ -20,11 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from codeward.checkpoints.journal import CheckpointSettings, Journal
+from codeward.checkpoints.settings import CheckpointSettings
 from codeward.path_locks import PathLocks, write_lock_keys
 from codeward.workspace import Workspace
 
 if TYPE_CHECKING:
+    from codeward.checkpoints.journal import Journal
     from codeward.config import (
         BeadsSettings,
         CodingSettings,

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from codeward.catalog import Catalog
-from codeward.checkpoints.journal import CheckpointSettings
+from codeward.checkpoints.settings import CheckpointSettings
 from codeward.code.textfile import decode
 from codeward.context import ToolContext
 from codeward.workspace import Access, Workspace

@@ -36,9 +36,6 @@ from codeward.gateway.native import Alias
 from codeward.gateway.policy import Approval, ApprovalPolicy, ConfirmCallback
 from codeward.metrics import RecordCalls
 from codeward.providers import PromptProvider, ResourceProvider
-from codeward.registry.approval import registry_underlying
-from codeward.registry.meta import Meta
-from codeward.registry.served import ServedTools
 from codeward.surface import CatalogSurface, CompositeSurface, ToolInfo, ToolSurface
 from codeward.workspace import Workspace
 
@@ -106,6 +103,8 @@ class Stack:
             return self.surface
         if self._meta_surface is None:
             outer = [m for m in self.middleware if m is not self.approval]
+            from codeward.registry.meta import Meta
+
             self._meta_surface = chain(self.approved, [*outer, Meta(guard=self.approval)])
         return self._meta_surface
 
@@ -236,6 +235,8 @@ def build_stack(
 
     approval: Approval | None = None
     if approver is not None:
+        from codeward.registry.approval import registry_underlying
+
         policy = ApprovalPolicy.from_config(gateway_config, approver.auto_approve)
         approval = Approval(policy, approver.confirm, native=approver.native,
                             trusted_digest=upstream.trusted_digest if upstream is not None else None,
@@ -247,8 +248,12 @@ def build_stack(
     if services.metrics is not None:
         outer.append(RecordCalls(services.metrics))
     if meta:
+        from codeward.registry.meta import Meta
+
         outer.append(Meta(guard=approval))
     else:
+        from codeward.registry.served import ServedTools
+
         services = replace(services, served=ServedTools(approved))
     from codeward.registry.providers import registry_providers
 

@@ -28,10 +28,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from codeward.result import ErrorKind, Result
+
+if TYPE_CHECKING:
+    import pathspec
 
 HARD_BLACKLIST_NAMES = frozenset({"history.toml", "config.toml", "credentials.toml"})
 HARD_BLACKLIST_SUFFIX = "_history.toml"
@@ -218,11 +220,15 @@ class Workspace:
 
     @cached_property
     def _blacklist_spec(self) -> pathspec.PathSpec:  # type: ignore[type-arg]
+        import pathspec  # on the first path checked: a server's start checks none
+
         return pathspec.PathSpec.from_lines("gitignore", self.blacklist_globs)
 
     @cached_property
     def _folded_blacklist_spec(self) -> pathspec.PathSpec:  # type: ignore[type-arg]
         """The globs case-folded: on macOS and Windows '.ENV' opens '.env'."""
+        import pathspec
+
         return pathspec.PathSpec.from_lines("gitignore", [glob.casefold() for glob in self.blacklist_globs])
 
     @cached_property
@@ -718,16 +724,19 @@ class _GlobTest:
     a closure, so that a workspace still pickles (index worker processes get one).
     """
 
-    __slots__ = ("combined", "spec")
+    __slots__ = ("combined", "normalize", "spec")
 
     def __init__(self, spec: pathspec.PathSpec) -> None:  # type: ignore[type-arg]
+        from pathspec.util import normalize_file
+
         self.spec = spec
         self.combined = _combined_regex(spec)
+        self.normalize = normalize_file
 
     def __call__(self, path: str) -> bool:
         if self.combined is None:
             return bool(self.spec.match_file(path))
-        return self.combined.search(pathspec.util.normalize_file(path)) is not None
+        return self.combined.search(self.normalize(path)) is not None
 
 
 def _combined_regex(spec: pathspec.PathSpec) -> re.Pattern[str] | None:  # type: ignore[type-arg]

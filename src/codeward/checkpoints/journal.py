@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from codeward.checkpoints.settings import CheckpointSettings
 from codeward.checkpoints.states import ABSENT, FileState, capture, state_of
 from codeward.checkpoints.store import MAX_FILE_BYTES, Change, CheckpointStore, Record
 from codeward.workspace import Workspace
@@ -29,20 +30,6 @@ from codeward.workspace import Workspace
 MEMORY_BUDGET = 64 << 20
 """Earlier contents a call holds in memory until it commits; past this they go to the store at once
 (a call that then changes nothing leaves them there until the store next collects)."""
-
-
-@dataclass(frozen=True)
-class CheckpointSettings:
-    """Whether tool calls are recorded, and how much the store keeps."""
-
-    enabled: bool = True
-    keep: int = 100
-    """Tool calls kept (older checkpoints are pruned)."""
-    max_mb: int = 1024
-    """Snapshots and trash kept, at most (older checkpoints are pruned past it)."""
-
-    def store(self, root: Path) -> CheckpointStore:
-        return CheckpointStore(root, keep=self.keep, max_bytes=self.max_mb << 20)
 
 
 def store_root(workspace: Workspace, path: Path | None = None) -> Path:

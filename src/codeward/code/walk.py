@@ -12,11 +12,13 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from codeward.code.textfile import read_text
 from codeward.workspace import Workspace
+
+if TYPE_CHECKING:
+    import pathspec
 
 ALWAYS_SKIPPED_DIRS = frozenset({".git", ".hg", ".svn"})
 
@@ -54,6 +56,8 @@ def _load_ignore(workspace: Workspace, directory: Path) -> _Ignore | None:
     loaded = read_text(gitignore, ".gitignore")
     if not loaded.ok:
         return None
+    import pathspec  # with the first .gitignore read: a server's start reads none
+
     return _Ignore(directory, pathspec.PathSpec.from_lines("gitignore", loaded.data.text.splitlines()))
 
 

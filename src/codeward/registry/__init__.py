@@ -7,12 +7,34 @@ third-party packages. Directives are served as MCP prompts, knowledge as MCP res
 The :class:`Meta` middleware serves any tool surface behind the four registry meta-tools.
 """
 
-from codeward.registry.items import Item, Kind, Problem, Space, ToolType
-from codeward.registry.meta import Meta, meta_catalog
-from codeward.registry.providers import DirectivePrompts, KnowledgeResources, registry_providers
-from codeward.registry.served import ServedTools
-from codeward.registry.service import Registry
-from codeward.registry.settings import RegistrySettings, registry_settings_of
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from codeward.registry.items import Item, Kind, Problem, Space, ToolType
+    from codeward.registry.meta import Meta, meta_catalog
+    from codeward.registry.providers import DirectivePrompts, KnowledgeResources, registry_providers
+    from codeward.registry.served import ServedTools
+    from codeward.registry.service import Registry
+    from codeward.registry.settings import RegistrySettings, registry_settings_of
+
+_HOMES = {
+    "Item": "items", "Kind": "items", "Problem": "items", "Space": "items", "ToolType": "items",
+    "Meta": "meta", "meta_catalog": "meta",
+    "DirectivePrompts": "providers", "KnowledgeResources": "providers", "registry_providers": "providers",
+    "ServedTools": "served", "Registry": "service", "RegistrySettings": "settings", "registry_settings_of": "settings",
+}
+"""Where each name lives: importing one part (a server's start imports a few) does not import them all."""
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+
 
 __all__ = [
     "DirectivePrompts",

@@ -8,7 +8,9 @@ project first, and an edited file shows up at the next list.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
+from codeward.config.registry import RegistrySettings
 from codeward.content import TextBlock
 from codeward.context import Services
 from codeward.providers import (
@@ -21,14 +23,23 @@ from codeward.providers import (
 )
 from codeward.registry.documents import fill_placeholders, read_document
 from codeward.registry.items import Item, Kind
-from codeward.registry.service import Registry
-from codeward.registry.settings import RegistrySettings, registry_settings_of
 from codeward.registry.signing import split_signature
 from codeward.result import ErrorKind, Result
 from codeward.workspace import Workspace
 
+if TYPE_CHECKING:
+    from codeward.registry.service import Registry
+
 KNOWLEDGE_SCHEME = "registry://knowledge/"
 KNOWLEDGE_TEMPLATE = KNOWLEDGE_SCHEME + "{name}"
+
+
+def _open_registry(workspace: Workspace, settings: RegistrySettings | None) -> Registry:
+    """The registry over a workspace, imported when first asked (a server's start lists no prompt)."""
+    from codeward.registry.service import Registry
+    from codeward.registry.settings import registry_settings_of
+
+    return Registry(workspace, settings or registry_settings_of(Services()))
 
 
 def _visible(registry: Registry, kind: Kind) -> list[Item]:
@@ -50,7 +61,7 @@ class DirectivePrompts:
         self.settings = settings
 
     def _registry(self, workspace: Workspace) -> Registry:
-        return Registry(workspace, self.settings or registry_settings_of(Services()))
+        return _open_registry(workspace, self.settings)
 
     def list_prompts(self, workspace: Workspace) -> Sequence[PromptInfo]:
         prompts = []
@@ -94,7 +105,7 @@ class KnowledgeResources:
         self.settings = settings
 
     def _registry(self, workspace: Workspace) -> Registry:
-        return Registry(workspace, self.settings or registry_settings_of(Services()))
+        return _open_registry(workspace, self.settings)
 
     def list_resources(self, workspace: Workspace) -> Sequence[ResourceInfo]:
         return [ResourceInfo(KNOWLEDGE_SCHEME + item.name, item.name, item.description, "text/markdown")

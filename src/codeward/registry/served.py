@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import threading
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codeward.catalog import ToolOutcome
 from codeward.context import Services, ToolContext
-from codeward.registry.index import FTS_COLUMNS, WEIGHTS, fts_query
 from codeward.surface import CatalogSurface, CompositeSurface, ToolInfo, ToolSurface
+
+if TYPE_CHECKING:
+    import sqlite3
 
 META_TOOL_NAMES = frozenset({"registry_search", "registry_load", "registry_execute", "registry_help"})
 
@@ -29,8 +30,8 @@ class ServedTools:
     def __init__(self, surface: ToolSurface) -> None:
         self.surface = surface
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
-        self._db.execute(f"CREATE VIRTUAL TABLE tools USING fts5({FTS_COLUMNS}, tokenize = 'porter unicode61')")
+        self._db: sqlite3.Connection | None = None
+        """The BM25 index, made on first use (a server that is never searched does not pay for it)."""
         self._fingerprint = ""
         self._infos: list[ToolInfo] = []
         self._groups: dict[str, str] = {}
@@ -52,13 +53,15 @@ class ServedTools:
         return self._groups.get(name, "")
 
     def search(self, query: str, limit: int) -> list[tuple[ToolInfo, float]]:
+        from codeward.registry.index import WEIGHTS, fts_query
+
         self._sync()
         match = fts_query(query)
         if not match:
             return [(info, 0.0) for info in self._infos[:limit]]
         with self._lock:
-            rows = self._db.execute(f"SELECT rowid, bm25(tools, {WEIGHTS}) AS score FROM tools WHERE tools MATCH ? "
-                                    "ORDER BY score LIMIT ?", (match, limit)).fetchall()
+            rows = self._database().execute(f"SELECT rowid, bm25(tools, {WEIGHTS}) AS score FROM tools "
+                                            "WHERE tools MATCH ? ORDER BY score LIMIT ?", (match, limit)).fetchall()
             infos = list(self._infos)
         return [(infos[row[0] - 1], float(row[1])) for row in rows if 0 < row[0] <= len(infos)]
 
@@ -79,13 +82,28 @@ class ServedTools:
         with self._lock:
             if fingerprint == self._fingerprint:
                 return
+            from codeward.registry.index import FTS_COLUMNS
+
             groups = toolsets_of(self.surface)
-            self._db.execute("DELETE FROM tools")
+            db = self._database()
+            db.execute("DELETE FROM tools")
             for rowid, info in enumerate(infos, 1):
                 group = groups.get(info.name, info.source)
-                self._db.execute(f"INSERT INTO tools(rowid, {FTS_COLUMNS}) VALUES (?,?,?,?,?)",
+                db.execute(f"INSERT INTO tools(rowid, {FTS_COLUMNS}) VALUES (?,?,?,?,?)",
                                  (rowid, _words(info.name), info.description, group, _schema_words(info)))
             self._infos, self._groups, self._fingerprint = infos, groups, fingerprint
+
+
+    def _database(self) -> sqlite3.Connection:
+        """The index (under the lock)."""
+        if self._db is None:
+            import sqlite3
+
+            from codeward.registry.index import FTS_COLUMNS
+
+            self._db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+            self._db.execute(f"CREATE VIRTUAL TABLE tools USING fts5({FTS_COLUMNS}, tokenize = 'porter unicode61')")
+        return self._db
 
 
 def served_of(services: Services) -> ServedTools | None:
