@@ -90,6 +90,7 @@ async def test_serve_control_audits_calls_and_console_decisions_with_the_user(tm
     records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
     assert [(r["event"], r["user"], r["outcome"]) for r in records if r["tool"] == "write_file"] == [
         ("approval", "bob", "approved"), ("call", "bob", "ok")], records
+    assert records[0]["by"] == "console", records[0]
 
 
 @pytest.mark.parametrize("control", [[], ["--control", "--control-port", "0"]], ids=["plain", "control"])

@@ -281,4 +281,6 @@ def test_a_console_answers_calls_waiting_on_another_replica(browser: Any, tmp_pa
     answers = [(r["user"], r["outcome"], r["caller"]) for r in records if r["event"] == "answer"]
     assert answers == [("console", "approved", "alice"), ("console", "denied", "alice")], records
     assert all(r["held_by"] != r["replica"] for r in records if r["event"] == "answer")
+    decisions = [(r["user"], r["outcome"], r["by"]) for r in records if r["event"] == "approval"]
+    assert decisions == [("alice", "approved", "console"), ("alice", "denied", "console")], records
     assert TOKEN not in json.dumps(records)

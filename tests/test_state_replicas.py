@@ -132,6 +132,8 @@ async def test_an_approval_waiting_on_one_replica_is_answered_on_the_other(deplo
                 assert record["held_by"] != record["replica"], record
             else:
                 assert record["user"] == "alice", record
+            if record["event"] == "approval":
+                assert record["by"] == "operator", record
     async with httpx.AsyncClient(headers=AUTH, timeout=10) as http:
         shared = (await http.get(f"http://127.0.0.1:{ports[1]}/audit?count=100")).json()["records"]
         bad = await http.get(f"http://127.0.0.1:{ports[1]}/audit?count=lots")

@@ -38,7 +38,8 @@ class AuditedApprovals:
         approved = await self.confirm(request)
         call = getattr(request.context, "call", None)
         await self.log.record("approval", user=getattr(call, "user", None), tool=request.name,
-                              arguments=request.arguments, outcome="approved" if approved else "denied")
+                              arguments=request.arguments, outcome="approved" if approved else "denied",
+                              by=request.decided_by[-1] if request.decided_by else None)
         return approved
 
 

@@ -130,6 +130,7 @@ class ApprovalDesk:
             await _cancel(console)
         if call_id:
             self.state.call_resumed(call_id, approved, by)
+        request.decided_by.append(by)
         return approved
 
 

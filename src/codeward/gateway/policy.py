@@ -53,6 +53,9 @@ class ApprovalRequest:
     preview: Any = field(default=None, compare=False)
     """What a person should judge (:class:`codeward.previews.Preview`): the diff an edit would make, or
     the command a call would run; None when the arguments say it all."""
+    decided_by: list[str] = field(default_factory=list, compare=False, repr=False)
+    """Who answered, noted by the asker whose answer decided (``console``, ``terminal``, a user who
+    answered on another replica), for the audit; empty when no asker says."""
 
     def details(self) -> str:
         """The preview as a prompt shows it, after the call's summary ("" without one)."""

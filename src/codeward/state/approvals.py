@@ -77,6 +77,7 @@ class SharedApprovals:
             done, _ = await asyncio.wait({local, remote}, return_when=asyncio.FIRST_COMPLETED)
             if remote in done and remote.exception() is None:
                 local.cancel()
+                request.decided_by.append(str(remote.result().get("by", "another replica")))
                 return bool(remote.result()["approved"])
             if remote in done:
                 log.warning("%s; only this replica's askers can answer", remote.exception())
@@ -84,6 +85,7 @@ class SharedApprovals:
             elif local.exception() is not None and type(local.exception()).__name__ == "Abstain":
                 done, _ = await asyncio.wait({remote}, timeout=self.timeout)
                 if remote in done and remote.exception() is None:
+                    request.decided_by.append(str(remote.result().get("by", "another replica")))
                     return bool(remote.result()["approved"])
                 approved = False  # nobody answered anywhere: denied
             else:
