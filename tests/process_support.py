@@ -50,12 +50,17 @@ def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.
     raise RuntimeError(f"server did not listen on port {port} within {timeout}s")
 
 
-def _stderr_of(proc: subprocess.Popen[bytes]) -> str:
+def server_stderr(proc: subprocess.Popen[bytes], limit: int = 4000) -> str:
+    """The end of what a server started with ``capture_stderr`` wrote so far ("" if not kept)."""
     log = getattr(proc, "stderr_log", None)
     if log is None:
         return ""
     log.seek(0)
-    text = log.read().decode(errors="replace").strip()[-4000:]
+    return str(log.read().decode(errors="replace").strip()[-limit:])
+
+
+def _stderr_of(proc: subprocess.Popen[bytes]) -> str:
+    text = server_stderr(proc)
     return f":\n{text}" if text else ""
 
 

@@ -12,34 +12,42 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, node22_env, node_tool
-from tests.process_support import background, free_port
+from tests.process_support import background, free_port, server_stderr
 
 pytestmark = [pytest.mark.npm, pytest.mark.xdist_group("node-peers")]
 FIXTURE = Path(__file__).parent / "conformance" / "fixture_server.py"
 
 
 @pytest.fixture
-def fixture_url(tmp_path: Path) -> Iterator[str]:
+def fixture_server(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """The fixture server's URL, and its process (its stderr is kept for a failure's report)."""
     port = free_port()
-    with background([sys.executable, str(FIXTURE), str(port), str(tmp_path)], port, cwd=REPO, capture_stderr=True):
-        yield f"http://127.0.0.1:{port}/mcp"
+    with background([sys.executable, str(FIXTURE), str(port), str(tmp_path)], port, cwd=REPO,
+                    capture_stderr=True) as proc:
+        yield f"http://127.0.0.1:{port}/mcp", proc
 
 
-def test_conformance_suite_server_scenarios_all_pass(fixture_url: str, tmp_path: Path) -> None:
+def test_conformance_suite_server_scenarios_all_pass(fixture_server: tuple[str, subprocess.Popen[bytes]],
+                                                     tmp_path: Path) -> None:
     suite = node_tool("conformance")
     if suite is None:
         pytest.skip("the conformance suite is not installed (scripts/test installs it with npm)")
+    url, server = fixture_server
     out = tmp_path / "results"
-    done = subprocess.run([suite, "server", "--url", fixture_url, "--suite", "all", "-o", str(out)],
+    done = subprocess.run([suite, "server", "--url", url, "--suite", "all", "-o", str(out)],
                           capture_output=True, text=True, timeout=300, env=node22_env())
     summary = done.stdout[done.stdout.find("=== SUMMARY ==="):]
-    assert done.returncode == 0, summary or done.stderr[-3000:]
+    # An intermittent failure needs its evidence: each scenario's checks.json stays in `out`
+    # (pytest keeps the last runs' temporary folders) and the server's stderr goes in the report.
+    report = (f"{summary or done.stderr[-3000:]}\nresults (checks.json per scenario): {out}\n"
+              f"fixture server stderr:\n{server_stderr(server, 6000) or '(empty)'}")
+    assert done.returncode == 0, report
     total = re.search(r"Total: (\d+) passed, (\d+) failed", summary)
-    assert total and int(total[2]) == 0 and int(total[1]) >= 44, summary
+    assert total and int(total[2]) == 0 and int(total[1]) >= 44, report
     scenarios = {re.sub(r"-\d{4}-\d{2}-\d{2}T.*$", "", p.name) for p in out.iterdir()}
     assert len(scenarios) >= 32, sorted(scenarios)
     statuses = [c["status"] for p in out.iterdir() for c in json.loads((p / "checks.json").read_text())]
-    assert "FAILURE" not in statuses
+    assert "FAILURE" not in statuses, report
 
 
 def _inspector(*args: str) -> dict[str, object]:
