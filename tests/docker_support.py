@@ -134,7 +134,16 @@ def _private_dockerd(dockerd: str) -> Iterator[str]:
     finally:
         _stop(proc)
         log.close()
+        _unmount_under(base)
         shutil.rmtree(base, ignore_errors=True)
+
+
+def _unmount_under(base: Path) -> None:
+    """Unmount what dockerd may leave mounted in its roots (its network namespace file), deepest first."""
+    with open("/proc/self/mounts", encoding="utf-8") as mounts:
+        points = [line.split()[1] for line in mounts if line.split()[1].startswith(f"{base}/")]
+    for point in sorted(points, key=len, reverse=True):
+        subprocess.run(["umount", "-l", point], capture_output=True, check=False)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
