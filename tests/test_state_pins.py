@@ -156,3 +156,15 @@ async def test_concurrent_first_pins_agree(tmp_path: Path) -> None:
         assert await states[0].pins().load() == {"s/t": winners.pop(), **{f"s/own-{i}": "x" for i in range(40)}}
         for state in states:
             await state.aclose()
+
+
+def test_a_repin_with_redis_out_of_reach_says_so_and_changes_nothing(tmp_path: Path) -> None:
+    from tests.process_support import free_port
+
+    config = gateway_config(tmp_path, free_port(), mcp='pin = "refuse"')  # nobody listens on that port
+    done = subprocess.run([sys.executable, "-m", "codeward", "servers", "--config", str(config), "--repin"],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "nothing was re-pinned" in done.stderr and "Redis at redis://127.0.0.1:" in done.stderr, done.stderr
+    assert "redis-cli" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert not (tmp_path / ".codeward").exists() or not list((tmp_path / ".codeward").glob("*pins*"))

@@ -61,6 +61,7 @@ async def _list_servers(stack: Stack, as_json: bool, show_tools: bool, repin: bo
     import anyio
 
     from codeward.gateway.upstream import ServerState
+    from codeward.state.errors import StateUnavailable
 
     async with stack:
         gateway = stack.gateway
@@ -71,7 +72,11 @@ async def _list_servers(stack: Stack, as_json: bool, show_tools: bool, repin: bo
                 upstream = gateway.upstream(status.alias)
                 if upstream is not None:
                     tg.start_soon(upstream.measure_latency)
-        repinned = await gateway.repin() if repin else 0
+        try:
+            repinned = await gateway.repin() if repin else 0
+        except StateUnavailable as error:  # the pins every replica shares are out of reach: nothing changed
+            print(f"codeward servers: nothing was re-pinned: {error}", file=sys.stderr)
+            return 1
         statuses = gateway.statuses()
         names: dict[str, list[str]] = {s.alias: [] for s in statuses}
         for info in gateway.tool_infos():

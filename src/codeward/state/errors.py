@@ -8,7 +8,7 @@ class StateUnavailable(RuntimeError):
 
     def __init__(self, where: str, cause: BaseException | str) -> None:
         self.where = where
-        reason = cause if isinstance(cause, str) else (str(cause) or type(cause).__name__)
+        reason = (cause if isinstance(cause, str) else (str(cause) or type(cause).__name__)).rstrip(".")
         super().__init__(
             f"codeward's shared state (Redis at {where}) is unreachable: {reason}. Calls that need shared "
             f"state fail until Redis answers again; check it with `redis-cli -u {where} ping` and "
