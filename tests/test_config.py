@@ -290,3 +290,43 @@ def test_every_key_is_documented() -> None:
             if isinstance(extra, dict) and extra.get("code_only"):
                 continue
             assert docs.get(key), f"[{name}] {key} has no docstring"
+
+
+def test_the_defaults_built_without_validating_are_what_validating_nothing_gives() -> None:
+    from codeward.config.base import defaults
+
+    built, validated = defaults(Config), Config.model_validate({})
+    assert built == validated and built.model_dump() == validated.model_dump()
+    assert built.model_fields_set == validated.model_fields_set == set()
+    for name in Config.model_fields:
+        table, expected = getattr(built, name), getattr(validated, name)
+        assert type(table) is type(expected) and table == expected and table.model_fields_set == set()
+
+
+NO_FILE_PROBE = """
+import json, sys
+from codeward.config import Config, load_config
+from codeward.config.server import ServerSettings
+config = load_config()
+first = Config.__pydantic_complete__
+try:
+    load_config(environ={"CODEWARD_INDEX_CTAGS": "sometimes"})
+    error = ""
+except Exception as exc:
+    error = str(exc)
+print(json.dumps({"built_at_load": first, "cap": config.server.output_cap_tokens, "error": error,
+                  "default_cap": ServerSettings.model_fields["output_cap_tokens"].default}))
+"""
+
+
+def test_a_run_without_configuration_builds_no_validator_and_bad_values_are_still_refused(tmp_path: Path) -> None:
+    """A server an agent starts with no codeward.toml and no override variable skips building the tables'
+    validators (start-up); the first value to validate builds them, and a wrong one is still refused."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEWARD_")}
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    done = subprocess.run([sys.executable, "-c", NO_FILE_PROBE], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120, check=True)
+    seen = json.loads(done.stdout)
+    assert seen["built_at_load"] is False
+    assert seen["cap"] == seen["default_cap"]
+    assert "CODEWARD_INDEX_CTAGS" in seen["error"]

@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -27,6 +27,8 @@ from pydantic import (
     field_validator,
 )
 from pydantic import Field as Field
+
+T = TypeVar("T", bound="Table")
 
 Origin = Literal["project", "user", "environment", "json"]
 """Where values being validated come from; code constructing a table passes no context."""
@@ -98,7 +100,11 @@ class Table(BaseModel):
     reads them from the source when it writes the reference, so importing costs nothing for them.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True, populate_by_name=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True, populate_by_name=True,
+                              defer_build=True)
+    """``defer_build``: a table's validator is built when a value is first validated, so a command
+    run with no configuration file and no override variable (a server an agent starts) never
+    builds one (see :func:`defaults`)."""
 
     @field_validator("*", mode="before")
     @classmethod
@@ -121,6 +127,17 @@ class Table(BaseModel):
         return tuple(keys)
 
 
+def defaults(model: type[T]) -> T:
+    """A table holding only its defaults, its nested tables too, without validating (and so without
+    building a validator): what ``model()`` gives, as defaults are not validated."""
+    values: dict[str, Any] = {}
+    for name, info in model.model_fields.items():
+        factory = info.default_factory
+        if isinstance(factory, type) and issubclass(factory, Table):
+            values[name] = defaults(factory)
+    return model.model_construct(_fields_set=set(), **values)
+
+
 def code_only(default: Any = None, reason: str = "") -> Any:
     """A field code sets (a callback, a secret read from the environment), refused in files."""
     return Field(default=default, exclude=True, json_schema_extra={CODE_ONLY: True, "reason": reason})
@@ -132,4 +149,5 @@ def marked(info: Any, marker: str) -> bool:
 
 
 __all__ = ["ADDITIVE", "CODE_ONLY", "PROJECT_ONLY", "Bool", "ConfigPath", "EnvStr", "Field", "Int", "Origin",
-           "Seconds", "Str", "Strings", "Table", "base_dir_of", "code_only", "expand_env", "marked", "origin_of"]
+           "Seconds", "Str", "Strings", "Table", "base_dir_of", "code_only", "defaults", "expand_env", "marked",
+           "origin_of"]

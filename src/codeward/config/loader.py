@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from codeward.config.base import ADDITIVE, PROJECT_ONLY, Origin, expand_env, marked
+from codeward.config.base import ADDITIVE, PROJECT_ONLY, Origin, defaults, expand_env, marked
 from codeward.config.environment import BY_KEY, environment_tables
 from codeward.config.errors import ConfigError, config_error, describe, describe_lines, display_path
 from codeward.config.files import ConfigFile, find_project_config, read_config_file, user_config_path
@@ -41,7 +41,7 @@ def load_config(explicit: str | None = None, cwd: Path | None = None, *,
     say = notify or _stderr
     env = os.environ if environ is None else environ
     here = (cwd or Path.cwd()).resolve()
-    config = Config()
+    config = defaults(Config)
     user_path: Path | None = None
     if user:
         candidate = user_config_path(env)
@@ -70,7 +70,7 @@ def defaults_with_environment(environ: Mapping[str, str] | None = None) -> Confi
     """The defaults with the environment's overrides: for a context built without a configuration."""
     env = os.environ if environ is None else environ
     here = Path.cwd()
-    return _finish(merge(Config(), _environment_layer(env, here)), None, None, here, env)
+    return _finish(merge(defaults(Config), _environment_layer(env, here)), None, None, here, env)
 
 
 def validate_file(file: ConfigFile) -> Config:
@@ -150,7 +150,7 @@ def merge(low: T, high: T) -> T:
 def _environment_layer(environ: Mapping[str, str], cwd: Path) -> Config:
     tables = environment_tables(environ)
     if not tables:
-        return Config()
+        return defaults(Config)
     return validate_layer(Config, tables, "environment", cwd, "environment", BY_KEY)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import field_validator
 
-from codeward.config.base import Bool, ConfigPath, Field, Int, Str, Strings, Table, code_only
+from codeward.config.base import Bool, ConfigPath, Field, Int, Str, Strings, Table, code_only, defaults
 from codeward.config.model import ModelSettings
 
 HARD_MAX_TIMEOUT_S = 3600.0
@@ -51,8 +51,8 @@ class ShellSettings(Table):
     """When a script fails, ask the configured model to explain the error (``QA ANALYSIS``)."""
     qa_model: Str = ""
     """Model profile for the explanation; empty means ``[model] default`` or the OPENAI_* variables."""
-    models: ModelSettings = code_only(ModelSettings(), "is the [model] table, which the loader attaches; "
-                                                      "configure profiles under [model.profiles.NAME]")
+    models: ModelSettings = code_only(defaults(ModelSettings), "is the [model] table, which the loader "
+                                      "attaches; configure profiles under [model.profiles.NAME]")
     """The ``[model]`` table the QA step picks its profile from."""
 
     @field_validator("max_timeout_s")
