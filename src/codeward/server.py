@@ -485,7 +485,9 @@ class CodewardServer:
                  allowed_hosts: Sequence[str] = (), state: StateBackend | None = None,
                  users: Mapping[str, str] | None = None, audit: AuditLog | None = None, **options: Any) -> Any:
         """A Starlette app serving streamable HTTP, with DNS-rebinding protection and optional bearer auth;
-        resumable streams and calls in flight kept in ``state`` (this process's memory by default)."""
+        resumable streams and calls in flight kept in ``state`` (this process's memory by default).
+        Each request is answered with one JSON body unless it asks for a stream
+        (:mod:`codeward.transport.http_answers`); with shared state, always with a resumable stream."""
         from mcp.server.transport_security import TransportSecuritySettings
 
         from codeward.state import MemoryState
@@ -507,6 +509,10 @@ class CodewardServer:
             streamable_http_path=path, host=host, transport_security=security, **options
         )
         add_state(app, self.lowlevel, state, self.surface.tool_infos)
+        if not state.shared and "json_response" not in options:  # replicas keep every answer resumable
+            from codeward.transport.http_answers import answer_by_need
+
+            answer_by_need(app, self.lowlevel)
         app.add_middleware(JsonRpcGuardMiddleware)
         add_approvals(app, state, self.services.metrics, audit)
         if users:  # added last, so outermost: nothing unauthenticated is read

@@ -275,7 +275,10 @@ def build(root: Path) -> CodewardServer:
 def main() -> None:
     port, root = int(sys.argv[1]), Path(sys.argv[2])
     server = build(root)
-    anyio.run(lambda: server.run_http(host="127.0.0.1", port=port))
+    # Every answer a stream, as the SDK gives it: test_reconnection closes its call's SSE stream mid-call
+    # (SEP-1699 polling). codeward's default, one JSON body for a call that asks for no stream, is
+    # covered by tests/test_http_answers.py and the contract tests.
+    anyio.run(lambda: server.run_http(host="127.0.0.1", port=port, json_response=False))
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ whose id has the wrong type (it takes it for a notification: ``202 Accepted``). 
 and parses a body of any size. This middleware reads at most
 :data:`~codeward.transport.jsonrpc_guard.MAX_MESSAGE_BYTES`, screens the body with
 :func:`~codeward.transport.jsonrpc_guard.screen` and answers what it refuses itself
-(``400`` with the JSON-RPC error, ``413`` when too large); the rest goes on to the SDK as sent.
+(``400`` with the JSON-RPC error, ``413`` when too large); the rest goes on to the SDK as sent,
+with the screened message in the scope (``codeward.jsonrpc``) for the layers inside.
 It sits inside the bearer-token check: nothing unauthenticated is read.
 """
 
@@ -16,6 +17,7 @@ import json
 import logging
 from typing import Any
 
+from codeward.transport.http_answers import MESSAGE_KEY
 from codeward.transport.jsonrpc_guard import INVALID_REQUEST, MAX_MESSAGE_BYTES, Rejection, screen
 
 logger = logging.getLogger("codeward.transport.http")
@@ -63,7 +65,7 @@ class JsonRpcGuardMiddleware:
                 return {"type": "http.request", "body": bytes(body), "more_body": False}
             return await receive()  # type: ignore[no-any-return]
 
-        await self.app(scope, replay, send)
+        await self.app({**scope, MESSAGE_KEY: screened}, replay, send)
 
 
 async def _respond(send: Send, status: int, body: bytes) -> None:
