@@ -80,6 +80,21 @@ async def test_a_call_that_asks_for_progress_is_streamed_with_its_progress(serve
     assert answers.types[1] == "application/json", answers.types
 
 
+async def test_a_client_that_can_be_asked_gets_a_stream_for_each_call_in_the_handshake_era(served: str) -> None:
+    """A call may elicit or sample mid-call, and the question rides the call's stream."""
+    from mcp_types import ElicitResult
+
+    async def elicit(context: object, params: object) -> ElicitResult:
+        return ElicitResult(action="decline")
+
+    answers = Answers()
+    async with httpx.AsyncClient(event_hooks={"response": [answers]}) as http, \
+            Client(streamable_http_client(served, http_client=http), mode="legacy",
+                   elicitation_callback=elicit) as client:
+        assert "hello" in _text(await client.call_tool("read_file", {"path": "notes.md"}))
+    assert answers.types and answers.types[0].startswith("text/event-stream"), answers.types
+
+
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 

@@ -105,8 +105,11 @@ class _RequestReporter:
             return
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            # On the call's own stream when it has one; a call answered with one JSON body (it asked
+            # for no stream, :mod:`codeward.transport.http_answers`) logs on the session's stream.
+            related = self._ctx.request_id if self._ctx.session.can_send_request else None
             coro = self._ctx.session.send_log_message(level, message, logger="codeward",  # type: ignore[arg-type]
-                                                      related_request_id=self._ctx.request_id)
+                                                      related_request_id=related)
         self._run(coro)
 
     @staticmethod

@@ -14,8 +14,10 @@ So codeward chooses per request, from what the request itself asks for:
 - a stream when its ``_meta`` carries a ``progressToken`` (the client wants progress) or, in the
   2026-07-28 era, the ``io.modelcontextprotocol/logLevel`` opt-in (log messages ride the
   request's stream in that era); ``subscriptions/listen`` is always a stream (the SDK's rule);
-- one JSON body otherwise. Nothing is lost: in the handshake era codeward's log messages and its
-  elicitation and sampling requests travel on the session's own GET stream, not on a request's.
+- in the handshake era, also a stream for every call of a session whose client declared
+  ``elicitation`` or ``sampling``: a call may ask it something, and the question rides the
+  call's own stream;
+- one JSON body otherwise. A log message of such a call goes on the session's GET stream.
 
 A server whose state is shared by replicas (``[state] url``) keeps every answer a resumable
 stream, so a call whose replica dies can be finished by another one
@@ -31,6 +33,7 @@ stream behaviour, as does anything outside a request chosen for JSON.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any
 
@@ -63,21 +66,59 @@ def needs_stream(message: Any) -> bool:
     return isinstance(meta, dict) and ("progressToken" in meta or LOG_LEVEL_META_KEY in meta)
 
 
+def may_ask(message: Any) -> bool:
+    """Whether an ``initialize`` declares a client that can be asked something mid-call."""
+    if not isinstance(message, JSONRPCRequest) or message.method != "initialize":
+        return False
+    capabilities = (message.params or {}).get("capabilities")
+    return isinstance(capabilities, dict) and bool({"elicitation", "sampling"} & capabilities.keys())
+
+
+ASKABLE = "codeward_client_may_be_asked"
+"""Set on a handshake-era session's transport whose client declared elicitation or sampling."""
+
+
 class AnswerByNeed:
     """ASGI middleware (inside the JSON-RPC guard): one JSON body for a POST that needs no stream."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, sessions: Mapping[str, Any]) -> None:
         self.app = app
+        self.sessions = sessions
+        """The SDK's open handshake-era sessions: their transports by session id."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or MESSAGE_KEY not in scope:
             await self.app(scope, receive, send)
             return
-        token = _ANSWERED_AS_JSON.set(None if needs_stream(scope[MESSAGE_KEY]) else asyncio.current_task())
+        message = scope[MESSAGE_KEY]
+        if may_ask(message):
+            send = self._marking(send)
+        stream = needs_stream(message) or getattr(self._session(scope), ASKABLE, False)
+        token = _ANSWERED_AS_JSON.set(None if stream else asyncio.current_task())
         try:
             await self.app(scope, receive, send)
         finally:
             _ANSWERED_AS_JSON.reset(token)
+
+    def _session(self, scope: Scope) -> Any:
+        for name, value in scope.get("headers") or ():
+            if name == b"mcp-session-id":
+                return self.sessions.get(value.decode("latin-1"))
+        return None
+
+    def _marking(self, send: Send) -> Send:
+        """``send`` that marks the session an ``initialize`` opens as one whose client may be asked."""
+
+        async def marking(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                for name, value in message.get("headers") or ():
+                    if name == b"mcp-session-id":
+                        transport = self.sessions.get(value.decode("latin-1"))
+                        if transport is not None:
+                            setattr(transport, ASKABLE, True)
+            await send(message)
+
+        return marking
 
 
 class _ChoosingManager(StreamableHTTPSessionManager):
@@ -129,4 +170,4 @@ def answer_by_need(app: Any, server: Server[Any]) -> None:
         return transport
 
     manager._admit_session = admit_choosing  # type: ignore[method-assign]
-    app.add_middleware(AnswerByNeed)
+    app.add_middleware(AnswerByNeed, sessions=manager._server_instances)
