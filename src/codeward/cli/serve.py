@@ -18,11 +18,10 @@ from codeward.cli.args import (
     exit_on_sigterm,
 )
 from codeward.cli.common import configs_of
-from codeward.client_setup.banner import http_lines, stdio_lines
-from codeward.client_setup.launch import display_command, installed_command
 
 if TYPE_CHECKING:
     from codeward.audit.setup import HttpAudit
+    from codeward.client_setup.launch import LaunchCommand
     from codeward.config import Config
     from codeward.config.mcp import GatewayConfig
     from codeward.control.defaults import ControlOptions
@@ -75,15 +74,15 @@ def run(args: argparse.Namespace) -> int:
     server = stack.server(roots_from_client=not stack.roots_given and not args.http)
     roots = ", ".join(str(r) for r in stack.workspace.roots)
     count = len(stack.catalog)
-    launch = display_command(installed_command())
     if args.http:
+        from codeward.client_setup.banner import http_lines
         from codeward.transport.http_token import http_auth
 
         url = f"http://{args.host}:{args.port}/mcp"
         allowed = [f"{args.host}:*"] if args.host not in LOOPBACK else []
         exit_on_sigterm()
         with http_auth(host=args.host, port=args.port, token_env=args.token_env, no_auth=args.no_auth) as auth:
-            connect = http_lines("codeward", url, launch, token_env=args.token_env, token_file=auth.token_file,
+            connect = http_lines("codeward", url, _launch(), token_env=args.token_env, token_file=auth.token_file,
                                  token=auth.token is not None, install_args=_install_args(args))
             print(f"codeward {__version__}: serving {count} tools over streamable HTTP at {url}\n"
                   f"  roots: {roots} (fixed: client roots are not used over HTTP)\n"
@@ -100,8 +99,10 @@ def run(args: argparse.Namespace) -> int:
             anyio.run(serve_http)
         return 0
     if sys.stdin.isatty():
+        from codeward.client_setup.banner import stdio_lines
+
         config_args = _config_args(args)
-        connect = stdio_lines("codeward", launch, [*config_args, "serve", str(stack.workspace.primary)])
+        connect = stdio_lines("codeward", _launch(), [*config_args, "serve", str(stack.workspace.primary)])
         print(f"codeward {__version__}: serving {count} tools over MCP stdio; roots: {roots}\n"
               "This is an MCP server: a client starts it and talks JSON-RPC on stdin/stdout. To connect one:\n"
               f"  {connect[0]}\n"
@@ -114,6 +115,14 @@ def run(args: argparse.Namespace) -> int:
 
     anyio.run(serve_stdio)
     return 0
+
+
+def _launch() -> LaunchCommand:
+    """This installation's command as a client config would spell it (for the banners only: a client
+    starting the server over a pipe never sees one)."""
+    from codeward.client_setup.launch import display_command, installed_command
+
+    return display_command(installed_command())
 
 
 def _config_args(args: argparse.Namespace) -> list[str]:

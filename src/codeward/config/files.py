@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,6 +81,8 @@ def read_config_file(path: Path, origin: Origin) -> ConfigFile:
         raise ConfigError(f"cannot read {label}: {exc}") from exc
     if path.suffix.lower() == ".json" or text.lstrip().startswith("{"):
         return ConfigFile(path, {"mcp": {"servers": mcp_servers_of(_json(text, label), label)}}, "json")
+    import tomllib  # with the first file read: a run without one does not pay for the parser
+
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
