@@ -1,7 +1,10 @@
 """``python -m codeward`` is the ``codeward`` command."""
 
+import gc
 import sys
 
-from codeward.cli import main
+gc.disable()  # while the command line's modules import: main() turns it on (a server: once it serves)
+
+from codeward.cli import main  # noqa: E402
 
 sys.exit(main())

@@ -9,6 +9,7 @@ Each command module has a ``register(subparsers)`` that adds its parser and sets
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -36,6 +37,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     # all of them cost a server ~0.1-0.3 s of start-up); anything else gets the whole parser
     # (a shell asking for completions has no words here: it gets the whole parser too).
     module = command_word(words).replace("-", "_")
+    # A server starts with the garbage collector paused: its start-up (the SDK's ~550 pydantic models,
+    # the catalog) allocates ~100k objects that live as long as the process, and collecting among them
+    # took ~10% of spawn -> first tools/list. Serving turns it back on (freeze_startup_heap); any other
+    # command runs with it on, and so does whatever runs after main() returns.
+    if module == "serve":
+        gc.disable()
+    else:
+        gc.enable()
+    try:
+        return _run(words, module)
+    finally:
+        gc.enable()
+
+
+def _run(words: list[str], module: str) -> int:
     parser = build_parser(only=module if module in COMMANDS else None)
     if "_ARGCOMPLETE" in os.environ:  # a shell asking for completions (codeward completion): answer, exit
         from codeward.cli.completion import complete

@@ -58,7 +58,8 @@ async def fast_stdio_server() -> AsyncIterator[StdioStreams]:
 
 
 def freeze_startup_heap() -> None:
-    """Exempt what start-up allocated (modules, schemas, the catalog) from garbage collection.
+    """Exempt what start-up allocated (modules, schemas, the catalog) from garbage collection,
+    and turn the collector on (``codeward serve`` starts with it paused: :func:`codeward.cli.main`).
 
     A server's heap is mostly import-time objects that live as long as the process; left in
     the collector's care, every full collection re-traverses them all (about 100k objects, a
@@ -66,6 +67,7 @@ def freeze_startup_heap() -> None:
     it once the server is built, right before serving. Reference counting still frees them.
     """
     gc.freeze()
+    gc.enable()
 
 
 @dataclass
