@@ -61,3 +61,32 @@ def test_fresh_but_equal_infos_keep_the_models() -> None:
     first = listing.tools()
     base._infos = [replace(info) for info in infos]
     assert all(a is b for a, b in zip(first, listing.tools(), strict=True))
+
+
+def test_the_wire_entries_are_what_the_sdk_sends_for_the_models_in_every_protocol_version() -> None:
+    """``tools/list`` answers with the entries; the SDK validates them against the session's version of
+    the result and dumps that: the JSON on the wire is the one the models gave, for every version."""
+    import mcp_types as types
+    from mcp_types import methods
+
+    surface = CatalogSurface(default_catalog())
+    titled = ToolInfo(name="up__echo", title="Echo", description="Echo.", source="up",
+                      input_schema={"type": "object", "properties": {"text": {"type": "string", "default": None}}},
+                      output_schema={"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+                      annotations={"readOnlyHint": True, "openWorldHint": False})
+    surface._infos = [*surface.tool_infos(), titled]
+    listing = ToolListing(surface)
+    entries = listing.wire()
+    models = listing.tools()
+    assert len(entries) == len(models) > 50
+    assert [entry["name"] for entry in entries] == [model.name for model in models]
+    for entry, model in zip(entries, models, strict=True):
+        assert entry == model.model_dump(by_alias=True, mode="json", exclude_none=True)
+    dumped = types.ListToolsResult(tools=models).model_dump(by_alias=True, mode="json", exclude_none=True)
+    versions = sorted(version for method, version in methods.SERVER_RESULTS if method == "tools/list")
+    assert len(versions) >= 2
+    assert listing.result() == dumped
+    for version in versions:
+        sent = methods.serialize_server_result("tools/list", version, listing.result())
+        assert sent == methods.serialize_server_result("tools/list", version, dumped)
+    assert listing.wire() == entries and all(a is b for a, b in zip(listing.wire(), entries, strict=True))

@@ -271,10 +271,12 @@ class CodewardServer:
         if self.notifier is not None:
             self.notifier.changed()
 
-    async def _list_tools(self, ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListToolsResult:
+    async def _list_tools(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         if self.notifier is not None and not is_version_at_least(ctx.protocol_version, MODERN_ERA):
             self.notifier.remember(ctx)  # a 2026-07-28 client hears of changes on its listen stream
-        return types.ListToolsResult(tools=self.listing.tools())
+        # The result as JSON, not ~80 Tool models: the SDK validates it against the session's
+        # version of ListToolsResult and dumps it, as it would the model (tests/test_tool_listing.py).
+        return self.listing.result()
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
