@@ -193,9 +193,9 @@ def _files() -> list[str]:
             paths.add(str(path))
     binaries = [p for p in paths if p.endswith(".so") or p in PROGRAMS or p == os.path.realpath(python)]
     paths |= _libraries(binaries)
-    for path in list(paths):
-        if os.path.islink(path):
-            paths.add(os.path.realpath(path))
+    for name in list(paths):
+        if os.path.islink(name):
+            paths.add(os.path.realpath(name))
     return sorted(p for p in paths if os.path.exists(p))
 
 
@@ -239,7 +239,7 @@ def sandbox_image(engine: Engine) -> str:
     image = f"{IMAGE_REPOSITORY}:{tag}"
     client = engine.client()
     try:
-        import docker.errors
+        import docker.errors  # type: ignore[import-untyped]
 
         with contextlib.suppress(docker.errors.ImageNotFound):
             client.images.get(image)

@@ -48,17 +48,29 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dic
         yield url, headers
 
 
-def _events(response: httpx.Response) -> Iterator[dict[str, Any]]:
-    """The JSON-RPC messages of an SSE response, as they arrive (priming events skipped)."""
-    data: list[str] = []
-    for line in response.iter_lines():
+class _SseMessages:
+    """Folds SSE lines into JSON-RPC messages; priming events (no data) give none."""
+
+    def __init__(self) -> None:
+        self.data: list[str] = []
+
+    def feed(self, line: str) -> dict[str, Any] | None:
         if line.startswith("data:"):
-            data.append(line[5:].strip())
-        elif not line and data:
-            text = "\n".join(data)
-            data = []
+            self.data.append(line[5:].strip())
+        elif not line and self.data:
+            text, self.data = "\n".join(self.data), []
             if text:
-                yield json.loads(text)
+                message: dict[str, Any] = json.loads(text)
+                return message
+        return None
+
+
+def _events(response: httpx.Response) -> Iterator[dict[str, Any]]:
+    """The JSON-RPC messages of an SSE response, as they arrive."""
+    folder = _SseMessages()
+    for line in response.iter_lines():
+        if (message := folder.feed(line)) is not None:
+            yield message
 
 
 def _answer(events: Iterator[dict[str, Any]], request_id: int) -> dict[str, Any]:
@@ -77,15 +89,10 @@ ANSWERS: dict[str, dict[str, Any]] = {
 
 
 async def _async_events(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
-    data: list[str] = []
+    folder = _SseMessages()
     async for line in response.aiter_lines():
-        if line.startswith("data:"):
-            data.append(line[5:].strip())
-        elif not line and data:
-            text = "\n".join(data)
-            data = []
-            if text:
-                yield json.loads(text)
+        if (message := folder.feed(line)) is not None:
+            yield message
 
 
 @pytest.mark.anyio
