@@ -21,7 +21,9 @@ class ModelConfigError(ValueError):
 class ModelProfile(BaseModel):
     """One OpenAI-compatible endpoint and how to talk to it (``[model.profiles.NAME]``)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    """``defer_build``: its validator is built when a profile is first validated (a server that
+    talks to no model never builds it), as the configuration tables do."""
 
     name: StrictStr = ""
     """The profile's name, taken from its table name."""
