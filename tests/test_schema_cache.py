@@ -220,14 +220,20 @@ async def test_a_cached_listing_is_the_generated_one_through_the_official_client
     assert generated == first == cached
 
 
-@pytest.mark.anyio
-async def test_a_tool_listed_from_the_file_validates_and_returns_structured_output(tmp_path: Path) -> None:
+async def _project_with_saved_listing(tmp_path: Path, name: str, text: str) -> tuple[Path, Path, set[str]]:
+    """A project holding one file, served once so codeward's data folder has the saved listing."""
     root = tmp_path / "root"
     root.mkdir()
-    (root / "stock.py").write_text("LOW_STOCK = 3\n")
+    (root / name).write_text(text)
     home = tmp_path / "home"
-    async with Client(_serve(root, home)) as client:  # saves the listing
-        await client.list_tools()
+    async with Client(_serve(root, home)) as client:
+        listed = {tool.name for tool in (await client.list_tools()).tools}
+    return root, home, listed
+
+
+@pytest.mark.anyio
+async def test_a_tool_listed_from_the_file_validates_and_returns_structured_output(tmp_path: Path) -> None:
+    root, home, _ = await _project_with_saved_listing(tmp_path, "stock.py", "LOW_STOCK = 3\n")
     async with Client(_serve(root, home)) as client:  # the tools' modules are imported on first call
         await client.list_tools()
         wrong = await client.call_tool("search_text", {"pattern": "LOW", "limit": 0, "colour": "red"})
@@ -250,12 +256,7 @@ UNIMPORTABLE = textwrap.dedent("""
 
 @pytest.mark.anyio
 async def test_a_tool_whose_module_cannot_be_imported_says_so_and_the_others_work(tmp_path: Path) -> None:
-    root = tmp_path / "root"
-    root.mkdir()
-    (root / "a.txt").write_text("alpha\n")
-    home = tmp_path / "home"
-    async with Client(_serve(root, home)) as client:  # saves the listing
-        listed = {tool.name for tool in (await client.list_tools()).tools}
+    root, home, listed = await _project_with_saved_listing(tmp_path, "a.txt", "alpha\n")
     assert "fetch_url" in listed
     params = StdioServerParameters(command=sys.executable, args=["-c", UNIMPORTABLE, str(root)],
                                    env={**os.environ, "CODEWARD_HOME": str(home)})
