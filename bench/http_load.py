@@ -16,6 +16,10 @@ over rounds and the spread (min-max). Both protocol eras can be measured: ``auto
 default: a 2026-07-28 server answers each POST on its own) and ``legacy`` (initialize handshake,
 ``Mcp-Session-Id`` sessions, SSE responses with resumable event ids).
 
+``--only ...,replay-ceiling`` adds the most any server could reach here (auto era only): a bare
+asyncio server that answers each repeated request from memory (``bench/http_ceiling.py``). The
+client's own CPU per call, on the same cores, bounds every server; that row shows the bound.
+
     .venv/bin/python bench/http_load.py [--sessions 16] [--calls 50] [--rounds 5] [--era auto,legacy]
 """
 
@@ -41,6 +45,7 @@ from mcp import Client
 from stdio_latency import SAMPLE_NAME, write_sample  # the file every server reads
 
 BASELINE = "sdk-mcpserver"
+CEILING = "replay-ceiling"
 
 MCPSERVER = '''
 import sys
@@ -96,6 +101,8 @@ class Target:
     argv: list[str]
     token: bool = False
     """The server requires the bench's bearer token (given in ``CODEWARD_BENCH_TOKEN``)."""
+    modern_only: bool = False
+    """Measured in the 2026-07-28 era only (the replaying ceiling keeps no sessions)."""
 
 
 @dataclass
@@ -136,6 +143,8 @@ def targets(work: Path, root: Path) -> dict[str, Target]:
         "sdk-mcpserver-quiet": Target("sdk-mcpserver-quiet",
                                       [py, str(work / "mcpserver.py"), str(root), "{port}", "quiet"]),
         "sdk-lowlevel": Target("sdk-lowlevel", [py, str(work / "lowlevel.py"), str(root), "{port}"]),
+        CEILING: Target(CEILING, [py, str(Path(__file__).with_name("http_ceiling.py")), str(root), "{port}",
+                                  str(work / "lowlevel.py")], modern_only=True),
     }
 
 
@@ -328,6 +337,8 @@ def run(args: argparse.Namespace) -> None:
                 for era in eras:
                     order = running[number % len(running):] + running[: number % len(running)]
                     for server in order:
+                        if server.target.modern_only and era != "auto":
+                            continue
                         auth = token if server.target.token else None
                         result, protocol = one_round(server, era, args.sessions, args.calls, args.client_procs,
                                                      expected_file, auth)
@@ -353,7 +364,7 @@ def run(args: argparse.Namespace) -> None:
               f"official mcp client, {os.cpu_count()} cores)")
         for era in eras:
             print(f"\nclient mode {era!r}:")
-            print(table(list(tallies.values()), era))
+            print(table([t for t in tallies.values() if t.rounds], era))
 
 
 def main() -> None:
@@ -372,7 +383,8 @@ def main() -> None:
                         help="client modes, comma-separated: auto (2026-07-28) and/or legacy (default both)")
     parser.add_argument("--size", type=int, default=1024, help="bytes in the file read (default 1024)")
     parser.add_argument("--only", help=f"comma-separated servers (default codeward,{BASELINE}; also "
-                        "codeward-noauth, sdk-mcpserver-quiet, sdk-lowlevel)")
+                        "codeward-noauth, sdk-mcpserver-quiet, sdk-lowlevel, and replay-ceiling: no MCP server but "
+                        "the most any server could reach, in the auto era only; see bench/http_ceiling.py)")
     args = parser.parse_args()
     if args.sessions < 1 or args.calls < 1 or args.rounds < 1 or args.client_procs < 1:
         parser.error("--sessions, --calls, --rounds and --client-procs must be at least 1")
