@@ -48,11 +48,11 @@ class Replay:
             key = json.dumps([message.get("method"), message.get("params")], sort_keys=True)
             kept = self.kept.get(key)
             if kept is not None:
-                head, template = kept
+                start, template = kept
                 payload = json.dumps({**template, "id": message["id"]}).encode()
-                return head + str(len(payload)).encode() + b"\r\n\r\n" + payload
+                return start + str(len(payload)).encode() + b"\r\n\r\n" + payload
         status, reason, answer_headers, answer = self.forward(method, path, headers, body)
-        head = f"HTTP/1.1 {status} {reason}\r\n" + "".join(
+        head: str = f"HTTP/1.1 {status} {reason}\r\n" + "".join(
             f"{k}: {v}\r\n" for k, v in answer_headers if k.lower() not in DROPPED)
         content_type = dict((k.lower(), v) for k, v in answer_headers).get("content-type", "")
         if (isinstance(message, dict) and "id" in message and status == 200
