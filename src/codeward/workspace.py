@@ -303,6 +303,41 @@ class Workspace:
                                        POLICY_HINT, data=self.primary)
         return Result.success(real)
 
+    def plain_path(self, raw: object) -> str | None:
+        """The absolute path ``raw`` names, when every layer that reads only text lets it through.
+
+        That is: the syntax checks pass, the path is already normal (no ``.`` or ``..`` part, no
+        doubled or trailing ``/``), lies inside the workspace and is not blacklisted or private.
+        None otherwise (and off POSIX). It is **not** a gate decision: symlinks are not looked at.
+        Only a reader that opens it with ``O_NOFOLLOW`` and then confirms that the descriptor
+        leads to this very path (:func:`codeward.code.textfile.read_text_plain`) may rely on it,
+        since then no link was followed and the opened file's real path is this path, which is
+        what :meth:`resolve` would judge; anything else goes through :meth:`resolve`.
+        """
+        if not _POSIX or not isinstance(raw, str):
+            return None
+        memo = self._plain_memo
+        found = memo.get(raw)
+        if found is None:
+            if len(memo) >= BLACKLIST_MEMO_SIZE:
+                memo.clear()
+            found = memo[raw] = self._judge_plain(raw)
+        return found or None
+
+    def _judge_plain(self, raw: str) -> str:
+        """:meth:`plain_path` without the memo ("" for no)."""
+        checked = self._check_syntax(raw, "path")
+        if not checked.ok or checked.data != raw:  # a backslash would be read as '/'
+            return ""
+        candidate = raw if raw.startswith("/") else os.path.join(self._root_texts[0][0], raw)
+        if os.path.normpath(candidate) != candidate or not self._contains_text(candidate):
+            return ""
+        return "" if self._blacklist_reason_text(candidate, os.path.basename(candidate)) else candidate
+
+    @cached_property
+    def _plain_memo(self) -> dict[str, str]:
+        return {}
+
     def _check_syntax(self, raw: object, param: str) -> Result[str]:
         if not isinstance(raw, str):
             return Result.fail(ErrorKind.INVALID_INPUT, f"{param} must be a string, got {type(raw).__name__}",
@@ -416,6 +451,7 @@ class Workspace:
         state = dict(self.__dict__)
         state.pop("_blacklist_memo", None)
         state.pop("_key_memo", None)
+        state.pop("_plain_memo", None)
         return state
 
     def _private(self, text: str) -> bool:

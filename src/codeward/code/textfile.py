@@ -116,6 +116,41 @@ def read_text(path: Path, display: str, workspace: Workspace | None = None) -> R
     return Result.success(decoded)
 
 
+def read_text_plain(workspace: Workspace, raw: object) -> tuple[Path, TextFile] | None:
+    """The common case of a read, without resolving symlinks: a plain path to a readable text file.
+
+    ``raw`` must pass :meth:`Workspace.plain_path` (already normal, inside, not blacklisted, by
+    its text alone). It is opened with ``O_NOFOLLOW``, and the descriptor must lead to that very
+    path (``/proc/self/fd``): then no symlink was followed on the way, so the file read is the one
+    :meth:`Workspace.resolve` would have judged, with the same answer. Anything else — no such
+    file, a link anywhere on the path, no ``/proc``, not a regular file, too big, binary, a private
+    key — gives None, and the caller takes the full path (:meth:`Workspace.resolve`, then
+    :func:`read_text`), which gives the usual answer or error.
+    """
+    plain = workspace.plain_path(raw)
+    if plain is None:
+        return None
+    try:
+        fd = os.open(plain, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        if os.readlink(f"/proc/self/fd/{fd}") != plain:
+            return None
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_TEXT_FILE_BYTES:
+            return None
+        data = _read_at_most(fd, MAX_TEXT_FILE_BYTES + 1, info.st_size + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_TEXT_FILE_BYTES or private_key_marker(data):
+        return None
+    decoded = decode(data)
+    return None if decoded is None else (Path(plain), decoded)
+
+
 def read_checked(path: Path, display: str, workspace: Workspace | None, *, limit: int, reader: str,
                  hint: str) -> Result[bytes]:
     """A regular file's bytes, up to ``limit``, with clear errors for missing, directory, special and huge paths.

@@ -11,7 +11,7 @@ import pathspec
 from pydantic import Field
 
 from codeward.catalog import tool
-from codeward.code.textfile import TextFile, read_text, write_text
+from codeward.code.textfile import TextFile, read_text, read_text_plain, write_text
 from codeward.code.walk import walk
 from codeward.context import ToolContext
 from codeward.result import ErrorKind, Result
@@ -24,6 +24,8 @@ MAX_MATCHES = 1000
 
 
 def _resolve_file(ctx: ToolContext, path: str, access: Access = Access.READ) -> Result[tuple[Path, TextFile]]:
+    if access is Access.READ and (plain := read_text_plain(ctx.workspace, path)) is not None:
+        return Result.success(plain)  # the common case, checked on the open descriptor
     resolved = ctx.workspace.resolve(path, access)
     if not resolved.ok:
         return resolved.cast((resolved.data, TextFile("")))
