@@ -45,6 +45,7 @@ from codeward.workspace import Workspace
 if TYPE_CHECKING:
     from codeward.audit.log import AuditLog
     from codeward.state.backend import StateBackend
+    from codeward.transport.http_stack import HttpStack
 
 logger = logging.getLogger("codeward.server")
 
@@ -530,14 +531,19 @@ class CodewardServer:
 
     async def run_http(self, *, host: str, port: int, token: str | None = None, state: StateBackend | None = None,
                        users: Mapping[str, str] | None = None, audit: AuditLog | None = None,
-                       **options: Any) -> None:
+                       http_stack: HttpStack | None = None, **options: Any) -> None:
+        """Serve :meth:`http_app` with uvicorn on ``http_stack``'s parser (default: the fast one when
+        installed); the caller started the event loop, with :meth:`HttpStack.run` for uvloop."""
         import uvicorn
 
+        from codeward.transport.http_stack import http_stack as choose_stack
         from codeward.transport.stdio import freeze_startup_heap
 
         app = self.http_app(host=host, token=token, state=state, users=users, audit=audit, **options)
         freeze_startup_heap()
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+        chosen = http_stack or choose_stack()
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
+                                **chosen.uvicorn_options())
         async with self._announcing(), anyio.create_task_group() as group:
             if state is not None and state.shared and self.services.metrics is not None:
                 from codeward.state.metrics import MetricsPublisher  # every replica's figures, added up

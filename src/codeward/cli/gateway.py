@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from codeward.control.defaults import ControlOptions
     from codeward.gateway.config import GatewayConfig
     from codeward.gateway.policy import ConfirmCallback
+    from codeward.transport.http_stack import HttpStack
     from codeward.transport.http_token import HttpAuth
 
 
@@ -100,13 +101,19 @@ def run_gateway_cli(
         raise ValueError(f"binding to {host} exposes every upstream tool to the network; "
                          "pass allow_remote (--allow-remote) and a bearer token (--token-env VAR) to do it")
     confirm: ConfirmCallback = approve_everything if yes else confirm_with_client
-    anyio.run(_serve, config, gateway, transport, host, port, token, list(roots), confirm, meta, control)
+    if transport != "http":
+        anyio.run(_serve, config, gateway, transport, host, port, token, list(roots), confirm, meta, control)
+        return 0
+    from codeward.transport.http_stack import http_stack
+
+    runtime = http_stack(config.server.fast_http)
+    runtime.run(_serve, config, gateway, transport, host, port, token, list(roots), confirm, meta, control, runtime)
     return 0
 
 
 async def _serve(config: Config, gateway: GatewayConfig, transport: str, host: str, port: int, token: str | None,
                  roots: list[str | Path], confirm: ConfirmCallback, meta: bool = False,
-                 control: ControlOptions | None = None) -> None:
+                 control: ControlOptions | None = None, runtime: HttpStack | None = None) -> None:
     from codeward.cli.servers import print_summary
     from codeward.control.plane import control_plane
     from codeward.gateway.policy import approve_everything
@@ -147,10 +154,12 @@ async def _serve(config: Config, gateway: GatewayConfig, transport: str, host: s
             server = stack.server(name="codeward-gateway",
                                   roots_from_client=not stack.roots_given and transport != "http")
             if transport == "http":
-                print(f"codeward gateway: serving at http://{host}:{port}/mcp", file=sys.stderr, flush=True)
+                assert runtime is not None
+                print(f"codeward gateway: serving at http://{host}:{port}/mcp (http: {runtime.summary})",
+                      file=sys.stderr, flush=True)
                 await server.run_http(host=host, port=port, token=token, state=state,
                                       users=audit.users if audit is not None else None,
-                                      audit=audit.log if audit is not None else None)
+                                      audit=audit.log if audit is not None else None, http_stack=runtime)
             else:
                 await server.run_stdio()
 

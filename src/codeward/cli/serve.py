@@ -76,10 +76,12 @@ def run(args: argparse.Namespace) -> int:
     count = len(stack.catalog)
     if args.http:
         from codeward.client_setup.banner import http_lines
+        from codeward.transport.http_stack import http_stack
         from codeward.transport.http_token import http_auth
 
         url = f"http://{args.host}:{args.port}/mcp"
         allowed = [f"{args.host}:*"] if args.host not in LOOPBACK else []
+        runtime = http_stack(config.server.fast_http)
         exit_on_sigterm()
         with http_auth(host=args.host, port=args.port, token_env=args.token_env, no_auth=args.no_auth) as auth:
             connect = http_lines("codeward", url, _launch(), token_env=args.token_env, token_file=auth.token_file,
@@ -87,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"codeward {__version__}: serving {count} tools over streamable HTTP at {url}\n"
                   f"  roots: {roots} (fixed: client roots are not used over HTTP)\n"
                   f"  {auth.notice}\n"
+                  f"  http: {runtime.summary}\n"
                   f"  connect: {connect[0]}\n"
                   f"  {connect[1]}", file=sys.stderr, flush=True)
 
@@ -94,9 +97,9 @@ def run(args: argparse.Namespace) -> int:
                 assert audit is not None
                 async with stack:
                     await server.run_http(host=args.host, port=args.port, token=auth.token, allowed_hosts=allowed,
-                                          state=state, users=audit.users)
+                                          state=state, users=audit.users, http_stack=runtime)
 
-            anyio.run(serve_http)
+            runtime.run(serve_http)
         return 0
     if sys.stdin.isatty():
         from codeward.client_setup.banner import stdio_lines
@@ -208,11 +211,17 @@ def _run_controlled(args: argparse.Namespace, control: ControlOptions, config: C
                 allowed = [f"{args.host}:*"] if args.host not in LOOPBACK else []
                 with http_auth(host=args.host, port=args.port, token_env=args.token_env, no_auth=args.no_auth) as auth:
                     print(f"codeward {__version__}: serving {count} tools over streamable HTTP at "
-                          f"http://{args.host}:{args.port}/mcp\n  roots: {roots}\n  {auth.notice}",
-                          file=sys.stderr, flush=True)
+                          f"http://{args.host}:{args.port}/mcp\n  roots: {roots}\n  {auth.notice}\n"
+                          f"  http: {runtime.summary}", file=sys.stderr, flush=True)
                     await server.run_http(host=args.host, port=args.port, token=auth.token, allowed_hosts=allowed,
                                           state=state, users=audit.users if audit else None,
-                                          audit=audit.log if audit else None)
+                                          audit=audit.log if audit else None, http_stack=runtime)
 
-    anyio.run(main)
+    if not args.http:
+        anyio.run(main)
+        return 0
+    from codeward.transport.http_stack import http_stack
+
+    runtime = http_stack(config.server.fast_http)
+    runtime.run(main)
     return 0

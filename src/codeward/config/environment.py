@@ -44,6 +44,7 @@ OVERRIDES: tuple[Override, ...] = (
     Override("CODEWARD_REGISTRY_HUB", "registry", "hub_dir"),
     Override("CODEWARD_INDEX_CTAGS", "index", "ctags", boolean=True),
     Override("CODEWARD_STATE_URL", "state", "url"),
+    Override("CODEWARD_FAST_HTTP", "server", "fast_http", boolean=True),
 )
 """Every variable, the key it overrides, and how its text becomes a value."""
 

@@ -1,10 +1,10 @@
-"""``[server]``: what every surface serves — roots, extra protected globs, toolsets, output cap."""
+"""``[server]``: what every surface serves — roots, extra protected globs, toolsets, output cap, HTTP stack."""
 
 from __future__ import annotations
 
 from pydantic import field_validator
 
-from codeward.config.base import ADDITIVE, PROJECT_ONLY, ConfigPath, Field, Int, Strings, Table
+from codeward.config.base import ADDITIVE, PROJECT_ONLY, Bool, ConfigPath, Field, Int, Strings, Table
 
 CHARS_PER_TOKEN = 4
 
@@ -22,6 +22,10 @@ class ServerSettings(Table):
     output_cap_tokens: Int = 25_000
     """About this many tokens of a tool's output are returned; the rest is saved to a file the caller
     can read."""
+    fast_http: Bool = True
+    """``serve --http`` and ``gateway --http`` run on uvloop and httptools when the ``fast`` extra is
+    installed (``pip install 'codeward[fast]'``); false forces asyncio and h11, for debugging. The
+    start-up line names the stack in use."""
 
     @field_validator("output_cap_tokens")
     @classmethod

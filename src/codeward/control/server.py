@@ -80,9 +80,11 @@ class ControlServer:
         wildcard = self.host in ("0.0.0.0", "::")
         app = create_app(self.state, self.token, logs=self.logs, ask_timeout=self.ask_timeout,
                          extra_hosts=(self.host,) if remote and not wildcard else (), any_host=wildcard)
+        # h11 named, not uvicorn's "auto": with the fast extra installed, "auto" would pick httptools, which
+        # does not bound a request's head (see codeward.transport.http_head_bound); the console needs no speed.
         config = uvicorn.Config(app, log_config=None, log_level="warning", access_log=False, lifespan="off",
                                 proxy_headers=False, server_header=False, timeout_graceful_shutdown=2,
-                                timeout_keep_alive=5)
+                                timeout_keep_alive=5, http="h11", loop="asyncio")
         server = uvicorn.Server(config)
         self._server = server
         sock = self._socket

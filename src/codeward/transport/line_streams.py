@@ -15,7 +15,7 @@ import logging
 from collections import deque
 from collections.abc import Callable
 from types import TracebackType
-from typing import Self
+from typing import Self, cast
 
 import anyio
 import mcp_types as types
@@ -46,8 +46,8 @@ class LineReaderProtocol(asyncio.Protocol):
         self.closed: asyncio.Future[None] = loop.create_future()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.ReadTransport)
-        self.transport = transport
+        # A pipe transport; uvloop's (the fast HTTP stack's loop) are not asyncio's classes.
+        self.transport = cast(asyncio.ReadTransport, transport)
 
     def data_received(self, data: bytes) -> None:
         if data.find(b"\n") < 0:
@@ -191,8 +191,8 @@ class WriterProtocol(asyncio.Protocol):
         self.closed: asyncio.Future[None] = loop.create_future()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.WriteTransport)
-        self.transport = transport
+        # A pipe transport; uvloop's (the fast HTTP stack's loop) are not asyncio's classes.
+        self.transport = cast(asyncio.WriteTransport, transport)
 
     def pause_writing(self) -> None:
         self._paused = True

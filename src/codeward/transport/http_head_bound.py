@@ -1,0 +1,63 @@
+"""uvicorn's httptools protocol with h11's bound on a request's head (request line and headers).
+
+h11 refuses a request whose head is still incomplete after 16 KiB
+(``h11._connection.DEFAULT_MAX_INCOMPLETE_EVENT_SIZE``). httptools has no such bound: a client
+could send megabytes of one header, or thousands of headers, and the server would keep them
+all. This protocol counts the bytes that arrive while a head is incomplete and, past the same
+16 KiB, answers ``431 Request Header Fields Too Large`` (naming the limit) and closes the
+connection — what h11 does, with a clearer answer than its bare 400. Imported only by the
+fast HTTP stack (:mod:`codeward.transport.http_stack`): it needs httptools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from h11._connection import DEFAULT_MAX_INCOMPLETE_EVENT_SIZE
+from uvicorn.config import Config
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.server import ServerState
+
+MAX_HEAD_BYTES = DEFAULT_MAX_INCOMPLETE_EVENT_SIZE
+"""A request line and headers larger than this, still incomplete, are refused (h11's bound)."""
+
+TOO_LARGE = (f"the request line and headers are over {MAX_HEAD_BYTES:,} bytes; "
+             "send fewer or shorter headers").encode()
+
+
+class BoundedHttpToolsProtocol(HttpToolsProtocol):
+    """httptools parsing, with a request's incomplete head bounded to :data:`MAX_HEAD_BYTES`."""
+
+    def __init__(self, config: Config, server_state: ServerState, app_state: dict[str, Any],
+                 _loop: asyncio.AbstractEventLoop | None = None) -> None:
+        super().__init__(config, server_state, app_state, _loop)
+        self._in_head = True
+        self._head_bytes = 0
+
+    def on_message_begin(self) -> None:
+        self._in_head = True
+        self._head_bytes = 0
+        super().on_message_begin()
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        super().on_headers_complete()
+
+    def data_received(self, data: bytes) -> None:
+        in_head = self._in_head
+        super().data_received(data)
+        if not (in_head and self._in_head) or self.transport.is_closing():
+            return  # the head was complete before this data, or is now: the body has its own bound
+        self._head_bytes += len(data)
+        if self._head_bytes > MAX_HEAD_BYTES:
+            self._refuse_head()
+
+    def _refuse_head(self) -> None:
+        self.logger.warning("Refused a request whose head is over %d bytes.", MAX_HEAD_BYTES)
+        if self.cycle is None or self.cycle.response_complete:  # nothing else is being answered on it
+            self.transport.write(b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
+                                 b"content-type: text/plain; charset=utf-8\r\n"
+                                 b"content-length: " + str(len(TOO_LARGE)).encode() + b"\r\n"
+                                 b"connection: close\r\n\r\n" + TOO_LARGE)
+        self.transport.close()

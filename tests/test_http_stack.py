@@ -1,0 +1,218 @@
+"""``serve --http`` on each HTTP stack — uvloop + httptools (the ``fast`` extra), asyncio + h11 forced
+with ``CODEWARD_FAST_HTTP=0``, and asyncio + h11 because the extra cannot be imported — keeps
+every guarantee: the official client's calls in both protocol eras, bearer auth, DNS-rebinding
+protection, h11's bound on a request's head (httptools alone has none), the body bound, and
+partial requests that do not stop anyone else. Through real HTTP, against a real server process.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx2 as httpx
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from codeward.transport.http_head_bound import MAX_HEAD_BYTES
+from codeward.transport.jsonrpc_guard import MAX_MESSAGE_BYTES
+from tests.process_support import background, free_port, server_stderr
+
+TOKEN = "stack-test-token-0123456789abcdef"
+HIDE_FAST = ("import sys; sys.modules['uvloop'] = sys.modules['httptools'] = None; "
+             "from codeward.cli import main; sys.exit(main())")
+"""``codeward`` as it runs where the fast extra is not installed (the modules cannot be imported)."""
+FAST_LIBRARIES = ("uvloop/loop.", "httptools/parser/")
+"""Paths of the compiled modules a process has mapped once it imported uvloop and httptools."""
+STACKS = ["fast", "plain", "absent"]
+
+
+@dataclass
+class Served:
+    stack: str
+    url: str
+    port: int
+    pid: int
+    banner: str
+
+    @property
+    def fast(self) -> bool:
+        return self.stack == "fast"
+
+
+@pytest.fixture(scope="module", params=STACKS)
+def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    stack = str(request.param)
+    if stack == "fast":
+        for name in ("uvloop", "httptools"):
+            try:
+                __import__(name)
+            except ImportError:
+                pytest.fail(f"{name} is not installed: pip install -e '.[test,fast]' (scripts/test does)")
+    root = tmp_path_factory.mktemp(f"stack-{stack}")
+    (root / "notes.md").write_text("# notes\nhello\n")
+    port = free_port()
+    launch = [sys.executable, "-c", HIDE_FAST] if stack == "absent" else [sys.executable, "-m", "codeward"]
+    cmd = [*launch, "serve", str(root), "--http", "--port", str(port), "--token-env", "STACK_TEST_TOKEN"]
+    env = {"STACK_TEST_TOKEN": TOKEN, "CODEWARD_FAST_HTTP": "0" if stack == "plain" else ""}
+    with background(cmd, port, env, timeout=60, capture_stderr=True) as proc:
+        yield Served(stack, f"http://127.0.0.1:{port}/mcp", port, proc.pid, server_stderr(proc))
+
+
+def _mapped(pid: int) -> str:
+    return Path(f"/proc/{pid}/maps").read_text()
+
+
+def test_the_start_up_line_names_the_stack_that_runs(served: Served) -> None:
+    lines = [line.strip() for line in served.banner.splitlines() if line.strip().startswith("http:")]
+    assert len(lines) == 1, served.banner
+    expected = {
+        "fast": "http: uvloop + httptools (the fast extra)",
+        "plain": "http: asyncio + h11 (fast_http = false in [server] or CODEWARD_FAST_HTTP=0)",
+        "absent": "http: asyncio + h11 (uvloop and httptools not installed; pip install 'codeward[fast]' "
+                  "for the fast stack)",
+    }
+    assert lines[0] == expected[served.stack]
+    maps = _mapped(served.pid)  # what the process really loaded, not what it says
+    for library in FAST_LIBRARIES:
+        assert (library in maps) is served.fast, (served.stack, library)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_the_official_client_calls_with_its_token(served: Served, mode: str) -> None:
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as http, \
+            Client(streamable_http_client(served.url, http_client=http), mode=mode) as client:
+        for _ in range(3):
+            result = await client.call_tool("read_file", {"path": "notes.md"})
+            assert not result.is_error and "hello" in result.content[0].text  # type: ignore[union-attr]
+        missing = await client.call_tool("read_file", {"path": "../etc/passwd"})
+        assert missing.is_error
+
+
+def test_a_request_without_the_token_or_from_another_host_is_refused(served: Served) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    headers = {"Accept": "application/json, text/event-stream"}
+    no_token = httpx.post(served.url, json=body, headers=headers, timeout=10)
+    assert no_token.status_code == 401
+    wrong = httpx.post(served.url, json=body, headers={**headers, "Authorization": "Bearer nope"}, timeout=10)
+    assert wrong.status_code == 401
+    authed = {**headers, "Authorization": f"Bearer {TOKEN}"}
+    rebound = httpx.post(served.url, json=body, headers={**authed, "Host": f"evil.example:{served.port}"}, timeout=10)
+    assert rebound.status_code == 421, rebound.text
+    foreign = httpx.post(served.url, json=body, headers={**authed, "Origin": "http://evil.example"}, timeout=10)
+    assert foreign.status_code == 403, foreign.text
+
+
+def _status_of(port: int, head: bytes, body: bytes = b"", piece: int = 4096) -> tuple[int | None, bytes]:
+    """Send ``head`` (and ``body``) in pieces, as a slow network would; the status the server answered
+    (None: it closed without one) and the answer's first bytes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        try:
+            data = head + body
+            for start in range(0, len(data), piece):
+                sock.sendall(data[start:start + piece])
+        except OSError:
+            pass  # refused before everything was sent: the answer is what counts
+        answer = b""
+        try:
+            while chunk := sock.recv(65536):
+                answer += chunk
+        except OSError:
+            pass
+    if not answer.startswith(b"HTTP/1.1 "):
+        return None, answer[:200]
+    return int(answer[9:12]), answer[:400]
+
+
+def _head(port: int, *extra: bytes, token: bool = False, length: int = 0) -> bytes:
+    lines = [b"POST /mcp HTTP/1.1", b"Host: 127.0.0.1:%d" % port, b"Accept: application/json, text/event-stream",
+             b"Content-Type: application/json", b"Connection: close", b"Content-Length: %d" % length,
+             *([b"Authorization: Bearer " + TOKEN.encode()] if token else []), *extra]
+    return b"\r\n".join(lines) + b"\r\n\r\n"
+
+
+def test_a_request_head_over_h11s_bound_is_refused_on_every_stack(served: Served) -> None:
+    refused = {431} if served.fast else {400}  # httptools' bound is codeward's (431 naming it); h11 answers 400
+    huge_header = _head(served.port, b"X-Big: " + b"a" * 2_000_000)
+    status, answer = _status_of(served.port, huge_header)
+    assert status in refused or status is None, answer
+    if served.fast:
+        assert f"over {MAX_HEAD_BYTES:,} bytes".encode() in answer
+    many_headers = _head(served.port, *(b"X-H%d: v" % i for i in range(3000)))
+    status, answer = _status_of(served.port, many_headers)
+    assert status in refused or status is None, answer
+    # A head under the bound is parsed and reaches the app (which wants the token first).
+    status, answer = _status_of(served.port, _head(served.port, b"X-Big: " + b"a" * 8000))
+    assert status == 401, answer
+    assert httpx.get(served.url.replace("/mcp", "/nope"), timeout=10).status_code in (401, 404)  # still serving
+
+
+def test_a_body_over_the_message_bound_is_refused(served: Served) -> None:
+    length = MAX_MESSAGE_BYTES + 1024 * 1024
+    head = _head(served.port, token=True, length=length)
+    status, answer = _status_of(served.port, head, b" " * (MAX_MESSAGE_BYTES + 64 * 1024), piece=1 << 20)
+    assert status == 413, answer
+    assert f"over {MAX_MESSAGE_BYTES:,} bytes".encode() in answer
+
+
+@pytest.mark.anyio
+async def test_partial_requests_held_open_do_not_stop_the_official_client(served: Served) -> None:
+    partial = _head(served.port)[:-30]  # a head that never ends, as a slowloris client sends it
+    held = []
+    try:
+        for _ in range(64):
+            sock = socket.create_connection(("127.0.0.1", served.port), timeout=10)
+            sock.sendall(partial)
+            held.append(sock)
+        async with httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as http, \
+                Client(streamable_http_client(served.url, http_client=http)) as client:
+            result = await client.call_tool("read_file", {"path": "notes.md"})
+            assert not result.is_error and "hello" in result.content[0].text  # type: ignore[union-attr]
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def test_the_switch_is_read_from_the_file_and_the_environment_and_checked(tmp_path: Path) -> None:
+    from codeward.config import ConfigError, load_config
+    from codeward.transport.http_stack import http_stack
+
+    config_file = tmp_path / "project" / "codeward.toml"
+    config_file.parent.mkdir()
+    config_file.write_text("[server]\nfast_http = false\n")
+    assert load_config(str(config_file), environ={}, user=False).server.fast_http is False
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert load_config(None, cwd=elsewhere, environ={"CODEWARD_FAST_HTTP": "0"}, user=False).server.fast_http is False
+    assert load_config(None, cwd=elsewhere, environ={}, user=False).server.fast_http is True
+    with pytest.raises(ConfigError) as bad:
+        load_config(None, cwd=elsewhere, environ={"CODEWARD_FAST_HTTP": "maybe"}, user=False)
+    assert "CODEWARD_FAST_HTTP" in str(bad.value) and "boolean" in str(bad.value)
+    assert not http_stack(False).fast and http_stack(False).uvicorn_options() == {"http": "h11", "loop": "asyncio"}
+
+
+def test_serving_over_stdio_never_imports_the_fast_stack(tmp_path: Path) -> None:
+    import json
+    import subprocess
+
+    watch = ("import atexit, sys\n"
+             "atexit.register(lambda: sys.stderr.write('fast modules: %s\\n' % sorted(\n"
+             "    m for m in sys.modules if m.split('.')[0] in ('uvloop', 'httptools'))))\n"
+             "from codeward.cli import main\n"
+             "sys.exit(main())\n")
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    done = subprocess.run([sys.executable, "-c", watch, "serve", str(tmp_path)], cwd=tmp_path,
+                          input="".join(json.dumps(m) + "\n" for m in messages), capture_output=True, text=True,
+                          timeout=120)
+    assert '"id":2' in done.stdout.replace(" ", ""), done.stderr[-2000:]
+    assert "fast modules: []" in done.stderr, done.stderr[-2000:]
