@@ -20,6 +20,19 @@ default: a 2026-07-28 server answers each POST on its own) and ``legacy`` (initi
 asyncio server that answers each repeated request from memory (``bench/http_ceiling.py``). The
 client's own CPU per call, on the same cores, bounds every server; that row shows the bound.
 
+What is fair about the floor: it is the SDK server as ``pip install mcp`` gives it — asyncio and
+uvicorn's pure-Python h11 parser. mcp does not depend on uvloop or httptools, but uvicorn's
+``"auto"`` picks them up when they are installed in the same environment (as codeward's ``fast``
+extra installs them), which would quietly hand the floor a faster parser than its users get. So
+every SDK row (``sdk-mcpserver``, ``-quiet``, ``sdk-lowlevel``) is started through a ``-c``
+launcher that sets ``sys.modules["uvloop"] = sys.modules["httptools"] = None`` before the
+script runs (their imports fail as if not installed). ``sdk-mcpserver-fast`` is the same floor
+with both (uvloop's event-loop policy set before the script runs, httptools picked by uvicorn's
+``"auto"``): what an SDK user gets by installing them, for the reader to compare codeward with.
+``codeward`` runs as installed (with the extra: uvloop + httptools), ``codeward-plain`` with
+``CODEWARD_FAST_HTTP=0`` (asyncio + h11). The ``stack`` column says what each server process
+really loaded (from ``/proc/PID/maps``), not what it was asked to.
+
     .venv/bin/python bench/http_load.py [--sessions 16] [--calls 50] [--rounds 5] [--era auto,legacy]
 """
 
@@ -46,6 +59,14 @@ from stdio_latency import SAMPLE_NAME, write_sample  # the file every server rea
 
 BASELINE = "sdk-mcpserver"
 CEILING = "replay-ceiling"
+FAST_BASELINE = "sdk-mcpserver-fast"
+
+RUN_SCRIPT = "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+AS_PIP_GIVES_IT = f"import runpy, sys; sys.modules['uvloop'] = sys.modules['httptools'] = None; {RUN_SCRIPT}"
+"""Run a script with uvloop and httptools hidden: uvicorn's "auto" falls back to asyncio and h11."""
+WITH_FAST = ("import asyncio, runpy, sys, httptools, uvloop; "
+             f"asyncio.set_event_loop_policy(uvloop.EventLoopPolicy()); {RUN_SCRIPT}")
+"""Run a script on uvloop (the policy anyio.run and asyncio.run use) with httptools importable."""
 
 MCPSERVER = '''
 import sys
@@ -103,6 +124,10 @@ class Target:
     """The server requires the bench's bearer token (given in ``CODEWARD_BENCH_TOKEN``)."""
     modern_only: bool = False
     """Measured in the 2026-07-28 era only (the replaying ceiling keeps no sessions)."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Added to the server's environment."""
+    needs_fast: bool = False
+    """Needs uvloop and httptools installed (the ``fast`` extra)."""
 
 
 @dataclass
@@ -122,6 +147,7 @@ class Tally:
     era: str
     rounds: list[Round] = field(default_factory=list)
     protocol: str = "?"
+    stack: str = "?"
 
 
 def free_port() -> int:
@@ -134,15 +160,19 @@ def targets(work: Path, root: Path) -> dict[str, Target]:
     (work / "mcpserver.py").write_text(textwrap.dedent(MCPSERVER))
     (work / "lowlevel.py").write_text(textwrap.dedent(LOWLEVEL))
     py = sys.executable
+    plain = [py, "-c", AS_PIP_GIVES_IT]
+    codeward = [py, "-m", "codeward", "serve", str(root), "--http", "--port", "{port}"]
     return {
-        "codeward": Target("codeward", [py, "-m", "codeward", "serve", str(root), "--http", "--port", "{port}",
-                                        "--token-env", "CODEWARD_BENCH_TOKEN"], token=True),
-        "codeward-noauth": Target("codeward-noauth", [py, "-m", "codeward", "serve", str(root), "--http", "--port",
-                                                      "{port}", "--no-auth"]),
-        BASELINE: Target(BASELINE, [py, str(work / "mcpserver.py"), str(root), "{port}", "default"]),
+        "codeward": Target("codeward", [*codeward, "--token-env", "CODEWARD_BENCH_TOKEN"], token=True),
+        "codeward-plain": Target("codeward-plain", [*codeward, "--token-env", "CODEWARD_BENCH_TOKEN"], token=True,
+                                 env={"CODEWARD_FAST_HTTP": "0"}),
+        "codeward-noauth": Target("codeward-noauth", [*codeward, "--no-auth"]),
+        BASELINE: Target(BASELINE, [*plain, str(work / "mcpserver.py"), str(root), "{port}", "default"]),
+        FAST_BASELINE: Target(FAST_BASELINE, [py, "-c", WITH_FAST, str(work / "mcpserver.py"), str(root), "{port}",
+                                              "default"], needs_fast=True),
         "sdk-mcpserver-quiet": Target("sdk-mcpserver-quiet",
-                                      [py, str(work / "mcpserver.py"), str(root), "{port}", "quiet"]),
-        "sdk-lowlevel": Target("sdk-lowlevel", [py, str(work / "lowlevel.py"), str(root), "{port}"]),
+                                      [*plain, str(work / "mcpserver.py"), str(root), "{port}", "quiet"]),
+        "sdk-lowlevel": Target("sdk-lowlevel", [*plain, str(work / "lowlevel.py"), str(root), "{port}"]),
         CEILING: Target(CEILING, [py, str(Path(__file__).with_name("http_ceiling.py")), str(root), "{port}",
                                   str(work / "lowlevel.py")], modern_only=True),
     }
@@ -160,7 +190,7 @@ def start(target: Target, root: Path, log: Path, token: str) -> Running:
     argv = [a.replace("{port}", str(port)) for a in target.argv]
     with log.open("ab") as sink:
         process = subprocess.Popen(argv, cwd=root, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink,
-                                   env={**os.environ, "CODEWARD_BENCH_TOKEN": token})
+                                   env={**os.environ, "CODEWARD_BENCH_TOKEN": token, **target.env})
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -172,6 +202,17 @@ def start(target: Target, root: Path, log: Path, token: str) -> Running:
             time.sleep(0.05)
     process.kill()
     raise SystemExit(f"{target.name} did not listen on port {port} within 60 s; see {log}")
+
+
+def loaded_stack(pid: int) -> str:
+    """The event loop and HTTP parser a server process has loaded (read from ``/proc/PID/maps``)."""
+    try:
+        maps = Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return "?"
+    loop = "uvloop" if "uvloop/loop." in maps else "asyncio"
+    parser = "httptools" if "httptools/parser/" in maps else "h11"
+    return f"{loop}+{parser}"
 
 
 def cpu_seconds(pid: int) -> float:
@@ -280,7 +321,7 @@ def spread(values: list[float], digits: int) -> str:
 def table(tallies: list[Tally], era: str) -> str:
     rows = [t for t in tallies if t.era == era]
     base = next((t for t in rows if t.target.name == BASELINE), None)
-    header = (f"{'server':<22}{'protocol':<12}{'calls/s':>18}{'p50 ms':>20}{'p95 ms':>20}"
+    header = (f"{'server':<22}{'stack':<19}{'protocol':<12}{'calls/s':>18}{'p50 ms':>20}{'p95 ms':>20}"
               f"{'server cpu':>12}{'client cpu':>12}{'calls/s ×':>11}{'p95 ×':>8}")
     out = [header, "-" * len(header)]
     for t in rows:
@@ -295,7 +336,7 @@ def table(tallies: list[Tally], era: str) -> str:
         else:
             ratios = f"{'-':>11}{'-':>8}"
         out.append(
-            f"{t.target.name:<22}{t.protocol:<12}"
+            f"{t.target.name:<22}{t.stack:<19}{t.protocol:<12}"
             f"{statistics.median(cps):>6.0f}{spread(cps, 0):<12}"
             f"{statistics.median(p50):>7.1f}{spread(p50, 1):<13}"
             f"{statistics.median(p95):>7.1f}{spread(p95, 1):<13}"
@@ -305,6 +346,12 @@ def table(tallies: list[Tally], era: str) -> str:
     out.append(f"(medians over rounds, min-max in brackets; cpu: ms of CPU per call; ratios: per round against "
                f"{BASELINE}, median; calls/s × higher is faster, p95 × lower is better)")
     return "\n".join(out)
+
+
+def fast_installed() -> bool:
+    import importlib.util
+
+    return all(importlib.util.find_spec(name) is not None for name in ("uvloop", "httptools"))
 
 
 def loadavg() -> str:
@@ -325,6 +372,8 @@ def run(args: argparse.Namespace) -> None:
         unknown = [n for n in names if n not in known]
         if unknown:
             raise SystemExit(f"unknown server {', '.join(unknown)}; choose from {', '.join(known)}")
+        if any(known[n].needs_fast for n in names) and not fast_installed():
+            raise SystemExit(f"{FAST_BASELINE} needs uvloop and httptools: pip install -e '.[fast]'")
         eras = args.era.split(",")
         running: list[Running] = []
         try:
@@ -345,6 +394,7 @@ def run(args: argparse.Namespace) -> None:
                         tally = tallies[(server.target.name, era)]
                         tally.rounds.append(result)
                         tally.protocol = protocol
+                        tally.stack = loaded_stack(server.process.pid)
                         print(f"round {number + 1}/{args.rounds} {era:<6} {server.target.name:<22} "
                               f"{result.calls_per_s:6.0f} calls/s  p50 {result.p50_ms:6.1f} ms  "
                               f"p95 {result.p95_ms:6.1f} ms  server cpu {result.server_cpu_ms_per_call:5.2f} ms/call",
@@ -383,7 +433,8 @@ def main() -> None:
                         help="client modes, comma-separated: auto (2026-07-28) and/or legacy (default both)")
     parser.add_argument("--size", type=int, default=1024, help="bytes in the file read (default 1024)")
     parser.add_argument("--only", help=f"comma-separated servers (default codeward,{BASELINE}; also "
-                        "codeward-noauth, sdk-mcpserver-quiet, sdk-lowlevel, and replay-ceiling: no MCP server but "
+                        f"codeward-plain (CODEWARD_FAST_HTTP=0), codeward-noauth, {FAST_BASELINE} (the floor on uvloop "
+                        "+ httptools), sdk-mcpserver-quiet, sdk-lowlevel, and replay-ceiling: no MCP server but "
                         "the most any server could reach, in the auto era only; see bench/http_ceiling.py)")
     args = parser.parse_args()
     if args.sessions < 1 or args.calls < 1 or args.rounds < 1 or args.client_procs < 1:
