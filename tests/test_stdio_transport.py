@@ -34,6 +34,7 @@ pytestmark = pytest.mark.anyio
 FAST_READER = "codeward.transport.line_streams.MessageReader"
 
 PROBE_SERVER = '''
+import asyncio
 import os
 import sys
 
@@ -41,13 +42,19 @@ import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
 
+from codeward.transport.era_loop import serve_stdio_connection
 from codeward.transport.stdio import fast_stdio_server
 
 state = {}
+if "--sdk-without-era-loops" in sys.argv:  # an SDK whose private era loop is not the one expected
+    import mcp.server.runner
+
+    sdk_loop = mcp.server.runner._serve_modern_stream
+    mcp.server.runner._serve_modern_stream = lambda *args, **kwargs: sdk_loop(*args, **kwargs)
 
 
 async def list_tools(ctx, params):
-    names = ("echo", "repeat", "noisy", "transport", "sleep", "surrogate")
+    names = ("echo", "repeat", "noisy", "transport", "sleep", "surrogate", "relay")
     return types.ListToolsResult(tools=[types.Tool(name=n, input_schema={"type": "object"}) for n in names])
 
 
@@ -66,6 +73,8 @@ async def call_tool(ctx, params):
         text = state["reader"]
     elif params.name == "surrogate":
         text = "undecodable name: a\\udcffb"
+    elif params.name == "relay":  # whether the SDK's relay task copies messages across
+        text = str(any(task.get_name().endswith("replay_then_relay") for task in asyncio.all_tasks()))
     else:
         await anyio.sleep(args["seconds"])
         text = "slept"
@@ -79,7 +88,7 @@ async def main():
     async with fast_stdio_server() as (read, write):
         state["reader"] = type(read).__module__ + "." + type(read).__name__
         print("serving with " + state["reader"], file=sys.stderr, flush=True)
-        await server.run(read, write, server.create_initialization_options())
+        await serve_stdio_connection(server, read, write, server.create_initialization_options())
     try:
         print("stdout restored after serving", flush=True)
     except OSError:  # a hung-up terminal
@@ -119,12 +128,18 @@ def text_of(result: Any) -> str:
     return str(result.content[0].text)
 
 
+@pytest.mark.parametrize("sdk", ["with-era-loops", "without-era-loops"])
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-async def test_official_client_session_over_pipes(probe: Path, mode: str) -> None:
-    params = StdioServerParameters(command=sys.executable, args=[str(probe)])
+async def test_official_client_session_over_pipes(probe: Path, mode: str, sdk: str) -> None:
+    """Both protocol eras, served by the SDK's era loop reading the transport directly (no relay
+    task), or through ``Server.run`` and its relay when this SDK lacks the private loops."""
+    extra = ["--sdk-without-era-loops"] if sdk == "without-era-loops" else []
+    params = StdioServerParameters(command=sys.executable, args=[str(probe), *extra])
     async with Client(params, mode=mode) as client:  # type: ignore[arg-type]
         tools = await client.list_tools()
-        assert [t.name for t in tools.tools] == ["echo", "repeat", "noisy", "transport", "sleep", "surrogate"]
+        assert [t.name for t in tools.tools] == ["echo", "repeat", "noisy", "transport", "sleep", "surrogate",
+                                                 "relay"]
+        assert text_of(await client.call_tool("relay", {})) == str(bool(extra))
         assert text_of(await client.call_tool("transport", {})) == FAST_READER
         assert text_of(await client.call_tool("echo", {"text": "héllo ✓ \u2028 \"quoted\"\n"})) == (
             "héllo ✓ \u2028 \"quoted\"\n")

@@ -468,11 +468,13 @@ class CodewardServer:
 
     async def run_stdio(self) -> None:
         """Serve over this process's stdin/stdout until the client closes the pipe."""
+        from codeward.transport.era_loop import serve_stdio_connection
         from codeward.transport.stdio import fast_stdio_server, freeze_startup_heap
 
         freeze_startup_heap()
         async with fast_stdio_server() as (read_stream, write_stream), self._announcing():
-            await self.lowlevel.run(read_stream, write_stream, self.lowlevel.create_initialization_options())
+            await serve_stdio_connection(self.lowlevel, read_stream, write_stream,
+                                         self.lowlevel.create_initialization_options())
 
     @asynccontextmanager
     async def _announcing(self) -> AsyncIterator[None]:
