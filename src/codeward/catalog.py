@@ -377,7 +377,9 @@ class Catalog:
         journal = self._journal(spec, values, ctx)
         record: Record | None = None
         try:
-            with self.locks.hold([str(path) if isinstance(path, Path) else path for path in targets]):
+            holding = self.locks.hold([str(path) if isinstance(path, Path) else path for path in targets]) \
+                if targets else contextlib.nullcontext()  # a read names no file to lock
+            with holding:
                 if spec.annotations.read_only:
                     result = spec.func(ctx, **values)
                 elif journal is None:
