@@ -52,6 +52,35 @@ async def test_calls_are_audited_with_the_users_own_token(tmp_path: Path) -> Non
     assert log.stat().st_mode & 0o777 == 0o600
 
 
+def _reads(log: Path) -> list[str]:
+    """The outcomes of the ``read_file`` records in one audit file."""
+    records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    return [r["outcome"] for r in records if r["tool"] == "read_file"]
+
+
+@pytest.mark.anyio
+async def test_a_rotated_or_deleted_audit_log_is_followed_with_a_new_private_file(tmp_path: Path) -> None:
+    """The log stays open between records; moved away (logrotate) or deleted while the server runs,
+    the next record goes to a new file at the path, 0600, and the moved file keeps what it had."""
+    project = _project(tmp_path, f'[users.bob]\ntoken_sha256 = "{hashlib.sha256(BOB.encode()).hexdigest()}"\n')
+    with codeward_http(str(project), "--token-env", "SERVER_TOKEN", env={"SERVER_TOKEN": "operator-token"},
+                       cwd=project) as url:
+        async with httpx.AsyncClient(headers={"Authorization": f"Bearer {BOB}"}, timeout=60) as http, \
+                Client(streamable_http_client(url, http_client=http)) as client:
+            assert not (await client.call_tool("read_file", {"path": "notes.txt"})).is_error
+            (log,) = (tmp_path / "audit").glob("audit-127.0.0.1-*.jsonl")
+            rotated = log.with_name(log.name + ".1")
+            log.rename(rotated)
+            assert (await client.call_tool("read_file", {"path": "missing.txt"})).is_error
+            assert _reads(rotated) == ["ok"] and _reads(log) == ["error"]
+            assert log.stat().st_mode & 0o777 == 0o600
+            log.unlink()
+            assert not (await client.call_tool("read_file", {"path": "notes.txt"})).is_error
+            assert not (await client.call_tool("read_file", {"path": "notes.txt"})).is_error
+    assert _reads(log) == ["ok", "ok"] and _reads(rotated) == ["ok"]
+    assert log.stat().st_mode & 0o777 == 0o600
+
+
 @pytest.mark.anyio
 async def test_serve_control_audits_calls_and_console_decisions_with_the_user(tmp_path: Path) -> None:
     """``serve --http --control``: the users file holds (unknown tokens 401), bob's write waits for the

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Mapping
@@ -29,13 +30,21 @@ def arguments_hash(arguments: Mapping[str, Any] | None) -> str:
 
 
 class AuditLog:
-    """Appends audit records to a JSONL file (created 0600) and hands them to a shared sink."""
+    """Appends audit records to a JSONL file (created 0600) and hands them to a shared sink.
+
+    The file stays open for appending: each record is one ``write`` of one whole line (whole
+    lines even when replicas on one host share the file). Before each record the path is
+    checked against the open file, so a log rotated away (moved or deleted) is followed: the
+    next record goes to a new file at the path, created 0600 again.
+    """
 
     def __init__(self, path: Path | None, replica: str, sink: AuditSink | None = None) -> None:
         self.path = path
         self.replica = replica
         self.sink = sink
         self._lock = threading.Lock()
+        self._fd: int | None = None
+        self._file_id: tuple[int, int] | None = None
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.touch(mode=0o600, exist_ok=True)
@@ -45,12 +54,41 @@ class AuditLog:
         entry = {"time": round(time.time(), 3), "replica": self.replica, "event": event, "user": user or "unknown",
                  "tool": tool, "arguments_sha256": arguments_hash(arguments), "outcome": outcome, **extra}
         if self.path is not None:
-            line = json.dumps(entry, ensure_ascii=False) + "\n"
-            with self._lock, self.path.open("a", encoding="utf-8") as handle:
-                handle.write(line)
+            self._append((json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8"))
         if self.sink is not None:
             try:
                 await self.sink.audit(entry)
             except Exception as error:  # the file has it; the shared stream is best effort
                 log.warning("audit record not shared: %s", error)
         return entry
+
+    def _append(self, line: bytes) -> None:
+        with self._lock:
+            fd = self._descriptor()
+            while line:
+                line = line[os.write(fd, line):]
+
+    def _descriptor(self) -> int:
+        """The open file, reopened when the path no longer names it (rotated, moved or deleted)."""
+        assert self.path is not None
+        try:
+            info = os.stat(self.path)
+            current = (info.st_dev, info.st_ino)
+        except FileNotFoundError:
+            current = None
+        if self._fd is not None and current == self._file_id:
+            return self._fd
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        opened = os.fstat(fd)
+        self._fd, self._file_id = fd, (opened.st_dev, opened.st_ino)
+        return fd
+
+    def close(self) -> None:
+        """Close the file (a later record opens it again)."""
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = self._file_id = None
