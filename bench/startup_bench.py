@@ -11,7 +11,12 @@ is waited for before the first turn. In one run, through the official Python cli
 
 Servers take turns start by start (the order rotates), so a burst of load on the shared machine
 hits each alike; the table gives medians, the spread (min-max) and the ratio to the baseline
-(per round, median). RSS is the server process's resident set right after ``tools/list``.
+(per round, median). RSS is the server process's resident set right after ``tools/list``, and
+CPU its user + system time until then (what start-up cost the machine; it moves less with the
+load than the wall-clock time does). The servers run with bytecode caching on whatever
+``PYTHONDONTWRITEBYTECODE`` says, so the warm-up start writes the ``.pyc`` files of a freshly
+edited checkout as an installed package has them: otherwise each timed start would compile the
+edited modules again.
 
     .venv/bin/python bench/startup_bench.py [--runs 10] [--only codeward,sdk-mcpserver]
 """
@@ -45,13 +50,15 @@ class Tally:
     name: str
     seconds: list[float] = field(default_factory=list)
     rss_mb: list[float] = field(default_factory=list)
+    cpu_ms: list[float] = field(default_factory=list)
     tools: int = 0
 
 
 def servers(work: Path, root: Path) -> dict[str, StdioServerParameters]:
     script = work / "mcpserver.py"
     script.write_text(textwrap.dedent(MCPSERVER))
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONUNBUFFERED"] = "1"
     found = {
         "codeward": StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve", str(root)],
                                           env=env, cwd=str(root)),
@@ -69,8 +76,8 @@ def _new_child(before: set[int]) -> psutil.Process | None:
     return children[0] if children else None
 
 
-async def one_start(params: StdioServerParameters) -> tuple[float, float, int]:
-    """Seconds from spawn to the ``tools/list`` answer, the server's RSS in MB then, tools listed."""
+async def one_start(params: StdioServerParameters) -> tuple[float, float, float, int]:
+    """Seconds from spawn to the ``tools/list`` answer, the server's RSS in MB and CPU ms then, tools listed."""
     before = {c.pid for c in psutil.Process().children(recursive=False)}
     with open(os.devnull, "w") as sink:
         started = time.perf_counter()
@@ -79,8 +86,12 @@ async def one_start(params: StdioServerParameters) -> tuple[float, float, int]:
             listed = await session.list_tools()
             elapsed = time.perf_counter() - started
             child = _new_child(before)
-            rss = child.memory_info().rss / 2**20 if child is not None else float("nan")
-    return elapsed, rss, len(listed.tools)
+            rss = cpu = float("nan")
+            if child is not None:
+                rss = child.memory_info().rss / 2**20
+                times = child.cpu_times()
+                cpu = (times.user + times.system) * 1000
+    return elapsed, rss, cpu, len(listed.tools)
 
 
 def spread(values: list[float], digits: int) -> str:
@@ -89,19 +100,22 @@ def spread(values: list[float], digits: int) -> str:
 
 def table(tallies: list[Tally]) -> str:
     base = next((t for t in tallies if t.name == BASELINE), None)
-    header = f"{'server':<18}{'tools':>6}{'start → tools/list ms':>30}{'RSS MB':>22}{'time ×':>9}{'RSS ×':>8}"
+    header = (f"{'server':<18}{'tools':>6}{'start → tools/list ms':>30}{'RSS MB':>22}{'CPU ms':>20}"
+              f"{'time ×':>9}{'RSS ×':>8}{'CPU ×':>8}")
     out = [header, "-" * len(header)]
     for t in tallies:
         ms = [s * 1000 for s in t.seconds]
         if base is not None and len(base.seconds) == len(t.seconds):
             time_ratio = statistics.median(a / b for a, b in zip(t.seconds, base.seconds, strict=True))
             rss_ratio = statistics.median(t.rss_mb) / statistics.median(base.rss_mb)
-            ratios = f"{time_ratio:>9.2f}{rss_ratio:>8.2f}"
+            cpu_ratio = statistics.median(a / b for a, b in zip(t.cpu_ms, base.cpu_ms, strict=True))
+            ratios = f"{time_ratio:>9.2f}{rss_ratio:>8.2f}{cpu_ratio:>8.2f}"
         else:
-            ratios = f"{'-':>9}{'-':>8}"
+            ratios = f"{'-':>9}{'-':>8}{'-':>8}"
         out.append(f"{t.name:<18}{t.tools:>6}{statistics.median(ms):>13.0f}{spread(ms, 0):<17}"
-                   f"{statistics.median(t.rss_mb):>9.1f}{spread(t.rss_mb, 1):<13}{ratios}")
-    out.append(f"(medians over runs, min-max in brackets; time × per run against {BASELINE}, median)")
+                   f"{statistics.median(t.rss_mb):>9.1f}{spread(t.rss_mb, 1):<13}"
+                   f"{statistics.median(t.cpu_ms):>7.0f}{spread(t.cpu_ms, 0):<13}{ratios}")
+    out.append(f"(medians over runs, min-max in brackets; time × and CPU × per run against {BASELINE}, median)")
     return "\n".join(out)
 
 
@@ -128,12 +142,14 @@ async def run(args: argparse.Namespace) -> None:
         for number in range(args.runs):
             order = names[number % len(names):] + names[: number % len(names)]
             for name in order:
-                seconds, rss, count = await one_start(known[name])
+                seconds, rss, cpu, count = await one_start(known[name])
                 tally = tallies[name]
                 tally.seconds.append(seconds)
                 tally.rss_mb.append(rss)
+                tally.cpu_ms.append(cpu)
                 tally.tools = count
-                print(f"run {number + 1}/{args.runs} {name:<18} {seconds * 1000:7.0f} ms  {rss:6.1f} MB",
+                print(f"run {number + 1}/{args.runs} {name:<18} {seconds * 1000:7.0f} ms  {rss:6.1f} MB  "
+                      f"{cpu:6.0f} ms CPU",
                       file=sys.stderr, flush=True)
         print(f"\nstart → first tools/list over stdio, official Python client, {args.runs} runs "
               f"(+{args.warmup} warm-up); load average {load_before} before, {loadavg()} after "

@@ -1,7 +1,9 @@
 """Files under the workspace roots as MCP resources (``file://`` URIs, with a template).
 
 Reads go through the Workspace gate like every tool; listings use the gated walker, so
-nothing outside the roots or blacklisted ever appears.
+nothing outside the roots or blacklisted ever appears. A server makes one at start and lists no
+resource before a client asks, so the walker, the text reader and the resource records are
+imported on first use.
 """
 
 from __future__ import annotations
@@ -9,13 +11,14 @@ from __future__ import annotations
 import mimetypes
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote, urlparse
 
-from codeward.code.textfile import decode, displayable, read_checked
-from codeward.code.walk import walk
-from codeward.providers import ResourceData, ResourceInfo, ResourceTemplateInfo
 from codeward.result import ErrorKind, Result
 from codeward.workspace import Workspace
+
+if TYPE_CHECKING:
+    from codeward.providers import ResourceData, ResourceInfo, ResourceTemplateInfo
 
 MAX_LISTED_RESOURCES = 500
 MAX_RESOURCE_BYTES = 10 * 1024 * 1024
@@ -35,6 +38,9 @@ class FileResources:
     """A :class:`~codeward.providers.ResourceProvider` for the workspace's files."""
 
     def list_resources(self, workspace: Workspace) -> Sequence[ResourceInfo]:
+        from codeward.code.walk import walk
+        from codeward.providers import ResourceInfo
+
         found: list[ResourceInfo] = []
         for root in workspace.roots:
             for entry in walk(workspace, root, include_dirs=False):
@@ -50,6 +56,8 @@ class FileResources:
         return found
 
     def list_templates(self, workspace: Workspace) -> Sequence[ResourceTemplateInfo]:
+        from codeward.providers import ResourceTemplateInfo
+
         return [ResourceTemplateInfo(template_for(root), f"file under {root.name or root}",
                                      f"Any file under {root}, by its path relative to that folder.")
                 for root in workspace.roots]
@@ -58,6 +66,9 @@ class FileResources:
         return uri.startswith("file:")
 
     def read(self, uri: str, workspace: Workspace) -> Result[ResourceData]:
+        from codeward.code.textfile import decode, displayable, read_checked
+        from codeward.providers import ResourceData
+
         empty = ResourceData(uri, "text/plain", text="")
         parsed = urlparse(uri)
         if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
@@ -91,6 +102,8 @@ class FileResources:
         resolved = workspace.resolve(str(root / folder) if folder else str(root))
         if not resolved.ok or not resolved.data.is_dir():
             return []
+        from codeward.code.walk import walk
+
         out: list[str] = []
         for entry in walk(workspace, resolved.data, max_depth=1):
             if entry.path.name.startswith(stem):

@@ -16,15 +16,14 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote, urlparse
 
 import anyio
-import anyio.from_thread
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
@@ -36,7 +35,6 @@ from codeward.catalog import ToolOutcome
 from codeward.content import BinaryBlock, Block, ResourceBlock, TextBlock
 from codeward.context import CallInfo, Services, Settings, ToolContext
 from codeward.file_resources import FileResources
-from codeward.providers import PromptProvider, ResourceProvider
 from codeward.surface import ToolSurface
 from codeward.tool_changes import ToolListNotifier
 from codeward.tool_listing import ToolListing
@@ -44,6 +42,7 @@ from codeward.workspace import Workspace
 
 if TYPE_CHECKING:
     from codeward.audit.log import AuditLog
+    from codeward.providers import PromptProvider, ResourceProvider
     from codeward.state.backend import StateBackend
     from codeward.transport.http_stack import HttpStack
 
@@ -57,6 +56,16 @@ INSTRUCTIONS = (
 ROOTS_REQUEST_KEY = "codeward.roots"
 MODERN_ERA = "2026-07-28"
 LOG_LEVELS: tuple[str, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+T = TypeVar("T")
+
+
+def _from_thread(func: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """``anyio.from_thread.run``: a tool's worker thread waiting on the event loop (imported with the
+    first call that reports or asks; a server's start-up needs none of it)."""
+    import anyio.from_thread
+
+    return anyio.from_thread.run(func)
 
 
 @dataclass
@@ -122,7 +131,7 @@ class _RequestReporter:
                 logger.debug("dropped notification: %s", exc)
 
         try:
-            anyio.from_thread.run(send)
+            _from_thread(send)
         except RuntimeError:  # called on the event loop itself (async tool): schedule nothing
             if hasattr(coro, "close"):
                 coro.close()
@@ -187,7 +196,7 @@ class _SessionPeer:
             content = result.content
             return content.text if isinstance(content, types.TextContent) else str(content)
 
-        return anyio.from_thread.run(ask)
+        return _from_thread(ask)
 
     def elicit(self, message: str, schema: dict[str, Any]) -> dict[str, Any]:
         if self._modern:
@@ -203,7 +212,7 @@ class _SessionPeer:
                                                          related_request_id=self._ctx.request_id)
             return {"action": result.action, "content": result.content}
 
-        return anyio.from_thread.run(ask)
+        return _from_thread(ask)
 
 
 class CodewardServer:

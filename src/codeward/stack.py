@@ -33,15 +33,15 @@ from codeward.chain import Middleware, chain
 from codeward.config import Config, ConfigError, GatewayConfig
 from codeward.context import Reporter, Services, ToolContext
 from codeward.gateway.native import Alias
-from codeward.gateway.policy import Approval, ApprovalPolicy, ConfirmCallback
 from codeward.metrics import RecordCalls
-from codeward.providers import PromptProvider, ResourceProvider
 from codeward.surface import CatalogSurface, CompositeSurface, ToolInfo, ToolSurface
 from codeward.workspace import Workspace
 
 if TYPE_CHECKING:
     from codeward.gateway.gateway import Gateway
     from codeward.gateway.pins import PinStore
+    from codeward.gateway.policy import Approval, ConfirmCallback
+    from codeward.providers import PromptProvider, ResourceProvider
     from codeward.server import CodewardServer
 
 
@@ -234,7 +234,8 @@ def build_stack(
     tools: ToolSurface = parts[0] if len(parts) == 1 else CompositeSurface(parts)
 
     approval: Approval | None = None
-    if approver is not None:
+    if approver is not None:  # the policy and its previews come with the first stack that asks
+        from codeward.gateway.policy import Approval, ApprovalPolicy
         from codeward.registry.approval import registry_underlying
 
         policy = ApprovalPolicy.from_config(gateway_config, approver.auto_approve)

@@ -2,7 +2,9 @@
 
 Both providers are MCP-free (see :mod:`codeward.providers`); the server maps them to the
 protocol. They read through the same index as the meta-tools, so they see both spaces,
-project first, and an edited file shows up at the next list.
+project first, and an edited file shows up at the next list. A server makes both at start and
+lists nothing before a client asks, so the registry's documents, items and signatures, and the
+provider records, are imported on first use.
 """
 
 from __future__ import annotations
@@ -11,23 +13,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from codeward.config.registry import RegistrySettings
-from codeward.content import TextBlock
-from codeward.context import Services
-from codeward.providers import (
-    PromptArgumentInfo,
-    PromptInfo,
-    PromptMessageData,
-    ResourceData,
-    ResourceInfo,
-    ResourceTemplateInfo,
-)
-from codeward.registry.documents import fill_placeholders, read_document
-from codeward.registry.items import Item, Kind
-from codeward.registry.signing import split_signature
 from codeward.result import ErrorKind, Result
 from codeward.workspace import Workspace
 
 if TYPE_CHECKING:
+    from codeward.providers import PromptInfo, PromptMessageData, ResourceData, ResourceInfo, ResourceTemplateInfo
+    from codeward.registry.items import Item, Kind
     from codeward.registry.service import Registry
 
 KNOWLEDGE_SCHEME = "registry://knowledge/"
@@ -36,6 +27,7 @@ KNOWLEDGE_TEMPLATE = KNOWLEDGE_SCHEME + "{name}"
 
 def _open_registry(workspace: Workspace, settings: RegistrySettings | None) -> Registry:
     """The registry over a workspace, imported when first asked (a server's start lists no prompt)."""
+    from codeward.context import Services
     from codeward.registry.service import Registry
     from codeward.registry.settings import registry_settings_of
 
@@ -64,6 +56,9 @@ class DirectivePrompts:
         return _open_registry(workspace, self.settings)
 
     def list_prompts(self, workspace: Workspace) -> Sequence[PromptInfo]:
+        from codeward.providers import PromptArgumentInfo, PromptInfo
+        from codeward.registry.items import Kind
+
         prompts = []
         for item in _visible(self._registry(workspace), Kind.DIRECTIVE):
             if item.problems:
@@ -76,6 +71,11 @@ class DirectivePrompts:
 
     def get_prompt(self, name: str, arguments: dict[str, str], workspace: Workspace
                    ) -> Result[list[PromptMessageData]]:
+        from codeward.content import TextBlock
+        from codeward.providers import PromptMessageData
+        from codeward.registry.documents import fill_placeholders, read_document
+        from codeward.registry.items import Kind
+
         registry = self._registry(workspace)
         found = registry.find(name, Kind.DIRECTIVE)
         if not found.ok or found.data is None:
@@ -108,10 +108,15 @@ class KnowledgeResources:
         return _open_registry(workspace, self.settings)
 
     def list_resources(self, workspace: Workspace) -> Sequence[ResourceInfo]:
+        from codeward.providers import ResourceInfo
+        from codeward.registry.items import Kind
+
         return [ResourceInfo(KNOWLEDGE_SCHEME + item.name, item.name, item.description, "text/markdown")
                 for item in _visible(self._registry(workspace), Kind.KNOWLEDGE)]
 
     def list_templates(self, workspace: Workspace) -> Sequence[ResourceTemplateInfo]:
+        from codeward.providers import ResourceTemplateInfo
+
         return [ResourceTemplateInfo(KNOWLEDGE_TEMPLATE, "knowledge", "A knowledge item of the registry by name",
                                      "text/markdown")]
 
@@ -119,6 +124,10 @@ class KnowledgeResources:
         return uri.startswith(KNOWLEDGE_SCHEME)
 
     def read(self, uri: str, workspace: Workspace) -> Result[ResourceData]:
+        from codeward.providers import ResourceData
+        from codeward.registry.items import Kind
+        from codeward.registry.signing import split_signature
+
         name = uri.removeprefix(KNOWLEDGE_SCHEME)
         empty = ResourceData(uri, "text/markdown", text="")
         registry = self._registry(workspace)
@@ -134,6 +143,8 @@ class KnowledgeResources:
     def complete(self, uri_template: str, argument: str, prefix: str, workspace: Workspace) -> list[str]:
         if uri_template != KNOWLEDGE_TEMPLATE or argument != "name":
             return []
+        from codeward.registry.items import Kind
+
         return [i.name for i in _visible(self._registry(workspace), Kind.KNOWLEDGE) if i.name.startswith(prefix)]
 
 
