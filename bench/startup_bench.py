@@ -13,7 +13,9 @@ Servers take turns start by start (the order rotates), so a burst of load on the
 hits each alike; the table gives medians, the spread (min-max) and the ratio to the baseline
 (per round, median). RSS is the server process's resident set right after ``tools/list``, and
 CPU its user + system time until then (what start-up cost the machine; it moves less with the
-load than the wall-clock time does). The servers run with bytecode caching on whatever
+load than the wall-clock time does). The first tool call after the listing is timed on its own
+(``first call ms``): work a server leaves for later, such as importing a tool's module or
+building a message model's validator, is paid there. The servers run with bytecode caching on whatever
 ``PYTHONDONTWRITEBYTECODE`` says, so the warm-up start writes the ``.pyc`` files of a freshly
 edited checkout as an installed package has them: otherwise each timed start would compile the
 edited modules again.
@@ -43,6 +45,9 @@ from stdio_latency import MCPSERVER  # the same thin SDK server as the latency b
 REPO = Path(__file__).resolve().parent.parent
 NODE_EVERYTHING = REPO / "tests/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 BASELINE = "sdk-mcpserver"
+FIRST_CALL = {"codeward": ("read_file", {"path": "sample.txt"}), BASELINE: ("read_file", {"path": "sample.txt"}),
+              "node-everything": ("echo", {"message": "hello"})}
+"""The call timed after ``tools/list``: what a server built lazily for its first call shows up there."""
 
 
 @dataclass
@@ -51,6 +56,7 @@ class Tally:
     seconds: list[float] = field(default_factory=list)
     rss_mb: list[float] = field(default_factory=list)
     cpu_ms: list[float] = field(default_factory=list)
+    first_call_ms: list[float] = field(default_factory=list)
     tools: int = 0
 
 
@@ -76,8 +82,9 @@ def _new_child(before: set[int]) -> psutil.Process | None:
     return children[0] if children else None
 
 
-async def one_start(params: StdioServerParameters) -> tuple[float, float, float, int]:
-    """Seconds from spawn to the ``tools/list`` answer, the server's RSS in MB and CPU ms then, tools listed."""
+async def one_start(name: str, params: StdioServerParameters) -> tuple[float, float, float, int, float]:
+    """Seconds from spawn to the ``tools/list`` answer, the server's RSS in MB and CPU ms then, tools listed,
+    and the milliseconds of the first tool call after it."""
     before = {c.pid for c in psutil.Process().children(recursive=False)}
     with open(os.devnull, "w") as sink:
         started = time.perf_counter()
@@ -91,7 +98,13 @@ async def one_start(params: StdioServerParameters) -> tuple[float, float, float,
                 rss = child.memory_info().rss / 2**20
                 times = child.cpu_times()
                 cpu = (times.user + times.system) * 1000
-    return elapsed, rss, cpu, len(listed.tools)
+            tool, arguments = FIRST_CALL[name]
+            called = time.perf_counter()
+            result = await session.call_tool(tool, arguments)
+            first_call = (time.perf_counter() - called) * 1000
+            if result.is_error:
+                raise SystemExit(f"{name}: the first call ({tool}) failed: {result.content}")
+    return elapsed, rss, cpu, len(listed.tools), first_call
 
 
 def spread(values: list[float], digits: int) -> str:
@@ -101,7 +114,7 @@ def spread(values: list[float], digits: int) -> str:
 def table(tallies: list[Tally]) -> str:
     base = next((t for t in tallies if t.name == BASELINE), None)
     header = (f"{'server':<18}{'tools':>6}{'start → tools/list ms':>30}{'RSS MB':>22}{'CPU ms':>20}"
-              f"{'time ×':>9}{'RSS ×':>8}{'CPU ×':>8}")
+              f"{'time ×':>9}{'RSS ×':>8}{'CPU ×':>8}{'first call ms':>20}")
     out = [header, "-" * len(header)]
     for t in tallies:
         ms = [s * 1000 for s in t.seconds]
@@ -114,7 +127,8 @@ def table(tallies: list[Tally]) -> str:
             ratios = f"{'-':>9}{'-':>8}{'-':>8}"
         out.append(f"{t.name:<18}{t.tools:>6}{statistics.median(ms):>13.0f}{spread(ms, 0):<17}"
                    f"{statistics.median(t.rss_mb):>9.1f}{spread(t.rss_mb, 1):<13}"
-                   f"{statistics.median(t.cpu_ms):>7.0f}{spread(t.cpu_ms, 0):<13}{ratios}")
+                   f"{statistics.median(t.cpu_ms):>7.0f}{spread(t.cpu_ms, 0):<13}{ratios}"
+                   f"{statistics.median(t.first_call_ms):>8.1f}{spread(t.first_call_ms, 1):<12}")
     out.append(f"(medians over runs, min-max in brackets; time × and CPU × per run against {BASELINE}, median)")
     return "\n".join(out)
 
@@ -138,18 +152,19 @@ async def run(args: argparse.Namespace) -> None:
         load_before = loadavg()
         for _ in range(args.warmup):  # fill the page cache and bytecode caches for every server
             for name in names:
-                await one_start(known[name])
+                await one_start(name, known[name])
         for number in range(args.runs):
             order = names[number % len(names):] + names[: number % len(names)]
             for name in order:
-                seconds, rss, cpu, count = await one_start(known[name])
+                seconds, rss, cpu, count, first_call = await one_start(name, known[name])
                 tally = tallies[name]
                 tally.seconds.append(seconds)
                 tally.rss_mb.append(rss)
                 tally.cpu_ms.append(cpu)
+                tally.first_call_ms.append(first_call)
                 tally.tools = count
                 print(f"run {number + 1}/{args.runs} {name:<18} {seconds * 1000:7.0f} ms  {rss:6.1f} MB  "
-                      f"{cpu:6.0f} ms CPU",
+                      f"{cpu:6.0f} ms CPU  first call {first_call:6.1f} ms",
                       file=sys.stderr, flush=True)
         print(f"\nstart → first tools/list over stdio, official Python client, {args.runs} runs "
               f"(+{args.warmup} warm-up); load average {load_before} before, {loadavg()} after "

@@ -29,6 +29,8 @@ COMMANDS = ("serve", "install_client", "tools", "call", "undo", "index", "gatewa
             "model", "chat", "ask", "registry", "completion")
 """The command modules of this package, in the order ``codeward --help`` lists them (``install_client`` is
 ``install-client``)."""
+SERVING = ("serve", "gateway")
+"""The commands that serve MCP, whose start-up an agent waits for."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -45,6 +47,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         gc.disable()
     else:
         gc.enable()
+    if module in SERVING:
+        # Before anything imports the SDK: its ~300 per-era wire models build their validators on
+        # first use (a dozen in a session), not all at import (about a third of start-up).
+        from codeward.sdk_wire_models import defer_wire_models
+
+        defer_wire_models()
     try:
         return _run(words, module)
     finally:
