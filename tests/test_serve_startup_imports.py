@@ -1,0 +1,79 @@
+"""What a server leaves for the first call that needs it stays out of its start-up.
+
+Start-up is what an agent waits for before its first turn, and a gateway waits for it once per
+upstream; each of these modules was imported at start once and was moved to first use (each
+measured in ``docs/performance.md``). A probe wraps ``python -m codeward serve`` (the command a
+client starts), a session through the official client does what every client does first
+(``initialize``, ``tools/list``), and the probe reports at exit every module the process imported:
+a start after the first, which saved the tool listing.
+A change that imports one of them at start again fails here, not only in a bench.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+PROBE = textwrap.dedent("""
+    import atexit, json, os, runpy, sys
+
+    def report():
+        with open(os.environ["MODULES_REPORT"], "w") as out:
+            json.dump(sorted(sys.modules), out)
+
+    atexit.register(report)
+    sys.argv = ["codeward", *sys.argv[1:]]
+    runpy.run_module("codeward", run_name="__main__", alter_sys=True)
+""")
+
+LEFT_FOR_FIRST_USE = {
+    "codeward.providers": "the resource and prompt records: the first resource or prompt listed",
+    "codeward.registry.documents": "the registry's documents: the first registry prompt or resource",
+    "codeward.registry.items": "the registry's items: the first registry prompt or resource",
+    "codeward.registry.signing": "signatures: the first registry tool checked",
+    "codeward.registry.index": "the registry's index: the first search",
+    "codeward.registry.service": "the registry service: its first use",
+    "codeward.checkpoints.journal": "the checkpoint journal: the first call that may write",
+    "codeward.gateway.policy": "the approval policy: only a stack with an approver builds one",
+    "codeward.client_setup.banner": "a client's launch line: only a banner prints it, over a pipe there is none",
+    "codeward.control.plane": "the control plane: only --control",
+    "anyio.from_thread": "the first call that reports progress or asks the client",
+    "pathspec": "the first blacklist check or .gitignore read",
+    "tomllib": "the first configuration file read (this project has none)",
+    "uvloop": "the fast HTTP stack: only --http",
+    "httptools": "the fast HTTP stack: only --http",
+    "tree_sitter": "the first C/C++ or other tree-sitter tool call",
+    "sqlite3": "the first index or registry query",
+    "rich": "the terminal's rendering: the agent shell, never a server",
+}
+
+
+@pytest.mark.anyio
+async def test_a_stdio_serve_answers_tools_list_without_what_it_leaves_for_first_use(tmp_path: Path) -> None:
+    named = [name for name in LEFT_FOR_FIRST_USE if importlib.util.find_spec(name) is None]
+    assert named == [], "a module named here does not exist (renamed?): the check would pass for nothing"
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "notes.txt").write_text("alpha\n")
+    probe = tmp_path / "probe.py"
+    probe.write_text(PROBE)
+    report = tmp_path / "modules.json"
+    params = StdioServerParameters(command=sys.executable, args=[str(probe), "serve", str(root)], cwd=str(root),
+                                   env={**os.environ, "CODEWARD_HOME": str(tmp_path / "home"),
+                                        "MODULES_REPORT": str(report)})
+    for _ in range(2):  # the first start saves the listing (a cold start imports every tool module)
+        async with Client(params) as client:
+            assert "read_file" in {tool.name for tool in (await client.list_tools()).tools}
+    imported = set(json.loads(report.read_text()))
+    assert "codeward.server" in imported and "codeward.catalog" in imported  # the probe saw the serve
+    at_start = {name: why for name, why in LEFT_FOR_FIRST_USE.items() if name in imported}
+    assert at_start == {}, f"imported at start-up, meant for first use: {at_start}"
+    tool_modules = sorted(name for name in imported if name.startswith("codeward.tools."))
+    assert tool_modules == [], "a tool module imports with its first call, not at start (the saved listing)"
