@@ -1,14 +1,16 @@
 """``serve --http`` on each HTTP stack — uvloop + httptools (the ``fast`` extra), asyncio + h11 forced
 with ``CODEWARD_FAST_HTTP=0``, and asyncio + h11 because the extra cannot be imported — keeps
 every guarantee: the official client's calls in both protocol eras, bearer auth, DNS-rebinding
-protection, h11's bound on a request's head (httptools alone has none), the body bound, and
-partial requests that do not stop anyone else. Through real HTTP, against a real server process.
+protection, h11's bound on a request's head (httptools alone has none), the body bound, partial
+requests that do not stop anyone else, and a deadline on a request's head (neither parser has
+one). Through real HTTP, against a real server process.
 """
 
 from __future__ import annotations
 
 import socket
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +21,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from codeward.transport.http_head_bound import MAX_HEAD_BYTES
+from codeward.transport.http_head_deadline import TIMED_OUT, DeadlineH11Protocol
 from codeward.transport.jsonrpc_guard import MAX_MESSAGE_BYTES
 from tests.process_support import background, free_port, server_stderr
 
@@ -29,6 +32,8 @@ HIDE_FAST = ("import sys; sys.modules['uvloop'] = sys.modules['httptools'] = Non
 FAST_LIBRARIES = ("uvloop/loop.", "httptools/parser/")
 """Paths of the compiled modules a process has mapped once it imported uvloop and httptools."""
 STACKS = ["fast", "plain", "absent"]
+HEAD_TIMEOUT = 3
+"""The served servers' ``[server] http_head_timeout`` (30 s by default), short for the tests."""
 
 
 @dataclass
@@ -55,9 +60,12 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
                 pytest.fail(f"{name} is not installed: pip install -e '.[test,fast]' (scripts/test does)")
     root = tmp_path_factory.mktemp(f"stack-{stack}")
     (root / "notes.md").write_text("# notes\nhello\n")
+    config = tmp_path_factory.mktemp(f"config-{stack}") / "codeward.toml"
+    config.write_text(f"[server]\nhttp_head_timeout = {HEAD_TIMEOUT}\n")
     port = free_port()
     launch = [sys.executable, "-c", HIDE_FAST] if stack == "absent" else [sys.executable, "-m", "codeward"]
-    cmd = [*launch, "serve", str(root), "--http", "--port", str(port), "--token-env", "STACK_TEST_TOKEN"]
+    cmd = [*launch, "--config", str(config), "serve", str(root), "--http", "--port", str(port),
+           "--token-env", "STACK_TEST_TOKEN"]
     env = {"STACK_TEST_TOKEN": TOKEN, "CODEWARD_FAST_HTTP": "0" if stack == "plain" else ""}
     with background(cmd, port, env, timeout=60, capture_stderr=True) as proc:
         yield Served(stack, f"http://127.0.0.1:{port}/mcp", port, proc.pid, server_stderr(proc))
@@ -160,22 +168,72 @@ def test_a_body_over_the_message_bound_is_refused(served: Served) -> None:
     assert f"over {MAX_MESSAGE_BYTES:,} bytes".encode() in answer
 
 
+def _answer_to(sock: socket.socket, deadline: float | None = None) -> tuple[bytes, float]:
+    """What the server sent until it closed the connection (or ``deadline``, a ``time.monotonic()``,
+    passed), and when."""
+    answer = b""
+    if deadline is not None:
+        sock.settimeout(max(0.1, deadline - time.monotonic()))
+    try:
+        while chunk := sock.recv(65536):
+            answer += chunk
+    except OSError:
+        pass
+    return answer, time.monotonic()
+
+
 @pytest.mark.anyio
-async def test_partial_requests_held_open_do_not_stop_the_official_client(served: Served) -> None:
+async def test_partial_requests_held_open_do_not_stop_the_official_client_and_are_closed_in_time(
+        served: Served) -> None:
     partial = _head(served.port)[:-30]  # a head that never ends, as a slowloris client sends it
     held = []
     try:
         for _ in range(64):
-            sock = socket.create_connection(("127.0.0.1", served.port), timeout=10)
+            sock = socket.create_connection(("127.0.0.1", served.port), timeout=HEAD_TIMEOUT + 20)
             sock.sendall(partial)
             held.append(sock)
+        sent = time.monotonic()
         async with httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as http, \
                 Client(streamable_http_client(served.url, http_client=http)) as client:
             result = await client.call_tool("read_file", {"path": "notes.md"})
             assert not result.is_error and "hello" in result.content[0].text  # type: ignore[union-attr]
+        waited = time.monotonic() + HEAD_TIMEOUT + 15
+        answers = [_answer_to(sock, waited) for sock in held]  # the server ends every one of them
+        assert all(answer.startswith(b"HTTP/1.1 408 ") and TIMED_OUT in answer for answer, _ in answers), answers[0]
+        last = max(closed for _, closed in answers) - sent
+        assert HEAD_TIMEOUT - 0.5 <= last < HEAD_TIMEOUT + 15, last
     finally:
         for sock in held:
             sock.close()
+
+
+def test_a_connection_that_sends_nothing_is_closed_after_the_head_deadline(served: Served) -> None:
+    with socket.create_connection(("127.0.0.1", served.port), timeout=HEAD_TIMEOUT + 20) as sock:
+        opened = time.monotonic()
+        answer, closed = _answer_to(sock)
+    assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
+    assert HEAD_TIMEOUT - 0.5 <= closed - opened < HEAD_TIMEOUT + 15
+
+
+def test_a_slow_head_that_finishes_in_time_is_served_and_the_next_one_has_its_own_deadline(served: Served) -> None:
+    head = _head(served.port, token=False).replace(b"Connection: close", b"Connection: keep-alive")
+    pieces = [head[:20], head[20:60], head[60:]]
+    with socket.create_connection(("127.0.0.1", served.port), timeout=HEAD_TIMEOUT + 20) as sock:
+        for piece in pieces:  # the whole head over about 2/3 of the deadline
+            sock.sendall(piece)
+            time.sleep(HEAD_TIMEOUT / 3)
+        first = b""
+        while b"\r\n\r\n" not in first:
+            first += sock.recv(65536)
+        assert first.startswith(b"HTTP/1.1 401 "), first[:200]  # parsed and answered (no token)
+        length = int(first.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+        while len(first.split(b"\r\n\r\n", 1)[1]) < length:
+            first += sock.recv(65536)
+        sock.sendall(head[:40])  # the next request on the kept-alive connection starts, never finishes
+        started = time.monotonic()
+        answer, closed = _answer_to(sock)
+    assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
+    assert HEAD_TIMEOUT - 0.5 <= closed - started < HEAD_TIMEOUT + 15
 
 
 def test_the_switch_is_read_from_the_file_and_the_environment_and_checked(tmp_path: Path) -> None:
@@ -193,7 +251,14 @@ def test_the_switch_is_read_from_the_file_and_the_environment_and_checked(tmp_pa
     with pytest.raises(ConfigError) as bad:
         load_config(None, cwd=elsewhere, environ={"CODEWARD_FAST_HTTP": "maybe"}, user=False)
     assert "CODEWARD_FAST_HTTP" in str(bad.value) and "boolean" in str(bad.value)
-    assert not http_stack(False).fast and http_stack(False).uvicorn_options() == {"http": "h11", "loop": "asyncio"}
+    assert not http_stack(False).fast
+    assert http_stack(False).uvicorn_options() == {"http": DeadlineH11Protocol, "loop": "asyncio"}
+    timed = http_stack(False, 5.0).uvicorn_options()["http"]
+    assert issubclass(timed, DeadlineH11Protocol) and timed.head_timeout == 5.0
+    config_file.write_text("[server]\nhttp_head_timeout = 0\n")
+    with pytest.raises(ConfigError) as bad_timeout:
+        load_config(str(config_file), environ={}, user=False)
+    assert "http_head_timeout" in str(bad_timeout.value) and "above 0" in str(bad_timeout.value)
 
 
 def test_serving_over_stdio_never_imports_the_fast_stack(tmp_path: Path) -> None:

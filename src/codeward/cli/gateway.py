@@ -106,7 +106,7 @@ def run_gateway_cli(
         return 0
     from codeward.transport.http_stack import http_stack
 
-    runtime = http_stack(config.server.fast_http)
+    runtime = http_stack(config.server.fast_http, config.server.http_head_timeout)
     runtime.run(_serve, config, gateway, transport, host, port, token, list(roots), confirm, meta, control, runtime)
     return 0
 

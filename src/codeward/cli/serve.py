@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
 
         url = f"http://{args.host}:{args.port}/mcp"
         allowed = [f"{args.host}:*"] if args.host not in LOOPBACK else []
-        runtime = http_stack(config.server.fast_http)
+        runtime = http_stack(config.server.fast_http, config.server.http_head_timeout)
         exit_on_sigterm()
         with http_auth(host=args.host, port=args.port, token_env=args.token_env, no_auth=args.no_auth) as auth:
             connect = http_lines("codeward", url, _launch(), token_env=args.token_env, token_file=auth.token_file,
@@ -222,6 +222,6 @@ def _run_controlled(args: argparse.Namespace, control: ControlOptions, config: C
         return 0
     from codeward.transport.http_stack import http_stack
 
-    runtime = http_stack(config.server.fast_http)
+    runtime = http_stack(config.server.fast_http, config.server.http_head_timeout)
     runtime.run(main)
     return 0

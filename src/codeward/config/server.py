@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import field_validator
 
-from codeward.config.base import ADDITIVE, PROJECT_ONLY, Bool, ConfigPath, Field, Int, Strings, Table
+from codeward.config.base import ADDITIVE, PROJECT_ONLY, Bool, ConfigPath, Field, Int, Seconds, Strings, Table
 
 CHARS_PER_TOKEN = 4
 
@@ -26,6 +26,11 @@ class ServerSettings(Table):
     """``serve --http`` and ``gateway --http`` run on uvloop and httptools when the ``fast`` extra is
     installed (``pip install 'codeward[fast]'``); false forces asyncio and h11, for debugging. The
     start-up line names the stack in use."""
+    http_head_timeout: Seconds = 30.0
+    """Seconds an HTTP connection has to send a whole request line and headers, from its opening or a
+    new request's first bytes; past it the server answers ``408`` and closes the connection, so clients
+    that never finish a request (slowloris) cannot hold the server's sockets. The body and the answer
+    are not limited by it."""
 
     @field_validator("output_cap_tokens")
     @classmethod

@@ -73,6 +73,7 @@ class ControlServer:
         import uvicorn
 
         from codeward.control.app import create_app
+        from codeward.transport.http_head_deadline import DeadlineH11Protocol
 
         self._socket = _bind(self.host, self._requested_port)
         self._port = int(self._socket.getsockname()[1])
@@ -82,9 +83,10 @@ class ControlServer:
                          extra_hosts=(self.host,) if remote and not wildcard else (), any_host=wildcard)
         # h11 named, not uvicorn's "auto": with the fast extra installed, "auto" would pick httptools, which
         # does not bound a request's head (see codeward.transport.http_head_bound); the console needs no speed.
+        # Its protocol closes a connection whose request head is not complete in time (http_head_deadline).
         config = uvicorn.Config(app, log_config=None, log_level="warning", access_log=False, lifespan="off",
                                 proxy_headers=False, server_header=False, timeout_graceful_shutdown=2,
-                                timeout_keep_alive=5, http="h11", loop="asyncio")
+                                timeout_keep_alive=5, http=DeadlineH11Protocol, loop="asyncio")
         server = uvicorn.Server(config)
         self._server = server
         sock = self._socket

@@ -5,8 +5,9 @@ h11 refuses a request whose head is still incomplete after 16 KiB
 could send megabytes of one header, or thousands of headers, and the server would keep them
 all. This protocol counts the bytes that arrive while a head is incomplete and, past the same
 16 KiB, answers ``431 Request Header Fields Too Large`` (naming the limit) and closes the
-connection — what h11 does, with a clearer answer than its bare 400. Imported only by the
-fast HTTP stack (:mod:`codeward.transport.http_stack`): it needs httptools.
+connection — what h11 does, with a clearer answer than its bare 400. It keeps the same
+deadline on a head as the h11 protocol (:mod:`codeward.transport.http_head_deadline`). Imported
+only by the fast HTTP stack (:mod:`codeward.transport.http_stack`): it needs httptools.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
+from codeward.transport.http_head_deadline import HeadDeadline
+
 MAX_HEAD_BYTES = DEFAULT_MAX_INCOMPLETE_EVENT_SIZE
 """A request line and headers larger than this, still incomplete, are refused (h11's bound)."""
 
@@ -26,8 +29,8 @@ TOO_LARGE = (f"the request line and headers are over {MAX_HEAD_BYTES:,} bytes; "
              "send fewer or shorter headers").encode()
 
 
-class BoundedHttpToolsProtocol(HttpToolsProtocol):
-    """httptools parsing, with a request's incomplete head bounded to :data:`MAX_HEAD_BYTES`."""
+class BoundedHttpToolsProtocol(HeadDeadline, HttpToolsProtocol):
+    """httptools parsing, with a request's incomplete head bounded to :data:`MAX_HEAD_BYTES` and in time."""
 
     def __init__(self, config: Config, server_state: ServerState, app_state: dict[str, Any],
                  _loop: asyncio.AbstractEventLoop | None = None) -> None:
@@ -44,14 +47,27 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._in_head = False
         super().on_headers_complete()
 
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm_head_deadline()  # a fresh connection owes a head too
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._clear_head_deadline()
+        super().connection_lost(exc)
+
     def data_received(self, data: bytes) -> None:
         in_head = self._in_head
         super().data_received(data)
-        if not (in_head and self._in_head) or self.transport.is_closing():
-            return  # the head was complete before this data, or is now: the body has its own bound
-        self._head_bytes += len(data)
-        if self._head_bytes > MAX_HEAD_BYTES:
-            self._refuse_head()
+        if self.transport.is_closing():
+            return
+        if not self._in_head:  # the head is complete: the body has its own bound
+            self._clear_head_deadline()
+            return
+        self._arm_head_deadline()
+        if in_head:  # a head still incomplete before this data and after it
+            self._head_bytes += len(data)
+            if self._head_bytes > MAX_HEAD_BYTES:
+                self._refuse_head()
 
     def _refuse_head(self) -> None:
         self.logger.warning("Refused a request whose head is over %d bytes.", MAX_HEAD_BYTES)

@@ -10,7 +10,9 @@ runs its coroutine through :meth:`HttpStack.run`, and :meth:`HttpStack.uvicorn_o
 uvicorn the matching parser.
 
 httptools does not bound a request's head the way h11 does; the fast stack therefore uses
-:class:`~codeward.transport.http_head_bound.BoundedHttpToolsProtocol`, which does.
+:class:`~codeward.transport.http_head_bound.BoundedHttpToolsProtocol`, which does. Neither
+parser limits the time a head may take: both stacks' protocols add that deadline
+(:mod:`codeward.transport.http_head_deadline`).
 Nothing here imports uvloop or httptools until an HTTP server asks (stdio start-up never does).
 """
 
@@ -22,6 +24,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
+
+from codeward.transport.http_head_deadline import HEAD_TIMEOUT, DeadlineH11Protocol, with_head_timeout
 
 T = TypeVar("T")
 
@@ -35,6 +39,8 @@ class HttpStack:
 
     fast: bool
     reason: str
+    head_timeout: float = HEAD_TIMEOUT
+    """Seconds a connection has to send a complete request head (``[server] http_head_timeout``)."""
 
     @property
     def summary(self) -> str:
@@ -54,16 +60,16 @@ class HttpStack:
     def uvicorn_options(self) -> dict[str, Any]:
         """The ``uvicorn.Config`` keywords naming this stack's parser and loop explicitly."""
         if not self.fast:
-            return {"http": "h11", "loop": "asyncio"}
+            return {"http": with_head_timeout(DeadlineH11Protocol, self.head_timeout), "loop": "asyncio"}
         from codeward.transport.http_head_bound import BoundedHttpToolsProtocol
 
-        return {"http": BoundedHttpToolsProtocol, "loop": "uvloop"}
+        return {"http": with_head_timeout(BoundedHttpToolsProtocol, self.head_timeout), "loop": "uvloop"}
 
 
-def http_stack(enabled: bool = True) -> HttpStack:
+def http_stack(enabled: bool = True, head_timeout: float = HEAD_TIMEOUT) -> HttpStack:
     """The fast stack when ``enabled`` and the ``fast`` extra imports, else the plain one (saying why)."""
     if not enabled:
-        return HttpStack(False, "fast_http = false in [server] or CODEWARD_FAST_HTTP=0")
+        return HttpStack(False, "fast_http = false in [server] or CODEWARD_FAST_HTTP=0", head_timeout)
     missing = []
     for name in FAST_MODULES:
         try:
@@ -71,5 +77,6 @@ def http_stack(enabled: bool = True) -> HttpStack:
         except ImportError:
             missing.append(name)
     if missing:
-        return HttpStack(False, f"{' and '.join(missing)} not installed; {FAST_EXTRA} for the fast stack")
-    return HttpStack(True, "the fast extra")
+        return HttpStack(False, f"{' and '.join(missing)} not installed; {FAST_EXTRA} for the fast stack",
+                         head_timeout)
+    return HttpStack(True, "the fast extra", head_timeout)
