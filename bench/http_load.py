@@ -28,7 +28,9 @@ every SDK row (``sdk-mcpserver``, ``-quiet``, ``sdk-lowlevel``) is started throu
 launcher that sets ``sys.modules["uvloop"] = sys.modules["httptools"] = None`` before the
 script runs (their imports fail as if not installed). ``sdk-mcpserver-fast`` is the same floor
 with both (uvloop's event-loop policy set before the script runs, httptools picked by uvicorn's
-``"auto"``): what an SDK user gets by installing them, for the reader to compare codeward with.
+``"auto"``): what an SDK user gets by installing them, for the reader to compare codeward with;
+``sdk-lowlevel-fast`` is the low-level server on them, the least a server costs through the SDK's
+transport on codeward's stack.
 ``codeward`` runs as installed (with the extra: uvloop + httptools), ``codeward-plain`` with
 ``CODEWARD_FAST_HTTP=0`` (asyncio + h11). The ``stack`` column says what each server process
 really loaded (from ``/proc/PID/maps``), not what it was asked to.
@@ -173,6 +175,8 @@ def targets(work: Path, root: Path) -> dict[str, Target]:
         "sdk-mcpserver-quiet": Target("sdk-mcpserver-quiet",
                                       [*plain, str(work / "mcpserver.py"), str(root), "{port}", "quiet"]),
         "sdk-lowlevel": Target("sdk-lowlevel", [*plain, str(work / "lowlevel.py"), str(root), "{port}"]),
+        "sdk-lowlevel-fast": Target("sdk-lowlevel-fast", [py, "-c", WITH_FAST, str(work / "lowlevel.py"), str(root),
+                                                          "{port}"], needs_fast=True),
         CEILING: Target(CEILING, [py, str(Path(__file__).with_name("http_ceiling.py")), str(root), "{port}",
                                   str(work / "lowlevel.py")], modern_only=True),
     }
@@ -434,8 +438,9 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=1024, help="bytes in the file read (default 1024)")
     parser.add_argument("--only", help=f"comma-separated servers (default codeward,{BASELINE}; also "
                         f"codeward-plain (CODEWARD_FAST_HTTP=0), codeward-noauth, {FAST_BASELINE} (the floor on uvloop "
-                        "+ httptools), sdk-mcpserver-quiet, sdk-lowlevel, and replay-ceiling: no MCP server but "
-                        "the most any server could reach, in the auto era only; see bench/http_ceiling.py)")
+                        "+ httptools), sdk-mcpserver-quiet, sdk-lowlevel, sdk-lowlevel-fast (on uvloop + httptools), "
+                        "and replay-ceiling: no MCP server but the most any server could reach, in the auto era only; "
+                        "see bench/http_ceiling.py)")
     args = parser.parse_args()
     if args.sessions < 1 or args.calls < 1 or args.rounds < 1 or args.client_procs < 1:
         parser.error("--sessions, --calls, --rounds and --client-procs must be at least 1")
