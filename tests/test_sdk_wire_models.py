@@ -11,14 +11,15 @@ cannot apply, nothing changes.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
+
+from tests.serve_probe import RUN_AS_PYTHON_M_CODEWARD, probed_serve
 
 PROBE = textwrap.dedent("""
     import atexit, json, os, runpy, sys
@@ -31,13 +32,11 @@ PROBE = textwrap.dedent("""
             for attr, value in vars(module or object()).items():
                 if isinstance(value, type) and issubclass(value, BaseModel) and value.__module__ == name:
                     built[f"{name}.{attr}"] = bool(value.__pydantic_complete__)
-        with open(os.environ["WIRE_REPORT"], "w") as out:
+        with open(os.environ["PROBE_REPORT"], "w") as out:
             json.dump(built, out)
 
     atexit.register(report)
-    sys.argv = ["codeward", *sys.argv[1:]]
-    runpy.run_module("codeward", run_name="__main__", alter_sys=True)
-""")
+""") + RUN_AS_PYTHON_M_CODEWARD
 
 SCHEMAS = textwrap.dedent("""
     import json, sys
@@ -72,15 +71,7 @@ def _python(code: str, *args: str) -> str:
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_a_served_session_builds_only_the_wire_models_it_meets(tmp_path: Path, mode: str) -> None:
-    root = tmp_path / "root"
-    root.mkdir()
-    (root / "notes.txt").write_text("alpha\n")
-    probe = tmp_path / "probe.py"
-    probe.write_text(PROBE)
-    report = tmp_path / "wire.json"
-    params = StdioServerParameters(command=sys.executable, args=[str(probe), "serve", str(root)],
-                                   env={**os.environ, "CODEWARD_HOME": str(tmp_path / "home"),
-                                        "WIRE_REPORT": str(report)})
+    params, report = probed_serve(tmp_path, PROBE)
     async with Client(params, mode=mode) as client:  # type: ignore[arg-type]
         listed = await client.list_tools()
         assert "read_file" in {tool.name for tool in listed.tools}

@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import gc
 import json
-import os
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
 from codeward.cli import main
+from tests.serve_probe import RUN_AS_PYTHON_M_CODEWARD, probed_serve
 
 PROBE = textwrap.dedent("""
     import atexit, gc, json, os, runpy, sys
@@ -32,26 +31,16 @@ PROBE = textwrap.dedent("""
 
     def report():
         seen.update(enabled=gc.isenabled(), frozen=gc.get_freeze_count())
-        with open(os.environ["COLLECTOR_REPORT"], "w") as out:
+        with open(os.environ["PROBE_REPORT"], "w") as out:
             json.dump(seen, out)
 
     gc.callbacks.append(count)
     atexit.register(report)
-    sys.argv = ["codeward", *sys.argv[1:]]
-    runpy.run_module("codeward", run_name="__main__", alter_sys=True)
-""")
+""") + RUN_AS_PYTHON_M_CODEWARD
 
 @pytest.mark.anyio
 async def test_a_served_session_starts_without_collections_and_serves_with_the_collector_on(tmp_path: Path) -> None:
-    root = tmp_path / "root"
-    root.mkdir()
-    (root / "notes.txt").write_text("alpha\n" * 200)
-    probe = tmp_path / "probe.py"
-    probe.write_text(PROBE)
-    report = tmp_path / "collector.json"
-    params = StdioServerParameters(command=sys.executable, args=[str(probe), "serve", str(root)],
-                                   env={**os.environ, "CODEWARD_HOME": str(tmp_path / "home"),
-                                        "COLLECTOR_REPORT": str(report)})
+    params, report = probed_serve(tmp_path, PROBE, notes="alpha\n" * 200)
     async with Client(params) as client:
         assert len((await client.list_tools()).tools) > 50
         for _ in range(40):  # enough allocation for the collector's own first pass

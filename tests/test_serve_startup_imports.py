@@ -13,25 +13,23 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
+
+from tests.serve_probe import RUN_AS_PYTHON_M_CODEWARD, probed_serve
 
 PROBE = textwrap.dedent("""
     import atexit, json, os, runpy, sys
 
     def report():
-        with open(os.environ["MODULES_REPORT"], "w") as out:
+        with open(os.environ["PROBE_REPORT"], "w") as out:
             json.dump(sorted(sys.modules), out)
 
     atexit.register(report)
-    sys.argv = ["codeward", *sys.argv[1:]]
-    runpy.run_module("codeward", run_name="__main__", alter_sys=True)
-""")
+""") + RUN_AS_PYTHON_M_CODEWARD
 
 LEFT_FOR_FIRST_USE = {
     "codeward.providers": "the resource and prompt records: the first resource or prompt listed",
@@ -59,15 +57,7 @@ LEFT_FOR_FIRST_USE = {
 async def test_a_stdio_serve_answers_tools_list_without_what_it_leaves_for_first_use(tmp_path: Path) -> None:
     named = [name for name in LEFT_FOR_FIRST_USE if importlib.util.find_spec(name) is None]
     assert named == [], "a module named here does not exist (renamed?): the check would pass for nothing"
-    root = tmp_path / "root"
-    root.mkdir()
-    (root / "notes.txt").write_text("alpha\n")
-    probe = tmp_path / "probe.py"
-    probe.write_text(PROBE)
-    report = tmp_path / "modules.json"
-    params = StdioServerParameters(command=sys.executable, args=[str(probe), "serve", str(root)], cwd=str(root),
-                                   env={**os.environ, "CODEWARD_HOME": str(tmp_path / "home"),
-                                        "MODULES_REPORT": str(report)})
+    params, report = probed_serve(tmp_path, PROBE)
     for _ in range(2):  # the first start saves the listing (a cold start imports every tool module)
         async with Client(params) as client:
             assert "read_file" in {tool.name for tool in (await client.list_tools()).tools}

@@ -71,9 +71,4 @@ class BoundedHttpToolsProtocol(HeadDeadline, HttpToolsProtocol):
 
     def _refuse_head(self) -> None:
         self.logger.warning("Refused a request whose head is over %d bytes.", MAX_HEAD_BYTES)
-        if self.cycle is None or self.cycle.response_complete:  # nothing else is being answered on it
-            self.transport.write(b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
-                                 b"content-type: text/plain; charset=utf-8\r\n"
-                                 b"content-length: " + str(len(TOO_LARGE)).encode() + b"\r\n"
-                                 b"connection: close\r\n\r\n" + TOO_LARGE)
-        self.transport.close()
+        self._refuse_and_close(b"431 Request Header Fields Too Large", TOO_LARGE)

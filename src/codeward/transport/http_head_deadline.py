@@ -57,11 +57,16 @@ class HeadDeadline:
         if self.transport.is_closing():
             return
         self.logger.warning("Closed a connection whose request head was not complete after %g s.", self.head_timeout)
-        if self.cycle is None or self.cycle.response_complete:  # nothing else is being answered on it
-            self.transport.write(b"HTTP/1.1 408 Request Timeout\r\n"
+        self._refuse_and_close(b"408 Request Timeout", TIMED_OUT)
+
+    def _refuse_and_close(self, status: bytes, reason: bytes) -> None:
+        """Answer ``status`` with ``reason`` as plain text, unless another answer is under way on the
+        connection, and close it (the request was never parsed: no ASGI app is involved)."""
+        if self.cycle is None or self.cycle.response_complete:
+            self.transport.write(b"HTTP/1.1 " + status + b"\r\n"
                                  b"content-type: text/plain; charset=utf-8\r\n"
-                                 b"content-length: " + str(len(TIMED_OUT)).encode() + b"\r\n"
-                                 b"connection: close\r\n\r\n" + TIMED_OUT)
+                                 b"content-length: " + str(len(reason)).encode() + b"\r\n"
+                                 b"connection: close\r\n\r\n" + reason)
         self.transport.close()
 
 
