@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
+from anyio.abc import ObjectReceiveStream
 from mcp.server.lowlevel import Server
 from mcp.server.models import InitializationOptions
 from mcp.shared.message import SessionMessage
@@ -33,10 +34,11 @@ PRE_REQUEST_REPLAY_LIMIT = 8
 ``notifications/initialized`` is the one that matters); further ones are dropped."""
 
 
-class ReplayThenRead:
+class ReplayThenRead(ObjectReceiveStream[SessionMessage | Exception]):
     """The frames read while looking for the first request, then the rest of ``stream``, in order.
 
     What the serving loop reads instead of the SDK's relayed copy; closing it closes ``stream``.
+    Iteration and the context manager come from anyio's :class:`~anyio.abc.ObjectReceiveStream`.
     """
 
     def __init__(self, lead: list[SessionMessage | Exception], stream: Any) -> None:
@@ -48,15 +50,6 @@ class ReplayThenRead:
             return self._lead.pop(0)
         return await self._stream.receive()  # type: ignore[no-any-return]
 
-    def __aiter__(self) -> ReplayThenRead:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
     def close(self) -> None:
         self._lead.clear()
         self._stream.close()
@@ -64,12 +57,6 @@ class ReplayThenRead:
     async def aclose(self) -> None:
         self._lead.clear()
         await self._stream.aclose()
-
-    async def __aenter__(self) -> ReplayThenRead:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
 
 def _era_loops() -> tuple[Callable[..., Any], Callable[..., Any], Callable[[Any], bool]] | None:

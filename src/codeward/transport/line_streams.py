@@ -14,11 +14,11 @@ import json
 import logging
 from collections import deque
 from collections.abc import Callable
-from types import TracebackType
-from typing import Self, cast
+from typing import cast
 
 import anyio
 import mcp_types as types
+from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from mcp.shared.message import SessionMessage
 from pydantic_core import PydanticSerializationError
 
@@ -116,8 +116,9 @@ class LineReaderProtocol(asyncio.Protocol):
             waiter.set_result(None)
 
 
-class MessageReader:
-    """The read stream: each line parsed as a JSON-RPC message.
+class MessageReader(ObjectReceiveStream[SessionMessage | Exception]):
+    """The read stream: each line parsed as a JSON-RPC message (iteration and the context manager
+    from anyio's :class:`~anyio.abc.ObjectReceiveStream`).
 
     With ``reply`` (the write side), each line is screened first (:mod:`jsonrpc_guard`): one
     too large or too deep is refused unparsed, and one that is not valid JSON-RPC is answered
@@ -160,23 +161,6 @@ class MessageReader:
     async def aclose(self) -> None:
         self.close()
         await anyio.lowlevel.checkpoint()
-
-    def __aiter__(self) -> Self:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
 
 class WriterProtocol(asyncio.Protocol):
@@ -225,8 +209,9 @@ class WriterProtocol(asyncio.Protocol):
         self._drain_waiters.clear()
 
 
-class MessageWriter:
-    """The write stream: one JSON line per message, written by the event loop."""
+class MessageWriter(ObjectSendStream[SessionMessage]):
+    """The write stream: one JSON line per message, written by the event loop (the context manager from
+    anyio's :class:`~anyio.abc.ObjectSendStream`)."""
 
     def __init__(self, protocol: WriterProtocol) -> None:
         self._protocol = protocol
@@ -249,14 +234,6 @@ class MessageWriter:
     async def aclose(self) -> None:
         self.close()
         await anyio.lowlevel.checkpoint()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
 
 
