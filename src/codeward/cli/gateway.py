@@ -104,9 +104,9 @@ def run_gateway_cli(
     if transport != "http":
         anyio.run(_serve, config, gateway, transport, host, port, token, list(roots), confirm, meta, control)
         return 0
-    from codeward.transport.http_stack import http_stack
+    from codeward.transport.http_stack import configured_http_stack
 
-    runtime = http_stack(config.server.fast_http, config.server.http_head_timeout)
+    runtime = configured_http_stack(config.server)
     runtime.run(_serve, config, gateway, transport, host, port, token, list(roots), confirm, meta, control, runtime)
     return 0
 

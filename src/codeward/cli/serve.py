@@ -76,12 +76,12 @@ def run(args: argparse.Namespace) -> int:
     count = len(stack.catalog)
     if args.http:
         from codeward.client_setup.banner import http_lines
-        from codeward.transport.http_stack import http_stack
+        from codeward.transport.http_stack import configured_http_stack
         from codeward.transport.http_token import http_auth
 
         url = f"http://{args.host}:{args.port}/mcp"
         allowed = [f"{args.host}:*"] if args.host not in LOOPBACK else []
-        runtime = http_stack(config.server.fast_http, config.server.http_head_timeout)
+        runtime = configured_http_stack(config.server)
         exit_on_sigterm()
         with http_auth(host=args.host, port=args.port, token_env=args.token_env, no_auth=args.no_auth) as auth:
             connect = http_lines("codeward", url, _launch(), token_env=args.token_env, token_file=auth.token_file,
@@ -220,8 +220,8 @@ def _run_controlled(args: argparse.Namespace, control: ControlOptions, config: C
     if not args.http:
         anyio.run(main)
         return 0
-    from codeward.transport.http_stack import http_stack
+    from codeward.transport.http_stack import configured_http_stack
 
-    runtime = http_stack(config.server.fast_http, config.server.http_head_timeout)
+    runtime = configured_http_stack(config.server)
     runtime.run(main)
     return 0

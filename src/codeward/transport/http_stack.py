@@ -21,11 +21,14 @@ from __future__ import annotations
 import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
 from codeward.transport.http_head_deadline import HEAD_TIMEOUT, DeadlineH11Protocol, with_head_timeout
+
+if TYPE_CHECKING:
+    from codeward.config.server import ServerSettings
 
 T = TypeVar("T")
 
@@ -80,3 +83,8 @@ def http_stack(enabled: bool = True, head_timeout: float = HEAD_TIMEOUT) -> Http
         return HttpStack(False, f"{' and '.join(missing)} not installed; {FAST_EXTRA} for the fast stack",
                          head_timeout)
     return HttpStack(True, "the fast extra", head_timeout)
+
+
+def configured_http_stack(server: ServerSettings) -> HttpStack:
+    """The stack ``[server]`` asks for: ``fast_http`` and ``http_head_timeout``."""
+    return http_stack(server.fast_http, server.http_head_timeout)
