@@ -32,9 +32,11 @@ from mcp_types.version import is_version_at_least
 
 from codeward import __version__
 from codeward.catalog import ToolOutcome
+from codeward.client_link import InputRequired
 from codeward.content import BinaryBlock, Block, ResourceBlock, TextBlock
 from codeward.context import CallInfo, Services, Settings, ToolContext
 from codeward.file_resources import FileResources
+from codeward.request_link import LOG_LEVELS, MODERN_ERA, RequestLink, RoundState, input_round
 from codeward.surface import ToolSurface
 from codeward.tool_changes import ToolListNotifier
 from codeward.tool_listing import ToolListing
@@ -54,8 +56,6 @@ INSTRUCTIONS = (
     "when they would break the file."
 )
 ROOTS_REQUEST_KEY = "codeward.roots"
-MODERN_ERA = "2026-07-28"
-LOG_LEVELS: tuple[str, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 T = TypeVar("T")
 
@@ -137,21 +137,6 @@ class _RequestReporter:
                 coro.close()
 
 
-class InputRequired(BaseException):
-    """A tool asked the client something on a 2026-07-28 session: answer with an input round.
-
-    Modern sessions have no back-channel for server requests; the call returns an
-    ``InputRequiredResult`` and the client retries it with the answer, which the peer then
-    finds. A BaseException on purpose: the "a broken prompt means no" handlers of the approval
-    paths must let it through rather than turn it into a denial.
-    """
-
-    def __init__(self, key: str, request: types.ElicitRequest | types.CreateMessageRequest) -> None:
-        super().__init__(key)
-        self.key = key
-        self.request = request
-
-
 class _SessionPeer:
     """Sampling and elicitation through the client, callable from a tool thread.
 
@@ -170,7 +155,7 @@ class _SessionPeer:
     def _answer(self, kind: str, payload: Any, request: types.ElicitRequest | types.CreateMessageRequest) -> Any:
         key = f"codeward.{kind}.{hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]}"
         if key not in self._answers:
-            raise InputRequired(key, request)
+            raise InputRequired({key: request})
         return self._answers[key]
 
     def _require(self, capability: str) -> None:
@@ -290,25 +275,28 @@ class CodewardServer:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult | types.InputRequiredResult:
-        answers = getattr(params, "input_responses", None) or {}
-        workspace = await self._current_workspace(ctx, answers)
+    ) -> types.CallToolResult | dict[str, Any]:
+        # 2026-07-28: the answers of every round of this call so far (request_link.RoundState)
+        state = RoundState.decode(getattr(params, "request_state", None)).joined(
+            getattr(params, "input_responses", None))
+        workspace = await self._current_workspace(ctx, state.answers)
         if isinstance(workspace, types.InputRequiredResult):
-            return workspace
+            return input_round(workspace.input_requests or {}, state)
+        client = client_of(ctx)
         tool_ctx = ToolContext(
             workspace=workspace,
             settings=self.settings,
             reporter=_RequestReporter(ctx, lambda: self._log_level),
-            peer=_SessionPeer(ctx, answers),
+            peer=_SessionPeer(ctx, state.answers),
             services=self.services,
-            call=CallInfo(close_sse_stream=ctx.close_sse_stream, client=client_of(ctx), user=user_of(ctx)),
+            call=CallInfo(close_sse_stream=ctx.close_sse_stream, client=client, user=user_of(ctx)),
+            link=RequestLink(ctx, client=client, state=state, min_level=lambda: self._log_level),
         )
         try:
             outcome = await self.surface.call(params.name, params.arguments, tool_ctx)
         except InputRequired as needed:
-            return types.InputRequiredResult(input_requests={needed.key: needed.request},
-                                             result_type="input_required")
-        return to_call_result(outcome)
+            return input_round(needed.requests, RoundState(state.answers, needed.resume or state.resume))
+        return call_result(outcome)
 
     # -- workspace and roots ---------------------------------------------------------------
 
@@ -603,6 +591,20 @@ def user_of(ctx: ServerRequestContext[Any, Any]) -> str | None:
     scope = getattr(ctx.request, "scope", None)
     user = scope.get("codeward.user") if isinstance(scope, dict) else None
     return user if isinstance(user, str) else None
+
+
+def call_result(outcome: ToolOutcome) -> types.CallToolResult | dict[str, Any]:
+    """What ``tools/call`` answers: an upstream's result as its server sent it (the SDK checks it
+    against the client's protocol version), else :func:`to_call_result`. An upstream's JSON-RPC error
+    that the client must act on is raised as that error."""
+    if outcome.wire_error is not None:
+        from mcp.shared.exceptions import MCPError
+
+        error = outcome.wire_error
+        raise MCPError(code=int(error["code"]), message=str(error.get("message", "")), data=error.get("data"))
+    if outcome.wire is not None:  # a handshake-era answer names no resultType; 2026-07-28 requires one
+        return {"resultType": "complete", **outcome.wire}
+    return to_call_result(outcome)
 
 
 def to_call_result(outcome: ToolOutcome) -> types.CallToolResult:

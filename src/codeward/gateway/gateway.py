@@ -17,31 +17,36 @@ refused here too, and a call whose pin cannot be checked (Redis down) is refused
 
 from __future__ import annotations
 
+import json
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
 import mcp_types as types
 
 from codeward.catalog import ToolOutcome
-from codeward.context import NullReporter, ToolContext
+from codeward.context import ToolContext
 from codeward.gateway.config import GatewayConfig, ServerConfig
 from codeward.gateway.errors import UpstreamError
 from codeward.gateway.names import ToolRef, assign_names, plain_name, split_name
+from codeward.gateway.pending import PendingRequests, RoundExpired
 from codeward.gateway.pins import PinFile, PinStore, PinVerdict, tool_fingerprint
 from codeward.gateway.policy import ToolFilter
-from codeward.gateway.results import outcome_from_error, outcome_from_result
+from codeward.gateway.relay import Relay, link_of
+from codeward.gateway.results import outcome_from_error, outcome_from_result, outcome_from_upstream_error
 from codeward.gateway.upstream import ServerState, ServerStatus, Upstream
 from codeward.result import ErrorInfo, ErrorKind
 from codeward.state.errors import StateUnavailable
 from codeward.surface import ToolInfo, ToolOrigin, unknown_tool
 
 logger = logging.getLogger("codeward.gateway")
+
+T = TypeVar("T")
 
 PIN_POLL_S = 2.0
 """How often a gateway on shared pins looks for pins taken or re-approved on other replicas (its calls
@@ -89,6 +94,7 @@ class Gateway:
         self._store_down = False
         self._subscribers: list[Callable[[], None]] = []
         self._tg: anyio.abc.TaskGroup | None = None
+        self._pending = PendingRequests()
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -223,12 +229,27 @@ class Gateway:
         upstream = self._upstreams.get(ref.alias)
         if upstream is None:
             return self._not_served(name, started)
+
+        async def call(relay: Relay | None) -> tuple[dict[str, Any], types.CallToolResult]:
+            return await upstream.call(ref.tool, arguments, relay=relay, idempotent=entry.idempotent)
+
         try:
-            result = await upstream.call(ref.tool, arguments, progress=_progress_to(ctx), elicit=_elicit_via(ctx),
-                                         idempotent=entry.idempotent)
+            raw, result = await self.relayed(ctx, name, ("tools/call", _target(ref.alias, ref.tool, arguments)), call)
+        except RoundExpired:
+            return outcome_from_error(name, _expired(name), started)
         except UpstreamError as error:
-            return outcome_from_error(name, error.info(), started)
-        return outcome_from_result(name, result, ctx, started)
+            return outcome_from_upstream_error(name, error, started)
+        return outcome_from_result(name, raw, result, ctx, started)
+
+    async def relayed(self, ctx: ToolContext, label: str, target: tuple[str, str],
+                      run: Callable[[Relay | None], Awaitable[T]]) -> T:
+        """Run one upstream request for the client behind ``ctx``: what the upstream asks or reports
+        meanwhile goes to that client — at once in the handshake era, in input rounds for a 2026-07-28
+        client (the request then runs in the gateway's own task group, :mod:`codeward.gateway.pending`)."""
+        link = link_of(ctx)
+        if link is not None and link.modern and self._tg is not None:
+            return await self._pending.run(self._tg, target, link, label, run)
+        return await run(Relay(link, label=label) if link is not None else None)
 
     def _not_served(self, name: str, started: float) -> ToolOutcome:
         if name in self._withheld:
@@ -285,14 +306,13 @@ class Gateway:
         table: dict[str, _Entry] = {}
         for ref, tool in offered:
             name = by_ref[ref]
-            table[name] = _entry(name, ref, tool)
+            table[name] = _entry(name, ref, tool, self._upstreams[ref.alias].tool_wire.get(tool.name))
         self._withheld = withheld
         self._withheld_refs = withheld_refs
-        before = [(i.name, i.description, i.input_schema) for i in self._infos]
+        before = self._infos
         self._table = table
         self._infos = [entry.info for entry in table.values()]
-        after = [(i.name, i.description, i.input_schema) for i in self._infos]
-        if before != after:
+        if before != self._infos:  # any field a client sees (schemas, annotations, _meta, icons...)
             for notify in list(self._subscribers):
                 try:
                     notify()
@@ -403,7 +423,7 @@ def _fingerprint(tool: types.Tool) -> str:
     return tool_fingerprint(tool.model_dump(by_alias=True, mode="json", exclude_none=True))
 
 
-def _entry(name: str, ref: ToolRef, tool: types.Tool) -> _Entry:
+def _entry(name: str, ref: ToolRef, tool: types.Tool, wire: Mapping[str, Any] | None) -> _Entry:
     hints = tool.annotations
     annotations = None
     if hints is not None:
@@ -427,27 +447,17 @@ def _entry(name: str, ref: ToolRef, tool: types.Tool) -> _Entry:
         title=tool.title or (hints.title if hints else None),
         source=ref.alias,
         origin=ToolOrigin(ref.alias, ref.tool, digest),
+        wire=wire if wire is not None else tool.model_dump(by_alias=True, mode="json", exclude_none=True),
     )
     return _Entry(info, ref, read_only, idempotent)
 
 
-def _progress_to(ctx: ToolContext) -> Any:
-    if isinstance(ctx.reporter, NullReporter):
-        return None
-
-    async def forward(progress: float, total: float | None, message: str | None) -> None:
-        await anyio.to_thread.run_sync(ctx.progress, progress, total, message)
-
-    return forward
+def _target(alias: str, name: str, arguments: Mapping[str, Any] | None) -> str:
+    """What a 2026-07-28 round must repeat to continue a pending request: server, name and arguments."""
+    return json.dumps([alias, name, arguments or {}], sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _elicit_via(ctx: ToolContext) -> Any:
-    peer = ctx.peer
-    if peer is None:
-        return None
-
-    async def ask(message: str, schema: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
-        answer = await anyio.to_thread.run_sync(peer.elicit, message, schema)
-        return str(answer.get("action", "decline")), answer.get("content")
-
-    return ask
+def _expired(label: str) -> ErrorInfo:
+    return ErrorInfo(ErrorKind.CONFLICT, f"this answer continues a call of {label} that is no longer waiting here "
+                     "(it ended, was abandoned, or ran on another replica of the gateway)",
+                     "Call the tool again.", source="gateway")
