@@ -23,15 +23,17 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import anyio
 import anyio.abc
 import mcp_types as types
 
 from codeward.catalog import ToolOutcome
+from codeward.client_link import ClientLink
 from codeward.context import ToolContext
 from codeward.gateway.config import GatewayConfig, ServerConfig
+from codeward.gateway.content import UpstreamContent
 from codeward.gateway.errors import UpstreamError
 from codeward.gateway.names import ToolRef, assign_names, plain_name, split_name
 from codeward.gateway.pending import PendingRequests, RoundExpired
@@ -40,6 +42,7 @@ from codeward.gateway.policy import ToolFilter
 from codeward.gateway.relay import Relay, link_of
 from codeward.gateway.results import outcome_from_error, outcome_from_result, outcome_from_upstream_error
 from codeward.gateway.upstream import ServerState, ServerStatus, Upstream
+from codeward.gateway.uris import expose_uri
 from codeward.result import ErrorInfo, ErrorKind
 from codeward.state.errors import StateUnavailable
 from codeward.surface import ToolInfo, ToolOrigin, unknown_tool
@@ -51,6 +54,19 @@ T = TypeVar("T")
 PIN_POLL_S = 2.0
 """How often a gateway on shared pins looks for pins taken or re-approved on other replicas (its calls
 are checked against the store every time; this only refreshes its tool list)."""
+
+
+class Notices(Protocol):
+    """Who hears of the upstreams' changes besides the tool list (the MCP server, for its clients)."""
+
+    def changed(self, kind: str) -> None:
+        """The ``resources`` or ``prompts`` list changed (called on the event loop)."""
+
+    def updated(self, uri: str) -> None:
+        """The resource the gateway serves as ``uri`` changed."""
+
+    async def log(self, level: str, data: Any, logger_name: str | None) -> None:
+        """An upstream logged outside any call (``logger_name`` is namespaced ``alias__name``)."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +111,10 @@ class Gateway:
         self._subscribers: list[Callable[[], None]] = []
         self._tg: anyio.abc.TaskGroup | None = None
         self._pending = PendingRequests()
+        self._notices: list[Notices] = []
+        self._ready: set[str] = set()
+        self.content = UpstreamContent(lambda: self._upstreams, self.relayed, name_limit=config.max_name_length)
+        """The upstreams' resources, templates, prompts and completions (:mod:`codeward.gateway.content`)."""
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -123,8 +143,9 @@ class Gateway:
 
     def _start(self, server: ServerConfig) -> Upstream:
         assert self._tg is not None, "use the gateway inside 'async with'"
-        upstream = Upstream(server, on_change=self._upstream_changed, retries=self._retries,
-                            backoff=self._backoff, environ=self._environ)
+        upstream = Upstream(server, on_change=self._upstream_changed, on_event=self._upstream_event,
+                            out_of_call_log=self._out_of_call_log, retries=self._retries, backoff=self._backoff,
+                            environ=self._environ)
         self._upstreams[server.alias] = upstream
         self._filters[server.alias] = ToolFilter.of(server)
         scope = anyio.CancelScope()
@@ -174,6 +195,11 @@ class Gateway:
     def subscribe(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` whenever the exposed tool list changes (to send ``list_changed``)."""
         self._subscribers.append(callback)
+
+    def notify_to(self, notices: Notices) -> None:
+        """Tell ``notices`` of the upstreams' other changes: their resource and prompt lists, a resource
+        updated (by the URI the gateway serves it under), a log message sent outside any call."""
+        self._notices.append(notices)
 
     # -- introspection -------------------------------------------------------------------------
 
@@ -234,19 +260,19 @@ class Gateway:
             return await upstream.call(ref.tool, arguments, relay=relay, idempotent=entry.idempotent)
 
         try:
-            raw, result = await self.relayed(ctx, name, ("tools/call", _target(ref.alias, ref.tool, arguments)), call)
+            target = ("tools/call", _target(ref.alias, ref.tool, arguments))
+            raw, result = await self.relayed(link_of(ctx), name, target, call)
         except RoundExpired:
             return outcome_from_error(name, _expired(name), started)
         except UpstreamError as error:
             return outcome_from_upstream_error(name, error, started)
         return outcome_from_result(name, raw, result, ctx, started)
 
-    async def relayed(self, ctx: ToolContext, label: str, target: tuple[str, str],
+    async def relayed(self, link: ClientLink | None, label: str, target: tuple[str, str],
                       run: Callable[[Relay | None], Awaitable[T]]) -> T:
-        """Run one upstream request for the client behind ``ctx``: what the upstream asks or reports
+        """Run one upstream request for the client behind ``link``: what the upstream asks or reports
         meanwhile goes to that client — at once in the handshake era, in input rounds for a 2026-07-28
         client (the request then runs in the gateway's own task group, :mod:`codeward.gateway.pending`)."""
-        link = link_of(ctx)
         if link is not None and link.modern and self._tg is not None:
             return await self._pending.run(self._tg, target, link, label, run)
         return await run(Relay(link, label=label) if link is not None else None)
@@ -272,6 +298,40 @@ class Gateway:
 
     def _upstream_changed(self, upstream: Upstream) -> None:
         self._rebuild()
+        ready = upstream.state == ServerState.READY
+        if ready != (upstream.alias in self._ready):  # its resources and prompts came or went with it
+            (self._ready.add if ready else self._ready.discard)(upstream.alias)
+            for kind in ("resources", "prompts"):
+                if upstream.offers(kind) or not ready:
+                    self._tell_changed(kind)
+
+    def _upstream_event(self, upstream: Upstream, notification: types.ServerNotification) -> None:
+        """An upstream's resource or prompt list changed, or one of its resources."""
+        if isinstance(notification, types.ResourceUpdatedNotification):
+            exposed = expose_uri(upstream.alias, str(notification.params.uri))
+            if exposed is not None:
+                self._tell(lambda notices: notices.updated(exposed))
+        elif isinstance(notification, types.ResourceListChangedNotification):
+            self._tell_changed("resources")
+        elif isinstance(notification, types.PromptListChangedNotification):
+            self._tell_changed("prompts")
+
+    async def _out_of_call_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        for notices in list(self._notices):
+            try:
+                await notices.log(str(params.level), params.data, params.logger)
+            except Exception:  # a listener must never break the gateway
+                logger.exception("gateway: passing an upstream's log message on failed")
+
+    def _tell_changed(self, kind: str) -> None:
+        self._tell(lambda notices: notices.changed(kind))
+
+    def _tell(self, tell: Callable[[Notices], None]) -> None:
+        for notices in list(self._notices):
+            try:
+                tell(notices)
+            except Exception:  # a listener must never break the gateway
+                logger.exception("gateway: change listener failed")
 
     def _rebuild(self) -> None:
         offered: list[tuple[ToolRef, types.Tool]] = []
