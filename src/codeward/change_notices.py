@@ -36,6 +36,8 @@ from mcp.shared.subscriptions import (
 )
 from mcp_types import SubscriptionsListenRequestParams, SubscriptionsListenResult
 
+from codeward.request_link import LOG_LEVELS
+
 logger = logging.getLogger("codeward.server")
 
 ListKind = Literal["tools", "prompts", "resources"]
@@ -60,17 +62,15 @@ def _connection(ctx: ServerRequestContext[Any, Any]) -> Any:
 class ChangeNotifier:
     """Remembers who listens for changes, and tells them."""
 
-    def __init__(self, on_listen: SubscriptionHook | None = None, on_unlisten: SubscriptionHook | None = None, *,
-                 admits: Callable[[str], bool] = lambda level: True) -> None:
-        """``on_listen``/``on_unlisten``: told of the URIs a listen stream watches; ``admits``: whether a
-        log line at a level passes the level clients set."""
+    def __init__(self, on_listen: SubscriptionHook | None = None, on_unlisten: SubscriptionHook | None = None) -> None:
+        """``on_listen``/``on_unlisten``: told of the URIs a 2026-07-28 listen stream watches."""
         self.bus = InMemorySubscriptionBus()
-        self._admits = admits
         self._listen = ListenHandler(self.bus)
         self._on_listen = on_listen
         self._on_unlisten = on_unlisten
         self._sessions: weakref.WeakSet[Any] = weakref.WeakSet()
         self._subscribed: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+        self._levels: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         self._dirty: set[ListKind] = set()
         self._updated: list[str] = []
         self._wake: anyio.Event | None = None  # made by run(), on the event loop
@@ -91,6 +91,14 @@ class ChangeNotifier:
             self._subscribed.setdefault(_connection(ctx), set()).add(uri)
         except TypeError:
             logger.debug("cannot remember a subscription of %r", type(ctx.session).__name__)
+
+    def set_level(self, ctx: ServerRequestContext[Any, Any], level: str) -> None:
+        """A handshake-era session set its log level: log lines outside any request below it are not sent to it."""
+        self.remember(ctx)
+        try:
+            self._levels[_connection(ctx)] = level
+        except TypeError:
+            logger.debug("cannot remember the log level of %r", type(ctx.session).__name__)
 
     def unsubscribe(self, ctx: ServerRequestContext[Any, Any], uri: str) -> bool:
         """Forget one subscription; whether the session had it."""
@@ -165,13 +173,19 @@ class ChangeNotifier:
                     logger.debug("dropped resources/updated for a session: %s", exc)
 
     async def log(self, level: str, data: Any, logger_name: str | None) -> None:
-        """A log line outside any request, to every handshake-era session, when its level is admitted."""
-        if not self._admits(level):
-            return
+        """A log line outside any request, to every handshake-era session whose log level admits it (all do
+        until they set one)."""
         for session in list(self._sessions):
+            floor = self._levels.get(session)
+            if floor is not None and LOG_LEVELS.index(_level(level)) < LOG_LEVELS.index(_level(floor)):
+                continue
             try:
                 with warnings.catch_warnings():  # the logging capability is deprecated in 2026-07-28, not here
                     warnings.simplefilter("ignore")
                     await session.log(level, data, logger_name)
             except Exception as exc:
                 logger.debug("dropped a log message for a session: %s", exc)
+
+
+def _level(name: str) -> str:
+    return name if name in LOG_LEVELS else "info"

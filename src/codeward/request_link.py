@@ -16,7 +16,7 @@ import binascii
 import json
 import logging
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,10 +85,8 @@ def input_round(requests: Mapping[str, Any], state: RoundState) -> dict[str, Any
 class RequestLink:
     """One request's client, as the gateway needs it (:class:`codeward.client_link.ClientLink`)."""
 
-    def __init__(self, ctx: ServerRequestContext[Any, Any], *, client: str | None, state: RoundState,
-                 min_level: Callable[[], str]) -> None:
+    def __init__(self, ctx: ServerRequestContext[Any, Any], *, client: str | None, state: RoundState) -> None:
         self._ctx = ctx
-        self._min_level = min_level
         self.modern = is_version_at_least(ctx.protocol_version, MODERN_ERA)
         self.client = client
         declared = ctx.session.client_capabilities
@@ -115,10 +113,10 @@ class RequestLink:
         await self._ctx.session.report_progress(progress, total, message)
 
     async def log(self, level: str, data: Any, logger: str | None) -> None:
+        """A relayed log line, as its server sent it: the level the client set was passed to that server,
+        which already applied it (a 2026-07-28 request's own opt-in is applied by the SDK)."""
         if level not in LOG_LEVELS:
             level = "info"
-        if not self.modern and LOG_LEVELS.index(level) < LOG_LEVELS.index(self._min_level()):
-            return
         # On the call's own stream when it has one; a call answered with one JSON body logs on the
         # session's stream (:mod:`codeward.transport.http_answers`).
         related = self._ctx.request_id if self._ctx.session.can_send_request else None

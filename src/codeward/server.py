@@ -236,7 +236,7 @@ class CodewardServer:
         self._log_level = "info"
         self.subscriptions: set[str] = set()
         changes = tools_can_change or relayed is not None
-        self.notifier = ChangeNotifier(self._watch_all, self._unwatch_all, admits=self._admits) if changes else None
+        self.notifier = ChangeNotifier(self._watch_all, self._unwatch_all) if changes else None
         handlers: dict[str, Any] = {
             "on_list_tools": self._list_tools,
             "on_call_tool": self._call_tool,
@@ -297,7 +297,7 @@ class CodewardServer:
             peer=_SessionPeer(ctx, state.answers),
             services=self.services,
             call=CallInfo(close_sse_stream=ctx.close_sse_stream, client=client, user=user_of(ctx)),
-            link=RequestLink(ctx, client=client, state=state, min_level=lambda: self._log_level),
+            link=RequestLink(ctx, client=client, state=state),
         )
         try:
             outcome = await self.surface.call(params.name, params.arguments, tool_ctx)
@@ -356,21 +356,16 @@ class CodewardServer:
     async def _set_level(self, ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams) -> Any:
         self._log_level = str(params.level)
         if self.notifier is not None:
-            self.notifier.remember(ctx)  # an upstream's log lines outside any call reach this session
+            self.notifier.set_level(ctx, self._log_level)  # an upstream's log lines outside any call reach it
         if self.relayed is not None and self.relayed.offers("logging"):
             await self.relayed.set_level(self._log_level)
         return types.EmptyResult()
-
-    def _admits(self, level: str) -> bool:
-        """Whether a log line at ``level`` passes the level the client set (``logging/setLevel``)."""
-        level = level if level in LOG_LEVELS else "info"
-        return LOG_LEVELS.index(level) >= LOG_LEVELS.index(self._log_level)
 
     def _link(self, ctx: ServerRequestContext[Any, Any], params: Any) -> tuple[RequestLink, RoundState]:
         """The client of a request that may run on an upstream, and the answers of its earlier rounds."""
         state = RoundState.decode(getattr(params, "request_state", None)).joined(
             getattr(params, "input_responses", None))
-        return RequestLink(ctx, client=client_of(ctx), state=state, min_level=lambda: self._log_level), state
+        return RequestLink(ctx, client=client_of(ctx), state=state), state
 
     # -- resources -----------------------------------------------------------------------
 
