@@ -23,11 +23,15 @@ import json
 import warnings
 from typing import Any
 
-import anyio
-import mcp_types as types
-from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel import Server
-from mcp.shared.exceptions import MCPError
+from codeward.sdk_wire_models import defer_wire_models
+
+defer_wire_models()  # the SDK's wire models built as they are used: a second less at start-up
+
+import anyio  # noqa: E402
+import mcp_types as types  # noqa: E402
+from mcp.server.context import ServerRequestContext  # noqa: E402
+from mcp.server.lowlevel import Server  # noqa: E402
+from mcp.shared.exceptions import MCPError  # noqa: E402
 
 PNG = base64.b64encode(bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
                                      "1f15c4890000000d4944415478da63f8cf00000301010018dd8db000"
@@ -68,13 +72,16 @@ TOOLS = [
     _tool("empty", "Return no content at all."),
     _tool("failing", "Fail as a tool, with structured content."),
     _tool("rpc_error", "Answer with a JSON-RPC error of code CODE.", {"code": {"type": "integer"}}),
-    _tool("steps", "Report COUNT progress steps, then answer.", {"count": {"type": "integer"}}),
+    _tool("steps", "Report COUNT progress steps DELAY seconds apart, then answer.",
+          {"count": {"type": "integer"}, "delay": {"type": "number"}}),
     _tool("logs", "Log one line at each level during the call, then answer."),
     _tool("ask", "Ask the client: KIND is form, url, sample, sample_tools or roots.",
           {"kind": {"type": "string", "enum": ["form", "url", "sample", "sample_tools", "roots"]}}),
     _tool("misbehave", "Send the client something broken (KIND: bad_log, bad_progress, bad_request), then "
           "answer.", {"kind": {"type": "string"}}),
     _tool("touch", "Announce that resource URI changed.", {"uri": {"type": "string"}}),
+    _tool("log_later", "Answer, then log TEXT on the session a moment later (outside any call).",
+          {"text": {"type": "string"}}),
 ]
 
 RESOURCES = [
@@ -145,6 +152,8 @@ async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolR
         count = int(args.get("count", 5))
         for step in range(1, count + 1):
             await ctx.session.report_progress(step, count, f"step {step}")
+            if args.get("delay"):
+                await anyio.sleep(float(args["delay"]))
         return {"content": [{"type": "text", "text": f"{count} steps"}]}
     if name == "logs":
         with warnings.catch_warnings():
@@ -157,6 +166,17 @@ async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolR
         return await ask(ctx, str(args.get("kind", "form")))
     if name == "misbehave":
         return await misbehave(ctx, str(args.get("kind", "")))
+    if name == "log_later":
+        connection = ctx.session._connection  # the session's own channel, not the call's
+
+        async def later() -> None:
+            await anyio.sleep(0.2)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                await connection.log("warning", str(args.get("text", "later")), "probe")
+
+        ctx.lifespan_context.start_soon(later)
+        return {"content": [{"type": "text", "text": "will log"}]}
     if name == "touch":
         await ctx.session.send_resource_updated(str(args.get("uri", RESOURCES[0].uri)))
         return {"content": [{"type": "text", "text": "touched"}]}
@@ -272,12 +292,26 @@ def build() -> Server[Any]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return Server(
-            "gateway-probe", version="1.0", on_list_tools=list_tools, on_call_tool=call_tool,
+            "gateway-probe", version="1.0", lifespan=_Background, on_list_tools=list_tools, on_call_tool=call_tool,
             on_list_resources=list_resources, on_list_resource_templates=list_templates,
             on_read_resource=read_resource, on_list_prompts=list_prompts, on_get_prompt=get_prompt,
             on_completion=complete, on_subscribe_resource=subscribe, on_unsubscribe_resource=subscribe,
             on_set_logging_level=set_level,
         )
+
+
+class _Background:
+    """The server's lifespan: a task group for work that outlives a call (``log_later``)."""
+
+    def __init__(self, server: Any) -> None:
+        self._group = anyio.create_task_group()
+
+    async def __aenter__(self) -> Any:
+        return await self._group.__aenter__()
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        self._group.cancel_scope.cancel()
+        return await self._group.__aexit__(*exc)
 
 
 def _sse_app(server: Server[Any]) -> Any:
