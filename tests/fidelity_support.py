@@ -28,6 +28,7 @@ import anyio
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
+from mcp.shared.exceptions import MCPError
 from mcp_types import methods
 from pydantic import TypeAdapter, ValidationError
 
@@ -195,21 +196,37 @@ COMPLETIONS = {"every": [({"type": "ref/prompt", "name": "completable-prompt"}, 
                           {"name": "resourceId", "value": "1"})],
                "probe": [({"type": "ref/prompt", "name": "review"}, {"name": "language", "value": "p"}),
                          ({"type": "ref/resource", "uri": "probe://items/{id}"}, {"name": "id", "value": "x"})]}
-PROGRESS = {"every": ("trigger-long-running-operation", {"duration": 0.2, "steps": 4}),
+PROGRESS = {"every": ("trigger-long-running-operation", {"duration": 0.1, "steps": 4}),
             "probe": ("steps", {"count": 13})}
-PROGRESS_RUNS = 3
+PROGRESS_RUNS = 2
 """Each progress call is made this often: the last notification used to be lost most of the time."""
 
 
 async def converse(session: Client, kind: str, heard: Heard, name: Callable[[str], str] = str,
-                   uri: Callable[[str], str] = str) -> dict[str, Any]:
+                   uri: Callable[[str], str] = str, *, full: bool = True) -> dict[str, Any]:
     """Every feature of one upstream asked through ``session``; ``name``/``uri`` give what the client must
-    send for an upstream's own tool or prompt name and resource URI (the gateway's forms of them)."""
+    send for an upstream's own tool or prompt name and resource URI (the gateway's forms of them).
+
+    The cheap features (listings, plain calls) always; with ``full`` also the questions asked back,
+    progress, log lines, reads, prompts and completions."""
     seen: dict[str, Any] = {}
     listed = await raw(session, types.ListToolsRequest())
     seen["tools/list"] = {**listed, "tools": sorted(listed["tools"], key=lambda tool: tool["name"])}
     for tool, arguments in EVERY_CALLS if kind == "every" else PROBE_CALLS:
         seen[f"call {tool}"] = await raw(session, call(name(tool), arguments))
+    for method, key in (("resources/list", "resources"), ("resources/templates/list", "resourceTemplates"),
+                        ("prompts/list", "prompts")):
+        request = types.ListResourcesRequest() if key == "resources" else \
+            types.ListResourceTemplatesRequest() if key == "resourceTemplates" else types.ListPromptsRequest()
+        seen[method] = await raw(session, request)
+    if full:
+        seen.update(await _converse_further(session, kind, heard, name, uri))
+    return seen
+
+
+async def _converse_further(session: Client, kind: str, heard: Heard, name: Callable[[str], str],
+                            uri: Callable[[str], str]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
     for tool, arguments in EVERY_ASKS if kind == "every" else PROBE_ASKS:
         result = await session.call_tool(name(tool), arguments)
         seen[f"ask {tool} {arguments}"] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
@@ -226,11 +243,6 @@ async def converse(session: Client, kind: str, heard: Heard, name: Callable[[str
         heard.logs.clear()
         await session.call_tool(name("logs"), {})
         seen["logs"] = list(heard.logs)
-    for method, key in (("resources/list", "resources"), ("resources/templates/list", "resourceTemplates"),
-                        ("prompts/list", "prompts")):
-        request = types.ListResourcesRequest() if key == "resources" else \
-            types.ListResourceTemplatesRequest() if key == "resourceTemplates" else types.ListPromptsRequest()
-        seen[method] = await raw(session, request)
     for resource in READS[kind]:
         seen[f"read {resource}"] = await raw(session, types.ReadResourceRequest(
             params=types.ReadResourceRequestParams(uri=uri(resource))))
@@ -241,7 +253,33 @@ async def converse(session: Client, kind: str, heard: Heard, name: Callable[[str
         sent = {**ref, **({"name": name(ref["name"])} if "name" in ref else {"uri": uri(ref["uri"])})}
         seen[f"complete {ref} {argument}"] = await raw(session, types.CompleteRequest(
             params=types.CompleteRequestParams.model_validate({"ref": sent, "argument": argument})))
+    tool, arguments = REFUSALS[kind]
+    seen[f"refusal {tool}"] = await _refusal(session, name(tool), arguments)
     return seen
+
+
+REFUSALS = {"every": ("trigger-url-elicitation", {"url": "https://example.invalid/b", "errorPath": True}),
+            "probe": ("rpc_error", {"code": -32001})}
+"""A call each upstream answers with a JSON-RPC error: ``-32042`` (URL elicitation required, which a client
+acts on) and ``-32001`` (an upstream's own, which a gateway once took for its own timeout)."""
+
+
+async def _refusal(session: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """A call answered with a JSON-RPC error: the error (without server-everything's fresh elicitation ids);
+    answered with a result, the result."""
+    try:
+        result = await session.call_tool(tool, arguments)
+    except MCPError as exc:
+        return {"code": exc.error.code, "message": exc.error.message, "data": _without_ids(exc.error.data)}
+    return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+def _without_ids(data: Any) -> Any:
+    if isinstance(data, dict):
+        return {key: _without_ids(value) for key, value in data.items() if key != "elicitationId"}
+    if isinstance(data, list):
+        return [_without_ids(item) for item in data]
+    return data
 
 
 # -- the documented differences ------------------------------------------------------------------
@@ -267,10 +305,27 @@ def through_gateway(seen: dict[str, Any], alias: str) -> dict[str, Any]:
         if key.startswith("read ") and isinstance(value.get("contents"), list):
             out[key] = {**value, "contents": [{**item, "uri": own_uri(item["uri"], alias) or item["uri"]}
                                               for item in value["contents"]]}
+    if "refusal rpc_error" in seen:  # an upstream's JSON-RPC error reaches the model as a tool error naming it
+        out["refusal rpc_error"] = rpc_error_of(seen["refusal rpc_error"], alias)
     if "logs" in seen:
         out["logs"] = [(level, logger[len(prefix):] if logger and logger.startswith(prefix) else
                         None if logger == alias else logger, data) for level, logger, data in seen["logs"]]
     return out
+
+
+_RPC_ERROR = re.compile(r"^ERROR \(\w+\): server '(?P<alias>[\w-]+)': JSON-RPC error (?P<code>-?\d+): "
+                        r"(?P<message>.*?)(?: \(data: (?P<data>.*)\))?$")
+
+
+def rpc_error_of(answer: dict[str, Any], alias: str) -> dict[str, Any]:
+    """The JSON-RPC error behind the gateway's tool error for it (``docs/gateway.md``, failures told apart):
+    the upstream's own code and message, said by the right server (else the answer unchanged)."""
+    text = answer.get("content", [{}])[0].get("text", "") if answer.get("isError") else ""
+    found = _RPC_ERROR.match(text.splitlines()[0]) if text else None
+    if found is None or found["alias"] != alias:
+        return answer
+    data = json.loads(found["data"]) if found["data"] is not None else None
+    return {"code": int(found["code"]), "message": found["message"], "data": data}
 
 
 def own_uri(uri: str, alias: str) -> str | None:
@@ -328,9 +383,9 @@ def _unclocked(value: Any) -> Any:
 
 
 def differences(expected: dict[str, Any], got: dict[str, Any]) -> list[str]:
-    """Each feature whose answers differ, with both answers (shortened)."""
+    """Each feature asked through the gateway whose answer differs from the direct one (both shortened)."""
     found = []
-    for key in expected.keys() | got.keys():
+    for key in got:
         if _unclocked(expected.get(key)) != _unclocked(got.get(key)):
             found.append(f"{key}:\n    direct:  {json.dumps(expected.get(key), sort_keys=True)[:600]}\n"
                          f"    gateway: {json.dumps(got.get(key), sort_keys=True)[:600]}")
