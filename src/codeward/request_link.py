@@ -18,6 +18,7 @@ import logging
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import mcp_types as types
@@ -89,11 +90,15 @@ class RequestLink:
         self._ctx = ctx
         self.modern = is_version_at_least(ctx.protocol_version, MODERN_ERA)
         self.client = client
-        declared = ctx.session.client_capabilities
-        self.capabilities: Mapping[str, Any] = as_json(declared) if declared is not None else {}
         self.answers: Mapping[str, Any] = state.answers
         self.wants_progress = ctx.meta is not None and ctx.meta.get("progress_token") is not None
         self.resume = state.resume
+
+    @cached_property
+    def capabilities(self) -> Mapping[str, Any]:
+        """What the client declared (read only when a question is to be passed on)."""
+        declared = self._ctx.session.client_capabilities
+        return as_json(declared) if declared is not None else {}
 
     async def request(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
         kinds = _QUESTIONS.get(method)

@@ -37,7 +37,7 @@ logger = logging.getLogger("codeward.gateway")
 T = TypeVar("T")
 MAX_PAGES = 100
 
-Relayed = Callable[[ClientLink | None, str, tuple[str, str], Callable[[Relay | None], Awaitable[Any]]],
+Relayed = Callable[[ClientLink | None, str, tuple[str, Callable[[], str]], Callable[[Relay | None], Awaitable[Any]]],
                    Awaitable[Any]]
 """The gateway's way to run one upstream request for a client (:meth:`Gateway.relayed`)."""
 
@@ -238,7 +238,7 @@ class UpstreamContent:
     async def _run(self, link: ClientLink | None, label: str, target: tuple[str, str],
                    run: Callable[[Relay | None], Awaitable[T]]) -> T:
         try:
-            result: T = await self._relayed(link, label, target, run)
+            result: T = await self._relayed(link, label, (target[0], lambda: target[1]), run)
             return result
         except RoundExpired:
             raise MCPError(code=types.INVALID_PARAMS,

@@ -260,7 +260,7 @@ class Gateway:
             return await upstream.call(ref.tool, arguments, relay=relay, idempotent=entry.idempotent)
 
         try:
-            target = ("tools/call", _target(ref.alias, ref.tool, arguments))
+            target = ("tools/call", lambda: _target(ref.alias, ref.tool, arguments))
             raw, result = await self.relayed(link_of(ctx), name, target, call)
         except RoundExpired:
             return outcome_from_error(name, _expired(name), started)
@@ -268,13 +268,14 @@ class Gateway:
             return outcome_from_upstream_error(name, error, started)
         return outcome_from_result(name, raw, result, ctx, started)
 
-    async def relayed(self, link: ClientLink | None, label: str, target: tuple[str, str],
+    async def relayed(self, link: ClientLink | None, label: str, target: tuple[str, Callable[[], str]],
                       run: Callable[[Relay | None], Awaitable[T]]) -> T:
         """Run one upstream request for the client behind ``link``: what the upstream asks or reports
         meanwhile goes to that client — at once in the handshake era, in input rounds for a 2026-07-28
-        client (the request then runs in the gateway's own task group, :mod:`codeward.gateway.pending`)."""
+        client (the request then runs in the gateway's own task group, :mod:`codeward.gateway.pending`).
+        ``target`` names the request (method, and what a later round must repeat, made when needed)."""
         if link is not None and link.modern and self._tg is not None:
-            return await self._pending.run(self._tg, target, link, label, run)
+            return await self._pending.run(self._tg, (target[0], target[1]()), link, label, run)
         return await run(Relay(link, label=label) if link is not None else None)
 
     def _not_served(self, name: str, started: float) -> ToolOutcome:

@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-import anyio.lowlevel
 import anyio.to_thread
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
@@ -161,13 +160,14 @@ class Relay:
     async def drain(self) -> None:
         """Deliver every progress and log message that arrived before the upstream's answer.
 
-        The SDK hands each notification to a task of its own, and each task queues its message
-        in its first step, before it yields; those tasks were started before the answer was read,
-        so one checkpoint lets every one of them queue, and the flush sends them all, in order,
-        before the caller sees the result.
+        The SDK hands each notification to a task of its own, and each task queues its message in
+        its first step, before it yields. Those tasks were started before the answer was read, and
+        the event loop runs ready tasks in the order they became ready (asyncio and uvloop alike),
+        so by the time the answer reaches the caller every one of them has queued its message: the
+        flush sends them all, in order, after any still being sent, before the caller sees the result.
         """
-        await anyio.lowlevel.checkpoint()
-        await self._flush()
+        if self._pending or self._sending.locked():
+            await self._flush()
 
     async def _flush(self) -> None:
         async with self._sending:
