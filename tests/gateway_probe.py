@@ -80,6 +80,7 @@ TOOLS = [
     _tool("misbehave", "Send the client something broken (KIND: bad_log, bad_progress, bad_request), then "
           "answer.", {"kind": {"type": "string"}}),
     _tool("touch", "Announce that resource URI changed.", {"uri": {"type": "string"}}),
+    _tool("finish_url", "Announce that the URL elicitation ID was completed.", {"id": {"type": "string"}}),
     _tool("log_later", "Answer, then log TEXT on the session a moment later (outside any call).",
           {"text": {"type": "string"}}),
 ]
@@ -166,6 +167,9 @@ async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolR
         return await ask(ctx, str(args.get("kind", "form")))
     if name == "misbehave":
         return await misbehave(ctx, str(args.get("kind", "")))
+    if name == "finish_url":
+        await ctx.session.send_elicit_complete(str(args.get("id", "probe-1")))
+        return {"content": [{"type": "text", "text": "finished"}]}
     if name == "log_later":
         connection = ctx.session._connection  # the session's own channel, not the call's
 

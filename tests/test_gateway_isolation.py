@@ -10,8 +10,8 @@ through the gateway over HTTP, 2026-07-28 through the gateway over stdio (where 
 used to end the gateway process), the upstreams alternating between stdio and HTTP.
 
 Also here, each a short session on the gateway served over HTTP: subscriptions (a resource update
-reaches the subscribed client under the URI the gateway serves it by, in both eras) and an
-upstream's log line sent outside any call.
+reaches the subscribed client under the URI the gateway serves it by, in both eras), an
+upstream's log line sent outside any call, and the end of a URL elicitation announced.
 """
 
 from __future__ import annotations
@@ -230,3 +230,17 @@ async def test_a_log_line_outside_any_call_reaches_handshake_sessions(gateway_ht
             await session.set_logging_level("warning")
             await session.call_tool("probe__log_later", {"text": "after the call"})
             await wait_for(lambda: ("warning", "probe__probe", "after the call") in heard.logs)
+
+
+async def test_a_url_elicitation_finishing_reaches_handshake_sessions(gateway_http: str) -> None:
+    finished: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ElicitCompleteNotification):
+            finished.append(message.params.elicitation_id)
+
+    with anyio.fail_after(60):
+        async with Client(gateway_http, mode="legacy", message_handler=on_message) as session:
+            await session.list_tools()  # a session the gateway knows of
+            await session.call_tool("remote__finish_url", {"id": "login-7"})
+            await wait_for(lambda: finished == ["login-7"])

@@ -73,6 +73,7 @@ class ChangeNotifier:
         self._levels: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         self._dirty: set[ListKind] = set()
         self._updated: list[str] = []
+        self._forwarded: list[tuple[str, dict[str, Any]]] = []
         self._wake: anyio.Event | None = None  # made by run(), on the event loop
 
     # -- who listens -------------------------------------------------------------------------
@@ -136,6 +137,12 @@ class ChangeNotifier:
         self._updated.append(uri)
         self._poke()
 
+    def forward(self, method: str, params: dict[str, Any]) -> None:
+        """Pass another server's notification on to every handshake-era session (an upstream's
+        ``notifications/elicitation/complete``: the client that was shown the URL retries); sent by :meth:`run`."""
+        self._forwarded.append((method, params))
+        self._poke()
+
     def _poke(self) -> None:
         if self._wake is not None:
             self._wake.set()
@@ -144,15 +151,22 @@ class ChangeNotifier:
         """Send the announced changes until cancelled (run it beside the transport)."""
         while True:
             self._wake = anyio.Event()
-            if not self._dirty and not self._updated:
+            if not self._dirty and not self._updated and not self._forwarded:
                 await self._wake.wait()
             dirty, self._dirty = self._dirty, set()
             updated, self._updated = list(dict.fromkeys(self._updated)), []
+            forwarded, self._forwarded = self._forwarded, []
             for kind in ("tools", "prompts", "resources"):
                 if kind in dirty:
                     await self.notify(kind)
             for uri in updated:
                 await self.notify_updated(uri)
+            for method, params in forwarded:
+                for session in list(self._sessions):
+                    try:
+                        await session.notify(method, params)
+                    except Exception as exc:
+                        logger.debug("dropped %s for a session: %s", method, exc)
 
     async def notify(self, kind: ListKind = "tools") -> None:
         """Tell every remembered session and every listen stream that a list changed, now."""

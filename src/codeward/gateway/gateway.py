@@ -65,6 +65,9 @@ class Notices(Protocol):
     def updated(self, uri: str) -> None:
         """The resource the gateway serves as ``uri`` changed."""
 
+    def forward(self, method: str, params: dict[str, Any]) -> None:
+        """An upstream's notification for the gateway's clients at large (``notifications/elicitation/complete``)."""
+
     async def log(self, level: str, data: Any, logger_name: str | None) -> None:
         """An upstream logged outside any call (``logger_name`` is namespaced ``alias__name``)."""
 
@@ -307,7 +310,7 @@ class Gateway:
                     self._tell_changed(kind)
 
     def _upstream_event(self, upstream: Upstream, notification: types.ServerNotification) -> None:
-        """An upstream's resource or prompt list changed, or one of its resources."""
+        """An upstream's resource or prompt list changed, or one of its resources, or a URL elicitation ended."""
         if isinstance(notification, types.ResourceUpdatedNotification):
             exposed = expose_uri(upstream.alias, str(notification.params.uri))
             if exposed is not None:
@@ -316,6 +319,9 @@ class Gateway:
             self._tell_changed("resources")
         elif isinstance(notification, types.PromptListChangedNotification):
             self._tell_changed("prompts")
+        elif isinstance(notification, types.ElicitCompleteNotification):  # the person finished at the URL
+            params = {"elicitationId": notification.params.elicitation_id}
+            self._tell(lambda notices: notices.forward("notifications/elicitation/complete", params))
 
     async def _out_of_call_log(self, params: types.LoggingMessageNotificationParams) -> None:
         for notices in list(self._notices):

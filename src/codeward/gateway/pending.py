@@ -108,6 +108,7 @@ class PendingRequests:
             tg.start_soon(pending.run, start, forget)
         try:
             await _next_step(pending)
+            await pending.relay.drain()  # progress and log lines that came between rounds, on this round's stream
         except BaseException:  # the client abandoned the round: nobody will answer the upstream's questions
             pending.scope.cancel()
             raise

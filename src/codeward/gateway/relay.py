@@ -249,14 +249,16 @@ class UpstreamCallbacks:
         return await self._relay("roots/list", None, types.ListRootsResult)
 
     async def logging(self, params: types.LoggingMessageNotificationParams) -> None:
-        """A log message: to the call it belongs to, else to the gateway's clients at large."""
+        """A log message: to the call it belongs to, else (no call running) to the gateway's clients at large."""
         try:
             named = params.model_copy(update={"logger": _logger_name(self.alias, params.logger)})
             try:
                 relay = self.board.owner()
-            except Unattributable:
-                relay = None
-            if relay is not None and relay.link is not None:
+            except Unattributable:  # one of several clients' calls: told to none rather than to the wrong one
+                logger.debug("gateway: a log line of server %r could be any of several clients' calls; dropped",
+                             self.alias)
+                return
+            if relay is not None:
                 await relay.log(str(named.level), named.data, named.logger)
             else:
                 await self._out_of_call_log(named)

@@ -360,7 +360,7 @@ class Upstream:
         if isinstance(message, types.ToolListChangedNotification):
             self._refresh.set()
         elif isinstance(message, types.ResourceListChangedNotification | types.PromptListChangedNotification |
-                        types.ResourceUpdatedNotification):
+                        types.ResourceUpdatedNotification | types.ElicitCompleteNotification):
             if self._on_event is not None:
                 try:
                     self._on_event(self, message)
