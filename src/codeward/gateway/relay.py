@@ -50,6 +50,10 @@ _CURRENT: ContextVar[Relay | None] = ContextVar("codeward_gateway_relay", defaul
 """The relay of the upstream request running in this context (streamable HTTP delivers the
 upstream's requests about a call in the call's own context)."""
 
+KEPT_MESSAGES = 256
+"""Progress and log messages a relay keeps while its client cannot take them (between 2026-07-28 rounds);
+past that the oldest go: an upstream flooding a waiting call costs it its oldest news, not the gateway's memory."""
+
 OutOfCallLog = Callable[[types.LoggingMessageNotificationParams], Awaitable[None]]
 """Where an upstream's log messages go when no call is running (the gateway's clients at large)."""
 
@@ -92,7 +96,7 @@ class Relay:
         self.changed = anyio.Event()
         """Set (and replaced) when a question arrives or the request ends (see :meth:`wake`)."""
         self._counter = 0
-        self._pending: deque[tuple[str, tuple[Any, ...]]] = deque()
+        self._pending: deque[tuple[str, tuple[Any, ...]]] = deque(maxlen=KEPT_MESSAGES)
         self._sending = anyio.Lock()
 
     @property
