@@ -32,6 +32,7 @@ Crash isolation, capability refusals, subscriptions and out-of-call log lines ar
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -107,7 +108,7 @@ def _gateway(transport: str, config: Path, http_url: str) -> Any:
     if transport == "http":
         return http_url
     return StdioServerParameters(command=sys.executable, args=["-m", "codeward", "gateway", "--config", str(config),
-                                                                "--yes"], cwd=str(config.parent))
+                                                                "--yes"], cwd=str(config.parent), env=dict(os.environ))
 
 
 def test_the_direct_conversations_hold_what_is_compared(direct: dict[str, dict[str, Any]]) -> None:

@@ -17,6 +17,7 @@ upstream's log line sent outside any call, and the end of a URL elicitation anno
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -69,7 +70,7 @@ def gateway_http(config: Path) -> Iterator[str]:
 
 def _stdio(config: Path) -> StdioServerParameters:
     return StdioServerParameters(command=sys.executable, args=["-m", "codeward", "gateway", "--config", str(config),
-                                                                "--yes"], cwd=str(config.parent))
+                                                                "--yes"], cwd=str(config.parent), env=dict(os.environ))
 
 
 async def _broken(*args: Any) -> Any:
