@@ -279,7 +279,7 @@ class Gateway:
         ``target`` names the request (method, and what a later round must repeat, made when needed)."""
         if link is not None and link.modern and self._tg is not None:
             return await self._pending.run(self._tg, (target[0], target[1]()), link, label, run)
-        return await run(Relay(link, label=label) if link is not None else None)
+        return await run(Relay(link, label=label))  # a call with no client to ask is still told apart
 
     def _not_served(self, name: str, started: float) -> ToolOutcome:
         if name in self._withheld:
