@@ -1,20 +1,20 @@
-"""What an upstream asks of its client, passed to the client that made the call.
+"""The way back from an upstream request to the client that made it.
 
 An upstream server believes the gateway is its client. During a call it may ask for a sampled
 message (``sampling/createMessage``), a form or a URL to visit (``elicitation/create``) or the
 roots (``roots/list``), and it reports progress and log messages. Each goes to the MCP client
 of the call it belongs to, in that client's protocol era (:mod:`codeward.client_link`):
 
-* a :class:`Relay` is one upstream request in flight and the client it belongs to; a
-  :class:`RelayBoard` (one per upstream) knows which are running and which one a request from
+* a :class:`Relay` is one upstream request in flight and the client it belongs to: it asks the
+  client (at once, or in a 2026-07-28 input round) and passes progress and log lines on in order;
+* a :class:`RelayBoard` (one per upstream) knows which are running and which one a request from
   the upstream belongs to — the call whose task the transport delivered it in (streamable HTTP
   carries that along), else the only call running, else the latest of one client's calls.
   Requests that could belong to the calls of several clients (stdio and SSE do not say which)
   are refused rather than guessed;
-* :class:`UpstreamCallbacks` are the ``ClientSession`` callbacks. Whatever goes wrong in one —
-  no call running, a client that did not declare the capability or cannot answer, a refusal, an
-  answer that breaks the protocol, a bug — becomes that request's JSON-RPC error, which the
-  upstream sees and the call ends with; the gateway and its other calls never notice.
+* :class:`ContextLink` is the client of a call made outside an MCP server (the agent, the
+  command line). The ``ClientSession`` callbacks that use all this are in
+  :mod:`codeward.gateway.callbacks`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -30,9 +30,6 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
-import mcp_types as types
-from mcp.shared.exceptions import MCPError
-from pydantic import BaseModel, ValidationError
 
 from codeward.client_link import ClientLink
 from codeward.context import NullReporter, ToolContext
@@ -53,9 +50,6 @@ upstream's requests about a call in the call's own context)."""
 KEPT_MESSAGES = 256
 """Progress and log messages a relay keeps while its client cannot take them (between 2026-07-28 rounds);
 past that the oldest go: an upstream flooding a waiting call costs it its oldest news, not the gateway's memory."""
-
-OutOfCallLog = Callable[[types.LoggingMessageNotificationParams], Awaitable[None]]
-"""Where an upstream's log messages go when no call is running (the gateway's clients at large)."""
 
 
 class Unattributable(Exception):
@@ -224,127 +218,6 @@ class RelayBoard:
         if len(self._running) == 1 or (len(clients) == 1 and None not in clients):
             return self._running[-1]
         raise Unattributable()
-
-
-class UpstreamCallbacks:
-    """The ``ClientSession`` callbacks of one upstream: each request relayed, each failure contained."""
-
-    def __init__(self, alias: str, board: RelayBoard, *, sampling: bool, out_of_call_log: OutOfCallLog) -> None:
-        self.alias = alias
-        self.board = board
-        self.sampling_allowed = sampling
-        self._out_of_call_log = out_of_call_log
-
-    async def sampling(self, context: Any, params: types.CreateMessageRequestParams) -> Any:
-        if not self.sampling_allowed:
-            return _refusal(f"sampling is turned off for server {self.alias!r} (sampling = false in its "
-                            "[mcp.servers] table), so the gateway did not pass the request on")
-        result: type[BaseModel] = types.CreateMessageResultWithTools if params.tools else types.CreateMessageResult
-        return await self._relay("sampling/createMessage", params, result)
-
-    async def elicitation(self, context: Any, params: types.ElicitRequestParams) -> Any:
-        answer = await self._relay("elicitation/create", params, types.ElicitResult)
-        if isinstance(answer, types.ElicitResult) and answer.action == "accept" and \
-                isinstance(params, types.ElicitRequestFormParams):
-            return answer.model_copy(update={"content": with_defaults(answer.content, params.requested_schema)})
-        return answer
-
-    async def roots(self, context: Any) -> Any:
-        return await self._relay("roots/list", None, types.ListRootsResult)
-
-    async def logging(self, params: types.LoggingMessageNotificationParams) -> None:
-        """A log message: to the call it belongs to, else (no call running) to the gateway's clients at large."""
-        try:
-            named = params.model_copy(update={"logger": _logger_name(self.alias, params.logger)})
-            try:
-                relay = self.board.owner()
-            except Unattributable:  # one of several clients' calls: told to none rather than to the wrong one
-                logger.debug("gateway: a log line of server %r could be any of several clients' calls; dropped",
-                             self.alias)
-                return
-            if relay is not None:
-                await relay.log(str(named.level), named.data, named.logger)
-            else:
-                await self._out_of_call_log(named)
-        except Exception as exc:  # a log message never ends anything
-            logger.debug("gateway: dropped a log message of server %r: %s", self.alias, exc)
-
-    async def _relay(self, method: str, params: BaseModel | None, result: type[BaseModel]) -> Any:
-        """Ask the client of the call this request belongs to; any failure is this request's error."""
-        what = QUESTIONS[method]
-        try:
-            relay = self.board.owner()
-            if relay is None:
-                raise RelayRefused(f"{what} requests are passed to the client of a call, and no call to server "
-                                   f"{self.alias!r} is running now")
-            missing = lacking(relay.link, method, params)
-            if missing:
-                raise RelayRefused(f"the client that called {relay.label} does not support {missing}, so the "
-                                   "request cannot be passed on")
-            wire = params.model_dump(by_alias=True, mode="json", exclude_none=True) if params is not None else {}
-            answer = await relay.ask(method, wire)
-            return result.model_validate(answer, by_name=False)
-        except Unattributable:
-            return _refusal(f"calls of several clients are running on server {self.alias!r} and its transport "
-                            f"does not say which one this {what} request belongs to, so it was not passed on")
-        except RelayRefused as refused:
-            return _refusal(str(refused))
-        except MCPError as exc:  # the client's own refusal, passed on as it is
-            return exc.error
-        except ValidationError as exc:
-            logger.warning("gateway: the client answered %s of server %r with an invalid result: %s",
-                           method, self.alias, exc)
-            return types.ErrorData(code=types.INTERNAL_ERROR,
-                                   message=f"codeward gateway: the client's answer to {method} is not a valid "
-                                   f"{result.__name__}")
-        except anyio.get_cancelled_exc_class():
-            raise
-        except (KeyboardInterrupt, SystemExit):
-            raise
-        except BaseException as exc:  # an upstream's request must never end the gateway
-            logger.warning("gateway: passing %s of server %r to the client failed: %s: %s", method, self.alias,
-                           type(exc).__name__, exc)
-            return types.ErrorData(code=types.INTERNAL_ERROR,
-                                   message=f"codeward gateway: passing {method} to the client failed "
-                                   f"({type(exc).__name__}: {exc})")
-
-
-def lacking(link: ClientLink | None, method: str, params: BaseModel | None) -> str | None:
-    """The capability the client lacks for this question ("" or None when it has it)."""
-    if link is None:
-        return QUESTIONS[method]
-    declared = link.capabilities.get(QUESTIONS[method])
-    if not isinstance(declared, Mapping):
-        return QUESTIONS[method]
-    if method == "elicitation/create":
-        mode = getattr(params, "mode", None) or "form"
-        if mode == "url" and "url" not in declared:
-            return "URL elicitation"
-        if mode == "form" and declared and "form" not in declared:  # {} means form (protocol 2025-06-18)
-            return "form elicitation"
-    if method == "sampling/createMessage" and getattr(params, "tools", None) and "tools" not in declared:
-        return "sampling with tools"
-    return None
-
-
-def with_defaults(content: Mapping[str, Any] | None, schema: Mapping[str, Any]) -> dict[str, Any]:
-    """Elicited form content with the schema's ``default`` filled in for omitted fields (SEP-1034)."""
-    filled = dict(content or {})
-    properties = schema.get("properties", {})
-    if isinstance(properties, Mapping):
-        for name, spec in properties.items():
-            if name not in filled and isinstance(spec, Mapping) and "default" in spec:
-                filled[name] = spec["default"]
-    return filled
-
-
-def _refusal(message: str) -> types.ErrorData:
-    return types.ErrorData(code=types.INVALID_REQUEST, message=f"codeward gateway: {message}")
-
-
-def _logger_name(alias: str, name: str | None) -> str:
-    """An upstream's logger, namespaced like its tools: ``alias__logger`` (``alias`` when it names none)."""
-    return f"{alias}__{name}" if name else alias
 
 
 class ContextLink:

@@ -39,6 +39,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 from pydantic import TypeAdapter, ValidationError
 
 from codeward import __version__
+from codeward.gateway.callbacks import OutOfCallLog, UpstreamCallbacks
 from codeward.gateway.config import ServerConfig
 from codeward.gateway.errors import (
     UpstreamDisconnected,
@@ -49,7 +50,7 @@ from codeward.gateway.errors import (
     UpstreamTimeout,
     UpstreamUnreachable,
 )
-from codeward.gateway.relay import OutOfCallLog, Relay, RelayBoard, UpstreamCallbacks
+from codeward.gateway.relay import Relay, RelayBoard
 from codeward.gateway.transports import HttpFailures, open_transport
 
 logger = logging.getLogger("codeward.gateway")
