@@ -245,3 +245,20 @@ async def test_a_url_elicitation_finishing_reaches_handshake_sessions(gateway_ht
             await session.list_tools()  # a session the gateway knows of
             await session.call_tool("remote__finish_url", {"id": "login-7"})
             await wait_for(lambda: finished == ["login-7"])
+
+
+async def test_a_round_that_continues_nothing_is_told_so(gateway_http: str) -> None:
+    """A 2026-07-28 round whose state names a request that is not waiting (it ended, or another replica
+    holds it, or the handle is made up): a clear error, and the call does not run."""
+    from codeward.request_link import RoundState
+    from tests.fidelity_support import RAW
+
+    state = RoundState({"codeward.relay.1": {"action": "accept", "content": {"colour": "red"}}},
+                       resume="made-up-handle").encode()
+    request = types.CallToolRequest(params=types.CallToolRequestParams(
+        name="remote__ask", arguments={"kind": "form"}, request_state=state))
+    with anyio.fail_after(60):
+        async with client(gateway_http, MODERN) as session:
+            answer = await session.session.send_request(request, RAW)  # type: ignore[type-var]
+    text = answer["content"][0]["text"]
+    assert answer["isError"] and "no longer waiting here" in text and "Call the tool again" in text, text
