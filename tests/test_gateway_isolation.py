@@ -11,7 +11,8 @@ used to end the gateway process), the upstreams alternating between stdio and HT
 
 Also here, each a short session on the gateway served over HTTP: subscriptions (a resource update
 reaches the subscribed client under the URI the gateway serves it by, in both eras), an
-upstream's log line sent outside any call, and the end of a URL elicitation announced.
+upstream's log line sent outside any call, the end of a URL elicitation announced, and a 2026-07-28
+round whose state continues nothing.
 """
 
 from __future__ import annotations
