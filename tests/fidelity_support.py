@@ -1,8 +1,12 @@
 """The world of the gateway fidelity tests: six upstreams, the same conversation held with each
 directly and through ``codeward gateway``, and the documented differences that may separate them.
 
-The upstreams are server-everything (npm) and the probe server (``tests/gateway_probe.py``), each
-over stdio, streamable HTTP and SSE: aliases ``every-stdio``... ``probe-sse``. A *conversation*
+The upstreams are server-everything (npm, 2026.8.31) and the probe server (``tests/gateway_probe.py``),
+each over stdio, streamable HTTP and SSE: aliases ``every-stdio``... ``probe-sse``. server-everything
+lists 13 tools to a client that declares nothing, and 4 more by the client's capabilities —
+``get-roots-list`` (roots), ``trigger-elicitation-request`` (elicitation), ``trigger-url-elicitation``
+(URL elicitation), ``trigger-sampling-request`` (sampling) — so the 17 seen through the gateway say
+that it declared them all. A *conversation*
 (:func:`converse`) is the list of features one client asks of one upstream — its tool listing,
 calls returning every kind of result, progress, log lines, the questions the upstream asks back,
 resources, templates, prompts, completions — each answer kept as the JSON the server sent.
