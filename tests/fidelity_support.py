@@ -142,7 +142,7 @@ async def answer_elicitation(context: Any, params: types.ElicitRequestParams) ->
 
 
 async def answer_roots(context: Any) -> Any:
-    return types.ListRootsResult(roots=[types.Root(uri="file:///work/project", name="project")])
+    return types.ListRootsResult(roots=[types.Root(uri="file:///home/user/project", name="project")])
 
 
 def client(target: Any, mode: str, heard: Heard | None = None, **callbacks: Any) -> Client:

@@ -129,7 +129,7 @@ def test_the_direct_conversations_hold_what_is_compared(direct: dict[str, dict[s
         assert every["progress 0"] == [1.0, 2.0, 3.0, 4.0]
         assert [level for level, _, _ in probe["logs"]] == ["debug", "info", "warning", "error"]
         assert "sampled: Hi?" in probe["ask ask {'kind': 'sample'}"]["content"][0]["text"]
-        assert "file:///work/project" in every["ask get-roots-list {}"]["content"][0]["text"]
+        assert "file:///home/user/project" in every["ask get-roots-list {}"]["content"][0]["text"]
         assert probe["refusal rpc_error"] == {"code": -32001, "message": "the probe refuses", "data": {"why": "probe"}}
         assert every["refusal trigger-url-elicitation"]["code"] == -32042
 
