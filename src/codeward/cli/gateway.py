@@ -156,8 +156,10 @@ async def _serve(config: Config, gateway: GatewayConfig, transport: str, host: s
                                   transport != "http" and stack.native_tools)
             if transport == "http":
                 assert runtime is not None
-                print(f"codeward gateway: serving at http://{host}:{port}/mcp (http: {runtime.summary})",
-                      file=sys.stderr, flush=True)
+                from codeward.client_setup.banner import http_stack_line
+
+                print(f"codeward gateway: serving at http://{host}:{port}/mcp ("
+                      f"{http_stack_line(runtime.summary, runtime.missing)})", file=sys.stderr, flush=True)
                 await server.run_http(host=host, port=port, token=token, state=state,
                                       users=audit.users if audit is not None else None,
                                       audit=audit.log if audit is not None else None, http_stack=runtime)
@@ -176,9 +178,7 @@ def _print_connect(args: argparse.Namespace, auth: HttpAuth) -> None:
     if args.http:
         url = f"http://{args.host}:{args.port}/mcp"
         lines = http_lines("codeward-gateway", url, launch, token_env=args.token_env, token_file=auth.token_file,
-                           token=auth.token is not None,
-                           install_args=[*(["--port", str(args.port)] if args.port != 8765 else []),
-                                         *(["--token-env", args.token_env] if args.token_env else [])])
+                           token=auth.token, install_args=[], project=Path.cwd())
         print(f"codeward gateway: connect: {lines[0]}", file=sys.stderr, flush=True)
         return
     if not sys.stdin.isatty():
@@ -187,7 +187,7 @@ def _print_connect(args: argparse.Namespace, auth: HttpAuth) -> None:
     words = ["gateway", *(["--config", str(Path(config).expanduser().absolute())] if config else []),
              *(word for root in args.root or () for word in ("--root", str(Path(root).expanduser().absolute()))),
              *(word for url in args.url for word in ("--url", url))]
-    lines = stdio_lines("codeward-gateway", launch, words)
+    lines = stdio_lines("codeward-gateway", launch, words, Path.cwd())
     print("codeward gateway: an MCP server over stdio; a client starts it. To connect one:\n"
           f"  {lines[0]}", file=sys.stderr, flush=True)
 

@@ -84,12 +84,14 @@ def run(args: argparse.Namespace) -> int:
         runtime = configured_http_stack(config.server)
         exit_on_sigterm()
         with http_auth(host=args.host, port=args.port, token_env=args.token_env, no_auth=args.no_auth) as auth:
+            from codeward.client_setup.banner import http_stack_line
+
             connect = http_lines("codeward", url, _launch(), token_env=args.token_env, token_file=auth.token_file,
-                                 token=auth.token is not None, install_args=_install_args(args))
+                                 token=auth.token, install_args=_install_args(args), project=stack.workspace.primary)
             print(f"codeward {__version__}: serving {count} tools over streamable HTTP at {url}\n"
                   f"  roots: {roots} (fixed: client roots are not used over HTTP)\n"
                   f"  {auth.notice}\n"
-                  f"  http: {runtime.summary}\n"
+                  f"  {http_stack_line(runtime.summary, runtime.missing)}\n"
                   f"  connect: {connect[0]}\n"
                   f"  {connect[1]}", file=sys.stderr, flush=True)
 
@@ -105,7 +107,8 @@ def run(args: argparse.Namespace) -> int:
         from codeward.client_setup.banner import stdio_lines
 
         config_args = _config_args(args)
-        connect = stdio_lines("codeward", _launch(), [*config_args, "serve", str(stack.workspace.primary)])
+        connect = stdio_lines("codeward", _launch(), [*config_args, "serve", str(stack.workspace.primary)],
+                              stack.workspace.primary)
         print(f"codeward {__version__}: serving {count} tools over MCP stdio; roots: {roots}\n"
               "This is an MCP server: a client starts it and talks JSON-RPC on stdin/stdout. To connect one:\n"
               f"  {connect[0]}\n"
