@@ -116,7 +116,11 @@ class BwrapSandbox:
                 args += ["--ro-bind", str(network.hosts_file), "/etc/hosts"]
         args += ["--proc", "/proc", "--dev", "/dev"]
         scratch = str(request.scratch_mb * 1024 * 1024)
-        args += ["--size", scratch, "--tmpfs", "/tmp"]
+        shared = request.overlays.scratch if request.overlays is not None else None
+        if shared is not None:  # on the run's disk, with its overlay layers: one cap for all it writes
+            args += ["--bind", str(shared), "/tmp"]
+        else:
+            args += ["--size", scratch, "--tmpfs", "/tmp"]
         if request.workdir is None:
             args += ["--size", scratch, "--tmpfs", PRIVATE_WORKDIR]
         binds = [Bind.of(b) for b in request.ro_binds]
@@ -130,9 +134,10 @@ class BwrapSandbox:
                 args += ["--bind", str(layer.merged), str(layer.lower)]
             for original, copy in request.overlays.copies:
                 args += ["--bind", str(copy), str(original)]
-        if request.overlays is not None or network is not None:
-            layers = request.overlays.layers if request.overlays is not None else []
-            launch.enter_namespaces = namespace_entry(layers, new_network=network is not None)
+        if request.overlays is not None:
+            launch.enter_namespaces = request.overlays.mounter(new_network=network is not None)
+        elif network is not None:
+            launch.enter_namespaces = namespace_entry([], new_network=True)
         for bind in (Bind.of(b) for b in request.protected):
             args += ["--ro-bind", bind.source, bind.target]
         args += hide_args([Bind.of(b) for b in request.hidden])
@@ -163,6 +168,8 @@ class BwrapSandbox:
         """Prepare and start ``request`` without waiting (for the warm pool and sessions)."""
         launch = self.prepare(request)
         proc = spawn_or_release(launch)
+        if request.overlays is not None:
+            request.overlays.receive()  # the run's disk, which the child mounted before exec
         if launch.network is not None:
             try:
                 launch.network.attach(proc.pid)
@@ -281,13 +288,23 @@ def _world_reachable(path: str) -> bool:
     return True
 
 
-def probe_bwrap(cgroups: CgroupLayout | None, seccomp: dict[bool, bytes] | None) -> BwrapSandbox:
-    """A working bwrap backend, or :class:`SandboxUnavailable` saying why there is none."""
+def find_bwrap() -> str | None:
+    """The ``bwrap`` executable: on ``PATH``, else Debian's ``/usr/bin/bwrap`` (a server started with a
+    bare ``PATH`` still finds it); ``None`` when neither is an executable file."""
     import shutil
 
-    binary = shutil.which("bwrap") or next((p for p in ("/usr/bin/bwrap",) if os.path.exists(p)), None)
+    found = shutil.which("bwrap")
+    if found:
+        return found
+    fallback = "/usr/bin/bwrap"
+    return fallback if os.path.isfile(fallback) and os.access(fallback, os.X_OK) else None
+
+
+def probe_bwrap(cgroups: CgroupLayout | None, seccomp: dict[bool, bytes] | None) -> BwrapSandbox:
+    """A working bwrap backend, or :class:`SandboxUnavailable` saying why there is none."""
+    binary = find_bwrap()
     if binary is None:
-        raise SandboxUnavailable("bubblewrap is not installed (install the `bubblewrap` package)")
+        raise SandboxUnavailable("bubblewrap is not installed (no `bwrap` on PATH or at /usr/bin/bwrap)")
     try:
         version = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=5).stdout
     except (OSError, subprocess.SubprocessError) as exc:

@@ -65,10 +65,13 @@ class ProcessSandbox:
             launch.env = env
             launch.cwd = rewrite(request.workdir) if request.workdir else work
             launch.pass_fds = tuple(request.inherit_fds)
-            if self.drop_to is not None and not rw:
-                for directory in (private, work, tmp):
-                    os.chown(directory, *self.drop_to)
+            if request.run_as is not None and os.geteuid() == 0:
+                launch.run_as = request.run_as  # the project's owner, not root
+            elif self.drop_to is not None and not rw:
                 launch.run_as = self.drop_to
+            if launch.run_as is not None:
+                for directory in (private, work, tmp):
+                    os.chown(directory, *launch.run_as)
             limit_launch(launch, request, self.cgroups)
         except BaseException:
             launch.release()
