@@ -56,8 +56,7 @@ if TYPE_CHECKING:
     from codeward.context import Services, ToolContext
     from codeward.shell.confine import Confinement
 
-NOT_ISOLATED = ("NOT isolated: [sandbox] backend = \"process\" ran it as a plain host process — host files and "
-                "the network were visible, the workspace's secrets were not hidden")
+NOT_ISOLATED = "the workspace's secrets were not hidden from it (the process backend cannot hide files)"
 NOT_CHECKED = "its writes went straight to the project, without codeward's write checks"
 DISK_UNENFORCED = "disk {mb} MiB for what the run writes: {why}"
 PROGRESS_EVERY_S = 1

@@ -30,6 +30,8 @@ from codeward.coding.sandbox.runner import (
     spawn_or_release,
 )
 
+NOT_ISOLATED_NOTE = ("NOT isolated: the operator chose the process backend ([sandbox] backend = \"process\"), so this "
+                     "ran as a plain host process — host files and the network were visible")
 HOST_NETWORK_WARNING = ("WARNING: this run had the host's own network: services on the host's 127.0.0.1, "
                         "private ranges and the host's neighbours WERE reachable")
 
@@ -93,7 +95,7 @@ class ProcessSandbox:
         finally:
             launch.release()
         result = to_result(collected, events, request, self.name, False, limits=launch.limits)
-        result.notes.append("not isolated: the process backend cannot hide host files or the network")
+        result.notes.append(NOT_ISOLATED_NOTE)
         if request.network:
             result.notes.append(HOST_NETWORK_WARNING)
         return result
