@@ -187,18 +187,28 @@ def _hostile_project(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 @pytest.mark.parametrize("privileges", ["root", "no-capabilities"])
 def test_a_hostile_configuration_runs_nothing_and_writes_nothing(tmp_path: Path, privileges: str) -> None:
-    """mypy plugins and python_executable would run code; ruff's fix and cache-dir would write."""
+    """mypy plugins and python_executable would run code; ruff's fix and cache-dir would write.
+
+    A root without capabilities cannot make the namespaces of the sandbox (mapping uid 0 needs
+    CAP_SETFCAP): the review refuses, until the operator chooses plain processes — which the
+    project configuration's own defences still hold for."""
     root, outside, marker = _hostile_project(tmp_path)
-    before = snapshot(root)
     prefix: list[str] = []
+    command = [sys.executable, "-m", "codeward", "review", ".", "--format", "json", "-q",
+               "--gates", "max_errors=off", "max_warnings=off"]
     if privileges == "no-capabilities":
         if shutil.which("setpriv") is None:
             pytest.skip("setpriv (util-linux) is not installed")
         prefix = ["setpriv", "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--"]
-    done = subprocess.run([*prefix, sys.executable, "-m", "codeward", "review", ".", "--format", "json", "-q",
-                           "--gates", "max_errors=off", "max_warnings=off"],
-                          cwd=root, capture_output=True, text=True, timeout=300)
+        refused = subprocess.run([*prefix, *command], cwd=root, capture_output=True, text=True, timeout=300)
+        assert refused.returncode == 2 and "review analyzers cannot run: no isolating sandbox" in refused.stderr
+        assert "apt-get install bubblewrap" in refused.stderr and not marker.exists()
+        (root / "codeward.toml").write_text('[sandbox]\nbackend = "process"\n')
+    before = snapshot(root)
+    done = subprocess.run([*prefix, *command], cwd=root, capture_output=True, text=True, timeout=300)
     assert done.returncode in (0, 1), done.stderr
+    if privileges == "no-capabilities":
+        assert "NOT isolated" in done.stderr
     assert not marker.exists()
     assert list(outside.iterdir()) == []
     assert snapshot(root) == before  # `fix = true` fixed nothing, no cache or report landed in the project

@@ -39,6 +39,7 @@ from codeward.coding.sandbox.overlay import namespace_entry
 from codeward.coding.sandbox.runner import (
     Launch,
     RunObserver,
+    can_switch_user,
     collect_observed,
     kill_tree,
     limit_launch,
@@ -74,7 +75,9 @@ class BwrapSandbox:
         self.version = version
         self.cgroups = cgroups
         self.seccomp = seccomp
-        self.drop_to = drop_to if os.geteuid() == 0 else None
+        self.switches_user = can_switch_user()
+        """Root with the capabilities to become another user (a root without them stays root)."""
+        self.drop_to = drop_to if self.switches_user else None
 
     def describe(self) -> str:
         parts = [f"bwrap {self.version}: user/pid/net/ipc/uts/mount namespaces, no capabilities"]
@@ -155,7 +158,7 @@ class BwrapSandbox:
         if (self.drop_to is not None and not rw and request.overlays is None
                 and all(_world_reachable(b.source) for b in binds)):
             launch.run_as = self.drop_to
-        if request.run_as is not None and os.geteuid() == 0:
+        if request.run_as is not None and self.switches_user:
             launch.run_as = request.run_as
         plan = limit_launch(launch, request, self.cgroups, own_user_namespace=True)
         args += ["--", *plan.wrap(list(request.argv))]

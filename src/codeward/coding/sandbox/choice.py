@@ -155,7 +155,7 @@ class BackendChoice:
             found = self.probe(name)
             if not isinstance(found, str):
                 return found
-            reasons.append(f"{name}: {found}")
+            reasons.append(found)  # the probe names the backend
         docker = DOCKER_ALTERNATIVE if "docker" in usable and wanted == AUTO else ""
         raise SandboxRefused(f"{executor} cannot run: no isolating sandbox works here ({'; '.join(reasons)})",
                              INSTALL_HINT.format(docker=docker))

@@ -24,6 +24,7 @@ from codeward.coding.sandbox.outcome import to_result
 from codeward.coding.sandbox.runner import (
     Launch,
     RunObserver,
+    can_switch_user,
     collect_observed,
     limit_launch,
     minimal_env,
@@ -44,7 +45,9 @@ class ProcessSandbox:
 
     def __init__(self, cgroups: CgroupLayout | None, drop_to: tuple[int, int] | None = NOBODY) -> None:
         self.cgroups = cgroups
-        self.drop_to = drop_to if os.geteuid() == 0 else None
+        self.switches_user = can_switch_user()
+        """Root with the capabilities to become another user (a root without them stays root)."""
+        self.drop_to = drop_to if self.switches_user else None
 
     def describe(self) -> str:
         limits = self.cgroups.describe() if self.cgroups else "rlimits only"
@@ -67,7 +70,7 @@ class ProcessSandbox:
             launch.env = env
             launch.cwd = rewrite(request.workdir) if request.workdir else work
             launch.pass_fds = tuple(request.inherit_fds)
-            if request.run_as is not None and os.geteuid() == 0:
+            if request.run_as is not None and self.switches_user:
                 launch.run_as = request.run_as  # the project's owner, not root
             elif self.drop_to is not None and not rw:
                 launch.run_as = self.drop_to
