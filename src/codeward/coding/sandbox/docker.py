@@ -60,8 +60,8 @@ def engine_client(timeout_s: float = PING_TIMEOUT_S) -> Any:
     except Exception as exc:  # DockerException, requests errors, socket errors: all mean "no engine"
         raise SandboxUnavailable(
             f"no Docker engine is reachable ({type(exc).__name__}: {exc}). Start the Docker daemon or set "
-            "DOCKER_HOST to a running engine; code can still run in the bwrap or process sandbox "
-            "with coding_execute_code.") from exc
+            "DOCKER_HOST to a running engine; coding_execute_code runs code without Docker where "
+            "bubblewrap works.") from exc
     return client
 
 
