@@ -13,7 +13,7 @@ from codeward.coding.languages import detect_toolchains
 from codeward.coding.runtime import CodingRuntime
 from codeward.config import CodingSettings
 from tests.conftest import snapshot
-from tests.sandbox_support import bwrap_works, caller, context, runtime_fixture
+from tests.sandbox_support import caller, context, runtime_fixture
 
 pytestmark = pytest.mark.xdist_group("coding-tools")
 
