@@ -146,4 +146,5 @@ def runtime_of(services: Services) -> CodingRuntime:
     """The server's runtime, created on first use, with the server's one backend choice."""
     from codeward.contained import backends_of
 
-    return services.runtimes.get(CodingRuntime, lambda: CodingRuntime(settings_of(services), backends_of(services)))
+    backends = backends_of(services)  # first: Runtimes.get holds its lock while it makes a helper
+    return services.runtimes.get(CodingRuntime, lambda: CodingRuntime(settings_of(services), backends))

@@ -127,7 +127,7 @@ def run_sandboxed(name: str, files: Sequence[ClosureFile], params: dict[str, Any
     try:
         tool_path = _stage(staging, files)
         # In the box the tool and its packages are at fixed paths; a plain process (the operator's
-        # [sandbox] backend = "process") finds them where they are.
+        # [sandbox] backend = "process") is told where they are (its argv is rewritten from the binds).
         tool_root = TOOL_MOUNT if box.isolated else str(staging)
         site_root = (SITE_MOUNT if box.isolated else str(env.site)) if env is not None else None
         request = {"params": params, "path": f"{tool_root}/tools/{tool_path}",
@@ -138,7 +138,7 @@ def run_sandboxed(name: str, files: Sequence[ClosureFile], params: dict[str, Any
         if env is not None:
             binds.append(Bind(str(env.site), SITE_MOUNT))
         program = Program(
-            argv=[python.path, "-I", "-S", "-B", f"{tool_root}/runner.py"], env=tool_environment(name, declared, ctx),
+            argv=[python.path, "-I", "-S", "-B", f"{TOOL_MOUNT}/runner.py"], env=tool_environment(name, declared, ctx),
             stdin=json.dumps(request).encode(), timeout_s=timeout, memory_mb=settings.memory_mb,
             max_processes=settings.max_processes, network=bool(hosts), network_hosts=hosts or None,
             ro_binds=binds, max_output_bytes=MAX_RESULT_BYTES, file_size_mb=TOOL_FILE_SIZE_MB,

@@ -131,7 +131,7 @@ def run_tests(
         if report.status != "timeout":
             report.status = "passed" if run.result.exit_code == 0 else \
                 "no tests" if (not command and run.result.exit_code == 5) else "failed" if command else "error"
-    return Result(data=report, notes=run.notes)
+    return Result(data=report, notes=list(dict.fromkeys([*run.notes, *run.result.notes])))
 
 
 def _pytest_arguments(ctx: ToolContext, targets: list[str], keyword: str) -> Result[list[str]]:

@@ -133,7 +133,7 @@ def analyze_file(ctx: ToolContext, file_path: str, analysis_types: Sequence[Anal
                            + "; ".join(run.message for run in review_result.runs),
                            f"Install the analyzer named above, or ask for what {source.language} has here: "
                            f"{', '.join(available)}.")
-    return Result.success(file_analysis(review_result, source))
+    return Result(data=file_analysis(review_result, source), notes=review_result.notes)
 
 
 def _project_files(ctx: ToolContext, path: str, include: Sequence[str] | None,

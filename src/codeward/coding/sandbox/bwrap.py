@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import stat
 import subprocess
 from pathlib import Path
 
@@ -45,6 +44,7 @@ from codeward.coding.sandbox.runner import (
     limit_launch,
     minimal_env,
     spawn_or_release,
+    world_reachable,
 )
 from codeward.coding.sandbox.seccomp import filter_fd
 
@@ -156,7 +156,7 @@ class BwrapSandbox:
             fds.append(program)
             args += ["--seccomp", str(program)]
         if (self.drop_to is not None and not rw and request.overlays is None
-                and all(_world_reachable(b.source) for b in binds)):
+                and all(world_reachable(b.source) for b in binds)):
             launch.run_as = self.drop_to
         if request.run_as is not None and self.switches_user:
             launch.run_as = request.run_as
@@ -275,20 +275,6 @@ def hide_args(hidden: list[Bind]) -> list[str]:
         else:
             args += ["--ro-bind", "/dev/null", bind.target]
     return args
-
-
-def _world_reachable(path: str) -> bool:
-    """Whether an unprivileged uid could open ``path``: every ancestor searchable by others."""
-    current = Path(path)
-    try:
-        if not current.stat().st_mode & stat.S_IROTH:
-            return False
-        for parent in current.parents:
-            if not parent.stat().st_mode & stat.S_IXOTH:
-                return False
-    except OSError:
-        return False
-    return True
 
 
 def find_bwrap() -> str | None:

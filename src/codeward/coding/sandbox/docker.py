@@ -11,6 +11,7 @@ the local build (``deploy/build-sandbox-image``) for engines that cannot reach a
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ DEFAULT_IMAGE = "debian:12-slim"
 BRIDGE_WARNING = ("WARNING: the container had the engine's bridge network: the host (through the bridge's "
                   "gateway) and private ranges WERE reachable")
 PING_TIMEOUT_S = 3
+DEFAULT_SOCKET = "unix:///var/run/docker.sock"
 LOCAL_IMAGE = "codeward-sandbox:bookworm"
 """What ``deploy/build-sandbox-image`` builds from Debian packages, for engines with no registry."""
 SANDBOX_UID = 1000
@@ -49,6 +51,11 @@ class ContainerResult:
 
 def engine_client(timeout_s: float = PING_TIMEOUT_S) -> Any:
     """A connected ``docker.DockerClient``; raises :class:`SandboxUnavailable` saying why not."""
+    socket_path = _local_socket(os.environ.get("DOCKER_HOST", DEFAULT_SOCKET))
+    if socket_path is not None and not os.path.exists(socket_path):  # no engine: no need to load the client
+        raise SandboxUnavailable(f"no Docker engine is reachable (no socket at {socket_path}). Start the Docker "
+                                 "daemon or set DOCKER_HOST to a running engine; coding_execute_code runs code "
+                                 "without Docker where bubblewrap works.")
     try:
         import docker  # type: ignore[import-untyped]
         import docker.errors  # type: ignore[import-untyped]
@@ -63,6 +70,11 @@ def engine_client(timeout_s: float = PING_TIMEOUT_S) -> Any:
             "DOCKER_HOST to a running engine; coding_execute_code runs code without Docker where "
             "bubblewrap works.") from exc
     return client
+
+
+def _local_socket(host: str) -> str | None:
+    """The path of a ``unix://`` engine address (``None`` for a TCP or SSH one)."""
+    return host.removeprefix("unix://") if host.startswith("unix://") else None
 
 
 class DockerSandbox:

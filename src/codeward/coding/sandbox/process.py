@@ -29,6 +29,7 @@ from codeward.coding.sandbox.runner import (
     limit_launch,
     minimal_env,
     spawn_or_release,
+    world_reachable,
 )
 
 NOT_ISOLATED_NOTE = ("NOT isolated: the operator chose the process backend ([sandbox] backend = \"process\"), so this "
@@ -72,8 +73,9 @@ class ProcessSandbox:
             launch.pass_fds = tuple(request.inherit_fds)
             if request.run_as is not None and self.switches_user:
                 launch.run_as = request.run_as  # the project's owner, not root
-            elif self.drop_to is not None and not rw:
-                launch.run_as = self.drop_to
+            elif self.drop_to is not None and not rw and all(
+                    world_reachable(b.source) for b in (*(Bind.of(x) for x in request.ro_binds), *rw)):
+                launch.run_as = self.drop_to  # it needs nothing only root may read: run it as nobody
             if launch.run_as is not None:
                 for directory in (private, work, tmp):
                     os.chown(directory, *launch.run_as)

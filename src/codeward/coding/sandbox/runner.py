@@ -13,11 +13,13 @@ import os
 import resource
 import selectors
 import signal
+import stat
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from codeward.coding.sandbox.cgroups import CgroupEvents, CgroupLayout, RunCgroup
@@ -192,6 +194,20 @@ def can_switch_user() -> bool:
     except (IndexError, ValueError):
         return True
     return bool(effective & (1 << CAP_SETUID)) and bool(effective & (1 << CAP_SETGID))
+
+
+def world_reachable(path: str) -> bool:
+    """Whether an unprivileged uid could open ``path``: every ancestor searchable by others."""
+    current = Path(path)
+    try:
+        if not current.stat().st_mode & stat.S_IROTH:
+            return False
+        for parent in current.parents:
+            if not parent.stat().st_mode & stat.S_IXOTH:
+                return False
+    except OSError:
+        return False
+    return True
 
 
 def spawn(launch: Launch) -> subprocess.Popen[bytes]:
