@@ -86,8 +86,8 @@ async def test_agent_written_analyzer_configuration_reads_nothing_outside(host: 
                  for name in [*TARGETS, "dot", "pyproj", "good"]}
         shell = await session.call("coding_analyze_file", {"file_path": "sh/run.sh"})
         cfile = await session.call("coding_analyze_file", {"file_path": "c/main.c"})
-        project = await session.call("coding_analyze_project", {"path": ".", "analysis_types": ["lint", "dead_code"]})
-    review = host.codeward("review", ".", "--format", "json", "--gates", "max_errors=off", "max_warnings=off")
+        project = await session.call("coding_analyze_project", {"path": ".", "analysis_types": ["lint"]})
+    review = host.codeward("review", "pyproj", "--format", "json", "--gates", "max_errors=off", "max_warnings=off")
     assert review.returncode in (0, 1) and "Traceback" not in review.stderr, review.stderr
     outputs = "\n".join(host.outputs)
     for leaked in filter(None, (first_line("/etc/passwd"), first_line("/etc/shadow"))):
