@@ -36,7 +36,7 @@ from codeward.coding.review.analyzers import language_of  # noqa: E402
 from codeward.coding.review.engine import Review, review  # noqa: E402
 from codeward.coding.review.models import ANALYSIS_TYPES  # noqa: E402
 from codeward.coding.review.project_config import discover  # noqa: E402
-from codeward.coding.review.runner import BoxLauncher, Completed, Launcher  # noqa: E402
+from codeward.coding.review.runner import Completed, Launcher, analyzer_launcher  # noqa: E402
 from codeward.coding.review.selection import select_files  # noqa: E402
 from codeward.coding.sandbox.choice import Executor  # noqa: E402
 from codeward.config.review import ReviewSettings  # noqa: E402
@@ -56,7 +56,8 @@ class HostLauncher:
 
     seconds: dict[str, list[float]] = field(default_factory=dict)
 
-    def run(self, argv: Sequence[str], *, cwd: Path, timeout: float, cancelled: threading.Event) -> Result[Completed]:
+    def run(self, argv: Sequence[str], *, cwd: Path, timeout: float,
+            cancelled: threading.Event | None = None) -> Result[Completed]:
         env = {key: value for key, value in os.environ.items() if key not in DROPPED_ENV}
         env.update(PYTHONDONTWRITEBYTECODE="1", NO_COLOR="1")
         started = time.perf_counter()
@@ -79,7 +80,8 @@ class TimedLauncher:
     inner: Launcher
     seconds: dict[str, list[float]] = field(default_factory=dict)
 
-    def run(self, argv: Sequence[str], *, cwd: Path, timeout: float, cancelled: threading.Event) -> Result[Completed]:
+    def run(self, argv: Sequence[str], *, cwd: Path, timeout: float,
+            cancelled: threading.Event | None = None) -> Result[Completed]:
         started = time.perf_counter()
         done = self.inner.run(argv, cwd=cwd, timeout=timeout, cancelled=cancelled)
         self.seconds.setdefault(_tool(argv), []).append(time.perf_counter() - started)
@@ -112,12 +114,13 @@ def main() -> int:
         return 2
     opened = box.data
     settings = discover([f.path for f in files], ctx.workspace)
-    host, boxed = HostLauncher(), TimedLauncher(BoxLauncher(opened, Path(tempfile.gettempdir()), config.memory_mb))
+    host, boxed = HostLauncher(), TimedLauncher(analyzer_launcher(opened, project, config.memory_mb))
 
     def reviewed(launcher: Launcher) -> Callable[[], Review]:
         def run() -> Review:
             return review(files, list(ANALYSIS_TYPES), "info", config=config, cancelled=threading.Event(),
-                          launcher=lambda private: _rebound(launcher, private), project=settings)
+                          launcher=lambda private: _rebound(launcher, private, opened, config.memory_mb),
+                          project=settings)
         return run
 
     host_times, box_times = [], []
@@ -144,11 +147,10 @@ def main() -> int:
     return 0 if same and not failed else 1
 
 
-def _rebound(launcher: Launcher, private: Path) -> Launcher:
+def _rebound(launcher: Launcher, private: Path, box: ProjectSandbox, memory_mb: int) -> Launcher:
     """The launcher for this review's private directory (the sandbox one shows it read-only)."""
-    if isinstance(launcher, TimedLauncher) and isinstance(launcher.inner, BoxLauncher):
-        inner = launcher.inner
-        launcher.inner = BoxLauncher(inner.box, private, inner.memory_mb)
+    if isinstance(launcher, TimedLauncher):
+        launcher.inner = analyzer_launcher(box, private, memory_mb)
     return launcher
 
 

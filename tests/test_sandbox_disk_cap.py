@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from codeward.catalog import Catalog, ToolOutcome
-from codeward.coding.review.runner import installation_of
+from codeward.coding.sandbox.installation import installation_of
 from codeward.coding.sandbox.overlay import overlays_work
 from codeward.config.sandbox import SandboxSettings
 from codeward.context import Services, ToolContext

@@ -39,10 +39,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from codeward.coding.sandbox import Sandbox, SandboxRequest, SandboxResult, Status
 from codeward.coding.sandbox.choice import BackendChoice, Executor, SandboxRefused
+from codeward.coding.sandbox.installation import installation_of
 from codeward.coding.sandbox.model import Limit
 from codeward.coding.sandbox.outcome import NO_SPACE_MARKERS
 from codeward.coding.sandbox.overlay import Overlays, overlay_failure
@@ -240,6 +241,75 @@ class ProjectSandbox:
         else:
             return
         result.unenforced_limits.append(DISK_UNENFORCED.format(mb=self.settings.disk_mb, why=why))
+
+
+STDERR_TAIL_CHARS = 600
+MAX_OUTPUT_BYTES = 256 * 1024 * 1024
+"""A report on a large project is long (mypy's JSON, ruff's): kept whole up to this."""
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    """A command that ran to its end: its status and what it printed."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def stderr_tail(self) -> str:
+        text = self.stderr.strip()
+        return text if len(text) <= STDERR_TAIL_CHARS else "..." + text[-STDERR_TAIL_CHARS:]
+
+
+class Launcher(Protocol):
+    """Runs one command to completion, bounded; an error result when it could not."""
+
+    def run(self, argv: Sequence[str], *, cwd: Path, timeout: float,
+            cancelled: threading.Event | None = None) -> Result[Completed]: ...
+
+
+@dataclass(frozen=True)
+class BoxLauncher:
+    """Runs one command at a time in a :class:`ProjectSandbox` and hands back its output as text
+    (the review's analyzers, the Beads CLI): the program's own installation is shown read-only
+    (:func:`~codeward.coding.sandbox.installation.installation_of`), with ``ro_binds``."""
+
+    box: ProjectSandbox
+    ro_binds: tuple[str, ...] = ()
+    memory_mb: int = 2048
+    max_processes: int = 256
+    env: Mapping[str, str] = field(default_factory=dict)
+    timeout_hint: str = ""
+
+    def run(self, argv: Sequence[str], *, cwd: Path, timeout: float,
+            cancelled: threading.Event | None = None) -> Result[Completed]:
+        name = Path(argv[0]).name
+        if cancelled is not None and cancelled.is_set():
+            return Result.fail(ErrorKind.TIMEOUT, f"{name} was cancelled", data=None)
+        shown = [*self.ro_binds, *installation_of(argv[0], self.box.ctx.workspace.roots)]
+        program = Program(argv=list(argv), timeout_s=timeout, memory_mb=self.memory_mb,
+                          max_processes=self.max_processes, env=self.env, workdir=str(cwd), ro_binds=shown,
+                          file_size_mb=64, open_files=1024, max_output_bytes=MAX_OUTPUT_BYTES, report_progress=False)
+        ran = self.box.run(program, cancelled)
+        if not ran.ok or ran.data is None:
+            refused = ran.errors[0]
+            return Result.fail(refused.kind, refused.message, refused.hint, data=None)
+        result = ran.data.result
+        if ran.data.cancelled:
+            return Result.fail(ErrorKind.TIMEOUT, f"{name} was cancelled", data=None)
+        if result.status is Status.TIMEOUT:
+            return Result.fail(ErrorKind.TIMEOUT, f"{name} took longer than {timeout:g} s and was stopped",
+                               self.timeout_hint, data=None)
+        if result.status is Status.SETUP_ERROR:
+            return Result.fail(ErrorKind.UNAVAILABLE, f"cannot start {name} in the sandbox: {result.error_message}",
+                               "Check that it is installed and executable; `codeward doctor` checks the sandbox.",
+                               data=None)
+        if result.stdout_truncated or result.limit_hit is not None:
+            problem = result.error_message or f"its output passed {MAX_OUTPUT_BYTES:,} bytes"
+            return Result.fail(ErrorKind.TOO_LARGE, f"{name} was stopped: {problem}",
+                               "Give it less to do at once (fewer files, a subdirectory).", data=None)
+        code = result.exit_code if result.exit_code is not None else -1
+        return Result.success(Completed(code, result.stdout, result.stderr))
 
 
 class RunWatch:

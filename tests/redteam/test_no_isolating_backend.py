@@ -17,11 +17,13 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
 
 from codeward.coding.sandbox.bwrap import find_bwrap
+from codeward.coding.sandbox.choice import Executor
 from tests.redteam.harness import SERVER_TIMEOUT_S, Host, Session
 from tests.redteam.test_registry_attacks import person_configures, person_signs, place, tool_text
 
@@ -60,7 +62,7 @@ def doctor(host: Host) -> subprocess.CompletedProcess[str]:
     return done
 
 
-CALLS = {
+CALLS: dict[str, dict[str, Any]] = {
     "run_shell": {"script": "echo ran > shell-ran.txt"},
     "coding_execute_code": {"language": "python", "code": "print('code ran')"},
     "run_tests": {"command": "echo ran > tests-ran.txt"},
@@ -87,9 +89,8 @@ async def test_without_bubblewrap_every_executor_refuses_until_the_operator_choo
     checked = doctor(host)
     assert checked.returncode == 1, checked.stdout + checked.stderr
     assert "[MISS] bubblewrap installed" in checked.stdout and INSTALL in checked.stdout
-    assert all(f"{executor}" in checked.stdout for executor in ("run_shell", "run_tests", "code execution",
-                                                               "review analyzers", "registry tools"))
-    assert checked.stdout.count("REFUSES") == 5
+    assert all(str(executor) in checked.stdout for executor in Executor)
+    assert checked.stdout.count("REFUSES") == len(Executor)
 
     person_configures(host, '\n[sandbox]\nbackend = "process"\n')
     async with serve_without_bwrap(host) as session:
@@ -102,6 +103,6 @@ async def test_without_bubblewrap_every_executor_refuses_until_the_operator_choo
     assert {p.name for p in host.project.glob("*-ran.txt")} == {"shell-ran.txt", "tests-ran.txt", "tool-ran.txt"}
     checked = doctor(host)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert checked.stdout.count("NOT isolated") >= 5 and "REFUSES" not in checked.stdout
+    assert checked.stdout.count("NOT isolated") >= len(Executor) and "REFUSES" not in checked.stdout
     for made in host.project.glob("*-ran.txt"):  # what the operator's unisolated runs wrote: theirs to keep
         made.unlink()

@@ -35,7 +35,7 @@ from codeward.coding.review.report import (
     render,
     write_report,
 )
-from codeward.coding.review.runner import BoxLauncher
+from codeward.coding.review.runner import analyzer_launcher
 from codeward.coding.review.selection import (
     MAX_FILES,
     compile_patterns,
@@ -86,7 +86,7 @@ def _run(ctx: ToolContext, files: Sequence[SourceFile], types: Sequence[Analysis
     box = opened.data
     project = ProjectConfig() if config.isolated else discover([f.path for f in files], ctx.workspace)
     result = review(files, types, threshold, config=config, cancelled=ctx.cancelled, project=project,
-                    launcher=lambda private: BoxLauncher(box, private, config.memory_mb),
+                    launcher=lambda private: analyzer_launcher(box, private, config.memory_mb),
                     progress=lambda done, total, message: ctx.progress(done, total, message))
     result.notes.extend(project.notes)
     result.notes.extend(note for note in box.notes if note.startswith("WARNING"))

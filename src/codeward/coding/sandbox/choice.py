@@ -3,7 +3,7 @@
 Every executor asks the server's one :class:`BackendChoice` (made from ``[sandbox]``):
 
 - runs that see the project — ``run_shell``, ``run_tests``, registry tools, the review's
-  analyzers — need bubblewrap: only its namespaces show the project read-only (or through an
+  analyzers, the Beads CLI — need bubblewrap: only its namespaces show the project read-only (or through an
   overlay whose writes are checked afterwards) with the secrets covered;
 - code execution sees no project, and also runs in a Docker engine when one answers;
 - the plain-process backend runs only when the operator names it (``[sandbox] backend =
@@ -46,6 +46,7 @@ class Executor(StrEnum):
     CODE = "code execution"
     REVIEW = "review analyzers"
     REGISTRY = "registry tools"
+    BEADS = "bd (Beads CLI)"
 
     @property
     def sees_project(self) -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 
 from codeward.coding.sandbox.choice import INSTALL_BWRAP, BackendChoice, Executor, Plan
 
-WRITERS = frozenset({Executor.SHELL, Executor.TESTS, Executor.REGISTRY})
+WRITERS = frozenset({Executor.SHELL, Executor.TESTS, Executor.REGISTRY, Executor.BEADS})
 """Executors whose runs write the project through an overlay (bwrap needs overlays for them)."""
 USERNS_KNOBS = (
     ("/proc/sys/user/max_user_namespaces", "0", "user namespaces are disabled (user.max_user_namespaces = 0)",
