@@ -12,6 +12,8 @@ agent writes, add it here and to the table in docs/security.md, with the reason)
 from __future__ import annotations
 
 import ast
+import re
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -44,20 +46,37 @@ LAUNCHERS = frozenset({"spawn", "spawn_or_release", "stdio_client", "fast_stdio_
 """codeward's own process starters and the SDK's: calling them starts a program too."""
 
 
-def starts_a_program(call: ast.Call) -> bool:
+FORBIDDEN = {"subprocess": SUBPROCESS_CALLS, "os": OS_CALLS, "asyncio": ASYNC_CALLS, "anyio": ASYNC_CALLS}
+MAY_START = re.compile(r"subprocess|spawn|stdio_client|_process\b|\bos\.(system|popen|exec|posix_spawn)|from os import")
+"""A module can start a program only if its text matches (only those are parsed: the check stays cheap)."""
+
+
+def imported_starters(tree: ast.AST) -> set[str]:
+    """Names bound by ``from subprocess import Popen`` (and the like) in a module."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module in FORBIDDEN:
+            names.update(alias.asname or alias.name for alias in node.names
+                         if alias.name in FORBIDDEN[node.module])
+    return names
+
+
+def starts_a_program(call: ast.Call, imported: AbstractSet[str] = frozenset()) -> bool:
     func = call.func
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-        owner, name = func.value.id, func.attr
-        return ((owner == "subprocess" and name in SUBPROCESS_CALLS) or (owner == "os" and name in OS_CALLS)
-                or (owner in ("asyncio", "anyio") and name in ASYNC_CALLS))
-    return isinstance(func, ast.Name) and func.id in LAUNCHERS
+        return func.attr in FORBIDDEN.get(func.value.id, ())
+    return isinstance(func, ast.Name) and (func.id in LAUNCHERS or func.id in imported)
 
 
 def modules_starting_programs() -> set[str]:
     found: set[str] = set()
     for path in sorted(SOURCE.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        if any(isinstance(node, ast.Call) and starts_a_program(node) for node in ast.walk(tree)):
+        text = path.read_text(encoding="utf-8")
+        if not MAY_START.search(text):
+            continue
+        tree = ast.parse(text, filename=str(path))
+        imported = imported_starters(tree)
+        if any(isinstance(node, ast.Call) and starts_a_program(node, imported) for node in ast.walk(tree)):
             found.add(path.relative_to(SOURCE).as_posix())
     return found
 
@@ -77,8 +96,9 @@ def test_security_doc_names_every_program_that_runs_on_the_host() -> None:
     assert not missing, f"docs/security.md does not name {missing} in its table of what runs on the host"
 
 
-def test_the_guard_sees_a_program_started_outside_the_list(tmp_path: Path) -> None:
-    tree = ast.parse("import subprocess, os\nsubprocess.run(['ruff', 'check'])\nos.system('x')\n"
-                     "spawn(launch)\nshutil.which('x')\nsubprocess.PIPE\n")
-    starts = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and starts_a_program(node)]
-    assert len(starts) == 3  # run, system, spawn — not which, not PIPE
+def test_the_guard_sees_a_program_started_outside_the_list() -> None:
+    tree = ast.parse("import subprocess, os\nfrom subprocess import Popen as P\nsubprocess.run(['ruff', 'check'])\n"
+                     "os.system('x')\nspawn(launch)\nP(['x'])\nshutil.which('x')\nsubprocess.PIPE\nos.path.join('a')\n")
+    imported = imported_starters(tree)
+    starts = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and starts_a_program(node, imported)]
+    assert len(starts) == 4  # run, system, spawn, the imported Popen — not which, not PIPE, not os.path

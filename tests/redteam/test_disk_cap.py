@@ -68,7 +68,7 @@ async def test_a_run_cannot_fill_the_hosts_disk(host: Host) -> None:
         "the project": f"echo started > started.txt; head -c {3 * CAP_MB}M /dev/zero > big.bin; echo after > after.txt",
         "/tmp": f"echo started > started.txt; head -c {3 * CAP_MB}M /dev/zero > /tmp/big.bin; echo after > after.txt",
     }
-    held = f"head -c {HELD_MB}M /dev/zero > held.bin && sleep 3 && rm held.bin && echo done > done.txt"
+    held = f"head -c {HELD_MB}M /dev/zero > held.bin && sleep 2 && rm held.bin && echo done > done.txt"
     async with host.serve() as session:
         stopped = {where: await session.call("run_shell", {"script": script, "timeout_s": 120})
                    for where, script in over.items()}

@@ -1,15 +1,24 @@
-"""Analyzer configuration written by the agent, read where it cannot reach anything (issue
-"Nothing the agent writes is read or run on the host", route 1).
+"""Programs codeward starts on project content, fed what the agent wrote: they read and run it in
+the sandbox, where nothing of the host is in reach (issue "Nothing the agent writes is read or run
+on the host", route 1).
 
-The agent writes an analyzer's configuration with ``write_file`` — ``ruff.toml`` whose ``extend``
-names ``/etc/shadow``, ``/etc/passwd``, the project's ``.env``, a key, a file outside the roots,
-``~/.netrc``; the same in ``.ruff.toml`` and ``[tool.ruff]`` of ``pyproject.toml``; a
-``.shellcheckrc`` that follows ``source`` into files outside; a C file including one; a vulture
-whitelist outside — then asks for a review through ``coding_analyze_file``,
-``coding_analyze_project`` and the ``codeward review`` command. On the host ruff followed the
-path and quoted the line it could not parse (``1 | API_TOKEN=...``). In the sandbox those files
-are absent or empty: no secret, no line of ``/etc/passwd`` or ``/etc/shadow`` may appear in any
-output, and a benign configuration (``extend`` of a file in the project) still gives its findings.
+**Analyzer configuration.** The agent writes an analyzer's configuration with ``write_file`` —
+``ruff.toml`` whose ``extend`` names ``/etc/shadow``, ``/etc/passwd``, the project's ``.env``, a
+key, a file outside the roots, ``~/.netrc``; the same in ``.ruff.toml`` and ``[tool.ruff]`` of
+``pyproject.toml``; a ``.shellcheckrc`` that follows ``source`` into files outside; a C file
+including one; a vulture whitelist outside — then asks for a review through
+``coding_analyze_file``, ``coding_analyze_project`` and the ``codeward review`` command. On the
+host ruff followed the path and quoted the line it could not parse (``1 | API_TOKEN=...``). In
+the sandbox those files are absent or empty: no secret, no line of ``/etc/passwd`` or
+``/etc/shadow`` may appear in any output, and a benign configuration (``extend`` of a file in the
+project) still gives its findings.
+
+**Beads hooks.** ``bd`` runs the executable scripts of ``.beads/hooks/`` (``on_create``...) on
+its events — files an agent can write or a cloned repository can ship. bd itself cannot be
+installed here (its packages download a binary at install time); a stand-in answers like
+``bd create --json`` and runs ``.beads/hooks/on_create`` as bd does (``internal/hooks/hooks.go``
+in steveyegge/beads: ``hook <issue id> <event>``, the issue as JSON on stdin). The planted hook
+must run in the box, not on the host.
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from codeward.beads import beads_init
 from tests.redteam.harness import SECRET_NAMED, Host
 from tests.sandbox_support import bwrap_works
 
@@ -45,9 +55,29 @@ def first_line(path: str) -> str | None:
         return None
 
 
+STAND_IN = """#!/bin/sh
+# bd's stand-in: answer `bd create ... --json`, running .beads/hooks/on_create first, as bd does.
+issue='{"id": "app-1", "title": "planted", "description": "", "status": "open", "priority": 2, "issue_type": "task"}'
+if [ -x .beads/hooks/on_create ]; then printf '%s' "$issue" | .beads/hooks/on_create app-1 create >&2; fi
+printf '%s\\n' "$issue"
+"""
+
+
 def scene(host: Host) -> None:
     """Secrets where an agent-written configuration would point: the user's ``~/.netrc``, a settings
-    file beside the project; and ruff at a path the unprivileged user can run (the operator's setting)."""
+    file beside the project; ruff at a path the unprivileged user can run and bd's stand-in (the
+    operator's settings); and a repository that arrived with a Beads hook."""
+    stand_in = host.base / "bin" / "bd"
+    stand_in.parent.mkdir()
+    stand_in.write_text(STAND_IN)
+    stand_in.chmod(0o755)
+    beads_init(host.project, prefix="app")
+    hook = host.project / ".beads" / "hooks" / "on_create"
+    hook.parent.mkdir()
+    hook.write_text(f"#!/bin/sh\n{host.marker_command('beads-hook')}\ncat {host.home / '.netrc'} >&2\n")
+    hook.chmod(0o755)
+    for path in (host.project / ".beads", hook.parent, hook, *(host.project / ".beads").iterdir()):
+        os.chown(path, host.principal.uid, host.principal.gid)
     (host.home / ".netrc").write_text(f"machine api.example.com login me password {SECRET_NAMED}\n")
     (host.outside / "settings.toml").write_text(f"token = {SECRET_NAMED}\n")
     (host.outside / "lib.sh").write_text(f'TOKEN={SECRET_NAMED}\nif [ $TOKEN = "{SECRET_NAMED}" ]; then echo; fi\n')
@@ -56,11 +86,12 @@ def scene(host: Host) -> None:
                  host.outside / "leak.h"):
         os.chown(path, host.principal.uid, host.principal.gid)
     config = host.project / "codeward.toml"
-    config.write_text(config.read_text() + f'\n[review.executables]\nruff = "{RUFF}"\n')
+    config.write_text(config.read_text() + f'\n[review.executables]\nruff = "{RUFF}"\n\n'
+                      f'[beads]\nbackend = "bd"\nbd_command = "{stand_in}"\n')
     host.rebaseline()
 
 
-async def test_agent_written_analyzer_configuration_reads_nothing_outside(host: Host) -> None:
+async def test_analyzers_and_bd_read_and_run_project_content_only_in_the_box(host: Host) -> None:
     if not os.access(RUFF, os.X_OK):
         pytest.skip(f"ruff is not installed next to {sys.executable}")
     scene(host)
@@ -87,6 +118,7 @@ async def test_agent_written_analyzer_configuration_reads_nothing_outside(host: 
         shell = await session.call("coding_analyze_file", {"file_path": "sh/run.sh"})
         cfile = await session.call("coding_analyze_file", {"file_path": "c/main.c"})
         project = await session.call("coding_analyze_project", {"path": ".", "analysis_types": ["lint"]})
+        created = await session.call("bd_create", {"title": "planted"})  # bd runs the planted hook
     review = host.codeward("review", "pyproj", "--format", "json", "--gates", "max_errors=off", "max_warnings=off")
     assert review.returncode in (0, 1) and "Traceback" not in review.stderr, review.stderr
     outputs = "\n".join(host.outputs)
@@ -102,3 +134,5 @@ async def test_agent_written_analyzer_configuration_reads_nothing_outside(host: 
         assert "SC2086" in shell.text  # the script's own finding still comes
     if "cppcheck" in cfile.text and "not installed" not in cfile.text:
         assert "arrayIndexOutOfBounds" in cfile.text, cfile.text
+    assert not created.is_error and "Created app-1" in created.text, created.text
+    assert not (host.markers / "beads-hook").exists()  # the hook ran, in the box, out of the host's reach
