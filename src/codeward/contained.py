@@ -119,8 +119,8 @@ def backends_of(services: Services) -> BackendChoice:
     """The server's backend choice, made on first use from ``[sandbox]`` (and ``[coding] backend``)."""
 
     def make() -> BackendChoice:
-        coding = services.coding
-        return BackendChoice(sandbox_settings_of(services).backend, coding.backend if coding else None)
+        coding, sandbox = services.coding, sandbox_settings_of(services)
+        return BackendChoice(sandbox.backend, coding.backend if coding else None, sandbox.disk_mb)
 
     return services.runtimes.get(BackendChoice, make)
 
@@ -383,12 +383,17 @@ def _disk_setup_failed(result: SandboxResult) -> bool:
 
 
 def _filled(result: SandboxResult, overlays: Overlays, watch: RunWatch) -> bool:
-    """Whether the run filled its disk: seen full while it ran or after, or it said so (no space
-    is left anywhere else it can write)."""
-    if overlays.disk is None or overlays.disk.fd is None:
+    """Whether the run filled its disk: seen full while it ran or after; or it said "no space left"
+    with its disk more than half used (a write refused for want of room: its disk is the only space
+    it can fill). A program that merely prints the words, its disk nearly empty, is not taken at them."""
+    disk = overlays.disk
+    if disk is None or disk.fd is None:
         return False
+    if watch.disk_full or disk.full():
+        return True
+    usage = disk.usage()
     said = any(marker in text for marker in NO_SPACE_MARKERS for text in (result.stderr, result.stdout))
-    return watch.disk_full or overlays.disk.full() or said
+    return said and usage is not None and usage[0] * 2 >= usage[1]
 
 
 def _stopped_at_disk_cap(result: SandboxResult, disk_mb: int) -> None:

@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     from codeward.coding.sandbox.doctor import diagnose
 
     config, _gateway = configs_of(args)
-    choice = BackendChoice(config.sandbox.backend, config.coding.backend)
+    choice = BackendChoice(config.sandbox.backend, config.coding.backend, config.sandbox.disk_mb)
     diagnosis = diagnose(choice, config.sandbox.disk_mb, shell_sandbox=config.shell.sandbox)
     if args.json:
         print_json({"command": command_name(args), **diagnosis.to_dict()})

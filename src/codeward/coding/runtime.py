@@ -40,11 +40,12 @@ def _environment_settings() -> CodingSettings:
     return defaults_with_environment().coding
 
 
-def _environment_backend() -> str:
-    """``[sandbox] backend`` as the defaults and the environment (``CODEWARD_SANDBOX``) give it."""
+def _environment_sandbox() -> tuple[str, int]:
+    """``[sandbox]``'s backend and disk cap as the defaults and the environment (``CODEWARD_SANDBOX``) give them."""
     from codeward.config.loader import defaults_with_environment
 
-    return defaults_with_environment().sandbox.backend
+    sandbox = defaults_with_environment().sandbox
+    return sandbox.backend, sandbox.disk_mb
 
 
 class CodingRuntime:
@@ -52,7 +53,10 @@ class CodingRuntime:
 
     def __init__(self, settings: CodingSettings | None = None, backends: BackendChoice | None = None) -> None:
         self.settings = settings or _environment_settings()
-        self.backends = backends or BackendChoice(_environment_backend(), self.settings.backend)
+        if backends is None:
+            backend, disk_mb = _environment_sandbox()
+            backends = BackendChoice(backend, self.settings.backend, disk_mb)
+        self.backends = backends
         self._lock = threading.Lock()
         self._toolchains: dict[str, Toolchain] | None = None
         self._single: dict[str, Toolchain] = {}

@@ -75,6 +75,9 @@ class BwrapSandbox:
         self.version = version
         self.cgroups = cgroups
         self.seccomp = seccomp
+        self.scratch_cap_mb: int | None = None
+        """The most each private tmpfs (``/tmp``, ``/work``) may hold: half the disk cap (``[sandbox]
+        disk_mb``). A run with overlays keeps its ``/tmp`` on its disk instead."""
         self.switches_user = can_switch_user()
         """Root with the capabilities to become another user (a root without them stays root)."""
         self.drop_to = drop_to if self.switches_user else None
@@ -118,7 +121,7 @@ class BwrapSandbox:
             if network.hosts_file is not None:
                 args += ["--ro-bind", str(network.hosts_file), "/etc/hosts"]
         args += ["--proc", "/proc", "--dev", "/dev"]
-        scratch = str(request.scratch_mb * 1024 * 1024)
+        scratch = str(min(request.scratch_mb, self.scratch_cap_mb or request.scratch_mb) * 1024 * 1024)
         shared = request.overlays.scratch if request.overlays is not None else None
         if shared is not None:  # on the run's disk, with its overlay layers: one cap for all it writes
             args += ["--bind", str(shared), "/tmp"]

@@ -76,12 +76,14 @@ class BackendChoice:
     """The backend each executor uses, probed once per server (thread-safe).
 
     ``backend`` is ``[sandbox] backend``; ``code_backend`` the older ``[coding] backend``,
-    which, when set, decides for code execution alone.
+    which, when set, decides for code execution alone; ``disk_mb`` the disk cap.
     """
 
-    def __init__(self, backend: str = AUTO, code_backend: str | None = None) -> None:
+    def __init__(self, backend: str = AUTO, code_backend: str | None = None, disk_mb: int | None = None) -> None:
         self.backend = backend
         self.code_backend = code_backend
+        self.disk_mb = disk_mb
+        """``[sandbox] disk_mb``: each backend's private tmpfs mounts hold at most half of it."""
         self._lock = threading.Lock()
         self._probed: dict[str, Sandbox | str] = {}
         self.disk_cap_problem: str | None = None
@@ -128,6 +130,8 @@ class BackendChoice:
             found: Sandbox | str = probe_sandbox(name)
         except SandboxUnavailable as exc:
             found = str(exc)
+        if self.disk_mb is not None and hasattr(found, "scratch_cap_mb"):
+            found.scratch_cap_mb = max(1, self.disk_mb // 2)
         with self._lock:
             return self._probed.setdefault(name, found)
 

@@ -86,6 +86,8 @@ class DockerSandbox:
     def __init__(self, client: Any, image: str = DEFAULT_IMAGE) -> None:
         self.client = client
         self.image = image
+        self.scratch_cap_mb: int | None = None
+        """The most each tmpfs (``/tmp``, ``/work``) may hold: half the disk cap (``[sandbox] disk_mb``)."""
 
     def describe(self) -> str:
         return f"docker (engine reachable), default image {self.image}"
@@ -109,7 +111,8 @@ class DockerSandbox:
         # The scratch mounts belong to the run's user: Docker gives a tmpfs the mode of the image's own
         # folder at that path (often root's 0755), which the user could not write. /work is mounted
         # exec: compiled programs run from it.
-        scratch = f"size={request.scratch_mb}m,uid={SANDBOX_UID},gid={SANDBOX_UID},mode=1777"
+        scratch_mb = min(request.scratch_mb, self.scratch_cap_mb or request.scratch_mb)
+        scratch = f"size={scratch_mb}m,uid={SANDBOX_UID},gid={SANDBOX_UID},mode=1777"
         memory = memory_limit or (f"{request.memory_mb}m" if request.memory_mb else None)
         ulimits = [Ulimit(name="core", soft=0, hard=0)]
         if request.open_files:
