@@ -217,19 +217,18 @@ class ProjectSandbox:
 
     def _request(self, program: Program, overlays: Overlays | None, run_as: tuple[int, int] | None = None
                  ) -> SandboxRequest:
-        roots = [str(path) for path in (*self.plan.directories, *self.plan.files)]
-        ro_binds: list[BindSpec] = [*program.ro_binds]
-        rw_binds: list[BindSpec] = []
-        if overlays is None:
-            (rw_binds if self.access is ProjectAccess.WRITE else ro_binds)[:0] = roots
-        scratch = min(program.scratch_mb, self.settings.disk_mb // 2)
+        roots: list[BindSpec] = [str(path) for path in (*self.plan.directories, *self.plan.files)]
+        shown_roots = [] if overlays is not None else roots  # with overlays, they are the merged views
+        writable = self.access is ProjectAccess.WRITE
+        ro_binds = [*([] if writable else shown_roots), *program.ro_binds]
+        rw_binds = shown_roots if writable else []
         return SandboxRequest(
             argv=list(program.argv), stdin=program.stdin, env=dict(program.env),
             workdir=program.workdir or str(self.ctx.workspace.primary), ro_binds=ro_binds, rw_binds=rw_binds,
             hidden=self.plan.hidden, overlays=overlays, run_as=run_as, network=program.network,
             network_hosts=program.network_hosts, timeout_s=program.timeout_s, memory_mb=program.memory_mb,
             max_processes=program.max_processes, file_size_mb=program.file_size_mb, open_files=program.open_files,
-            scratch_mb=max(1, scratch), max_output_bytes=program.max_output_bytes)
+            scratch_mb=program.scratch_mb, max_output_bytes=program.max_output_bytes)
 
     def _note_unenforced_disk(self, result: SandboxResult, problem: str | None) -> None:
         if self.access is not ProjectAccess.WRITE:
