@@ -11,6 +11,7 @@ both situations.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -55,8 +56,8 @@ async def serve_without_bwrap(host: Host) -> AsyncIterator[Session]:
         yield Session(client, host)
 
 
-def doctor(host: Host) -> subprocess.CompletedProcess[str]:
-    argv, env = hidden(host, host.principal.wrap([*host.principal.python, "-m", "codeward", "doctor"]))
+def doctor(host: Host, *options: str) -> subprocess.CompletedProcess[str]:
+    argv, env = hidden(host, host.principal.wrap([*host.principal.python, "-m", "codeward", "doctor", *options]))
     done = subprocess.run(argv, cwd=host.project, env=env, capture_output=True, text=True, timeout=120, check=False)
     host.record(done.stdout + done.stderr)
     return done
@@ -101,8 +102,11 @@ async def test_without_bubblewrap_every_executor_refuses_until_the_operator_choo
     assert ran["coding_execute_code"].structured["isolated"] is False
     assert "code ran" in ran["coding_execute_code"].text
     assert {p.name for p in host.project.glob("*-ran.txt")} == {"shell-ran.txt", "tests-ran.txt", "tool-ran.txt"}
-    checked = doctor(host)
+    checked = doctor(host, "--json")
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert checked.stdout.count("NOT isolated") >= len(Executor) and "REFUSES" not in checked.stdout
+    report = json.loads(checked.stdout)
+    assert report["ok"] is True and report["configured"]["[sandbox] backend"] == "process"
+    assert {(e["backend"], e["isolated"]) for e in report["executors"]} == {("process", False)}
+    assert len(report["executors"]) == len(Executor) and all("NOT isolated" in e["why"] for e in report["executors"])
     for made in host.project.glob("*-ran.txt"):  # what the operator's unisolated runs wrote: theirs to keep
         made.unlink()

@@ -45,7 +45,8 @@ class Diagnosis:
 
     checks: list[Check] = field(default_factory=list)
     executors: list[Plan] = field(default_factory=list)
-    configured: dict[str, str] = field(default_factory=dict)
+    configured: dict[str, str | int | bool] = field(default_factory=dict)
+    """The settings that decide (``[sandbox] backend``...), as their values."""
 
     @property
     def ok(self) -> bool:
@@ -58,8 +59,8 @@ class Diagnosis:
                                "why": p.why, "fix": p.hint} for p in self.executors]}
 
     def render(self) -> str:
-        lines = ["configuration: " + ", ".join(f"{key} = {value}" for key, value in self.configured.items()), "",
-                 "checks:"]
+        shown = ", ".join(f"{key} = {_toml(value)}" for key, value in self.configured.items())
+        lines = [f"configuration: {shown}", "", "checks:"]
         for check in self.checks:
             mark = "ok  " if check.ok else "MISS"
             lines.append(f"  [{mark}] {check.name}: {check.detail}")
@@ -87,11 +88,11 @@ def diagnose(choice: BackendChoice, disk_mb: int, *, shell_sandbox: bool = True)
     from codeward.coding.sandbox.overlay import overlays_work
     from codeward.coding.sandbox.seccomp import seccomp_available
 
-    diagnosis = Diagnosis(configured={"[sandbox] backend": f'"{choice.backend}"', "[sandbox] disk_mb": str(disk_mb)})
+    diagnosis = Diagnosis(configured={"[sandbox] backend": choice.backend, "[sandbox] disk_mb": disk_mb})
     if choice.code_backend:
-        diagnosis.configured["[coding] backend"] = f'"{choice.code_backend}"'
+        diagnosis.configured["[coding] backend"] = choice.code_backend
     if not shell_sandbox:
-        diagnosis.configured["[shell] sandbox"] = "false"
+        diagnosis.configured["[shell] sandbox"] = False
     checks = diagnosis.checks
     binary = find_bwrap()
     checks.append(Check("bubblewrap installed", binary is not None,
@@ -156,6 +157,13 @@ def _plan(choice: BackendChoice, executor: Executor, overlay: str | None, shell_
         return Plan(executor, None, False, f"its writes need an overlay, which cannot be mounted here ({overlay})",
                     "run codeward on Linux 5.11 or later with user namespaces allowed")
     return plan
+
+
+def _toml(value: str | int | bool) -> str:
+    """A value as codeward.toml spells it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return f'"{value}"' if isinstance(value, str) else str(value)
 
 
 def _namespace_checks() -> list[Check]:
