@@ -235,3 +235,18 @@ def test_a_configuration_link_leading_outside_is_not_read(tmp_path: Path, catalo
     assert outcome.structured is not None
     assert not [i for i in outcome.structured["top_issues"] if i["rule"] == "no-untyped-def"]
     assert "mypy.ini was not read" in outcome.text
+
+
+def test_what_an_analyzer_prints_passes_the_secret_redaction(tmp_path: Path, catalog: Catalog) -> None:
+    """ruff quotes the line of a configuration it cannot parse; a token on that line reaches the agent
+    only redacted (the logs' redaction: bearer tokens, API-key shapes, the server's secret variables)."""
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "app.py").write_text("import os\n")
+    (root / "ruff.toml").write_text('extend = "team.toml"\n')
+    (root / "team.toml").write_text("auth = Bearer q8Xr2LmZ0pKd91vT\napi = sk-live-4f9Qm2ZtR8wLx7Np\n")
+    outcome = catalog.call("coding_analyze_file", {"file_path": "app.py", "analysis_types": ["lint"]},
+                           ToolContext(Workspace.create([root])))
+    assert "ANALYSIS FAILED" in outcome.text and "team.toml" in outcome.text  # ruff's error reached the result...
+    assert "q8Xr2LmZ0pKd91vT" not in outcome.text and "4f9Qm2ZtR8wLx7Np" not in outcome.text  # ...not its token
+    assert "[redacted]" in outcome.text
