@@ -79,6 +79,27 @@ class HooksPathReader(Protocol):
     def __call__(self, top: Path) -> tuple[tuple[str, Path], ...]: ...
 
 
+class ReaderOnFirstUse:
+    """A :class:`HooksPathReader` imported (``module:name``, a class made with no arguments) on its
+    first question: a server's start reads no git configuration and imports no git code. Picklable."""
+
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+        self._reader: HooksPathReader | None = None
+
+    def __call__(self, top: Path) -> tuple[tuple[str, Path], ...]:
+        if self._reader is None:
+            import importlib
+
+            module, _, name = self.spec.partition(":")
+            self._reader = getattr(importlib.import_module(module), name)()
+        assert self._reader is not None
+        return self._reader(top)
+
+    def __getstate__(self) -> dict[str, object]:
+        return {"spec": self.spec, "_reader": None}
+
+
 @dataclass(frozen=True)
 class HostRunRules:
     """Which paths the host runs later: globs (built-in and configured) and configured hooks folders."""
@@ -127,7 +148,8 @@ class HostRunRules:
 @dataclass(frozen=True)
 class Consent:
     """Host-run writes a person approved for one call: all of them (they saw the whole call's diff,
-    or typed the call), or these paths and what lies under them."""
+    or typed the call), or these paths — what lies under them, and the folders holding them (a
+    file is written into its folder)."""
 
     everything: bool = False
     paths: frozenset[Path] = frozenset()
@@ -135,12 +157,17 @@ class Consent:
     def covers(self, path: Path) -> bool:
         if self.everything:
             return True
-        return bool(self.paths) and (path in self.paths or any(parent in self.paths for parent in path.parents))
+        if not self.paths:
+            return False
+        return (path in self.paths or any(parent in self.paths for parent in path.parents)
+                or any(path in approved.parents for approved in self.paths))
 
     def __bool__(self) -> bool:
         return self.everything or bool(self.paths)
 
 
+BUILTIN_RULES = HostRunRules()
+"""The built-in globs alone (no configured ones, no hooks folder read): a workspace's default."""
 NO_CONSENT = Consent()
 EVERY_WRITE = Consent(everything=True)
 

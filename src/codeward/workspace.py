@@ -32,7 +32,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codeward.host_run import NEEDS_PERSON, NO_CONSENT, Consent, HostRunRules, hooks_reason
+from codeward.host_run import BUILTIN_RULES, NEEDS_PERSON, NO_CONSENT, Consent, HostRunRules, hooks_reason
 from codeward.result import ErrorKind, Result
 
 if TYPE_CHECKING:
@@ -184,7 +184,7 @@ class Workspace:
     private_dirs: tuple[Path, ...] = ()
     """Folders no tool may read or write, listings never show, and sandboxes hide, even inside a
     root: codeward's per-user data (the registry's signing key and trusted keys, tokens, sessions)."""
-    host_run: HostRunRules = HostRunRules()
+    host_run: HostRunRules = BUILTIN_RULES
     """Which paths the host runs later (:mod:`codeward.host_run`): writing one needs a person's yes."""
     host_run_consent: Consent = NO_CONSENT
     """The host-run writes a person approved for the call this workspace was given to."""
@@ -224,7 +224,7 @@ class Workspace:
         allowed = frozenset(Path(f).expanduser().resolve() for f in files)
         guarded = frozenset(Path(p).expanduser().resolve() for p in protected)
         return cls(tuple(resolved), allowed, tuple(blacklist) + tuple(extra_blacklist), protected_files=guarded,
-                   private_dirs=hidden, host_run=host_run or HostRunRules())
+                   private_dirs=hidden, host_run=host_run or BUILTIN_RULES)
 
     def with_files(self, files: Iterable[str | Path], base_dirs: Sequence[str | Path] | None = None) -> Workspace:
         """Layer 1 rebuilt: the given tracked files plus base directories (default: these roots).
@@ -603,7 +603,7 @@ class Workspace:
         if self.host_run_consent.covers(path):
             return WRITABLE
         host_run = self.host_run_reason(path)
-        return WriteVerdict(needs_person=f"{HOST_RUN_REASON} ({host_run})") if host_run else WRITABLE
+        return WriteVerdict(needs_person=f"{HOST_RUN_REASON} — {host_run}") if host_run else WRITABLE
 
     def host_run_reason(self, path: Path) -> str:
         """Why ``path`` is a file the host runs later ("" when it is not): its name matches a
@@ -679,6 +679,17 @@ class Workspace:
         (:func:`looks_like_git_dir`). Only folders gaining one of the repository names are read.
         """
         added: dict[Path, set[str]] = {}
+        for folder, entry in self.repository_name_entries(paths):
+            added.setdefault(folder, set()).add(entry.name)
+        for folder, names in sorted(added.items()):
+            if looks_like_git_dir((git_dir_names(folder) or set()) | names):
+                return self._git_dir_text(folder)
+        return ""
+
+    def repository_name_entries(self, paths: Iterable[Path]) -> list[tuple[Path, Path]]:
+        """(folder, entry) for each repository-making name (``HEAD``, ``objects``...) that writing
+        ``paths`` puts in a folder: the entry itself or a folder on its way, from its root down."""
+        found: list[tuple[Path, Path]] = []
         for path in paths:
             root = self._root_of(path)
             rel = self._relative(path)
@@ -687,13 +698,14 @@ class Workspace:
             else:
                 folder, steps = root, rel.split("/")
             for step in steps:
-                if is_git_dir_name(step):
-                    added.setdefault(folder, set()).add(step)
+                if is_git_dir_name(step) and (folder, folder / step) not in found:
+                    found.append((folder, folder / step))
                 folder = folder / step
-        for folder, names in sorted(added.items()):
-            if looks_like_git_dir((git_dir_names(folder) or set()) | names):
-                return self._git_dir_text(folder)
-        return ""
+        return found
+
+    def git_dir_text(self, folder: Path) -> str:
+        """How a refusal names ``folder`` as a repository (or one a write would make)."""
+        return self._git_dir_text(folder)
 
     def _root_of(self, path: Path) -> Path | None:
         text = str(path)
