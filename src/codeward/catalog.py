@@ -34,10 +34,10 @@ from codeward.code.textfile import displayable
 from codeward.content import RichContent
 from codeward.context import ToolContext
 from codeward.path_locks import LockBusy, PathLocks
+from codeward.repository_guard import RepositoryCompleted, RepositoryGuard
 from codeward.result import ErrorInfo, ErrorKind, Result
 from codeward.state_dir import StateDir
 from codeward.validation_messages import annotation_name, problems
-from codeward.repository_guard import RepositoryCompleted, RepositoryGuard
 from codeward.workspace import GIT_MARKER_LOCK, POLICY_HINT, Access, git_marker_lock_key
 
 if TYPE_CHECKING:
@@ -447,7 +447,9 @@ class Catalog:
             if isinstance(raw, str):
                 resolved = ctx.workspace.resolve(raw, Access.WRITE, param=param)
                 targets.append(resolved.data if resolved.ok else raw)
-                shown = Path(ctx.workspace.display(resolved.data)) if resolved.ok else Path(raw)
+                if not resolved.ok:
+                    continue  # the call is refused: nothing of it is written
+                shown = Path(ctx.workspace.display(resolved.data))
                 marker = git_marker_lock_key(Path(raw)) or git_marker_lock_key(shown)
                 if marker is not None and marker not in targets:  # the repository test must see such writes done
                     targets.append(marker)

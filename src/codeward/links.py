@@ -108,7 +108,7 @@ def link_refusal(workspace: Workspace, link: Path, target: str, readlink: Readli
     if any(lands.startswith(prefix) or lands == prefix.rstrip("/") for prefix in SYSTEM_TARGETS):
         return ""
     if not workspace.contains(Path(lands)):
-        return "a symlink leading outside the workspace (with every link on its way followed)"
+        return "a symlink pointing outside the workspace (every link on its way followed, as the kernel does)"
     for path in dict.fromkeys((Path(os.path.normpath(joined)), Path(lands))):
         if workspace.write_verdict(path).refused or workspace.blacklist_reason(path):
             return "a symlink pointing at a protected path"

@@ -27,6 +27,7 @@ from codeward.checkpoints.states import ABSENT, FileState, state_of
 from codeward.checkpoints.store import Change, CheckpointStore, Record
 from codeward.code.textfile import PathChanged, atomic_write
 from codeward.host_run import NEEDS_PERSON
+from codeward.links import link_refusal
 from codeward.result import ErrorKind, Result
 from codeward.tree_diff import tree_diff
 from codeward.workspace import Access, Workspace
@@ -319,10 +320,10 @@ class Rewind:
         return Result.success(None)
 
     def _relink(self, path: Path, target: str) -> Result[None]:
-        lands = Path(os.path.normpath(path.parent / target))
-        if not self.workspace.contains(lands.resolve()):
-            return Result.fail(ErrorKind.PERMISSION, f"it was a link to {target}, outside the workspace; "
-                               "codeward does not make such links")
+        refused = link_refusal(self.workspace, path, target)  # where it leads now, as the kernel follows it
+        if refused:
+            return Result.fail(ErrorKind.PERMISSION, f"it was a link to {target}: {refused}; codeward does not "
+                               "make such links")
         if os.path.lexists(path):
             self._remove(path)
         os.symlink(target, path)

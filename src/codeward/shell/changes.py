@@ -74,9 +74,9 @@ GIT_DIRECTORY_REFUSAL = ("a git repository's metadata (git would run what its co
                          "it is never written by tools")
 COPY_CHUNK = 1 << 20
 SHOWN_REFUSALS = 8
-HELD_HINT = ("Only a person can approve it: to make this change, ask the user to approve it when asked (a client that supports elicitation, "
-             "codeward chat, the control console), write it with write_file or apply_patch (the person is asked "
-             "with the diff), or have them make it themselves")
+HELD_HINT = ("Only a person can approve it: ask the user to approve it when asked (a client that supports "
+             "elicitation, codeward chat, the control console), write it with write_file or apply_patch (the "
+             "person is asked with the diff), or have them make the change themselves.")
 
 
 @dataclass
@@ -153,7 +153,9 @@ def bring_back(workspace: Workspace, overlays: Overlays, *, journal: Journal | N
                ask: AskPerson | None = None) -> Applied:
     """A finished run's writes applied to the workspace: :func:`apply_overlays` under ``hold`` (the
     write locks), then — outside them, a person may take a while — ``ask`` about what was held, and
-    on a yes :func:`apply_held` under ``hold`` again."""
+    on a yes :func:`apply_held` under ``hold`` again. A run that wrote nothing takes no lock."""
+    if not any(_holds_anything(layer.upper) for layer in overlays.layers) and not overlays.copies:
+        return Applied()
     with hold():
         applied = apply_overlays(workspace, overlays, journal)
     if not applied.held or ask is None:
@@ -166,6 +168,14 @@ def bring_back(workspace: Workspace, overlays: Overlays, *, journal: Journal | N
         with hold():
             apply_held(workspace, applied, journal)
     return applied
+
+
+def _holds_anything(upper: Path) -> bool:
+    try:
+        with os.scandir(upper) as entries:
+            return any(True for _entry in entries)
+    except OSError:
+        return True
 
 
 def held_question(workspace: Workspace, held: list[Held]) -> HostRunQuestion | None:
