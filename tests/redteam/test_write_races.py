@@ -24,7 +24,10 @@ from tests.redteam.harness import Host, Session
 pytestmark = pytest.mark.anyio
 
 ROUNDS = 12
-"""Races per pair of writers: each is a fresh folder, both calls sent at the same instant."""
+"""Races per pair of writers: each is a fresh folder."""
+STAGGER_S = 0.025
+"""Round ``n`` sends the second half ``n * STAGGER_S`` after the patch: the rounds sweep the time
+between the patch's check and its ``HEAD``, wherever it falls on a loaded machine."""
 FILLER = 40
 """Files the patch writes before its ``HEAD``: the time between its check and that write, which an
 unlocked writer would fit its half into."""
@@ -54,14 +57,19 @@ def other_half(host: Host, folder: str, round_number: int) -> tuple[str, dict[st
 
 
 async def race(host: Host, first: Session, second: Session, prefix: str) -> list[str]:
-    """Every round: the ``HEAD`` patch through ``first`` and the other half through ``second`` at once.
-    The folders that are repositories afterwards (none, if the writers were kept apart)."""
+    """Every round: the ``HEAD`` patch through ``first`` and, a little later, the other half through
+    ``second``. The folders that are repositories afterwards (none, if the writers were kept apart)."""
+
+    async def later(delay: float, name: str, arguments: dict[str, Any]) -> None:
+        await anyio.sleep(delay)
+        await second.call(name, arguments)
+
     for number in range(ROUNDS):
         folder = f"{prefix}{number}"
         name, arguments = other_half(host, folder, number)
         async with anyio.create_task_group() as group:
             group.start_soon(first.call, "apply_patch", {"patch": head_patch(folder)})
-            group.start_soon(second.call, name, arguments)
+            group.start_soon(later, number * STAGGER_S, name, arguments)
     return [folder.name for folder in sorted(host.project.glob(f"{prefix}*")) if is_git_directory(folder)]
 
 
