@@ -68,16 +68,17 @@ def kernel_resolve(path: str, readlink: Readlink = host_readlink) -> str | None:
 
 def climbs_out_of_link(folder: str, target: str, readlink: Readlink = host_readlink) -> str:
     """The link whose folder a ``..`` of ``target`` (read from ``folder``) climbs out of ("" when
-    none does): ``sub/..`` where ``sub`` is a link. Leading ``..`` (from the link's own folder) and
-    ``..`` inside a real folder are fine."""
+    none does): ``sub/..`` where ``sub`` is a link, as the path written (``folder/sub``). Leading
+    ``..`` (from the link's own folder) and ``..`` inside a real folder are fine."""
     current = "/" if target.startswith("/") else folder
     below_link: int | None = None
+    last_link = ""
     for part in target.split("/"):
         if part in ("", "."):
             continue
         if part == "..":
             if below_link == 0:
-                return current
+                return last_link
             if below_link is not None:
                 below_link -= 1
             current = os.path.dirname(current)
@@ -89,8 +90,8 @@ def climbs_out_of_link(folder: str, target: str, readlink: Readlink = host_readl
             continue
         landed = kernel_resolve(candidate, readlink)
         if landed is None:
-            return candidate
-        current, below_link = landed, 0
+            return ""  # a loop: the caller's resolution says so
+        current, below_link, last_link = landed, 0, candidate
     return ""
 
 
@@ -100,7 +101,7 @@ def link_refusal(workspace: Workspace, link: Path, target: str, readlink: Readli
     climbed = climbs_out_of_link(folder, target, readlink)
     if climbed:
         return (f"a symlink whose target climbs (..) out of the folder the link {workspace.display(Path(climbed))} "
-                "leads to (the kernel follows that link first, so its .. leaves the project)")
+                "leads to (the kernel follows that link first, so its .. lands elsewhere than it reads)")
     joined = os.path.join(folder, target)
     lands = kernel_resolve(joined, readlink)
     if lands is None:
