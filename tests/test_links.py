@@ -84,5 +84,5 @@ def test_a_view_of_what_a_run_will_make_is_followed_too(tree: Path) -> None:
     def view(path: str) -> str | None:
         return pending.get(path) or (os.readlink(path) if os.path.islink(path) else None)
 
-    assert link_refusal(workspace, tree / "aaa", "zzz/../../outside") == ""  # the host alone: inside, lexically
-    assert "climbs" in link_refusal(workspace, tree / "aaa", "zzz/../../outside", view)
+    assert link_refusal(workspace, tree / "aaa", "zzz/../outside") == ""  # the host alone: inside, lexically
+    assert "climbs" in link_refusal(workspace, tree / "aaa", "zzz/../outside", view)
