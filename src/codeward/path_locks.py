@@ -77,15 +77,17 @@ class PathLocks:
 
 
 @contextmanager
-def hold_roots(roots: Iterable[Path], timeout: float = CROSS_PROCESS_WAIT_SECONDS) -> Iterator[None]:
+def hold_roots(roots: Iterable[Path], timeout: float | None = None) -> Iterator[None]:
     """The repository-names lock of every root, shared with every codeward process on the machine,
     taken in path order. A root where the lock file cannot be made (read-only, ``.codeward`` not
     codeward's) is passed over with a warning: the writes there are re-checked afterwards anyway.
-    Raises :class:`LockBusy` when another process holds one for more than ``timeout`` seconds."""
+    Raises :class:`LockBusy` when another process holds one for more than ``timeout`` seconds
+    (default :data:`CROSS_PROCESS_WAIT_SECONDS`)."""
+    wait = CROSS_PROCESS_WAIT_SECONDS if timeout is None else timeout
     with ExitStack() as stack:
         for root in sorted(set(roots), key=str):
             try:
-                stack.enter_context(StateDir(root).locked(WRITE_LOCK, timeout))
+                stack.enter_context(StateDir(root).locked(WRITE_LOCK, wait))
             except (OSError, StateDirError) as exc:
                 logger.warning("no cross-process write lock in %s (%s); writes there rely on the re-check", root,
                                exc)
