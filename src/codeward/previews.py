@@ -73,7 +73,9 @@ def preview_call(catalog: Catalog | None, name: str, arguments: Mapping[str, Any
 
 
 def _own_diff(catalog: Catalog, name: str, arguments: Mapping[str, Any], ctx: ToolContext) -> Preview | None:
-    outcome = catalog.call(name, dict(arguments), replace_context(ctx, ctx.workspace))
+    # a dry run (apply=False) writes nothing: host-run files it would change are shown like the rest
+    dry = replace_context(ctx, ctx.workspace.with_host_run_consent(EVERY_WRITE))
+    outcome = catalog.call(name, dict(arguments), dry)
     diff = (outcome.structured or {}).get("diff")
     return Preview("diff", _bounded(diff)) if isinstance(diff, str) and diff.strip() and not outcome.is_error \
         else None
