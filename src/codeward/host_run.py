@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+import time
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -67,6 +67,7 @@ BUILTIN_HOST_RUN: dict[str, str] = {
 each is one. ``.envrc`` is also a secret name (no tool reads or writes it at all); it is listed
 so that it stays a question should a configuration ever make it writable."""
 CONFIGURED_REASON = "listed in [server] host_run_paths of codeward.toml"
+TOPS_SECONDS = 1.0
 HOOKS_PATH_REASON = "the repository's hooks folder (core.hooksPath = {value}): git runs the scripts there"
 _HFS_IGNORED = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
 
@@ -110,11 +111,17 @@ class HostRunRules:
     """Reads a repository's ``core.hooksPath`` (None: only the globs count)."""
 
     @cached_property
-    def _patterns(self) -> tuple[tuple[pathspec.PathSpec, str], ...]:  # type: ignore[type-arg]
-        import pathspec  # on the first write checked
+    def _builtin_names(self) -> dict[str, str]:
+        """The built-in globs are plain names (a folder's with ``/``): a path matches one exactly
+        when one of its components is that name, which a set answers at once."""
+        return {fold(glob.rstrip("/")): reason for glob, reason in BUILTIN_HOST_RUN.items()}
 
-        reasons = [*BUILTIN_HOST_RUN.items(), *((glob, CONFIGURED_REASON) for glob in self.configured)]
-        return tuple((pathspec.PathSpec.from_lines("gitignore", [fold(glob)]), reason) for glob, reason in reasons)
+    @cached_property
+    def _configured(self) -> tuple[tuple[pathspec.PathSpec, str], ...]:  # type: ignore[type-arg]
+        import pathspec  # only with configured globs, on the first write checked
+
+        return tuple((pathspec.PathSpec.from_lines("gitignore", [fold(glob)]), CONFIGURED_REASON)
+                     for glob in self.configured)
 
     @cached_property
     def _memo(self) -> dict[str, str]:
@@ -123,25 +130,47 @@ class HostRunRules:
     def glob_reason(self, rel: str) -> str:
         """Why ``rel`` (a path relative to its root, ``/``-separated) is a host-run path by its name
         ("" when it is not); a folder matches its own glob (``.vscode`` as ``.vscode/``)."""
+        folded = fold(rel)
+        names = self._builtin_names
+        for part in folded.split("/"):
+            reason = names.get(part)
+            if reason:
+                return reason
+        if not self.configured:
+            return ""
         memo = self._memo
-        reason = memo.get(rel)
+        reason = memo.get(folded)
         if reason is None:
             if len(memo) >= 100_000:
                 memo.clear()
-            folded = fold(rel)
-            reason = ""
-            for candidate in (folded, folded + "/"):
-                reason = next((why for pattern, why in self._patterns if pattern.match_file(candidate)), "")
-                if reason:
-                    break
-            memo[rel] = reason
+            reason = next((why for spec, why in self._configured
+                           if spec.match_file(folded) or spec.match_file(folded + "/")), "")
+            memo[folded] = reason
         return reason
+
+    @cached_property
+    def _tops(self) -> dict[Path, tuple[float, tuple[Path, ...]]]:
+        return {}
+
+    def repository_tops(self, folder: Path) -> tuple[Path, ...]:
+        """``folder`` and the folders above it (nearest first) holding a ``.git`` entry: the work
+        trees a path in ``folder`` is in. Remembered for :data:`TOPS_SECONDS` (a write-back asks
+        for every folder it writes to, and only a person makes a ``.git``)."""
+        now = time.monotonic()
+        found = self._tops.get(folder)
+        if found is not None and now - found[0] < TOPS_SECONDS:
+            return found[1]
+        tops = tuple(place for place in (folder, *folder.parents) if os.path.lexists(os.path.join(place, ".git")))
+        if len(self._tops) >= 10_000:
+            self._tops.clear()
+        self._tops[folder] = (now, tops)
+        return tops
 
     def __getstate__(self) -> dict[str, object]:
         """Pickled for worker processes without the memo and compiled patterns (rebuilt on use)."""
         state = dict(self.__dict__)
-        state.pop("_memo", None)
-        state.pop("_patterns", None)
+        for cached in ("_memo", "_configured", "_builtin_names", "_tops"):
+            state.pop(cached, None)
         return state
 
 
@@ -186,16 +215,9 @@ def hooks_reason(rules: HostRunRules, path: Path) -> str:
     if rules.hooks_path is None:
         return ""
     text = fold(str(path))
-    for top in repository_tops(path):
+    for top in rules.repository_tops(path.parent):
         for value, folder in rules.hooks_path(top):
             base = fold(str(folder))
             if text == base or text.startswith(base.rstrip("/") + "/"):
                 return HOOKS_PATH_REASON.format(value=value)
     return ""
-
-
-def repository_tops(path: Path) -> Iterable[Path]:
-    """Folders above ``path`` (nearest first) holding a ``.git`` entry: the work trees it is in."""
-    for folder in path.parents:
-        if os.path.lexists(os.path.join(folder, ".git")):
-            yield folder
