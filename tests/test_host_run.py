@@ -27,6 +27,7 @@ from codeward.stack import workspace_for
 from codeward.surface import CatalogSurface
 from codeward.workspace import Access, Workspace
 from tests.conftest import snapshot
+from tests.sandbox_support import bwrap_works
 
 pytestmark = pytest.mark.anyio
 
@@ -201,3 +202,21 @@ async def test_undo_is_asked_about_whole_with_the_diff_it_would_make(root: Path,
     assert not undone.is_error, undone.text
     assert asked[0].preview is not None and '-{"tasks": [1]}' in asked[0].preview.text
     assert (root / ".vscode/tasks.json").read_text() == '{"tasks": []}\n' and not (root / "notes.txt").exists()
+
+
+@pytest.mark.skipif(not bwrap_works(), reason="run_shell runs in the bwrap sandbox, which cannot create namespaces "
+                    "here")
+async def test_a_shell_run_holds_what_nobody_approved_and_applies_what_the_person_typed(root: Path, catalog: Catalog,
+                                                                                         ctx: ToolContext) -> None:
+    script = ("mkdir -p .husky && printf 'exit 0\\n' > .husky/pre-commit && chmod 755 .husky/pre-commit && "
+              "echo x > x.txt")
+    asked: list[ApprovalRequest] = []
+    nobody = catalog_surface(catalog, asked, False)  # asked during the run: the person says no
+    held = await nobody.call("run_shell", {"script": script}, ctx)
+    assert not held.is_error and "NOT applied, held for a person" in held.text and ".husky (folder)" in held.text
+    assert (root / "x.txt").exists() and not (root / ".husky").exists()
+    assert len(asked) == 1 and asked[0].preview is not None and "new file mode 100755" in asked[0].preview.text
+    typed = catalog_surface(catalog, asked, False, policy=ApprovalPolicy(), native=False)  # `codeward call run_shell`
+    applied = await typed.call("run_shell", {"script": script}, ctx)
+    assert "applied as part of a call a person typed or approved (files the host runs later): .husky" in applied.text
+    assert len(asked) == 1 and os.access(root / ".husky/pre-commit", os.X_OK)

@@ -109,11 +109,16 @@ def _diff_on_copies(catalog: Catalog, name: str, arguments: Mapping[str, Any], c
             if not resolved.ok or not resolved.data.is_relative_to(primary):
                 return None  # the call itself will be refused; nothing to preview
             lexical = Path(os.path.normpath(raw if os.path.isabs(raw) else primary / raw))
-            original = lexical if os.path.islink(lexical) and lexical.is_relative_to(primary) else resolved.data
-            rel = original.relative_to(primary).as_posix()
-            if not _copy(original, copy_root / rel, budget):
-                return None
-            targets.append((rel, original))
+            originals = [resolved.data]
+            if os.path.islink(lexical) and lexical.is_relative_to(primary):  # the link itself (a move, a
+                originals.insert(0, lexical)  # deletion) and what it leads to (a write through it)
+            for original in originals:
+                rel = original.relative_to(primary).as_posix()
+                if (rel, original) in targets:
+                    continue
+                if not _copy(original, copy_root / rel, budget):
+                    return None
+                targets.append((rel, original))
         if not targets:
             return None
         scratch_ctx = _scratch_context(ctx, Workspace.create([copy_root], blacklist=workspace.blacklist_globs,

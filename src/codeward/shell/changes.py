@@ -107,6 +107,8 @@ class Applied:
     """Changes to host-run paths kept back until a person approves them (:func:`apply_held`)."""
     approved: list[str] = field(default_factory=list)
     """Host-run paths applied after a person's yes during the run."""
+    consented: list[str] = field(default_factory=list)
+    """Host-run paths applied because the whole call carries a person's approval (they typed it)."""
     made_links: list[tuple[Path, str]] = field(default_factory=list)
     """Links this write-back made (and their targets), resolved again on the host once it is done."""
     repository_entries: list[tuple[Path, Path]] = field(default_factory=list)
@@ -128,6 +130,9 @@ class Applied:
             lines.append(f"NOT applied, held for a person ({reason}): {_listed(shown)}. {HELD_HINT}")
         if self.approved:
             lines.append(f"applied with a person's approval (files the host runs later): {_listed(self.approved)}")
+        if self.consented:
+            lines.append("applied as part of a call a person typed or approved (files the host runs later): "
+                         f"{_listed(list(dict.fromkeys(self.consented)))}")
         for path, problem in self.failed[:SHOWN_REFUSALS]:
             lines.append(f"could not apply {path}: {problem}")
         if len(self.failed) > SHOWN_REFUSALS:
@@ -402,7 +407,13 @@ class _Applier:
         """Whether ``target`` is a host-run path this call has no consent for: then the change is
         kept back (``Applied.held``) — unless it changes nothing."""
         verdict = self.workspace.write_verdict(target)
-        if verdict.refused or not verdict.needs_person:
+        if verdict.refused:
+            return False
+        if not verdict.needs_person:
+            if self.workspace.host_run_consent.everything and self.workspace.host_run_reason(target):
+                shown = self.display(target)  # said in the result all the same (a folder once, not its files)
+                if not any(shown.startswith(f"{earlier}/") for earlier in self.applied.consented):
+                    self.applied.consented.append(shown)
             return False
         if source is not None and not source.is_symlink() and source.is_file() and not target.is_symlink() \
                 and _same_file(source, target, stat.S_IMODE(source.lstat().st_mode) & 0o777):
