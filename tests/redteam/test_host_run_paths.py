@@ -83,7 +83,8 @@ def person_deletes(host: Host, rel: str) -> None:
     from codeward.gateway.policy import by_person
     from codeward.stack import build_stack
 
-    stack = build_stack(load_config(cwd=host.project, user=False), [host.project])
+    config = load_config(str(host.project / "codeward.toml"), cwd=host.project, user=False)  # theirs, named
+    stack = build_stack(config, [host.project])
     outcome = stack.catalog.call("delete_path", {"path": rel}, by_person(stack.context(), writes=True))
     assert not outcome.is_error, outcome.text
     for path in [host.project / ".codeward", *(host.project / ".codeward").rglob("*")]:

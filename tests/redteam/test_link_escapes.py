@@ -22,9 +22,12 @@ pytestmark = pytest.mark.anyio
 ESCAPES = ("esc", "esc1", "esc2", "esc3", "aaa", "up", "deeper")
 
 
-@pytest.mark.skipif(not bwrap_works(), reason="run_shell runs in the bwrap sandbox, which cannot create namespaces "
-                    "here")
-async def test_a_run_cannot_leave_a_link_that_the_kernel_takes_outside(host: Host) -> None:
+async def test_no_link_left_by_a_run_or_a_move_leads_outside(host: Host) -> None:
+    host.place("deep/a/b/keep.txt", "kept\n")
+    link = host.project / "deep/a/b/l"
+    link.symlink_to("../../../src/app.py")  # the person's link: deep/a/b → the project's src/app.py
+    os.lchown(link, host.principal.uid, host.principal.gid)
+    host.rebaseline()
     canary = host.outside / "canary.txt"
     script = "\n".join([
         "mkdir -p a/b/c d/e",
@@ -42,7 +45,17 @@ async def test_a_run_cannot_leave_a_link_that_the_kernel_takes_outside(host: Hos
         "ln -s /usr/bin/env tool",  # the system: kept
     ])
     async with host.serve() as session:
-        run = await session.call("run_shell", {"script": script})
+        run = await session.call("run_shell", {"script": script}) if bwrap_works() else None  # bwrap: the sandbox
+        # a moved link resolves from its new folder: one level up, the person's link would lead out
+        alone = await session.call("move_path", {"source": "deep/a/b/l", "destination": "l"})
+        folder = await session.call("move_path", {"source": "deep/a", "destination": "x"})
+        assert alone.refused("pointing outside the workspace") and folder.refused("pointing outside the workspace")
+        assert os.readlink(link) == "../../../src/app.py" and not (host.project / "x").exists()
+        beside = await session.call("move_path", {"source": "deep/a/b/l", "destination": "deep/a/c/l"})
+    assert not beside.is_error, beside.text  # the same depth: it still leads to src/app.py
+    assert (host.project / "deep/a/c/l").resolve() == (host.project / "src/app.py").resolve()
+    if run is None:
+        return
     assert not run.is_error, run.text
     left = [name for name in ESCAPES if os.path.lexists(host.project / name) or
             os.path.lexists(host.project / "d/e" / name)]
@@ -53,19 +66,3 @@ async def test_a_run_cannot_leave_a_link_that_the_kernel_takes_outside(host: Hos
                          ("a/b/c/sub", "/usr/lib/x86_64-linux-gnu"), ("zzz", ".")):
         assert os.readlink(host.project / name) == target, name
     assert "pointing outside the workspace" in run.text and "climbs (..) out of the folder the link" in run.text
-
-
-async def test_a_moved_link_is_judged_where_it_lands(host: Host) -> None:
-    host.place("deep/a/b/keep.txt", "kept\n")
-    link = host.project / "deep/a/b/l"
-    link.symlink_to("../../../src/app.py")  # the person's link: deep/a/b → the project's src/app.py
-    os.lchown(link, host.principal.uid, host.principal.gid)
-    host.rebaseline()
-    async with host.serve() as session:
-        alone = await session.call("move_path", {"source": "deep/a/b/l", "destination": "l"})
-        folder = await session.call("move_path", {"source": "deep/a", "destination": "x"})
-        assert alone.refused("pointing outside the workspace") and folder.refused("pointing outside the workspace")
-        assert os.readlink(link) == "../../../src/app.py" and not (host.project / "x").exists()
-        beside = await session.call("move_path", {"source": "deep/a/b/l", "destination": "deep/a/c/l"})
-    assert not beside.is_error, beside.text  # the same depth: it still leads to src/app.py
-    assert (host.project / "deep/a/c/l").resolve() == (host.project / "src/app.py").resolve()
