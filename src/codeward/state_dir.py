@@ -194,25 +194,15 @@ class StateDir:
         carried over the network lock manager (``lockd``): without one it locks nothing beyond
         this machine. Raises ``OSError``/:class:`StateDirError` when the file cannot be made.
         """
-        import fcntl
-        import time
-
         folder, _, name = rel.rpartition("/")
         with self.open_folder(folder) as dir_fd:
             fd = os.open(name, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o644,
                          dir_fd=dir_fd)
         try:
             _require_regular(fd, self / rel)
-            deadline = time.monotonic() + timeout
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise LockBusy(f"another codeward process has held {self / rel} for more than {timeout:g} s "
-                                       "(a long write-back, or a stuck process)") from None
-                    time.sleep(LOCK_POLL_SECONDS)
+            if not flock_within(fd, timeout):
+                raise LockBusy(f"another codeward process has held {self / rel} for more than {timeout:g} s "
+                               "(a long write-back, or a stuck process)")
             yield
         finally:
             os.close(fd)  # releases the lock
@@ -235,6 +225,23 @@ class StateDir:
                     raise StateDirError(f"{self / (rel + suffix)} is not a regular file (a link or a folder); "
                                         "codeward will not open a database through it — delete it")
         return self / rel
+
+
+def flock_within(fd: int, timeout: float, poll: float = LOCK_POLL_SECONDS) -> bool:
+    """Take an exclusive ``flock`` on ``fd``, waiting up to ``timeout`` seconds; False when another
+    holder kept it that long. (Closing ``fd``, or the process ending, releases it.)"""
+    import fcntl
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(poll)
 
 
 def of(root: Path) -> StateDir:
