@@ -110,10 +110,11 @@ GIT_DIR_NAMES = ("HEAD", "objects", "refs", "commondir", "gitdir")
 """The same names as git looks them up on disk (it asks for ``HEAD``; a case-insensitive file
 system answers for ``head`` too)."""
 GIT_DIRECTORY_REASON = "inside a folder git would open as a repository"
-"""How :meth:`Workspace.write_protection` begins its answer for such a folder."""
+"""How :meth:`Workspace.write_verdict` begins its refusal for such a folder."""
 GIT_MARKER_LOCK = "codeward:git-directory-names"
 """One lock key for every write that adds one of those names, so that two concurrent calls
-cannot each add half of a repository after both were checked (see :func:`git_marker_lock_key`)."""
+cannot each add half of a repository after both were checked (see :func:`git_marker_lock_key`;
+:mod:`codeward.path_locks` makes it a lock every codeward process on the root shares)."""
 CONFIG_FILE_NAMES = frozenset({"codeward.toml", "mcp_env.toml"})
 """codeward's configuration files, protected at any depth (codeward finds them by searching upward)."""
 PRIVATE_REASON = ("codeward's per-user data (signing keys, trusted keys, tokens, sessions), which no tool reads "

@@ -69,7 +69,7 @@ from codeward.workspace import (
 OPAQUE_XATTRS = ("user.overlay.opaque", "trusted.overlay.opaque")
 WHITEOUT_XATTRS = ("user.overlay.whiteout", "trusted.overlay.whiteout")
 PROTECTED_NAMES = frozenset({".git", ".codeward"})
-"""The protected folder names, to word a refusal (the decision is :meth:`Workspace.write_protection`)."""
+"""The protected folder names, to word a refusal (the decision is :meth:`Workspace.write_verdict`)."""
 GIT_DIRECTORY_REFUSAL = ("a git repository's metadata (git would run what its config names): "
                          "it is never written by tools")
 COPY_CHUNK = 1 << 20
