@@ -24,8 +24,6 @@ from tests.sandbox_support import bwrap_works
 
 pytestmark = pytest.mark.anyio
 
-needs_sandbox = pytest.mark.skipif(not bwrap_works(), reason="run_shell runs in the bwrap sandbox, which cannot "
-                                   "create namespaces here")
 
 
 
@@ -102,7 +100,9 @@ async def refused_each(session: Session, calls: list[tuple[str, dict[str, Any]]]
         assert asks_a_person(answer), f"{name}({arguments}) was not held for a person: {answer.text}"
 
 
-async def test_with_nobody_to_ask_every_writer_is_refused(host: Host) -> None:
+async def test_every_writer_asks_a_person_and_only_their_yes_writes(host: Host) -> None:
+    """Plain ``serve``: the client's user is asked, during the call (a handshake-era session). They say
+    no to everything but the one change marked for them."""
     scene(host)
     person_deletes(host, ".githooks/hooklib.py")
     patch = ("--- a/README.md\n+++ b/README.md\n@@ -1 +1,2 @@\n # Demo project\n+more\n"
@@ -112,49 +112,71 @@ async def test_with_nobody_to_ask_every_writer_is_refused(host: Host) -> None:
               f"printf '{local_hook(host)}' > .pre-commit-config.yaml && mkdir -p .vscode && "
               f"echo '{folder_open_task(host)}' > .vscode/tasks.json && rm -f .githooks/pre-commit && "
               "echo built > build.txt && mkdir -p sub/.Cursor && echo '{}' > sub/.Cursor/mcp.json")
-    async with host.serve() as session:
+    routes: list[tuple[str, dict[str, Any]]] = [
+        ("write_file", {"path": ".githooks/pre-commit", "content": hook(host), "overwrite": True}),
+        ("write_file", {"path": ".githooks/post-checkout", "content": hook(host)}),
+        ("write_file", {"path": ".husky/pre-commit", "content": hook(host)}),
+        ("write_file", {"path": ".pre-commit-config.yaml", "content": local_hook(host), "overwrite": True}),
+        ("edit_file", {"path": ".pre-commit-config.yaml", "old_string": "repos: []\n",
+                       "new_string": local_hook(host)}),
+        ("set_file_slice", {"path": ".pre-commit-config.yaml", "start_line": 2, "end_line": 2,
+                            "new_content": local_hook(host)}),
+        ("write_file", {"path": ".vscode/tasks.json", "content": folder_open_task(host)}),
+        ("write_file", {"path": ".VSCode/tasks.json", "content": folder_open_task(host)}),
+        ("write_file", {"path": "kit/.Vscode/tasks.json", "content": folder_open_task(host)}),
+        ("write_file", {"path": ".mcp.json", "content": mcp_server(host)}),
+        ("write_file", {"path": ".cursor/mcp.json", "content": mcp_server(host)}),
+        ("write_file", {"path": ".vscode/mcp.json", "content": mcp_server(host)}),
+        ("write_file", {"path": ".claude/settings.json", "content": "{}"}),
+        ("write_file", {"path": ".gitmodules", "content": '[submodule "x"]\n\tpath = x\n\turl = ext::sh -c x\n'}),
+        ("write_file", {"path": ".gitattributes", "content": "* filter=planted\n"}),
+        ("write_file", {"path": ".devcontainer/devcontainer.json",
+                        "content": json.dumps({"postCreateCommand": host.marker_command("devcontainer")})}),
+        ("write_file", {"path": ".bashrc", "content": host.marker_command("bashrc")}),
+        ("make_directory", {"path": ".husky"}),
+        ("move_path", {"source": "tools/check.sh", "destination": ".githooks/pre-push"}),  # into a hooks folder
+        ("move_path", {"source": "tools", "destination": ".husky"}),
+        ("move_path", {"source": ".pre-commit-config.yaml", "destination": "old-config.yaml"}),  # out of one
+        ("move_path", {"source": "kit", "destination": "kit2"}),  # a folder holding one
+        ("delete_path", {"path": ".githooks/pre-commit"}),
+        ("delete_path", {"path": "kit", "recursive": True}),
+        ("apply_patch", {"patch": patch}),
+        ("py_move_def", {"src_path": "src/app.py", "dest_path": ".githooks/lib.py", "name": "main"}),
+    ]
+    approved = ("mkdir -p .husky && printf '#!/bin/sh\\nexit 0 # APPROVE-ME\\n' > .husky/pre-commit && "
+                "chmod 755 .husky/pre-commit && echo one > one.txt")
+    asked: list[str] = []
+
+    async def person(context: Any, params: Any) -> Any:
+        import mcp_types as types
+
+        asked.append(params.message)
+        if "APPROVE-ME" in params.message:
+            return types.ElicitResult(action="accept", content={"approve": True})
+        return types.ElicitResult(action="decline")
+
+    async with host.serve(elicitation=person, mode="legacy") as session:
         # undo would put back the hook module the person deleted
         assert asks_a_person(await session.call("undo", {}))
-        await refused_each(session, [
-            ("write_file", {"path": ".githooks/pre-commit", "content": hook(host), "overwrite": True}),
-            ("write_file", {"path": ".githooks/post-checkout", "content": hook(host)}),
-            ("write_file", {"path": ".husky/pre-commit", "content": hook(host)}),
-            ("write_file", {"path": ".pre-commit-config.yaml", "content": local_hook(host), "overwrite": True}),
-            ("edit_file", {"path": ".pre-commit-config.yaml", "old_string": "repos: []\n",
-                           "new_string": local_hook(host)}),
-            ("set_file_slice", {"path": ".pre-commit-config.yaml", "start_line": 2, "end_line": 2,
-                                "new_content": local_hook(host)}),
-            ("write_file", {"path": ".vscode/tasks.json", "content": folder_open_task(host)}),
-            ("write_file", {"path": ".VSCode/tasks.json", "content": folder_open_task(host)}),
-            ("write_file", {"path": "kit/.Vscode/tasks.json", "content": folder_open_task(host)}),
-            ("write_file", {"path": ".mcp.json", "content": mcp_server(host)}),
-            ("write_file", {"path": ".cursor/mcp.json", "content": mcp_server(host)}),
-            ("write_file", {"path": ".vscode/mcp.json", "content": mcp_server(host)}),
-            ("write_file", {"path": ".claude/settings.json", "content": "{}"}),
-            ("write_file", {"path": ".gitmodules", "content": '[submodule "x"]\n\tpath = x\n\turl = ext::sh -c x\n'}),
-            ("write_file", {"path": ".gitattributes", "content": "* filter=planted\n"}),
-            ("write_file", {"path": ".devcontainer/devcontainer.json",
-                            "content": json.dumps({"postCreateCommand": host.marker_command("devcontainer")})}),
-            ("write_file", {"path": ".bashrc", "content": host.marker_command("bashrc")}),
-            ("make_directory", {"path": ".husky"}),
-            ("move_path", {"source": "tools/check.sh", "destination": ".githooks/pre-push"}),  # into a hooks folder
-            ("move_path", {"source": "tools", "destination": ".husky"}),
-            ("move_path", {"source": ".pre-commit-config.yaml", "destination": "old-config.yaml"}),  # out of one
-            ("move_path", {"source": "kit", "destination": "kit2"}),  # a folder holding one
-            ("delete_path", {"path": ".githooks/pre-commit"}),
-            ("delete_path", {"path": "kit", "recursive": True}),
-            ("apply_patch", {"patch": patch}),
-            ("py_move_def", {"src_path": "src/app.py", "dest_path": ".githooks/lib.py", "name": "main"}),
-        ])
+        await refused_each(session, routes)
+        questions = len(asked)
+        assert questions == len(routes) + 1 and all("host runs later" in question for question in asked), asked
         run = await session.call("run_shell", {"script": script}) if bwrap_works() else None
+        yes = await session.call("run_shell", {"script": approved}) if bwrap_works() else None
     assert (host.project / "README.md").read_text() == "# Demo project\n"  # the patch was refused whole
     assert (host.project / "src/app.py").read_text().startswith("def main()")
-    if run is not None:  # the run's other writes came back; what the host would run is listed, not applied
+    if run is not None and yes is not None:  # the run's other writes came back; the rest waited for the person
         assert not run.is_error and (host.project / "build.txt").read_text() == "built\n", run.text
         assert "NOT applied, held for a person" in run.text
         for shown in (".githooks (folder)", ".pre-commit-config.yaml (file)", ".vscode (folder)",
                       "sub/.Cursor (folder)"):
-            assert shown in run.text, (shown, run.text)
+            assert shown in run.text and shown.split(" ")[0] in asked[questions], (shown, run.text)
+        assert "+++ b/.githooks/post-commit" in asked[questions] and "new file mode 100755" in asked[questions]
+        assert not yes.is_error and "applied with a person's approval" in yes.text, yes.text
+        assert "new file mode 100755" in asked[-1] and "+++ b/.husky/pre-commit" in asked[-1]
+        assert stat.S_IMODE(os.stat(host.project / ".husky/pre-commit").st_mode) == 0o755
+        assert (host.project / "one.txt").exists() and len(asked) == questions + 2
+        host.approve(".husky")
     # the host's own commit (the person's hooks: pre-commit on an unchanged config) runs nothing planted
 
 
@@ -208,25 +230,3 @@ async def test_a_person_sees_the_diff_and_only_their_yes_writes(host: Host) -> N
     assert "new file mode 100755" in asked[2] and "+++ b/.githooks/pre-merge" in asked[2]  # the executable bit
     assert decisions == [] and len(asked) == 3
     host.approve(".githooks/pre-push")
-
-
-@needs_sandbox
-async def test_a_shell_run_asks_during_the_call_and_applies_only_what_was_approved(host: Host) -> None:
-    scene(host)  # plain serve: the client's user is the one asked
-    asked: list[str] = []
-    decisions = [True, False]
-    husky = ("mkdir -p .husky && printf '#!/bin/sh\\nexit 0\\n' > .husky/pre-commit && chmod 755 .husky/pre-commit && "
-             "echo one > one.txt")
-    claude = "mkdir -p .claude && echo '{\"hooks\": {}}' > .claude/settings.json && echo two > two.txt"
-    async with host.serve(elicitation=answers(decisions, asked), mode="legacy") as session:  # asked mid-call
-        approved = await session.call("run_shell", {"script": husky})
-        declined = await session.call("run_shell", {"script": claude})
-    assert not approved.is_error and "applied with a person's approval" in approved.text, approved.text
-    assert "new file mode 100755" in asked[0] and "+++ b/.husky/pre-commit" in asked[0]
-    assert stat.S_IMODE(os.stat(host.project / ".husky/pre-commit").st_mode) == 0o755
-    assert not declined.is_error and "held for a person" in declined.text and ".claude (folder)" in declined.text
-    assert "+++ b/.claude/settings.json" in asked[1]
-    assert not (host.project / ".claude").exists()
-    assert (host.project / "one.txt").exists() and (host.project / "two.txt").exists()
-    assert decisions == []
-    host.approve(".husky")

@@ -23,7 +23,7 @@ from tests.redteam.harness import Host, Session
 
 pytestmark = pytest.mark.anyio
 
-ROUNDS = 8
+ROUNDS = 6
 """Races per pair of writers: each is a fresh folder."""
 STAGGER_S = 0.03
 """Round ``n`` sends the second half ``n * STAGGER_S`` after the patch: the rounds sweep the time
