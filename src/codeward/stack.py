@@ -102,8 +102,11 @@ class Stack:
         if self.meta or self.approved is None:
             return self.surface
         if self._meta_surface is None:
-            outer = [m for m in self.middleware if m is not self.approval]
+            from codeward.gateway.host_run_approval import HostRunApproval
             from codeward.registry.meta import Meta
+
+            # the approval layers are already inside ``approved``
+            outer = [m for m in self.middleware if m is not self.approval and not isinstance(m, HostRunApproval)]
 
             self._meta_surface = chain(self.approved, [*outer, Meta(guard=self.approval)])
         return self._meta_surface
