@@ -71,6 +71,9 @@ class Rules:
     """A last pass over the symbols (e.g. to tell C++ out-of-line methods from functions)."""
     prepare: Callable[[bytes], bytes] | None = None
     """A same-length rewrite of the source before parsing (C/C++: blank attribute-like macros)."""
+    prefix_start: Callable[[bytes, bytes, int], int] | None = None
+    """Given the source, its prepared rewrite and a definition's start byte: where the definition
+    really starts (C/C++: the macros blanked in front of it belong to it)."""
 
 
 @dataclass(frozen=True)
@@ -148,8 +151,19 @@ def parse_source(text: str, language: str) -> ParsedSource:
     """Parse text with the language's grammar and extract its symbols."""
     data = encode_source(text)
     rules = rules_for(language)
-    tree = parse_prepared(data, language, rules)
-    return ParsedSource(language, data, tree, tuple(extract_symbols(tree, rules)))
+    prepared = rules.prepare(data) if rules.prepare else data
+    tree = parse(prepared, language)
+    symbols = extract_symbols(tree, rules)
+    if rules.prefix_start is not None and prepared != data:
+        symbols = [_with_prefix(s, rules.prefix_start(data, prepared, s.start_byte), data) for s in symbols]
+    return ParsedSource(language, data, tree, tuple(symbols))
+
+
+def _with_prefix(symbol: Symbol, start: int, data: bytes) -> Symbol:
+    if start >= symbol.start_byte:
+        return symbol
+    sig_start = start if symbol.sig_start == symbol.start_byte else symbol.sig_start
+    return replace(symbol, start_byte=start, start_line=data.count(b"\n", 0, start) + 1, sig_start=sig_start)
 
 
 def parse_prepared(data: bytes, language: str, rules: Rules | None = None) -> Tree:
