@@ -14,6 +14,8 @@ import difflib
 import re
 from dataclasses import dataclass
 
+from codeward.code.definition_swap import Defined, mismatch
+from codeward.code.fragment_check import FragmentVerdict, check_fragment, defined_names
 from codeward.code.outline_model import ParsedSource, Symbol, encode_source, parse_prepared, parse_source
 from codeward.code.treesitter import SyntaxProblem, syntax_problems
 from codeward.result import ErrorKind, Result
@@ -22,6 +24,7 @@ _SEPARATORS = re.compile(r"::|[.#\\:]")
 _GENERIC_ARGS = re.compile(r"<[^<>]*>")
 _LINE_SUFFIX = re.compile(r"^(.*?)\s*@\s*(\d+)$")
 MAX_SUGGESTIONS = 8
+C_FAMILY = frozenset({"c", "cpp"})
 
 
 @dataclass(frozen=True)
@@ -218,40 +221,111 @@ class Replacement:
     start_line: int
     end_line: int
     parsed: ParsedSource
+    notes: tuple[str, ...] = ()
 
 
 def replace_definition(parsed: ParsedSource, symbol: Symbol, new_content: str, display: str) -> Result[Replacement]:
-    """Swap a definition for ``new_content``; refuse when that introduces a syntax error."""
+    """Swap a definition for ``new_content`` by its byte range; refuse when that introduces a syntax error
+    or defines another name.
+
+    In a C or C++ file tree-sitter already fails to parse somewhere (macros it cannot expand),
+    only the new definition is checked, alone (:mod:`codeward.code.fragment_check`); elsewhere
+    the whole file is re-parsed and must not gain an error.
+    """
     start, end = definition_span(parsed, symbol)
-    old_bytes = parsed.data[start:end]
-    content = _fit(new_content.replace("\r\n", "\n"), old_bytes.decode("utf-8", "surrogateescape"))
-    new_bytes = encode_source(content)
+    old = parsed.data[start:end].decode("utf-8", "surrogateescape")
+    content = _fit(new_content.replace("\r\n", "\n"), old)
     if not content.strip():
         return Result.fail(ErrorKind.INVALID_INPUT, "new_content is empty",
                            "Give the complete new definition; to delete lines use set_file_slice.")
+    new_bytes = encode_source(content)
     data = parsed.data[:start] + new_bytes + parsed.data[end:]
-    tree = parse_prepared(data, parsed.language)
-    problem = _introduced_problem(parsed, syntax_problems(tree, limit=200), start, start + len(new_bytes))
-    if problem is not None:
-        return Result.fail(ErrorKind.INVALID_INPUT,
-                           f"the new definition of {symbol.qualified} would leave {display} with a syntax error at "
-                           f"{problem.describe()}; nothing was changed",
-                           "Fix the new_content (balanced braces/brackets, complete statements) and try again.")
-    text = data.decode("utf-8", "surrogateescape")
     first_line = parsed.data.count(b"\n", 0, start) + 1
+    member = _enclosing_type(parsed, symbol) is not None
+    swapped = _swapped_name(parsed, symbol, old, content, member)
+    if swapped:
+        return Result.fail(ErrorKind.INVALID_INPUT, f"refused: {swapped}; the update replaces {symbol.qualified} "
+                           f"and keeps its name ({display} is unchanged)",
+                           f"To rename {symbol.name}, rename it and its callers first (search_text finds them), "
+                           "then update it; to add another definition, insert it with edit_file.")
+    notes: tuple[str, ...] = ()
+    if parsed.language in C_FAMILY and syntax_problems(parsed.tree, limit=1):
+        verdict = check_fragment(parsed.language, old, content, member=member)
+        refused = _fragment_refusal(verdict, symbol, content, first_line, display)
+        if refused is not None:
+            return refused
+        if verdict.brackets_only:
+            notes = (f"[tree-sitter cannot parse {symbol.qualified} even as it was (macros?): the new text was "
+                     "checked for balanced brackets, strings and comments only]",)
+    else:
+        tree = parse_prepared(data, parsed.language)
+        problem = _introduced_problem(parsed, syntax_problems(tree, limit=200), start, start + len(new_bytes))
+        if problem is not None:
+            return Result.fail(ErrorKind.INVALID_INPUT,
+                               f"the new definition of {symbol.qualified} would leave {display} with a syntax error "
+                               f"at {problem.describe()}; nothing was changed",
+                               "Fix the new_content (balanced braces/brackets, complete statements) and try again.")
+    text = data.decode("utf-8", "surrogateescape")
     last_line = first_line + content.count("\n") - (1 if content.endswith("\n") else 0)
-    return Result.success(Replacement(text, first_line, last_line, parse_source(text, parsed.language)))
+    return Result.success(Replacement(text, first_line, last_line, parse_source(text, parsed.language), notes))
+
+
+def _fragment_refusal(verdict: FragmentVerdict, symbol: Symbol, content: str, first_line: int,
+                      display: str) -> Result[Replacement] | None:
+    hint = (f"{display} already had parse errors elsewhere (macros tree-sitter cannot expand); they do not count: "
+            "only the new definition was checked. Fix the new_content and try again.")
+    if verdict.problem is not None:
+        problem = verdict.problem
+        before = encode_source(content)[:problem.start_byte].decode("utf-8", "surrogateescape")
+        row = before.count("\n")
+        column = len(before) - (before.rfind("\n") + 1) + 1
+        what = f"missing {problem.text!r}" if problem.missing else f"cannot parse {_snippet(problem.text)!r}"
+        return Result.fail(ErrorKind.INVALID_INPUT,
+                           f"the new definition of {symbol.qualified} has a syntax error at line {first_line + row}, "
+                           f"column {column} (line {row + 1} of new_content): {what}; nothing was changed", hint)
+    if verdict.unbalanced:
+        return Result.fail(ErrorKind.INVALID_INPUT,
+                           f"the new definition of {symbol.qualified} does not balance its brackets as the old one "
+                           f"did: {verdict.unbalanced}; nothing was changed", hint)
+    return None
+
+
+def _snippet(text: str) -> str:
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _enclosing_type(parsed: ParsedSource, symbol: Symbol) -> Symbol | None:
+    """The class, struct or union whose body holds ``symbol`` (not an out-of-line member's class)."""
+    holders = [s for s in parsed.symbols if s.kind in ("class", "struct", "union") and s is not symbol
+               and s.body is None and s.start_byte < symbol.start_byte and symbol.end_byte <= s.end_byte]
+    return max(holders, key=lambda s: s.start_byte, default=None)
+
+
+def _swapped_name(parsed: ParsedSource, symbol: Symbol, old: str, new: str, member: bool) -> str:
+    """Why ``new`` is not a definition of ``symbol``'s name ("" when it is, or when no parse can tell)."""
+    if parsed.language not in C_FAMILY:
+        return ""
+    expected = _normal_part(symbol.name)
+    found = [_normal_part(n) for n in defined_names(parsed.language, new, member=member)]
+    if expected in found:
+        return ""
+    if expected in (_normal_part(n) for n in defined_names(parsed.language, old, member=member)) and found:
+        return mismatch("new_content", symbol.name, [Defined(n, "definition") for n in found])
+    if re.search(rf"(?<![\w~]){re.escape(symbol.name)}(?!\w)", new):
+        return ""  # the grammar cannot name the definitions here (macros), but the name is written
+    return mismatch("new_content", symbol.name, [Defined(n, "definition") for n in found])
 
 
 def _fit(content: str, old: str) -> str:
-    """Match the old definition's trailing newline and, for unindented content, its indentation."""
+    """Match the old definition's trailing newline and, for content whose first line is not indented,
+    its indentation (preprocessor lines stay at the start of their line)."""
     if not old.endswith("\n") and content.endswith("\n"):
         content = content[:-1]
     indent = old[: len(old) - len(old.lstrip(" \t"))]
     lines = content.split("\n")
-    body_lines = [ln for ln in lines if ln.strip()]
-    if indent and body_lines and min(len(ln) - len(ln.lstrip(" \t")) for ln in body_lines) == 0:
-        content = "\n".join(indent + ln if ln.strip() else ln for ln in lines)
+    first = next((ln for ln in lines if ln.strip()), "")
+    if indent and first and first == first.lstrip(" \t"):
+        content = "\n".join(indent + ln if ln.strip() and not ln.startswith("#") else ln for ln in lines)
     return content
 
 
