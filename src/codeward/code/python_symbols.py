@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
 
+from codeward.code.definition_swap import Defined
 from codeward.result import ErrorKind, Result
 
 DEFINITION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -645,6 +646,19 @@ def first_definition(block: str) -> DefinitionNode | None:
     except (SyntaxError, ValueError):
         return None
     return next((n for n in tree.body if isinstance(n, DEFINITION_NODES)), None)
+
+
+def top_level_definitions(tree: ast.Module) -> list[Defined]:
+    """What a piece of code defines at its top level: functions, classes and assigned variables."""
+    found: list[Defined] = []
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ClassDef):
+            found.append(Defined(stmt.name, "class"))
+        elif isinstance(stmt, FUNCTION_NODES):
+            found.append(Defined(stmt.name, "function"))
+        else:
+            found.extend(Defined(name, "variable") for name in declared_names(stmt))
+    return found
 
 
 def loaded_names(node: ast.AST) -> set[str]:

@@ -18,6 +18,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 from codeward.catalog import tool
+from codeward.code.definition_swap import Defined, mismatch
 from codeward.code.python_rewrite import (
     REGION_END,
     REGION_START,
@@ -40,7 +41,6 @@ from codeward.code.python_symbols import (
     Symbol,
     SymbolKind,
     check_edit,
-    declared_names,
     first_definition,
     header_span,
     loaded_names,
@@ -55,10 +55,12 @@ from codeward.code.python_symbols import (
     rename_definition,
     signature_text,
     syntax_problem,
+    top_level_definitions,
 )
 from codeward.code.textfile import TextFile, read_text, write_text
 from codeward.context import ToolContext
 from codeward.result import ErrorKind, Result
+from codeward.tools.planned_writes import write_all
 from codeward.workspace import Access, Workspace
 
 PathArg = Annotated[str, Field(description="Python file (relative to the workspace root).")]
@@ -73,6 +75,8 @@ AnchorArg = Annotated[Literal["start", "end", "before", "after"], Field(
 AnchorSymbolArg = Annotated[str, Field(
     description="For before/after: the sibling to insert next to. For start/end: a class (its body), "
     "or empty for the file.")]
+RenameArg = Annotated[bool, Field(description="If the new text names the symbol differently, rename it and its "
+                                              "callers too (py_rename_symbol); otherwise that is refused.")]
 TOOLSET = "python"
 
 
@@ -519,29 +523,114 @@ def py_check_syntax(ctx: ToolContext, path: PathArg) -> Result[SyntaxReport | No
 def py_update_definition(ctx: ToolContext, path: PathArg, name: NameArg,
                          new_content: Annotated[str, Field(description="The complete new definition, decorators "
                                                            "included; it is re-indented to the old one's place.")],
-                         occurrence: OccurrenceArg = None) -> Result[str]:
+                         occurrence: OccurrenceArg = None, rename: RenameArg = False) -> Result[str]:
     """Replace a class, function or method (decorators included) with new source; refuses syntax errors."""
     picked = _load_symbol(ctx, path, name, occurrence)
     if not picked.ok or picked.data is None:
         return picked.cast("")
     data, symbol = picked.data
-    indent = data.module.source.indentation(symbol.start_line)
+    replaced = _replaced_definition(data.module, symbol, new_content)
+    if not replaced.ok:
+        return replaced
+    defined = _defined_in(new_content)
+    swapped = mismatch("new_content", symbol.name, defined) if defined is not None else ""
+    if swapped:
+        other = _the_other_name(defined or [], symbol)
+        if rename and other:
+            return _rename_then_edit(ctx, data, symbol, other, f"replacing {symbol.qualname}",
+                                     lambda module, renamed: _replaced_definition(module, renamed, new_content))
+        return _swap_refused(swapped, symbol, other, data.display, "py_update_definition",
+                             "to add it beside the old one, use py_add_def")
+    new_lines = len(reindent(new_content, "").splitlines())
+    return _commit(data, replaced.data, f"replacing {symbol.qualname}",
+                   f"Updated {symbol.qualname} in {data.display}: {display_lines(symbol)} replaced by "
+                   f"{_line_span(symbol.start_line, symbol.start_line + new_lines - 1)}.")
+
+
+def _replaced_definition(module: PythonModule, symbol: Symbol, new_content: str) -> Result[str]:
+    """The file's text with ``symbol`` (decorators included) replaced by ``new_content``, re-indented."""
+    indent = module.source.indentation(symbol.start_line)
     block = reindent(new_content, indent)
     if not block:
         return Result.fail(ErrorKind.INVALID_INPUT, "new_content is empty",
                            "Give the full new definition; to delete it use py_remove_def.", data="")
-    source = data.module.source
+    source = module.source
     new_text = source.text[: source.line_offset(symbol.start_line)] + block + \
         source.text[source.line_offset(symbol.end_line + 1):]
     if symbol.end_line == len(source.lines) and not source.text.endswith("\n"):
         new_text = new_text.removesuffix("\n")
-    new_lines = len(block.splitlines())
-    done = (f"Updated {symbol.qualname} in {data.display}: {display_lines(symbol)} replaced by "
-            f"{_line_span(symbol.start_line, symbol.start_line + new_lines - 1)}.")
-    defined = first_definition(reindent(block, ""))
-    if defined is not None and defined.name != symbol.name:
-        done += f" Note: the new content defines {defined.name!r}, not {symbol.name!r}."
-    return _commit(data, new_text, f"replacing {symbol.qualname}", done)
+    return Result.success(new_text)
+
+
+def _defined_in(content: str) -> list[Defined] | None:
+    """What new code defines at its top level (``None`` when it does not parse: the syntax check says why)."""
+    try:
+        return top_level_definitions(ast.parse(reindent(content, "")))
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+
+
+def _the_other_name(defined: list[Defined], symbol: Symbol) -> str:
+    """The one definition new code gives instead of ``symbol``'s ("" when it is not exactly one def/class)."""
+    names = [d.name for d in defined if d.kind != "variable"]
+    return names[0] if len(names) == 1 and names[0] != symbol.name else ""
+
+
+def _swap_refused(problem: str, symbol: Symbol, other: str, display: str, tool_name: str,
+                  instead: str) -> Result[str]:
+    if other:
+        hint = (f"{tool_name} keeps the name {symbol.name}. To rename it to {other} and update its callers, pass "
+                f"rename=true (py_rename_symbol's rename, applied with the edit) or call py_rename_symbol first; "
+                f"{instead}.")
+    else:
+        hint = (f"Give a def or class named {symbol.name} (a variable is set with py_set_var_declaration; "
+                f"py_remove_def deletes {symbol.name}).")
+    return Result.fail(ErrorKind.INVALID_INPUT, f"refused: {problem}; {display} is unchanged", hint, data="")
+
+
+def _rename_then_edit(ctx: ToolContext, data: LoadedPython, symbol: Symbol, new_name: str, what: str,
+                      edit: Callable[[PythonModule, Symbol], Result[str]]) -> Result[str]:
+    """Rename ``symbol`` and its references across the project, then make ``edit`` on the renamed
+    definition; every file written together or none."""
+    if len(data.module.find(symbol.qualname)) > 1:
+        return Result.fail(ErrorKind.CONFLICT, f"{symbol.qualname} is defined several times in {data.display}; "
+                           "a rename applies to the name, not one occurrence",
+                           "Rename with py_rename_symbol first, then update the occurrence.", data="")
+    from codeward.tools.python_refs import plan_rename
+
+    planned = plan_rename(ctx, str(data.real), new_name, name=symbol.qualname)
+    if not planned.ok or planned.data is None:
+        return Result(data="", errors=[replace(e, hint=(e.hint + " " if e.hint else "") +
+                                                f"Nothing was changed; {data.display} is as it was.")
+                                       for e in planned.errors])
+    plan = planned.data
+    steps = list(plan.files)
+    index = next((i for i, step in enumerate(steps) if step.real == data.real), None)
+    if index is None:
+        return Result.fail(ErrorKind.INTERNAL, f"the rename of {symbol.qualname} does not change {data.display}",
+                           data="")
+    renamed_text = steps[index].new_text
+    renamed = parse_module(renamed_text)
+    new_qualname = f"{symbol.parent}.{new_name}" if symbol.parent else new_name
+    found = lookup_one(renamed, new_qualname, data.display)
+    if not found.ok or found.data is None:
+        return found.cast("")
+    edited = edit(renamed, found.data)
+    if not edited.ok:
+        return edited
+    refused = _refusal(what, data.display, edited.data, renamed)
+    if refused:
+        return refused
+    steps[index] = replace(steps[index], new_text=edited.data)
+    written = write_all(ctx, steps, held={data.real})
+    if not written.ok:
+        return written.cast("")
+    others = [step.display for step in steps if step.real != data.real]
+    where = f" and its references in {len(others)} other file{'s' if len(others) != 1 else ''} " \
+            f"({', '.join(others)})" if others else ""
+    return Result.success(f"Renamed {symbol.qualname} to {new_name}{where} (py_rename_symbol's rename), then "
+                          f"{what.replace(symbol.qualname, new_qualname)} in {data.display}.",
+                          *plan.unsure_note(ctx.workspace.display))
 
 
 @tool(toolset=TOOLSET, title="Replace a Python signature",
@@ -556,32 +645,50 @@ def py_set_signature(ctx: ToolContext, path: PathArg, name: NameArg,
                      new_signature: Annotated[str, Field(description="The complete new header, from 'def' or "
                                                          "'class' through its colon (which may be left out); "
                                                          "start it with decorators to replace those too.")],
-                     occurrence: OccurrenceArg = None) -> Result[str]:
+                     occurrence: OccurrenceArg = None, rename: RenameArg = False) -> Result[str]:
     """Replace only the header of a def or class (through its colon); the body stays byte for byte."""
     picked = _load_symbol(ctx, path, name, occurrence)
     if not picked.ok or picked.data is None:
         return picked.cast("")
     data, symbol = picked.data
+    replaced = _replaced_signature(data.module, symbol, new_signature)
+    if not replaced.ok:
+        return replaced
+    header = _parse_header(new_signature, isinstance(symbol.node, ast.ClassDef))
+    other = header.data[2] if header.ok and header.data is not None else symbol.name
+    if other != symbol.name:
+        if rename:
+            return _rename_then_edit(ctx, data, symbol, other, f"the new signature of {symbol.qualname}",
+                                     lambda module, renamed: _replaced_signature(module, renamed, new_signature))
+        kind = "class" if isinstance(symbol.node, ast.ClassDef) else "function"
+        return _swap_refused(mismatch("new_signature", symbol.name, [Defined(other, kind)]), symbol, other,
+                             data.display, "py_set_signature", "to add a new definition, use py_add_def")
+    return _commit(data, replaced.data, f"the new signature of {symbol.qualname}",
+                   f"Set the signature of {symbol.qualname} in {data.display} (line {symbol.node.lineno}).")
+
+
+def _replaced_signature(module: PythonModule, symbol: Symbol, new_signature: str) -> Result[str]:
+    """The file's text with the header of ``symbol`` (and its decorators, if given) replaced."""
     node = _definition_node(symbol)
     header = _parse_header(new_signature, isinstance(node, ast.ClassDef))
     if not header.ok or header.data is None:
         return header.cast("")
-    signature, decorated = header.data
-    source = data.module.source
+    signature, decorated, _name = header.data
+    source = module.source
     indent = source.indentation(symbol.start_line)
-    start, end = header_span(data.module, node)
+    start, end = header_span(module, node)
     if decorated:
         start = source.line_offset(symbol.start_line)
         replacement = reindent(signature, indent).rstrip("\n")
     else:
         replacement = reindent(signature, indent).rstrip("\n")[len(indent):]
-    new_text = source.text[:start] + replacement + source.text[end:]
-    return _commit(data, new_text, f"the new signature of {symbol.qualname}",
-                   f"Set the signature of {symbol.qualname} in {data.display} (line {node.lineno}).")
+    return Result.success(source.text[:start] + replacement + source.text[end:])
 
 
-def _parse_header(raw: str, want_class: bool) -> Result[tuple[str, bool] | None]:
-    """Check a new header: one def/class line group ending in ':' (added if missing), no body."""
+def _parse_header(raw: str, want_class: bool) -> Result[tuple[str, bool, str] | None]:
+    """Check a new header: one def/class line group ending in ':' (added if missing), no body.
+
+    Gives the header, whether it starts with decorators, and the name it defines."""
     text = normalize_block(raw).rstrip("\n")
     if not text:
         return Result.fail(ErrorKind.INVALID_INPUT, "new_signature is empty",
@@ -601,7 +708,7 @@ def _parse_header(raw: str, want_class: bool) -> Result[tuple[str, bool] | None]
             kind, other = ("class", "def") if want_class else ("def", "class")
             return Result.fail(ErrorKind.INVALID_INPUT, f"new_signature is a {other} header but the symbol is a {kind}",
                                f"Give a {kind} header, or replace the whole thing with py_update_definition.")
-        return Result.success((candidate, bool(node.decorator_list)))
+        return Result.success((candidate, bool(node.decorator_list), node.name))
     return Result.fail(ErrorKind.INVALID_INPUT,
                        f"new_signature is not a single def/class header: {text.splitlines()[0][:80]!r}",
                        "Give only the header through its colon, e.g. 'async def fetch(self, url: str) -> bytes:'; "
@@ -648,10 +755,14 @@ def _check_declaration(statement: str, name: str) -> Result[str] | None:
         return Result.fail(ErrorKind.INVALID_INPUT, f"new_declaration is not valid Python: "
                            f"{problem.render('new_declaration')}", f"Give a statement such as '{name} = 42'.",
                            data="")
-    if len(tree.body) != 1 or name not in declared_names(tree.body[0]):
-        return Result.fail(ErrorKind.INVALID_INPUT, f"new_declaration must be one statement assigning {name!r}",
-                           f"Write e.g. '{name} = ...' or '{name}: T = ...'; to rename, edit the file with edit_file.",
-                           data="")
+    if len(tree.body) != 1:
+        return Result.fail(ErrorKind.INVALID_INPUT, f"new_declaration must be one statement assigning {name!r}, "
+                           f"not {len(tree.body)}", f"Write e.g. '{name} = ...' or '{name}: T = ...'.", data="")
+    swapped = mismatch("new_declaration", name, top_level_definitions(tree), kind="variable")
+    if swapped:
+        return Result.fail(ErrorKind.INVALID_INPUT, f"refused: {swapped}",
+                           f"py_set_var_declaration keeps the name {name}: write e.g. '{name} = ...'; to rename it "
+                           "and its uses, use py_rename_symbol. Nothing was written.", data="")
     return None
 
 
@@ -731,11 +842,10 @@ def _prepare_definition(content: str, name: str, param: str) -> Result[str]:
         problem = syntax_problem(exc, block)
         return Result.fail(ErrorKind.INVALID_INPUT, f"{param} is not valid Python: {problem.render(param)}",
                            "Fix the code and retry; nothing was written.", data="")
-    defined = [n.name for n in tree.body if isinstance(n, DEFINITION_NODES)]
-    if name not in defined:
-        got = f"it defines {', '.join(defined)}" if defined else "it defines no function or class"
-        return Result.fail(ErrorKind.INVALID_INPUT, f"{param} does not define {name!r}: {got}",
-                           "Make name match the def/class in the new content.", data="")
+    swapped = mismatch(param, name, top_level_definitions(tree))
+    if swapped:
+        return Result.fail(ErrorKind.INVALID_INPUT, swapped, "Make name match the def/class in the new content; "
+                           "nothing was written.", data="")
     return Result.success(block)
 
 
