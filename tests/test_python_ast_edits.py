@@ -292,9 +292,9 @@ def test_set_var_declaration_refuses_other_names_and_functions(py: Py, root: Pat
     write(root, "m.py", SAMPLE, VARIANTS[0])
     before = snapshot(root)
     assert_refused(py("py_set_var_declaration", path="m.py", name="LIMIT", new_declaration="OTHER = 1"),
-                   root, before, "defines the variable 'OTHER', not 'LIMIT'", "py_rename_symbol")
+                   root, before, "defines the variable 'OTHER', not the variable 'LIMIT'", "py_rename_symbol")
     assert_refused(py("py_set_var_declaration", path="m.py", name="LIMIT", new_declaration="def LIMIT(): pass"),
-                   root, before, "defines the function 'LIMIT', not 'LIMIT'")
+                   root, before, "defines the function 'LIMIT', not the variable 'LIMIT'")
     assert_refused(py("py_set_var_declaration", path="m.py", name="plain", new_declaration="plain = 1"),
                    root, before, "is a function", "py_get_definition")
     assert_refused(py("py_set_var_declaration", path="m.py", name="LIMIT", new_declaration="LIMIT = ("),
@@ -389,7 +389,8 @@ def test_add_def_into_an_empty_file_and_one_without_final_newline(py: Py, root: 
     [
         pytest.param({"name": "plain", "new_content": "def plain():\n    pass"}, ("already exists", "line 10"),
                      id="duplicate"),
-        pytest.param({"name": "g", "new_content": "def f():\n    pass"}, ("defines the function 'f', not 'g'",), id="name-mismatch"),
+        pytest.param({"name": "g", "new_content": "def f():\n    pass"}, ("defines the function 'f', not 'g'",),
+                     id="name-mismatch"),
         pytest.param({"name": "g", "new_content": "def g(:\n    pass"}, ("not valid Python", "line 1"),
                      id="syntax-error"),
         pytest.param({"name": "g", "new_content": "def g():\n    pass\nreturn 1"}, ("outside function",),

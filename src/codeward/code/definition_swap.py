@@ -25,20 +25,22 @@ class Defined:
 
 
 def mismatch(param: str, expected: str, defined: Sequence[Defined], *, kind: str = "definition") -> str:
-    """Why ``defined`` does not replace ``expected`` (a ``kind``: a definition or a variable); "" when it does.
+    """Why ``defined`` does not replace ``expected``, a ``kind`` ("definition", "function", "variable"...);
+    "" when it does.
 
-    A definition (function or class) is replaced by a definition of the same name, a variable
-    by a statement assigning it.
+    A definition (function, class, struct...) is replaced by a definition of the same name, a
+    variable by a statement assigning it.
     """
     wanted = _group(kind)
     if any(d.name == expected and _group(d.kind) == wanted for d in defined):
         return ""
+    target = Defined(expected, kind).describe()
     if not defined:
         what = "no function or class" if wanted == "definition" else "no variable"
-        return f"{param} defines {what}, not {expected!r}"
+        return f"{param} defines {what}, not {target}"
     shown = [d.describe() for d in dict.fromkeys(defined)]
     listing = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
-    return f"{param} defines {listing}, not {expected!r}"
+    return f"{param} defines {listing}, not {target}"
 
 
 def _group(kind: str) -> str:

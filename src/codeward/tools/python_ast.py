@@ -533,7 +533,7 @@ def py_update_definition(ctx: ToolContext, path: PathArg, name: NameArg,
     if not replaced.ok:
         return replaced
     defined = _defined_in(new_content)
-    swapped = mismatch("new_content", symbol.name, defined) if defined is not None else ""
+    swapped = mismatch("new_content", symbol.name, defined, kind=symbol.kind.value) if defined is not None else ""
     if swapped:
         other = _the_other_name(defined or [], symbol)
         if rename and other:
@@ -660,8 +660,8 @@ def py_set_signature(ctx: ToolContext, path: PathArg, name: NameArg,
         if rename:
             return _rename_then_edit(ctx, data, symbol, other, f"the new signature of {symbol.qualname}",
                                      lambda module, renamed: _replaced_signature(module, renamed, new_signature))
-        kind = "class" if isinstance(symbol.node, ast.ClassDef) else "function"
-        return _swap_refused(mismatch("new_signature", symbol.name, [Defined(other, kind)]), symbol, other,
+        defined = [Defined(other, "class" if isinstance(symbol.node, ast.ClassDef) else "function")]
+        return _swap_refused(mismatch("new_signature", symbol.name, defined, kind=symbol.kind.value), symbol, other,
                              data.display, "py_set_signature", "to add a new definition, use py_add_def")
     return _commit(data, replaced.data, f"the new signature of {symbol.qualname}",
                    f"Set the signature of {symbol.qualname} in {data.display} (line {symbol.node.lineno}).")
