@@ -455,14 +455,14 @@ def test_move_def_across_files_keeps_each_files_encoding(py: Py, root: Path) -> 
     assert_exact_change(dest, dest_text, "def existing():", moved + "def existing():", VARIANTS[1])
 
 
-def test_move_def_to_a_new_file_notes_missing_imports(py: Py, root: Path) -> None:
+def test_move_def_to_a_new_file_takes_its_imports_and_is_imported_back(py: Py, root: Path) -> None:
     src = write(root, "m.py", "import os\n\n\ndef where():\n    return os.getcwd()\n\n\nprint(where())\n", VARIANTS[0])
     outcome = py("py_move_def", src_path="m.py", dest_path="pkg/new.py", name="where")
     assert not outcome.is_error, outcome.text
-    assert (root / "pkg" / "new.py").read_text() == "def where():\n    return os.getcwd()\n"
-    assert src.read_text() == "import os\n\n\nprint(where())\n"
-    assert "Check imports: os" in outcome.text
-    assert "m.py still uses where" in outcome.text
+    assert (root / "pkg" / "new.py").read_text() == "import os\n\n\ndef where():\n    return os.getcwd()\n"
+    assert src.read_text() == "import os\nfrom pkg.new import where\n\n\nprint(where())\n"
+    assert "pkg/new.py gets the imports the moved code needs: import os" in outcome.text
+    assert "m.py imports where back from pkg/new.py (it still uses it)" in outcome.text
 
 
 def test_move_def_refused_on_one_side_writes_neither(py: Py, root: Path) -> None:

@@ -43,16 +43,13 @@ from codeward.code.python_symbols import (
     check_edit,
     first_definition,
     header_span,
-    loaded_names,
     lookup,
     lookup_one,
-    module_level_names,
     name_problem,
     nested_blocks,
     normalize_block,
     parse_module,
     reindent,
-    rename_definition,
     signature_text,
     syntax_problem,
     top_level_definitions,
@@ -211,7 +208,7 @@ def _read(ctx: ToolContext, path: str, access: Access, param: str = "path") -> R
     return Result.success((resolved.data, loaded.data))
 
 
-def _load(
+def load_python(
     ctx: ToolContext, path: str, access: Access = Access.READ, param: str = "path"
 ) -> Result[LoadedPython | None]:
     """Resolve, read and parse a Python file; a file with a syntax error is reported, not guessed at."""
@@ -258,7 +255,7 @@ def _symbol_texts(ctx: ToolContext, path: str, name: str, occurrence: int | None
                   text_of: Callable[[PythonModule, Symbol], str | None], *,
                   variables: bool = False) -> Result[SymbolTexts | None]:
     """``text_of`` each definition named ``name`` (each declaration, with ``variables``), as a read tool answers."""
-    loaded = _load(ctx, path)
+    loaded = load_python(ctx, path)
     if not loaded.ok or loaded.data is None:
         return loaded.cast(None)
     module, display = loaded.data.module, loaded.data.display
@@ -270,10 +267,10 @@ def _symbol_texts(ctx: ToolContext, path: str, name: str, occurrence: int | None
     return Result.success(SymbolTexts(path=display, name=name, what=what, occurrences=items))
 
 
-def _load_symbol(ctx: ToolContext, path: str, name: str, occurrence: int | None, *, variables: bool = False,
+def load_python_symbol(ctx: ToolContext, path: str, name: str, occurrence: int | None, *, variables: bool = False,
                  param: str = "path") -> Result[tuple[LoadedPython, Symbol] | None]:
     """Load a file for writing and pick the one definition (or, with ``variables``, declaration) to edit."""
-    loaded = _load(ctx, path, Access.WRITE, param)
+    loaded = load_python(ctx, path, Access.WRITE, param)
     if not loaded.ok or loaded.data is None:
         return loaded.cast(None)
     found = lookup_one(loaded.data.module, name, loaded.data.display, occurrence=occurrence,
@@ -300,7 +297,7 @@ def _line_span(first: int, last: int) -> str:
       examples=[{"path": "src/inventory/store.py"}])
 def py_get_skeleton(ctx: ToolContext, path: PathArg) -> Result[str]:
     """A Python file with every function body replaced by '...': signatures, docstrings, classes, imports."""
-    loaded = _load(ctx, path)
+    loaded = load_python(ctx, path)
     if not loaded.ok or loaded.data is None:
         return loaded.cast("")
     return Result.success(skeleton(loaded.data.module))
@@ -310,7 +307,7 @@ def py_get_skeleton(ctx: ToolContext, path: PathArg) -> Result[str]:
       examples=[{"path": "src/inventory/models.py"}])
 def py_get_code_outline(ctx: ToolContext, path: PathArg) -> Result[Outline | None]:
     """Hierarchical outline of a Python file: [Class] Name (Lines X-Y) with methods and nested classes indented."""
-    loaded = _load(ctx, path)
+    loaded = load_python(ctx, path)
     if not loaded.ok or loaded.data is None:
         return loaded.cast(None)
     entries = [
@@ -353,7 +350,7 @@ def py_get_docstring(ctx: ToolContext, path: PathArg,
     if name.strip():
         return _symbol_texts(ctx, path, name, occurrence, "docstring",
                              lambda _, s: ast.get_docstring(_definition_node(s), clean=True))
-    loaded = _load(ctx, path)
+    loaded = load_python(ctx, path)
     if not loaded.ok or loaded.data is None:
         return loaded.cast(None)
     module, display = loaded.data.module, loaded.data.display
@@ -370,7 +367,7 @@ def py_get_class_summary(ctx: ToolContext, path: PathArg,
                                                       "class, a dot, and its own name.")],
                          occurrence: OccurrenceArg = None) -> Result[str]:
     """A class at a glance: header, docstring, method signatures, nested classes and class variables."""
-    loaded = _load(ctx, path)
+    loaded = load_python(ctx, path)
     if not loaded.ok or loaded.data is None:
         return loaded.cast("")
     module, display = loaded.data.module, loaded.data.display
@@ -439,7 +436,7 @@ def _declaration_text(module: PythonModule, symbol: Symbol) -> str:
       examples=[{"path": "src/inventory/store.py"}])
 def py_get_imports(ctx: ToolContext, path: PathArg) -> Result[Imports | None]:
     """Every import of a Python file with its line and scope, and the modules it depends on."""
-    loaded = _load(ctx, path)
+    loaded = load_python(ctx, path)
     if not loaded.ok or loaded.data is None:
         return loaded.cast(None)
     entries: list[ImportEntry] = []
@@ -525,7 +522,7 @@ def py_update_definition(ctx: ToolContext, path: PathArg, name: NameArg,
                                                            "included; it is re-indented to the old one's place.")],
                          occurrence: OccurrenceArg = None, rename: RenameArg = False) -> Result[str]:
     """Replace a class, function or method (decorators included) with new source; refuses syntax errors."""
-    picked = _load_symbol(ctx, path, name, occurrence)
+    picked = load_python_symbol(ctx, path, name, occurrence)
     if not picked.ok or picked.data is None:
         return picked.cast("")
     data, symbol = picked.data
@@ -647,7 +644,7 @@ def py_set_signature(ctx: ToolContext, path: PathArg, name: NameArg,
                                                          "start it with decorators to replace those too.")],
                      occurrence: OccurrenceArg = None, rename: RenameArg = False) -> Result[str]:
     """Replace only the header of a def or class (through its colon); the body stays byte for byte."""
-    picked = _load_symbol(ctx, path, name, occurrence)
+    picked = load_python_symbol(ctx, path, name, occurrence)
     if not picked.ok or picked.data is None:
         return picked.cast("")
     data, symbol = picked.data
@@ -724,7 +721,7 @@ def py_set_var_declaration(ctx: ToolContext, path: PathArg,
                                                                  "statement: name, optional annotation, value.")],
                            occurrence: OccurrenceArg = None) -> Result[str]:
     """Replace the statement declaring a module- or class-level variable (the lines py_get_var_declaration shows)."""
-    picked = _load_symbol(ctx, path, name, occurrence, variables=True)
+    picked = load_python_symbol(ctx, path, name, occurrence, variables=True)
     if not picked.ok or picked.data is None:
         return picked.cast("")
     data, symbol = picked.data
@@ -770,7 +767,7 @@ def _check_declaration(statement: str, name: str) -> Result[str] | None:
       examples=[{"path": "src/inventory/legacy.py", "name": "old_total"}])
 def py_remove_def(ctx: ToolContext, path: PathArg, name: NameArg, occurrence: OccurrenceArg = None) -> Result[str]:
     """Delete a class, function or method with its decorators (and the blank lines that separated it)."""
-    picked = _load_symbol(ctx, path, name, occurrence)
+    picked = load_python_symbol(ctx, path, name, occurrence)
     if not picked.ok or picked.data is None:
         return picked.cast("")
     data, symbol = picked.data
@@ -810,7 +807,7 @@ def py_add_def(ctx: ToolContext, path: PathArg,
                anchor_type: AnchorArg = "end",
                anchor_symbol: AnchorSymbolArg = "") -> Result[str]:
     """Insert a new function or class at an anchor: start/end of the file or of a class, before/after a symbol."""
-    loaded = _load(ctx, path, Access.WRITE)
+    loaded = load_python(ctx, path, Access.WRITE)
     if not loaded.ok or loaded.data is None:
         return loaded.cast("")
     data = loaded.data
@@ -820,7 +817,7 @@ def py_add_def(ctx: ToolContext, path: PathArg,
     prepared = _prepare_definition(new_content, name.rpartition(".")[2], "new_content")
     if not prepared.ok:
         return prepared.cast("")
-    placed = _place(data.module, prepared.data, name, AnchorType(anchor_type), anchor_symbol, data.display)
+    placed = place_definition(data.module, prepared.data, name, AnchorType(anchor_type), anchor_symbol, data.display)
     if not placed.ok or placed.data is None:
         return placed.cast("")
     new_text, point = placed.data
@@ -849,7 +846,7 @@ def _prepare_definition(content: str, name: str, param: str) -> Result[str]:
     return Result.success(block)
 
 
-def _place(module: PythonModule, block: str, name: str, anchor: AnchorType, anchor_symbol: str,
+def place_definition(module: PythonModule, block: str, name: str, anchor: AnchorType, anchor_symbol: str,
            display: str) -> Result[tuple[str, InsertionPoint] | None]:
     """Insert a column-0 ``block`` defining ``name`` at an anchor; refuses clashes and mismatched containers."""
     container_from_name = name.rpartition(".")[0]
@@ -879,141 +876,6 @@ def _place(module: PythonModule, block: str, name: str, anchor: AnchorType, anch
     return Result.success((new_text, target))
 
 
-@tool(toolset=TOOLSET, destructive=True, title="Move a Python definition",
-      write_paths=("src_path", "dest_path"),
-      examples=[
-          {
-              "src_path": "src/inventory/legacy.py",
-              "dest_path": "src/inventory/store.py",
-              "name": "format_price",
-              "anchor_type": "end",
-          },
-      ])
-def py_move_def(ctx: ToolContext,
-                src_path: Annotated[str, Field(description="File that holds the definition now.")],
-                dest_path: Annotated[str, Field(description="File to move it to (may be src_path; created if "
-                                                "missing).")],
-                name: NameArg,
-                dest_name: Annotated[str, Field(description="New name at the destination; a class, a dot, then a name "
-                                                "moves it into that class. Empty keeps the name.")] = "",
-                anchor_type: AnchorArg = "end",
-                anchor_symbol: AnchorSymbolArg = "",
-                occurrence: OccurrenceArg = None) -> Result[str]:
-    """Move a def/class (decorators included) within a file or to another; both files are checked before writing."""
-    picked = _load_symbol(ctx, src_path, name, occurrence, param="src_path")
-    if not picked.ok or picked.data is None:
-        return picked.cast("")
-    src, symbol = picked.data
-    target_name = dest_name.strip() or symbol.name
-    problem = name_problem(target_name)
-    if problem:
-        return problem.cast("")
-    block = reindent(src.module.source.span_lines(symbol.start_line, symbol.end_line), "")
-    block = rename_definition(block, target_name.rpartition(".")[2])
-    first, last = removal_lines(src.module, symbol)
-    src_text = cut_lines(src.module.source, first, last)
-    resolved = ctx.workspace.resolve(dest_path, Access.WRITE, param="dest_path")
-    if not resolved.ok:
-        return resolved.cast("")
-    anchor = AnchorType(anchor_type)
-    if resolved.data == src.real:
-        if anchor_symbol == symbol.qualname or anchor_symbol.startswith(symbol.qualname + "."):
-            return Result.fail(ErrorKind.INVALID_INPUT, f"the anchor {anchor_symbol!r} is inside the definition "
-                               "being moved", "Anchor on another symbol.", data="")
-        return _move_within(src, symbol, src_text, block, target_name, anchor, anchor_symbol)
-    return _move_across(ctx, src, symbol, src_text, block, target_name, anchor, anchor_symbol, resolved.data)
-
-
-def _move_within(src: LoadedPython, symbol: Symbol, src_text: str, block: str, target_name: str,
-                 anchor: AnchorType, anchor_symbol: str) -> Result[str]:
-    what = f"moving {symbol.qualname}"
-    try:
-        without = parse_module(src_text)
-    except SyntaxError:
-        refused = _refusal(f"removing {symbol.qualname} from its place", src.display, src_text, src.module)
-        return refused or Result.fail(ErrorKind.INVALID_INPUT, f"cannot move {symbol.qualname}", data="")
-    placed = _place(without, block, target_name, anchor, anchor_symbol, src.display)
-    if not placed.ok or placed.data is None:
-        return placed.cast("")
-    new_text, point = placed.data
-    where = f"class {point.container}" if point.container else "module level"
-    return _commit(src, new_text, what, f"Moved {symbol.qualname} to {where} of {src.display} as "
-                   f"{target_name.rpartition('.')[2]} (now at line {point.line}).")
-
-
-def _move_across(ctx: ToolContext, src: LoadedPython, symbol: Symbol, src_text: str, block: str, target_name: str,
-                 anchor: AnchorType, anchor_symbol: str, dest_real: Path) -> Result[str]:
-    dest_display = ctx.workspace.display(dest_real)
-    dest_file: TextFile | None = None
-    if dest_real.exists():
-        dest_loaded = _load(ctx, str(dest_real), Access.WRITE, "dest_path")
-        if not dest_loaded.ok or dest_loaded.data is None:
-            return dest_loaded.cast("")
-        dest = dest_loaded.data
-        placed = _place(dest.module, block, target_name, anchor, anchor_symbol, dest_display)
-        if not placed.ok or placed.data is None:
-            return placed.cast("")
-        dest_text, point = placed.data
-        dest_file, dest_module, line = dest.file, dest.module, point.line
-    else:
-        if anchor_symbol or "." in target_name:
-            return Result.fail(ErrorKind.NOT_FOUND, f"dest_path {dest_display} does not exist, so anchor "
-                               f"{anchor_symbol or target_name.rpartition('.')[0]!r} cannot be found in it",
-                               "Create the file first, or move to a new file with anchor_type 'end' and no "
-                               "anchor_symbol.", data="")
-        dest_text, dest_module, line = block, None, 1
-    refused = _refusal(f"moving {symbol.qualname} into it", dest_display, dest_text, dest_module) or \
-        _refusal(f"moving {symbol.qualname} out", src.display, src_text, src.module)
-    if refused:
-        return refused
-    written = _write_pair(dest_real, dest_file, dest_text, dest_display, src, src_text)
-    if not written.ok:
-        return written
-    notes = _move_notes(src, symbol, src_text, dest_module, dest_display)
-    return Result.success(f"Moved {symbol.qualname} from {src.display} to {dest_display} as "
-                          f"{target_name.rpartition('.')[2]} (line {line}).", *notes)
-
-
-def _write_pair(dest_real: Path, dest_file: TextFile | None, dest_text: str, dest_display: str,
-                src: LoadedPython, src_text: str) -> Result[str]:
-    """Write the destination, then the source; if the source fails, put the destination back."""
-    template = dest_file or src.file
-    if dest_file is None:
-        try:
-            dest_real.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            return Result.fail(ErrorKind.PERMISSION, f"cannot create the folder for {dest_display}: {exc.strerror}",
-                               data="")
-    written = write_text(dest_real, template, dest_text, dest_display, src.workspace)
-    if not written.ok:
-        return written.cast("")
-    src_written = write_text(src.real, src.file, src_text, src.display, src.workspace)
-    if src_written.ok:
-        return Result.success("")
-    if dest_file is not None:
-        write_text(dest_real, dest_file, dest_file.text, dest_display, src.workspace)
-    else:
-        dest_real.unlink(missing_ok=True)
-    return src_written.cast("")
-
-
-def _move_notes(src: LoadedPython, symbol: Symbol, src_text: str, dest: PythonModule | None,
-                dest_display: str) -> list[str]:
-    notes: list[str] = []
-    needed = loaded_names(symbol.node) & module_level_names(src.module)
-    missing = sorted(needed - (module_level_names(dest) if dest else set()) - {symbol.name})
-    if missing:
-        notes.append(f"Check imports: {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} defined or "
-                     f"imported in {src.display} but not in {dest_display}.")
-    try:
-        remaining = parse_module(src_text)
-    except SyntaxError:
-        return notes
-    if symbol.parent == "" and symbol.name in loaded_names(remaining.tree):
-        notes.append(f"{src.display} still uses {symbol.name}; import it from {dest_display} there.")
-    return notes
-
-
 @tool(toolset=TOOLSET, title="Wrap lines in a #region",
       examples=[{"path": "src/inventory/models.py", "start_line": 8, "end_line": 9, "region_name": "Prices"}])
 def py_region_wrap(ctx: ToolContext, path: PathArg,
@@ -1021,7 +883,7 @@ def py_region_wrap(ctx: ToolContext, path: PathArg,
                    end_line: Annotated[int, Field(description="Last line of the region (inclusive).")],
                    region_name: Annotated[str, Field(description="Label for the region markers.")]) -> Result[str]:
     """Wrap whole statements in a #region / #endregion comment pair labelled region_name, indented like the code."""
-    loaded = _load(ctx, path, Access.WRITE)
+    loaded = load_python(ctx, path, Access.WRITE)
     if not loaded.ok or loaded.data is None:
         return loaded.cast("")
     data = loaded.data
