@@ -62,13 +62,16 @@ class Carried:
 
 
 def carried_imports(src: PythonModule, symbol: Symbol, src_home: Home, dest: PythonModule | None,
-                    dest_home: Home) -> Carried:
-    """The imports the moved ``symbol`` needs at its destination (see the module docstring)."""
+                    dest_home: Home, *, relative: bool = False) -> Carried:
+    """The imports the moved ``symbol`` needs at its destination (see the module docstring).
+
+    ``relative``: write imports of the project's own modules relatively (as the package does).
+    """
     carried = Carried()
     needed = (loaded_names(symbol.node) & module_level_names(src)) - {symbol.name}
     dest_bound = _top_level_bindings(dest) if dest is not None else {}
     src_bound = _top_level_bindings(src)
-    relative = _uses_relative_imports(src) or (dest is not None and _uses_relative_imports(dest))
+    relative = relative or uses_relative_imports(src) or (dest is not None and uses_relative_imports(dest))
     for name in sorted(needed):
         binding = _binding_statement(src, src_bound.get(name), name, src_home, dest_home, relative)
         if binding is None:
@@ -85,6 +88,8 @@ def carried_imports(src: PythonModule, symbol: Symbol, src_home: Home, dest: Pyt
             continue
         carried.imports_old_module = carried.imports_old_module or binding.from_old_module
         (carried.type_checking if binding.type_checking else carried.imports).append(binding.statement)
+    carried.imports = ordered(grouped(carried.imports))
+    carried.type_checking = ordered(grouped(carried.type_checking))
     if _has_future_annotations(src) and _annotated(symbol.node) and not (dest and _has_future_annotations(dest)):
         if dest is None:
             carried.imports.insert(0, "from __future__ import annotations")
@@ -220,7 +225,28 @@ def _bound_to(stmt: ast.stmt, name: str, home: Home) -> str | None:
     return None
 
 
-def _uses_relative_imports(module: PythonModule) -> bool:
+def grouped(statements: list[str]) -> list[str]:
+    """``from x import a`` and ``from x import b`` as ``from x import a, b`` (first place kept)."""
+    merged: dict[str, list[str]] = {}
+    for statement in statements:
+        if statement.startswith("from ") and " import " in statement:
+            head, names = statement.split(" import ", 1)
+            merged.setdefault(head + " import ", []).append(names)
+        else:
+            merged.setdefault(statement, [])
+    return [head + ", ".join(names) if names else head for head, names in merged.items()]
+
+
+def ordered(statements: list[str]) -> list[str]:
+    """Imports in the usual order: ``__future__``, then absolute, then relative; alphabetical within."""
+    def key(statement: str) -> tuple[int, str]:
+        module = statement.split()[1]
+        return (0 if module == "__future__" else 2 if module.startswith(".") else 1, module)
+
+    return sorted(statements, key=key)
+
+
+def uses_relative_imports(module: PythonModule) -> bool:
     return any(isinstance(stmt, ast.ImportFrom) and stmt.level for stmt in ast.walk(module.tree))
 
 

@@ -14,7 +14,7 @@ diff. Project code is parsed, never run.
 
 from __future__ import annotations
 
-import ast
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated
@@ -34,6 +34,7 @@ from codeward.code.python_move import (
     exported_names,
     import_lines,
     removed_from_all,
+    uses_relative_imports,
 )
 from codeward.code.python_rewrite import AnchorType, attached_comment_start, cut_lines, removal_lines
 from codeward.code.python_symbols import (
@@ -69,6 +70,7 @@ MAX_PROJECT_FILES = 20_000
 SKIPPED_FOLDERS = frozenset({"node_modules", ".venv", "venv", ".tox", ".nox", "__pycache__", "site-packages",
                              ".mypy_cache", ".ruff_cache", ".pytest_cache", ".codeward"})
 SHOWN = 10
+RELATIVE_IMPORT = re.compile(r"^[ \t]*from[ \t]+\.", re.MULTILINE)
 
 
 @tool(toolset=TOOLSET, destructive=True, title="Move a Python definition",
@@ -226,7 +228,8 @@ class _Move:
     def _plan_across(self, block: str, without: PythonModule, dest: LoadedPython | None, modules: ModuleMap,
                      homes: tuple[Home, Home] | None, importers: dict[Path, ImporterPlan]) -> Result[str]:
         src_home, dest_home = homes or (Home(None, False), Home(None, False))
-        carried = carried_imports(self.src.module, self.symbol, src_home, dest.module if dest else None, dest_home)
+        carried = carried_imports(self.src.module, self.symbol, src_home, dest.module if dest else None, dest_home,
+                                  relative=self._package_uses_relative_imports())
         if carried.conflicts:
             return Result.fail(ErrorKind.CONFLICT, f"cannot move {self.symbol.qualname} to {self.dest_display}: "
                                + "; ".join(carried.conflicts),
@@ -301,7 +304,7 @@ class _Move:
         still_used = self.symbol.parent == "" and name in loaded_names(without.tree)
         edits: list[TextEdit] = []
         if self.symbol.parent == "" and (still_used or keeps) and dest_home.name is not None:
-            relative = any(isinstance(s, ast.ImportFrom) and s.level for s in ast.walk(without.tree))
+            relative = uses_relative_imports(without) or self._package_uses_relative_imports()
             alias = f" as {name}" if name != self.new_name else ""
             edits = add_imports(without, [f"from {src_home.reference_to(dest_home.name, relative=relative)} import "
                                           f"{self.new_name}{alias}"])
@@ -317,6 +320,17 @@ class _Move:
                 self.extra_notes.append(f"{self.display} still uses {name} but cannot import it from "
                                         f"{self.dest_display}; fix those uses")
         return apply_edits(without.text, edits)
+
+    def _package_uses_relative_imports(self) -> bool:
+        """Whether the destination's package writes its own imports relatively (a few siblings are read)."""
+        siblings = sorted(self.dest_real.parent.glob("*.py"))[:20]
+        for sibling in siblings:
+            if sibling == self.dest_real or not self.ctx.workspace.visible(sibling):
+                continue
+            loaded = read_text(sibling, self.ctx.workspace.display(sibling), self.ctx.workspace)
+            if loaded.ok and RELATIVE_IMPORT.search(loaded.data.text):
+                return True
+        return False
 
     def _package_keeps_it(self) -> bool:
         """A package ``__init__`` keeps exporting a public name it moves into one of its modules."""
