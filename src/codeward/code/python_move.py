@@ -18,7 +18,14 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from codeward.code.python_edits import TextEdit, append_item, insert_at_line, remove_item, string_literal_like
+from codeward.code.python_edits import (
+    TextEdit,
+    append_alias,
+    append_item,
+    insert_at_line,
+    remove_item,
+    string_literal_like,
+)
 from codeward.code.python_modules import is_type_checking, relative_reference
 from codeward.code.python_symbols import (
     DEFINITION_NODES,
@@ -70,7 +77,7 @@ def carried_imports(src: PythonModule, symbol: Symbol, src_home: Home, dest: Pyt
     carried = Carried()
     needed = (loaded_names(symbol.node) & module_level_names(src)) - {symbol.name}
     dest_bound = _top_level_bindings(dest) if dest is not None else {}
-    src_bound = _top_level_bindings(src)
+    src_bound = _top_level_bindings(src, nested=False)
     relative = relative or uses_relative_imports(src) or (dest is not None and uses_relative_imports(dest))
     for name in sorted(needed):
         binding = _binding_statement(src, src_bound.get(name), name, src_home, dest_home, relative)
@@ -108,7 +115,11 @@ class _Import:
 
 def _binding_statement(src: PythonModule, top: ast.stmt | None, name: str, src_home: Home, dest_home: Home,
                        relative: bool) -> _Import | None:
-    """The import giving the destination ``name`` as the old module has it (None: nothing to import)."""
+    """The import giving the destination ``name`` as the old module has it (None: nothing to import).
+
+    An import statement directly at module level is copied; a name bound only for type checkers
+    is imported under ``TYPE_CHECKING``; any other binding (a definition, an assignment, an
+    import inside ``try``/``if``) is imported from the old module, which has it at run time."""
     if isinstance(top, ast.Import):
         alias = next(a for a in top.names if (a.asname or a.name.split(".")[0]) == name)
         return _Import(f"import {alias.name} as {alias.asname}" if alias.asname else f"import {alias.name}")
@@ -159,8 +170,9 @@ def _absolute(home: Home, level: int, module: str | None) -> str | None:
     return ".".join([*base, *([module] if module else [])]) or None
 
 
-def _top_level_bindings(module: PythonModule | None) -> dict[str, ast.stmt]:
-    """Each name bound by a statement directly at module level (not nested in if/try), first binding."""
+def _top_level_bindings(module: PythonModule | None, *, nested: bool = True) -> dict[str, ast.stmt]:
+    """The statement binding each module-level name: directly at module level first, then (with
+    ``nested``) inside its if/try/with blocks."""
     bound: dict[str, ast.stmt] = {}
     if module is None:
         return bound
@@ -176,6 +188,8 @@ def _top_level_bindings(module: PythonModule | None) -> dict[str, ast.stmt]:
             names = declared_names(stmt)
         for name in names:
             bound.setdefault(name, stmt)
+    if not nested:
+        return bound
     for stmt in module.tree.body:
         for block in nested_blocks(stmt):
             for inner in _walk_blocks(block):
@@ -307,6 +321,9 @@ def add_imports(module: PythonModule, imports: list[str], type_checking: list[st
     by blank lines from a docstring or code around them as the file's own imports would be."""
     if not imports and not type_checking:
         return []
+    merged, imports = _merged_into_existing(module, imports)
+    if not imports and not type_checking:
+        return merged
     line = import_block_line(module)
     source = module.source
     if line == 1:
@@ -318,7 +335,24 @@ def add_imports(module: PythonModule, imports: list[str], type_checking: list[st
     following = source.line(line)
     if following.strip() and not following.lstrip().startswith(("import ", "from ")):
         text += "\n"
-    return [insert_at_line(source, line, text)]
+    return [*merged, insert_at_line(source, line, text)]
+
+
+def _merged_into_existing(module: PythonModule, imports: list[str]) -> tuple[list[TextEdit], list[str]]:
+    """Edits adding ``from X import n`` to the module's own top-level ``from X import ...``; the rest."""
+    edits: list[TextEdit] = []
+    rest: list[str] = []
+    for statement in imports:
+        head, _, names = statement.partition(" import ")
+        reference = head[5:] if head.startswith("from ") else None
+        target = next((stmt for stmt in module.tree.body if isinstance(stmt, ast.ImportFrom) and reference
+                       and "." * stmt.level + (stmt.module or "") == reference
+                       and not any(a.name == "*" for a in stmt.names)), None)
+        if target is None or reference == "__future__":
+            rest.append(statement)
+        else:
+            edits.append(append_alias(module.source, target, names))
+    return edits, rest
 
 
 def _after_header_comments(source: SourceText) -> int:

@@ -260,8 +260,8 @@ def insert_block(source: SourceText, point: InsertionPoint, block: str, separati
 
 def separation_for(point: InsertionPoint, block: str) -> int:
     """PEP 8 spacing: two blank lines around top-level defs and classes, one elsewhere."""
-    stripped = block.lstrip()
-    is_def = stripped.startswith(("def ", "async ", "class ", "@"))
+    code = [line.strip() for line in block.splitlines() if line.strip() and not line.strip().startswith("#")]
+    is_def = bool(code) and code[0].startswith(("def ", "async ", "class ", "@"))
     return 2 if point.indent == "" and is_def else 1
 
 

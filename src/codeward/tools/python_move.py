@@ -178,6 +178,12 @@ class _Move:
         dest = self._destination()
         if not dest.ok:
             return dest.cast("")
+        home = without if not self.across else dest.data.module if dest.data is not None else None
+        if home is not None:
+            placed = place_definition(home, block, self.target_name, self.anchor, self.anchor_symbol,
+                                      self.dest_display)
+            if not placed.ok:
+                return placed.cast("")
         project = self._project()
         if not project.ok or project.data is None:
             return project.cast("")
@@ -379,17 +385,16 @@ class _Move:
             module = dest.module if dest is not None and path == self.dest_real else self._read_module(path)
             if module is None:
                 continue
-            views = [View(modules.names(path).get(root), modules.is_package(path), old,
-                          None if into_class else dest_names.get(root),
+            views = [View(modules.names(path).get(root), modules.is_package(path), old, dest_names.get(root),
                           _resolver(modules, path, root)) for root, old in src_names.items()]
             plan = plan_importer(module, views, moved, is_new_home=path == self.dest_real and not into_class)
             display = self.ctx.workspace.display(path)
+            if into_class:
+                blocked.extend(f"{display}:{f.line}: {f.text}" for f in [*plan.updated, *plan.blocked])
+                continue
             blocked.extend(f"{display}:{f.line}: {f.text}  ({f.why})" for f in plan.blocked)
             if plan.touched or plan.unsure:
                 plans[path] = plan
-        if into_class and any(plan.touched for plan in plans.values()):
-            blocked.extend(f"{self.ctx.workspace.display(path)}:{f.line}: {f.text}" for path, plan in plans.items()
-                           for f in plan.updated)
         if blocked:
             why = f"{self.symbol.name} would go into a class, where an import cannot reach it" if into_class else \
                 "these references could not be rewritten"
