@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from codeward.code.definition_swap import Defined
 from codeward.code.outline_model import Symbol, encode_source, extract_symbols, parse_prepared, rules_for
 from codeward.code.treesitter import SyntaxProblem, syntax_problems
 
@@ -74,14 +75,14 @@ def _common_prefix(first: bytes, second: bytes) -> int:
     return next((i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b), shortest)
 
 
-def defined_names(language: str, text: str, *, member: bool) -> list[str]:
-    """The names of the outermost definitions in ``text`` parsed alone, in order."""
+def defined_names(language: str, text: str, *, member: bool) -> list[Defined]:
+    """The outermost definitions in ``text`` parsed alone, in order: name and kind."""
     data, offset = _wrapped(text, member)
     rules = rules_for(language)
     symbols = extract_symbols(parse_prepared(data, language, rules), rules)
     depth = 1 if member else 0
-    return [s.name for s in symbols if s.depth == depth and _inside(s, offset, len(data) - len(MEMBER_CONTEXT[1])
-                                                                    if member else len(data))]
+    end = len(data) - len(MEMBER_CONTEXT[1]) if member else len(data)
+    return [Defined(s.name, s.kind) for s in symbols if s.depth == depth and _inside(s, offset, end)]
 
 
 def _inside(symbol: Symbol, start: int, end: int) -> bool:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from codeward.code.content_cache import ContentCache
 from codeward.code.treesitter import parse
 
 if TYPE_CHECKING:
@@ -141,6 +142,17 @@ class ParsedSource:
 
     def text_of(self, start: int, end: int) -> str:
         return self.data[start:end].decode("utf-8", "surrogateescape")
+
+
+class OutlineCache:
+    """Parsed sources keyed by language and a hash of their text (an outline, then a definition, then
+    an update of one file parse it once)."""
+
+    def __init__(self, size: int = 16) -> None:
+        self._cache: ContentCache[ParsedSource] = ContentCache(size)
+
+    def parse(self, text: str, language: str) -> ParsedSource:
+        return self._cache.get(language, text, lambda source: parse_source(source, language))
 
 
 def encode_source(text: str) -> bytes:

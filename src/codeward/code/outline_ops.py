@@ -14,7 +14,7 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from codeward.code.definition_swap import Defined, mismatch
+from codeward.code.definition_swap import mismatch
 from codeward.code.fragment_check import FragmentVerdict, check_fragment, defined_names
 from codeward.code.outline_model import ParsedSource, Symbol, encode_source, parse_prepared, parse_source
 from codeward.code.treesitter import SyntaxProblem, syntax_problems
@@ -239,8 +239,11 @@ def replace_definition(parsed: ParsedSource, symbol: Symbol, new_content: str, d
         return Result.fail(ErrorKind.INVALID_INPUT, "new_content is empty",
                            "Give the complete new definition; to delete lines use set_file_slice.")
     new_bytes = encode_source(content)
-    data = parsed.data[:start] + new_bytes + parsed.data[end:]
     first_line = parsed.data.count(b"\n", 0, start) + 1
+    if content == old:
+        return Result.success(Replacement(parsed.data.decode("utf-8", "surrogateescape"), first_line,
+                                          symbol.end_line, parsed))
+    data = parsed.data[:start] + new_bytes + parsed.data[end:]
     member = _enclosing_type(parsed, symbol) is not None
     swapped = _swapped_name(parsed, symbol, old, content, member)
     if swapped:
@@ -306,14 +309,14 @@ def _swapped_name(parsed: ParsedSource, symbol: Symbol, old: str, new: str, memb
     if parsed.language not in C_FAMILY:
         return ""
     expected = _normal_part(symbol.name)
-    found = [_normal_part(n) for n in defined_names(parsed.language, new, member=member)]
-    if expected in found:
+    found = defined_names(parsed.language, new, member=member)
+    if expected in (_normal_part(d.name) for d in found):
         return ""
-    if expected in (_normal_part(n) for n in defined_names(parsed.language, old, member=member)) and found:
-        return mismatch("new_content", symbol.name, [Defined(n, "definition") for n in found])
+    if expected in (_normal_part(d.name) for d in defined_names(parsed.language, old, member=member)) and found:
+        return mismatch("new_content", symbol.name, found, kind=symbol.kind)
     if re.search(rf"(?<![\w~]){re.escape(symbol.name)}(?!\w)", new):
         return ""  # the grammar cannot name the definitions here (macros), but the name is written
-    return mismatch("new_content", symbol.name, [Defined(n, "definition") for n in found])
+    return mismatch("new_content", symbol.name, found, kind=symbol.kind)
 
 
 def _fit(content: str, old: str) -> str:

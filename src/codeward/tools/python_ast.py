@@ -527,8 +527,9 @@ def py_update_definition(ctx: ToolContext, path: PathArg, name: NameArg,
         return picked.cast("")
     data, symbol = picked.data
     replaced = _replaced_definition(data.module, symbol, new_content)
-    if not replaced.ok:
-        return replaced
+    if not replaced.ok or replaced.data == data.module.text:
+        return replaced if not replaced.ok else Result.success(
+            f"No change: {symbol.qualname} in {data.display} is already exactly that.")
     defined = _defined_in(new_content)
     swapped = mismatch("new_content", symbol.name, defined, kind=symbol.kind.value) if defined is not None else ""
     if swapped:
@@ -538,7 +539,7 @@ def py_update_definition(ctx: ToolContext, path: PathArg, name: NameArg,
                                      lambda module, renamed: _replaced_definition(module, renamed, new_content))
         return _swap_refused(swapped, symbol, other, data.display, "py_update_definition",
                              "to add it beside the old one, use py_add_def")
-    new_lines = len(reindent(new_content, "").splitlines())
+    new_lines = len(normalize_block(new_content).splitlines())
     return _commit(data, replaced.data, f"replacing {symbol.qualname}",
                    f"Updated {symbol.qualname} in {data.display}: {display_lines(symbol)} replaced by "
                    f"{_line_span(symbol.start_line, symbol.start_line + new_lines - 1)}.")

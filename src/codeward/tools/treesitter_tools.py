@@ -20,7 +20,7 @@ from typing import Annotated
 from pydantic import BaseModel, Field
 
 from codeward.catalog import tool
-from codeward.code.outline_model import ParsedSource, Symbol, parse_source
+from codeward.code.outline_model import OutlineCache, ParsedSource, Symbol
 from codeward.code.outline_ops import (
     C_FAMILY,
     definition_text,
@@ -103,7 +103,7 @@ def _load(ctx: ToolContext, path: str, forced: str | None, access: Access = Acce
     if not loaded.ok:
         return loaded.cast(None)
     try:
-        parsed = parse_source(loaded.data.text, language.data)
+        parsed = ctx.services.runtimes.get(OutlineCache, OutlineCache).parse(loaded.data.text, language.data)
     except GrammarUnavailable as exc:
         return Result.fail(ErrorKind.UNAVAILABLE, str(exc),
                            "Reinstall codeward's dependencies (tree-sitter-language-pack).")
