@@ -301,6 +301,50 @@ def test_set_var_declaration_refuses_other_names_and_functions(py: Py, root: Pat
                    root, before, "not valid Python")
 
 
+# -- definitions swapped for another name -----------------------------------------------------
+
+
+@pytest.mark.parametrize(("tool_name", "args", "words"), [
+    ("py_update_definition", {"name": "plain", "new_content": "x = 1"},
+     ("new_content defines the variable 'x', not the function 'plain'", "py_set_var_declaration")),
+    ("py_update_definition", {"name": "Outer.method", "new_content": "def other(self, value):\n    return value"},
+     ("new_content defines the function 'other', not the method 'method'", "rename=true", "py_add_def")),
+    ("py_set_signature", {"name": "plain", "new_signature": "def simple(x):"},
+     ("new_signature defines the function 'simple', not the function 'plain'", "py_rename_symbol")),
+    ("py_set_signature", {"name": "Outer", "new_signature": "class Inner2:"},
+     ("defines the class 'Inner2', not the class 'Outer'",)),
+], ids=["variable-for-def", "other-method", "other-signature", "other-class"])
+def test_new_text_naming_another_symbol_is_refused(
+        py: Py, root: Path, variant: Variant, tool_name: str, args: dict[str, Any], words: tuple[str, ...]) -> None:
+    write(root, "m.py", SAMPLE, variant)
+    write(root, "user.py", "from m import plain\n\nprint(plain(1))\n", variant)
+    before = snapshot(root)
+    assert_refused(py(tool_name, path="m.py", **args), root, before, *words)
+
+
+def test_rename_true_renames_the_callers_with_the_edit(py: Py, root: Path) -> None:
+    write(root, "m.py", SAMPLE, VARIANTS[1])
+    write(root, "user.py", "from m import plain\n\nprint(plain(1))\n", VARIANTS[0])
+    outcome = py("py_set_signature", path="m.py", name="plain", new_signature="def incremented(x: int) -> int:",
+                 rename=True)
+    assert not outcome.is_error, outcome.text
+    assert "Renamed plain to incremented and its references in 1 other file (user.py)" in outcome.text
+    assert (root / "user.py").read_text() == "from m import incremented\n\nprint(incremented(1))\n"
+    expected = SAMPLE.replace("def plain(x):", "def incremented(x: int) -> int:")
+    assert (root / "m.py").read_bytes() == VARIANTS[1].encode(expected)
+
+
+def test_rename_true_with_a_broken_edit_renames_nothing(py: Py, root: Path) -> None:
+    write(root, "m.py", SAMPLE, VARIANTS[0])
+    write(root, "user.py", "from m import plain\n\nprint(plain(1))\n", VARIANTS[0])
+    before = snapshot(root)
+    outcome = py("py_update_definition", path="m.py", name="plain", rename=True,
+                 new_content="def incremented(x):\n    return await x\n")  # parses alone, does not compile
+    assert outcome.is_error and "'await' outside async function" in outcome.text
+    after = {name: data for name, data in snapshot(root).items() if not name.startswith(".codeward/")}
+    assert after == before, "the rename was applied without the edit"
+
+
 # -- py_remove_def --------------------------------------------------------------------------
 
 
