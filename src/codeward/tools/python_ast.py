@@ -56,8 +56,8 @@ from codeward.code.python_symbols import (
 )
 from codeward.code.textfile import TextFile, read_text, write_text
 from codeward.context import ToolContext
+from codeward.planned_writes import write_all
 from codeward.result import ErrorKind, Result
-from codeward.tools.planned_writes import write_all
 from codeward.workspace import Access, Workspace
 
 PathArg = Annotated[str, Field(description="Python file (relative to the workspace root).")]

@@ -51,8 +51,8 @@ from codeward.code.symbol_index import index_root_for
 from codeward.code.textfile import read_text
 from codeward.code.walk import walk
 from codeward.context import ToolContext
+from codeward.planned_writes import PlannedWrite, unified_diff, write_all
 from codeward.result import ErrorKind, Result
-from codeward.tools.planned_writes import PlannedWrite, unified_diff, write_all
 from codeward.tools.python_ast import (
     TOOLSET,
     AnchorArg,

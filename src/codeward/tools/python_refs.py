@@ -24,8 +24,8 @@ from codeward.code.python_symbols import lookup_one, parse_module
 from codeward.code.symbol_index import SymbolIndex, index_root_for
 from codeward.code.textfile import read_text
 from codeward.context import ToolContext
+from codeward.planned_writes import PlannedWrite, unified_diff, write_all
 from codeward.result import ErrorKind, Result
-from codeward.tools.planned_writes import PlannedWrite, unified_diff, write_all
 from codeward.workspace import Access
 
 TOOLSET = "python"
