@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from codeward.code.python_edits import TextEdit, append_alias, insert_after, node_span, remove_item
 from codeward.code.python_modules import relative_reference
-from codeward.code.python_symbols import PythonModule
+from codeward.code.python_symbols import PythonModule, all_arguments
 
 Resolver = Callable[[int, str | None], str | None]
 """The absolute module a ``from`` import of this file names (level, module), or None."""
@@ -460,18 +460,12 @@ class _Scopes:
             outer += [*node.bases, *node.keywords]
         else:
             outer += [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
-            outer += [a.annotation for a in _arguments(node.args) if a.annotation is not None]
+            outer += [a.annotation for a in all_arguments(node.args) if a.annotation is not None]
             if not isinstance(node, ast.Lambda) and node.returns is not None:
                 outer.append(node.returns)
         inner = self._new_scope(node, scope)
         if not isinstance(node, ast.ClassDef):
-            for arg in _arguments(node.args):
+            for arg in all_arguments(node.args):
                 self._bind(inner, arg.arg)
         body: list[ast.AST] = [node.body] if isinstance(node, ast.Lambda) else list(node.body)
         return [*((part, scope) for part in outer), *((part, inner) for part in body)]
-
-
-def _arguments(args: ast.arguments) -> list[ast.arg]:
-    found = [*args.posonlyargs, *args.args, *args.kwonlyargs]
-    found.extend(a for a in (args.vararg, args.kwarg) if a is not None)
-    return found

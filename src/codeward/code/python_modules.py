@@ -66,15 +66,7 @@ class ModuleMap:
         """The absolute module a ``from`` import of ``importer`` names, under ``root`` (None if it cannot)."""
         if not level:
             return module or None
-        name = module_name(importer, root)
-        if name is None:
-            return None
-        parts = name.split(".")
-        package = parts if self.is_package(importer) else parts[:-1]
-        if level > len(package):
-            return None  # beyond the top-level package
-        base = package[: len(package) - (level - 1)]
-        return ".".join([*base, *([module] if module else [])]) or None
+        return absolute_module(module_name(importer, root), self.is_package(importer), level, module)
 
     def module_imports(self, tree: ast.Module, importer: Path, root: Path) -> set[str]:
         """The project modules a file imports when it is imported (module level, ``TYPE_CHECKING`` left out)."""
@@ -105,6 +97,21 @@ def module_name(path: Path, root: Path) -> str | None:
     if not parts or not all(part.isidentifier() for part in parts):
         return None
     return ".".join(parts)
+
+
+def absolute_module(importer: str | None, importer_is_package: bool, level: int, module: str | None) -> str | None:
+    """The module ``from {'.' * level}{module} import ...`` names in the module ``importer`` (None when it
+    cannot: no importer name, or beyond the top-level package)."""
+    if not level:
+        return module or None
+    if importer is None:
+        return None
+    parts = importer.split(".")
+    package = parts if importer_is_package else parts[:-1]
+    if level > len(package):
+        return None
+    base = package[: len(package) - (level - 1)]
+    return ".".join([*base, *([module] if module else [])]) or None
 
 
 def relative_reference(importer: str, importer_is_package: bool, target: str) -> str | None:

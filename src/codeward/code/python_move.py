@@ -26,12 +26,13 @@ from codeward.code.python_edits import (
     remove_item,
     string_literal_like,
 )
-from codeward.code.python_modules import is_type_checking, relative_reference
+from codeward.code.python_modules import absolute_module, is_type_checking, relative_reference
 from codeward.code.python_symbols import (
     DEFINITION_NODES,
     PythonModule,
     SourceText,
     Symbol,
+    all_arguments,
     declared_names,
     docstring_node,
     loaded_names,
@@ -158,16 +159,7 @@ def _only_under_type_checking(src: PythonModule, name: str) -> str | None:
 
 
 def _absolute(home: Home, level: int, module: str | None) -> str | None:
-    if not level:
-        return module
-    if home.name is None:
-        return None
-    parts = home.name.split(".")
-    package = parts if home.is_package else parts[:-1]
-    if level > len(package):
-        return None
-    base = package[: len(package) - (level - 1)]
-    return ".".join([*base, *([module] if module else [])]) or None
+    return absolute_module(home.name, home.is_package, level, module)
 
 
 def _top_level_bindings(module: PythonModule | None, *, nested: bool = True) -> dict[str, ast.stmt]:
@@ -274,15 +266,9 @@ def _annotated(node: ast.AST) -> bool:
         if isinstance(inner, ast.AnnAssign):
             return True
         if isinstance(inner, ast.FunctionDef | ast.AsyncFunctionDef) and (
-                inner.returns is not None or any(a.annotation is not None for a in _all_args(inner.args))):
+                inner.returns is not None or any(a.annotation is not None for a in all_arguments(inner.args))):
             return True
     return False
-
-
-def _all_args(args: ast.arguments) -> list[ast.arg]:
-    found = [*args.posonlyargs, *args.args, *args.kwonlyargs]
-    found.extend(a for a in (args.vararg, args.kwarg) if a is not None)
-    return found
 
 
 # -- inserting imports --------------------------------------------------------------------------

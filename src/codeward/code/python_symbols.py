@@ -639,6 +639,13 @@ def top_level_definitions(tree: ast.Module) -> list[Defined]:
     return found
 
 
+def all_arguments(args: ast.arguments) -> list[ast.arg]:
+    """Every parameter of a function or lambda: positional-only, ordinary, keyword-only, ``*``, ``**``."""
+    found = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    found.extend(a for a in (args.vararg, args.kwarg) if a is not None)
+    return found
+
+
 def loaded_names(node: ast.AST) -> set[str]:
     """Names a piece of code reads (for "does the destination import what this needs")."""
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
