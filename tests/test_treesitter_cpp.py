@@ -388,6 +388,12 @@ def test_new_content_defining_another_function_is_refused(run: Run, root: Path) 
     assert outcome.is_error and snapshot(root) == before
     assert "new_content defines the function 'three', not the function 'one'" in outcome.text
     assert "rename it and its callers first" in outcome.text
+    (root / "cart.js").write_text("export function total(cart) {\n  return cart.sum;\n}\n")
+    before = snapshot(root)
+    other = run("code_update_definition", path="cart.js", name="total",
+                new_content="export function subtotal(cart) {\n  return cart.sum;\n}")
+    assert other.is_error and snapshot(root) == before
+    assert "defines the function 'subtotal', not the function 'total'" in other.text
 
 
 def test_a_definition_given_back_with_preprocessor_lines_at_column_zero_changes_nothing(run: Run, root: Path) -> None:

@@ -244,7 +244,7 @@ def replace_definition(parsed: ParsedSource, symbol: Symbol, new_content: str, d
         return Result.success(Replacement(parsed.data.decode("utf-8", "surrogateescape"), first_line,
                                           symbol.end_line, parsed))
     data = parsed.data[:start] + new_bytes + parsed.data[end:]
-    member = _enclosing_type(parsed, symbol) is not None
+    member = parsed.language in C_FAMILY and _enclosing_type(parsed, symbol) is not None
     swapped = _swapped_name(parsed, symbol, old, content, member)
     if swapped:
         return Result.fail(ErrorKind.INVALID_INPUT, f"refused: {swapped}; the update replaces {symbol.qualified} "
@@ -305,9 +305,11 @@ def _enclosing_type(parsed: ParsedSource, symbol: Symbol) -> Symbol | None:
 
 
 def _swapped_name(parsed: ParsedSource, symbol: Symbol, old: str, new: str, member: bool) -> str:
-    """Why ``new`` is not a definition of ``symbol``'s name ("" when it is, or when no parse can tell)."""
-    if parsed.language not in C_FAMILY:
-        return ""
+    """Why ``new`` is not a definition of ``symbol``'s name ("" when it is).
+
+    The names come from parsing each text alone; where the grammar cannot name what the old text
+    defines (macros, a member out of its class), the name must at least be written in the new one.
+    """
     expected = _normal_part(symbol.name)
     found = defined_names(parsed.language, new, member=member)
     if expected in (_normal_part(d.name) for d in found):
