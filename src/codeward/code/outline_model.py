@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from codeward.code.content_cache import ContentCache
+from codeward.code.symbol_names import normal_parts
 from codeward.code.treesitter import parse
 
 if TYPE_CHECKING:
@@ -98,6 +99,8 @@ class Symbol:
     definition: bool
     depth: int
     parent: str | None = None
+    lookup: tuple[str, ...] = ()
+    """The parts as a name query matches them (:func:`codeward.code.symbol_names.normal_parts`)."""
 
     @property
     def is_function(self) -> bool:
@@ -291,6 +294,7 @@ def _symbol(d: Def, rules: Rules, parts: tuple[str, ...], qualified: str | None,
         definition=d.definition,
         depth=depth,
         parent=qualified,
+        lookup=normal_parts((*parts, *scope, d.name)),
     )
 
 

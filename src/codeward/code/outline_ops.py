@@ -17,76 +17,21 @@ from dataclasses import dataclass
 from codeward.code.definition_swap import mismatch
 from codeward.code.fragment_check import FragmentVerdict, check_fragment, defined_names
 from codeward.code.outline_model import ParsedSource, Symbol, encode_source, parse_prepared, parse_source
+from codeward.code.symbol_names import NameQuery, normal_part, parse_name
 from codeward.code.treesitter import SyntaxProblem, syntax_problems
 from codeward.result import ErrorKind, Result
 
-_SEPARATORS = re.compile(r"::|[.#\\:]")
-_GENERIC_ARGS = re.compile(r"<[^<>]*>")
-_LINE_SUFFIX = re.compile(r"^(.*?)\s*@\s*(\d+)$")
 MAX_SUGGESTIONS = 8
 C_FAMILY = frozenset({"c", "cpp"})
-
-
-@dataclass(frozen=True)
-class NameQuery:
-    """A parsed ``name`` argument: its parts, an optional line, and whether it names an impl."""
-
-    raw: str
-    parts: tuple[str, ...]
-    line: int | None = None
-    impl: bool = False
-    trait: str = ""
-    """For ``impl Trait for Type``: the trait, normalised (only that impl block matches)."""
-
-
-def parse_name(raw: str) -> NameQuery:
-    text = raw.strip()
-    line = None
-    matched = _LINE_SUFFIX.match(text)
-    if matched:
-        text, line = matched.group(1), int(matched.group(2))
-    impl = text.startswith("impl ")
-    trait = ""
-    if impl:
-        text = text[5:].strip()
-        if " for " in text:
-            trait, text = (p.strip() for p in text.split(" for ", 1))
-    if text.endswith("()") and not text.endswith("operator()"):
-        text = text[:-2]
-    parts = tuple(_normal_part(p) for p in _split(text))
-    return NameQuery(raw, tuple(p for p in parts if p), line, impl, _normal_part(trait))
-
-
-def _split(text: str) -> list[str]:
-    # `operator::`-free split that leaves C++ operator names (`operator<<`, `operator()`) whole.
-    head, marker, operator = text.partition("operator")
-    if marker and (not head or _SEPARATORS.search(head[-2:]) or head.endswith(" ")):
-        return [*_SEPARATORS.split(head)[:-1], marker + operator]
-    return _SEPARATORS.split(text)
-
-
-def _normal_part(part: str) -> str:
-    part = part.strip()
-    if part.startswith("operator"):
-        return re.sub(r"\s+", "", part)
-    previous = None
-    while previous != part:
-        previous, part = part, _GENERIC_ARGS.sub("", part)
-    return re.sub(r"\s+", "", part)
-
-
-def _normal_parts(symbol: Symbol) -> tuple[str, ...]:
-    """A symbol's parts as a query sees them (``N.M`` of a C# namespace is two parts)."""
-    return tuple(_normal_part(piece) for part in symbol.parts for piece in _split(part) if piece.strip())
 
 
 def candidates(symbols: tuple[Symbol, ...], query: NameQuery) -> list[Symbol]:
     """Symbols the query names, best first: exact qualified match, definitions, then types before impls."""
     size = len(query.parts)
-    found = [s for s in symbols if size and _normal_parts(s)[-size:] == query.parts]
+    found = [s for s in symbols if size and s.lookup[-size:] == query.parts]
     if query.impl:
         found = [s for s in found if s.kind == "impl" and (
-            not query.trait or _normal_part(s.detail.removeprefix("impl ").split(" for ")[0]) == query.trait)]
+            not query.trait or normal_part(s.detail.removeprefix("impl ").split(" for ")[0]) == query.trait)]
         inherent = [s for s in found if " for " not in s.detail]
         if not query.trait and inherent:
             found = inherent
@@ -132,8 +77,8 @@ def closest_names_hint(symbols: tuple[Symbol, ...], query: NameQuery) -> str:
     if not symbols:
         return "The file defines no symbols this tool recognises; check the path or read the file."
     wanted = "::".join(query.parts)
-    names = {"::".join(_normal_parts(s)): s.qualified for s in symbols}
-    names.update({_normal_part(s.name): s.qualified for s in symbols})
+    names = {"::".join(s.lookup): s.qualified for s in symbols}
+    names.update({normal_part(s.name): s.qualified for s in symbols})
     close = difflib.get_close_matches(wanted, list(names), n=MAX_SUGGESTIONS, cutoff=0.5)
     if not close and query.parts:
         close = difflib.get_close_matches(query.parts[-1], list(names), n=MAX_SUGGESTIONS, cutoff=0.5)
@@ -310,11 +255,11 @@ def _swapped_name(parsed: ParsedSource, symbol: Symbol, old: str, new: str, memb
     The names come from parsing each text alone; where the grammar cannot name what the old text
     defines (macros, a member out of its class), the name must at least be written in the new one.
     """
-    expected = _normal_part(symbol.name)
+    expected = normal_part(symbol.name)
     found = defined_names(parsed.language, new, member=member)
-    if expected in (_normal_part(d.name) for d in found):
+    if expected in (normal_part(d.name) for d in found):
         return ""
-    if expected in (_normal_part(d.name) for d in defined_names(parsed.language, old, member=member)) and found:
+    if expected in (normal_part(d.name) for d in defined_names(parsed.language, old, member=member)) and found:
         return mismatch("new_content", symbol.name, found, kind=symbol.kind)
     if re.search(rf"(?<![\w~]){re.escape(symbol.name)}(?!\w)", new):
         return ""  # the grammar cannot name the definitions here (macros), but the name is written
