@@ -59,11 +59,13 @@ AFTER_POINTER = re.compile(rb"[*&][ \t]*(" + _CAPS + rb")(?=[ \t\n]+" + _NAME + 
 BETWEEN_TYPE_AND_NAME = re.compile(rb"(?<![\w])" + _CAPS + rb"(?=[ \t\n]+" + _NAME + rb"[ \t\n]*\()")
 """``void FASTCALL_MSVC strreverse(``, ``BOOL WINAPI DllMain(``: a second word after the type."""
 BEFORE_TYPE = re.compile(
-    rb"^[ \t]*(?:" + _SPECIFIER + rb"[ \t]+)*((?:" + _MACRO + rb"[ \t]+(?:" + _SPECIFIER + rb"[ \t]+)*)+)"
-    rb"(?=" + _TYPE + rb"[ \t*&]+(?:" + _CAPS + rb"[ \t]+)?[*&]*[ \t]*" + _NAME + rb"[ \t]*[(=;\[{])",
-    re.MULTILINE)
+    rb"((?:" + _MACRO + rb"[ \t]+(?:" + _SPECIFIER + rb"[ \t]+)*)+)"
+    rb"(?=" + _TYPE + rb"[ \t*&]+(?:" + _CAPS + rb"[ \t]+)?[*&]*[ \t]*" + _NAME + rb"[ \t]*[(=;\[{])")
 """``static FASTCALL_ATTR INLINE_PREFIX void f(``, ``CXXOPTS_LINKONCE_CONST std::string LQUOTE(...)``:
-macros in front of the type of a declaration."""
+macros in front of the type of a declaration (matched at a macro word that only specifiers precede
+on its line)."""
+MACRO_WORD = re.compile(rb"(?<![\w])" + _MACRO + rb"(?![\w])")
+LINE_HEAD = re.compile(rb"[ \t]*(?:" + _SPECIFIER + rb"[ \t]+)*")
 ALONE_ON_LINE = re.compile(rb"^[ \t]*(" + _MACRO + _ARGS + rb")[ \t]*(?=\n|//|/\*|$)", re.MULTILINE)
 """``CXXOPTS_NODISCARD``, ``CXXOPTS_IGNORE_WARNING("-Weffc++")``, ``NLOHMANN_JSON_NAMESPACE_BEGIN``
 on a line of their own, between declarations or statements (checked around each match)."""
@@ -105,7 +107,7 @@ def blank_macros(data: bytes) -> bytes:
     for match in BETWEEN_TYPE_AND_NAME.finditer(current):
         if _after_a_type(current, match.start()):
             blank(match.start(), match.end())
-    _blank_groups(BEFORE_TYPE, bytes(out), blank)
+    _blank_before_types(bytes(out), blank)
     _blank_groups(AFTER_PARAMETERS, bytes(out), blank)
     _blank_groups(CLASS_EXPORT, bytes(out), blank)
     for match in ALONE_ON_LINE.finditer(bytes(out)):
@@ -128,6 +130,21 @@ def _after_a_type(data: bytes, position: int) -> bool:
         cursor -= 1
     word = data[cursor + 1:end]
     return bool(word) and not word[:1].isdigit() and word not in NOT_A_TYPE
+
+
+def _blank_before_types(data: bytes, blank: Callable[[int, int], None]) -> None:
+    cursor = 0
+    for word in MACRO_WORD.finditer(data):
+        if word.start() < cursor:
+            continue
+        line_start = data.rfind(b"\n", 0, word.start()) + 1
+        head = LINE_HEAD.match(data, line_start)
+        if head is None or head.end() != word.start():
+            continue
+        found = BEFORE_TYPE.match(data, word.start())
+        if found is not None:
+            blank(found.start(1), found.end(1))
+            cursor = found.end(1)
 
 
 def _blank_groups(pattern: re.Pattern[bytes], data: bytes, blank: Callable[[int, int], None]) -> None:
