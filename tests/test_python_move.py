@@ -124,6 +124,14 @@ def test_a_move_rewrites_every_import_of_the_name(py: Py, project: Path) -> None
     assert checked.returncode == 0, checked.stderr
 
 
+def test_a_file_that_does_not_parse_is_listed_as_unsure(py: Py, project: Path) -> None:
+    (project / "pkg" / "broken.py").write_text("from pkg.old import f\n\ndef oops(:\n")
+    outcome = py("py_move_def", src_path="pkg/old.py", dest_path="pkg/new.py", name="f")
+    assert not outcome.is_error, outcome.text
+    assert "pkg/broken.py: not checked, it does not parse (it mentions f)" in outcome.text
+    assert (project / "pkg" / "broken.py").read_text() == "from pkg.old import f\n\ndef oops(:\n"
+
+
 def test_the_same_move_shown_as_a_diff_writes_nothing(py: Py, project: Path) -> None:
     before = snapshot(project)
     outcome = py("py_move_def", src_path="pkg/old.py", dest_path="pkg/new.py", name="f", apply=False)

@@ -405,11 +405,19 @@ class _Move:
         return Result.success(plans)
 
     def _read_module(self, path: Path) -> PythonModule | None:
-        """A project file parsed, when it mentions the name (others cannot import it by name)."""
-        loaded = read_text(path, self.ctx.workspace.display(path), self.ctx.workspace)
-        if not loaded.ok or (self.symbol.name not in loaded.data.text and "*" not in loaded.data.text):
+        """A project file parsed, when it mentions the name (others cannot import it by name); one
+        that cannot be read or parsed is listed as unsure."""
+        display = self.ctx.workspace.display(path)
+        loaded = read_text(path, display, self.ctx.workspace)
+        if not loaded.ok:
+            self.unsure.append(f"{display}: not checked ({loaded.errors[0].message})")
             return None
-        return _parsed(loaded.data.text)
+        if self.symbol.name not in loaded.data.text and "*" not in loaded.data.text:
+            return None
+        module = _parsed(loaded.data.text)
+        if module is None:
+            self.unsure.append(f"{display}: not checked, it does not parse (it mentions {self.symbol.name})")
+        return module
 
     def _add_importers(self, importers: dict[Path, ImporterPlan]) -> Result[str]:
         for path, plan in sorted(importers.items()):
