@@ -242,3 +242,14 @@ def test_the_destination_importing_the_name_under_another_name_is_refused(py: Py
     before = snapshot(root)
     outcome = py("py_move_def", src_path="a.py", dest_path="b.py", name="f")
     assert_refused(outcome, root, before, "b.py:1: from a import f as g", "the destination imports it as g")
+
+
+def test_an_importer_linked_from_outside_the_roots_is_never_read_or_written(py: Py, project: Path) -> None:
+    outside = project.parent / "elsewhere.py"
+    outside.write_text("from pkg.old import f\n")
+    (project / "pkg" / "linked.py").symlink_to(outside)
+    outcome = py("py_move_def", src_path="pkg/old.py", dest_path="pkg/new.py", name="f")
+    assert not outcome.is_error, outcome.text
+    assert outside.read_text() == "from pkg.old import f\n"
+    assert (project / "pkg" / "linked.py").is_symlink()
+    assert "linked.py" not in outcome.text
