@@ -207,13 +207,19 @@ class ProjectSandbox:
                 notes.append(f"nothing this run wrote was applied to the workspace: it filled its "
                              f"{self.settings.disk_mb} MiB disk cap")
             elif result.status is not Status.SETUP_ERROR:
-                from codeward.shell.changes import apply_overlays
-
-                with self.ctx.call.hold_writes([], any_name=True):  # the write-back's paths are known as it walks
-                    notes += apply_overlays(self.ctx.workspace, overlays, self.ctx.call.journal).notes()
+                notes += self._bring_back(overlays)
         finally:
             overlays.close()
         return Result.success(Contained(result, notes, watch.cancelled))
+
+    def _bring_back(self, overlays: Overlays) -> list[str]:
+        """The run's writes applied through the gate under the write lock every codeward process on
+        the root shares (the paths are known as it walks); what the host runs later asked of a person."""
+        from codeward.shell.changes import bring_back
+
+        ctx = self.ctx
+        return bring_back(ctx.workspace, overlays, journal=ctx.call.journal, ask=ctx.call.ask_person,
+                          hold=lambda: ctx.call.hold_writes([], any_name=True, workspace=ctx.workspace)).notes()
 
     def _request(self, program: Program, overlays: Overlays | None, run_as: tuple[int, int] | None = None
                  ) -> SandboxRequest:
