@@ -113,8 +113,9 @@ class HostRunRules:
 
     @cached_property
     def _builtin_names(self) -> dict[str, str]:
-        """The built-in globs are plain names (a folder's with ``/``): a path matches one exactly
-        when one of its components is that name, which a set answers at once."""
+        """The built-in globs are plain names (a folder's with ``/``), or two of them
+        (``.beads/hooks/``): a path matches one exactly when one of its components, or two in a
+        row, are that name, which a set answers at once."""
         return {fold(glob.rstrip("/")): reason for glob, reason in BUILTIN_HOST_RUN.items()}
 
     @cached_property
@@ -133,8 +134,9 @@ class HostRunRules:
         ("" when it is not); a folder matches its own glob (``.vscode`` as ``.vscode/``)."""
         folded = fold(rel)
         names = self._builtin_names
-        for part in folded.split("/"):
-            reason = names.get(part)
+        parts = folded.split("/")
+        for index, part in enumerate(parts):
+            reason = names.get(part) or (names.get(f"{part}/{parts[index + 1]}") if index + 1 < len(parts) else "")
             if reason:
                 return reason
         if not self.configured:
