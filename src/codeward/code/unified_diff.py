@@ -5,6 +5,11 @@ line its header names (shifted by what earlier hunks added or removed), then at 
 line above or below — the offset ``patch`` allows — but never overlapping an earlier hunk. A
 context line that differs is a conflict: the hunk does not apply, and the error says which line
 was expected and what the file has there.
+
+Line endings are compared byte for byte, as ``git apply`` does: a hunk line keeps the ``\\r``
+the patch gave it, so a file that mixes LF and CRLF lines is patched exactly.
+:meth:`Hunk.without_cr` is for files whose every line ends CRLF, which edits see with plain
+``\\n`` endings (and get back as CRLF on writing), matched by a patch with either ending.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from unidiff.errors import UnidiffParseError
 from unidiff.patch import Hunk as DiffHunk
 from unidiff.patch import PatchSet
 
+from codeward.code.textfile import split_lines
 from codeward.result import ErrorKind, Result
 
 Action = Literal["modify", "add", "delete", "rename"]
@@ -28,6 +34,14 @@ class Hunk:
     source_start: int
     old: list[str]
     new: list[str]
+
+    def without_cr(self) -> Hunk:
+        """This hunk with CRLF line endings made LF (for a file whose lines all end CRLF)."""
+        return Hunk(self.header, self.source_start, [_lf(line) for line in self.old], [_lf(line) for line in self.new])
+
+
+def _lf(line: str) -> str:
+    return line[:-2] + "\n" if line.endswith("\r\n") else line
 
 
 @dataclass(frozen=True)
@@ -53,7 +67,7 @@ def parse(text: str) -> Result[list[FilePatch]]:
         return Result.fail(ErrorKind.INVALID_INPUT, "patch is empty",
                            "Give a unified diff: '--- a/path' and '+++ b/path' lines, then '@@' hunks.", data=[])
     try:
-        parsed = PatchSet(text.replace("\r\n", "\n"))
+        parsed = PatchSet(text.replace("\r\n", "\n"))  # headers and hunk lines parsed without CRs...
     except UnidiffParseError as exc:
         return Result.fail(ErrorKind.INVALID_INPUT, f"patch is not a valid unified diff: {exc}",
                            "Each file needs '--- a/path' and '+++ b/path' lines, and each hunk an '@@ -l,n +l,n @@' "
@@ -61,6 +75,7 @@ def parse(text: str) -> Result[list[FilePatch]]:
     if not parsed:
         return Result.fail(ErrorKind.INVALID_INPUT, "patch names no files",
                            "A unified diff starts each file with '--- a/path' and '+++ b/path' lines.", data=[])
+    raw_lines = text.split("\n")  # ...which hunk lines then get back from the text as given
     strip = all(_prefixed(f.source_file, "a/") and _prefixed(f.target_file, "b/") for f in parsed)
     files: list[FilePatch] = []
     for patched in parsed:
@@ -76,7 +91,7 @@ def parse(text: str) -> Result[list[FilePatch]]:
             action = "rename"
         else:
             action = "modify"
-        hunks = [_hunk(hunk) for hunk in patched]
+        hunks = [_hunk(hunk, raw_lines) for hunk in patched]
         if action == "modify" and not hunks:
             return Result.fail(ErrorKind.INVALID_INPUT, f"the patch names {target} but changes nothing in it",
                                "Remove that file's header lines, or add its hunks.", data=[])
@@ -86,7 +101,7 @@ def parse(text: str) -> Result[list[FilePatch]]:
 
 def apply(text: str, hunks: list[Hunk], name: str) -> Result[str]:
     """``text`` with every hunk applied, or the first hunk that does not apply and why."""
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text)
     out: list[str] = []
     position = 0  # lines of the original consumed
     shift = 0
@@ -124,18 +139,35 @@ def _mismatch(lines: list[str], old: list[str], at: int) -> str:
     for offset, wanted in enumerate(old):
         have = lines[at + offset] if at + offset < len(lines) else None
         if have != wanted:
-            shown = "the end of the file" if have is None else repr(have.rstrip("\n"))
-            return f"line {at + offset + 1} should be {wanted.rstrip(chr(10))!r}, the file has {shown}"
+            where = f"line {at + offset + 1}"
+            if have is None:
+                return f"{where} should be {_shown(wanted)}, the file has the end of the file"
+            if have.rstrip("\r\n") == wanted.rstrip("\r\n"):
+                return f"{where} should end with {_ending(wanted)}, the file's ends with {_ending(have)}"
+            return f"{where} should be {_shown(wanted)}, the file has {_shown(have)}"
     return "its lines are not where the header says, nor near"
 
 
-def _hunk(hunk: DiffHunk) -> Hunk:
+def _shown(line: str) -> str:
+    return repr(line.removesuffix("\n"))
+
+
+def _ending(line: str) -> str:
+    if line.endswith("\r\n"):
+        return "CRLF (\\r\\n)"
+    return "a newline (\\n)" if line.endswith("\n") else "no newline"
+
+
+def _hunk(hunk: DiffHunk, raw_lines: list[str]) -> Hunk:
     old: list[str] = []
     new: list[str] = []
     last: str | None = None
     for line in hunk:
         kind = line.line_type
         value = line.value
+        number = line.diff_line_no
+        if number is not None and value.endswith("\n") and raw_lines[number - 1].endswith("\r"):
+            value = value[:-1] + "\r\n"
         if kind == LINE_TYPE_NO_NEWLINE:
             if last in (" ", "-") and old:
                 old[-1] = old[-1].removesuffix("\n")

@@ -151,13 +151,14 @@ def _plan(ctx: ToolContext, file_patch: FilePatch) -> Result[_Planned]:
     if not loaded.ok:
         return _failed(loaded)
     original = loaded.data
+    hunks = file_patch.hunks if original.newline == "\n" else [hunk.without_cr() for hunk in file_patch.hunks]
     if file_patch.action == "delete":
-        expected = "".join(line for hunk in file_patch.hunks for line in hunk.old)
+        expected = "".join(line for hunk in hunks for line in hunk.old)
         if file_patch.hunks and expected != original.text:
             return Result.fail(ErrorKind.CONFLICT, f"the patch deletes {shown}, but its contents differ from the "
                                "patch's", "Read the file again and make the diff against what it holds now.")
         return Result.success(_Planned(file_patch, target, None, original, None))
-    applied = unified_diff.apply(original.text, file_patch.hunks, workspace.display(base))
+    applied = unified_diff.apply(original.text, hunks, workspace.display(base))
     if not applied.ok:
         return _failed(applied)
     return Result.success(_Planned(file_patch, target, source, original, applied.data))

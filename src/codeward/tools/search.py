@@ -26,11 +26,11 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field
 
 from codeward.catalog import tool
-from codeward.code import ripgrep
+from codeward.code import ignore, ripgrep
 from codeward.code.ripgrep import BinaryHit, CaseMode, Counted, Line, Query, Search
-from codeward.code.textfile import BINARY_SNIFF_BYTES, displayable, read_text
+from codeward.code.textfile import BINARY_SNIFF_BYTES, displayable
 from codeward.context import ToolContext
-from codeward.result import ErrorKind, Result
+from codeward.result import ErrorKind, Result, quoted
 from codeward.workspace import HARD_BLACKLIST_NAMES, HARD_BLACKLIST_SUFFIX, Workspace
 
 SCAN_CAP = 10_000
@@ -70,7 +70,8 @@ class SearchReport(BaseModel):
     mode: Mode
     total: int = Field(description="Matching lines (matches), files (files), or matches (count).")
     total_files: int
-    complete: bool = Field(description="False when the search stopped counting at its cap: total is a floor.")
+    complete: bool = Field(description="False when the search stopped counting at its cap: total is a floor (and, "
+                                       "in files and count modes, total_files too).")
     offset: int
     next_offset: int | None = Field(description="Pass as offset for the next page; null on the last page.")
     matches: list[TextMatch] = Field(default_factory=list)
@@ -82,11 +83,12 @@ class SearchReport(BaseModel):
                  "count": ("match", "matches")}[self.mode]
         head = f"{more}{self.total:,} {units[self.total != 1]}"
         if self.mode != "files":
-            head += f" in {more}{self.total_files:,} file{'s' if self.total_files != 1 else ''}"
-        head += f" for {self.pattern!r} in {self.scope}"
+            files_more = "" if self.mode == "matches" else more  # a capped line search still counts its files
+            head += f" in {files_more}{self.total_files:,} file{'s' if self.total_files != 1 else ''}"
+        head += f" for {quoted(self.pattern)} in {self.scope}"
         shown = len(self.matches) if self.mode == "matches" else len(self.files)
         if not shown:
-            return head if self.total else f"no matches for {self.pattern!r} in {self.scope}"
+            return head if self.total else f"no matches for {quoted(self.pattern)} in {self.scope}"
         page = f"showing {self.offset + 1}-{self.offset + shown}"
         page += f"; next page: offset={self.next_offset}" if self.next_offset is not None else ""
         lines = [f"{head} ({page})"]
@@ -281,21 +283,16 @@ class _Plan:
         return self.workspace.display(self.target.real)
 
     def parent_ignores(self) -> str:
-        """``.gitignore`` patterns of the folders between the root and the searched folder, re-anchored."""
+        """The ignore files of the folders between the root and the searched folder, re-anchored.
+
+        ripgrep reads those inside the searched folder itself; these it is handed, so that a
+        search of a subfolder sees the rules a walk from the root would (:mod:`codeward.code.ignore`).
+        """
         target = self.target
         if target.is_file or target.real == target.cwd:
             return ""
-        parents: list[tuple[str, str]] = []
-        folder = target.cwd
-        for part in ("", *target.real.relative_to(target.cwd).parts[:-1]):
-            folder = folder / part if part else folder
-            gitignore = folder / ".gitignore"
-            if not os.path.lexists(gitignore) or not self.workspace.visible(gitignore):
-                continue
-            loaded = read_text(gitignore, ".gitignore")
-            if loaded.ok:
-                rel = folder.relative_to(target.cwd).as_posix()
-                parents.append(("" if rel == "." else rel, loaded.data.text))
+        parents = [("" if folder == target.cwd else folder.relative_to(target.cwd).as_posix(), text)
+                   for folder, text in ignore.sources_above(self.workspace, target.real)]
         return ripgrep.reanchored_ignores(parents)
 
     def _args(self, *extra: str) -> list[str]:
@@ -384,7 +381,6 @@ class _Plan:
         wanted = offset + limit
         collected: list[tuple[bytes, list[Line]]] = []
         seen = 0
-        files = 0
         with self._search("--sort=path", "--null", "--line-number", "--column", "--no-heading",
                           "--with-filename", f"--context={self.query.context}") as search:
             trailing = 0
@@ -401,7 +397,6 @@ class _Plan:
                     if seen >= wanted:
                         break
                     collected.append((line.path, []))
-                    files += 1
                 if line.is_match:
                     if seen >= wanted:
                         break
@@ -418,9 +413,13 @@ class _Plan:
             return failed.cast(None)
         page = [self._entry(*entry) for entry in _page_matches(collected, offset, limit, self.query.context)]
         next_offset = offset + len(page) if len(page) == limit else None
+        files = self.listing("files", 0, 1)
+        if not files.ok:
+            return files
+        assert files.data is not None
         report = SearchReport(pattern=self.query.pattern, scope=self.scope, mode="matches", total=SCAN_CAP,
-                              total_files=files, complete=False, offset=offset, next_offset=next_offset,
-                              matches=page)
+                              total_files=files.data.total_files, complete=False, offset=offset,
+                              next_offset=next_offset, matches=page)
         return Result.success(report, f"[the search stopped counting at {SCAN_CAP:,} matching lines: narrow it "
                                       "with path, glob or file_type, or see where they are with mode='count']")
 
