@@ -324,3 +324,36 @@ def read_ignore_file(workspace: Workspace, folder: Path, name: str) -> str | Non
 def _load(workspace: Workspace, folder: Path, name: str) -> IgnoreFile | None:
     text = read_ignore_file(workspace, folder, name)
     return IgnoreFile.from_text(folder, text) if text is not None else None
+
+
+class IgnoredPaths:
+    """Whether a path below ``top`` is ignored — by its own rules or an ignored folder between it and ``top``.
+
+    For checking paths another tool reported as it walked from ``top`` (ripgrep lets an include
+    glob override the ignore files). ``top`` itself is not judged, as a walk from it does not
+    judge it. Each folder's ignore files are read once and remembered for the instance's life
+    (one call).
+    """
+
+    def __init__(self, workspace: Workspace, top: Path) -> None:
+        self._workspace = workspace
+        self._top = top
+        self._folders: dict[Path, tuple[Ignores, bool]] = {}
+
+    def ignored(self, path: Path, is_dir: bool = False) -> bool:
+        """``path`` (absolute, normalized, no link followed below ``top``) is ignored, or lies in an ignored folder."""
+        ignores, folder_ignored = self._folder(path.parent)
+        return folder_ignored or ignores.ignored(str(path), is_dir)
+
+    def _folder(self, folder: Path) -> tuple[Ignores, bool]:
+        known = self._folders.get(folder)
+        if known is not None:
+            return known
+        if folder == self._top or not folder.is_relative_to(self._top):
+            known = (Ignores.above(self._workspace, folder), False)
+        else:
+            above, above_ignored = self._folder(folder.parent)
+            ignored = above_ignored or above.ignored(str(folder), True)
+            known = (above if ignored else above.entering(self._workspace, folder), ignored)
+        self._folders[folder] = known
+        return known

@@ -266,6 +266,7 @@ class _Plan:
     query: Query
     target: _Target
     ignore_path: Path | None = None
+    _ignored: ignore.IgnoredPaths | None = None
     _allowed: dict[bytes, bool] = field(default_factory=dict)
     _shown: dict[bytes, bool] = field(default_factory=dict)
 
@@ -310,7 +311,11 @@ class _Plan:
 
     def allowed(self, raw: bytes) -> bool:
         """The gate check for counting: inside the roots, not blacklisted, not a private key by its first
-        line (memoized per path).
+        line, not ignored (memoized per path).
+
+        ripgrep lets an include glob override the ignore files (``--glob '*.log'`` searches an
+        ignored ``debug.log``); with globs, what it reports is checked against the ignore rules
+        again, so a glob narrows a search and never widens it.
 
         ripgrep neither follows links nor reports them, and it walks from a resolved folder, so
         the path it reports is the file's real path; :meth:`shown` checks that again for
@@ -320,8 +325,17 @@ class _Plan:
         if known is None:
             text = os.fsdecode(raw[2:] if raw.startswith(b"./") else raw)
             full = f"{self._cwd_prefix}{text}"
-            known = self._allowed[raw] = self.workspace.admits_walked(full) and not self._holds_key(full)
+            known = self._allowed[raw] = (self.workspace.admits_walked(full) and not self._holds_key(full)
+                                          and not self._glob_overrode_ignores(full))
         return known
+
+    def _glob_overrode_ignores(self, path: str) -> bool:
+        query = self.query
+        if not query.globs or query.include_ignored or self.target.is_file:
+            return False
+        if self._ignored is None:
+            self._ignored = ignore.IgnoredPaths(self.workspace, self.target.real)
+        return self._ignored.ignored(Path(path))
 
     def _holds_key(self, path: str) -> bool:
         try:
