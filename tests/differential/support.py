@@ -157,8 +157,9 @@ class McpSession:
 
     def data(self, tool: str, **arguments: Any) -> dict[str, Any]:
         result = self.ok(tool, **arguments)
-        assert result.structured_content is not None, (tool, text(result))
-        return result.structured_content
+        structured: dict[str, Any] | None = result.structured_content
+        assert structured is not None, (tool, text(result))
+        return structured
 
     def refused(self, tool: str, **arguments: Any) -> str:
         """The error text of a call that must fail."""

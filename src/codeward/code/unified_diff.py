@@ -2,9 +2,14 @@
 
 A hunk applies where its old lines (context and removals) match the file exactly: first at the
 line its header names (shifted by what earlier hunks added or removed), then at the nearest
-line above or below — the offset ``patch`` allows — but never overlapping an earlier hunk. A
-context line that differs is a conflict: the hunk does not apply, and the error says which line
-was expected and what the file has there.
+line above or below — the offset ``git apply`` allows — but never overlapping an earlier hunk.
+As in ``git apply``, a hunk whose header starts at line 0 or 1 must match at the start of the
+file, and one without context lines after its change must match at its end (so a hunk that
+appends cannot land in the middle). A hunk with no old lines at all (an insertion made with
+``-U0``) has nothing to check its place against: it goes where its header says or is refused
+(``git apply`` would move it to the end of the file). A context line that differs is a
+conflict: the hunk does not apply, and the error says which line was expected and what the file
+has there.
 
 Line endings are compared byte for byte, as ``git apply`` does: a hunk line keeps the ``\\r``
 the patch gave it, so a file that mixes LF and CRLF lines is patched exactly.
@@ -14,7 +19,7 @@ the patch gave it, so a file that mixes LF and CRLF lines is patched exactly.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from unidiff.constants import LINE_TYPE_EMPTY, LINE_TYPE_NO_NEWLINE
@@ -34,10 +39,12 @@ class Hunk:
     source_start: int
     old: list[str]
     new: list[str]
+    trailing: int = 0
+    """Context lines after the last change (none: the hunk must end at the end of the file)."""
 
     def without_cr(self) -> Hunk:
         """This hunk with CRLF line endings made LF (for a file whose lines all end CRLF)."""
-        return Hunk(self.header, self.source_start, [_lf(line) for line in self.old], [_lf(line) for line in self.new])
+        return replace(self, old=[_lf(line) for line in self.old], new=[_lf(line) for line in self.new])
 
 
 def _lf(line: str) -> str:
@@ -59,6 +66,15 @@ class FilePatch:
     def path(self) -> str:
         """The path the change lands on (the source for a deletion)."""
         return self.source if self.action == "delete" else self.target
+
+    @property
+    def only_inserts_at_start(self) -> bool:
+        """One hunk adding lines to an empty file (``@@ -0,0 +1,n @@``): a creation when the file is missing.
+
+        ``git apply`` (and ``patch``) read a traditional diff so; with ``/dev/null`` as the old
+        name it is a creation whatever is there, and an existing file refuses it.
+        """
+        return len(self.hunks) == 1 and self.hunks[0].source_start == 0 and not self.hunks[0].old
 
 
 def parse(text: str) -> Result[list[FilePatch]]:
@@ -83,9 +99,11 @@ def parse(text: str) -> Result[list[FilePatch]]:
         if patched.is_binary_file:
             return Result.fail(ErrorKind.INVALID_INPUT, f"the patch changes {target or source} as a binary file",
                                "apply_patch applies text changes only; write binary files another way.", data=[])
-        if patched.is_added_file:
+        # /dev/null names a creation or a deletion; unidiff's guess from a -0,0 or +0,0 hunk does not
+        # (a file emptied stays, as git leaves it; an empty file gains lines).
+        if patched.source_file == "/dev/null":
             action: Action = "add"
-        elif patched.is_removed_file:
+        elif patched.target_file == "/dev/null":
             action = "delete"
         elif patched.is_rename or source != target:
             action = "rename"
@@ -107,18 +125,42 @@ def apply(text: str, hunks: list[Hunk], name: str) -> Result[str]:
     shift = 0
     for number, hunk in enumerate(hunks, 1):
         expected = max(hunk.source_start - 1, 0) + shift if hunk.old else hunk.source_start + shift
-        found = _locate(lines, hunk.old, expected, position)
+        found, problem = _place(lines, hunk, expected, position)
         if found is None:
             return Result.fail(ErrorKind.CONFLICT, f"hunk {number} ({hunk.header}) does not apply to {name}: "
-                               f"{_mismatch(lines, hunk.old, max(expected, position))}",
-                               "Read the file again (read_file or get_file_slice) and make the diff against what "
-                               "it holds now; nothing was changed.", data="")
+                               f"{problem}", "Read the file again (read_file or get_file_slice) and make the diff "
+                               "(with context lines, as diff -u makes it) against what it holds now; nothing was "
+                               "changed.", data="")
         out.extend(lines[position:found])
         out.extend(hunk.new)
         position = found + len(hunk.old)
         shift += len(hunk.new) - len(hunk.old) + (found - expected)
     out.extend(lines[position:])
     return Result.success("".join(out))
+
+
+def _place(lines: list[str], hunk: Hunk, expected: int, floor: int) -> tuple[int | None, str]:
+    """Where the hunk goes (git apply's rules), or None and why not."""
+    span = len(hunk.old)
+    at_start = hunk.source_start <= 1
+    at_end = hunk.trailing == 0
+    if not (at_start or at_end):
+        found = _locate(lines, hunk.old, expected, floor)
+        return found, "" if found is not None else _mismatch(lines, hunk.old, max(expected, floor))
+    forced = 0 if at_start else len(lines) - span
+    if at_start and at_end and span != len(lines):
+        return None, (f"it starts at the top and has no context lines after its change, so (as in git apply) its "
+                      f"{span} old lines must be the whole file, which has {len(lines)}" if span else
+                      f"it adds lines to an empty file (@@ -0,0), and this one has {len(lines)} lines")
+    if not span and forced != expected:
+        return None, (f"the hunk only adds lines and has no context to check its place: its header says after line "
+                      f"{expected}, the end of the file (where git apply would put it) is line {len(lines)}")
+    if forced < floor or lines[forced:forced + span] != hunk.old:
+        where = "start" if at_start else "end"
+        why = "its header starts at line 0 or 1" if at_start else "it has no context lines after its change"
+        detail = _mismatch(lines, hunk.old, max(forced, floor)) if forced >= 0 else "the file is shorter"
+        return None, f"{why}, so (as in git apply) it must match at the {where} of the file: {detail}"
+    return forced, ""
 
 
 def _locate(lines: list[str], old: list[str], expected: int, floor: int) -> int | None:
@@ -162,6 +204,7 @@ def _hunk(hunk: DiffHunk, raw_lines: list[str]) -> Hunk:
     old: list[str] = []
     new: list[str] = []
     last: str | None = None
+    trailing = 0
     for line in hunk:
         kind = line.line_type
         value = line.value
@@ -180,9 +223,10 @@ def _hunk(hunk: DiffHunk, raw_lines: list[str]) -> Hunk:
             old.append(value)
         if kind in (" ", "+"):
             new.append(value)
+        trailing = trailing + 1 if kind == " " else 0
         last = kind
     header = f"@@ -{hunk.source_start},{hunk.source_length} +{hunk.target_start},{hunk.target_length} @@"
-    return Hunk(header, hunk.source_start, old, new)
+    return Hunk(header, hunk.source_start, old, new, trailing)
 
 
 def _prefixed(name: str, prefix: str) -> bool:
