@@ -152,6 +152,20 @@ def test_get_tree_shows_what_git_does_not_ignore(world: World, project: str) -> 
     assert not any(under(path.rstrip("/"), hidden) for path in shown)
 
 
+def test_a_nested_gitignore_re_includes_what_the_root_one_ignores(world: World) -> None:
+    """The reported case: *.log at the root, !keep.log in testing/.gitignore: git, ripgrep and every
+    listing show testing/keep.log."""
+    top = world.project("pluggy")
+    assert {"testing/keep.log"} == {path for path in git_visible_files(top) if path.endswith(".log")}
+    assert {"testing/keep.log"} == {path for path in rg(top, "--files", *REFERENCE_SEARCH) if path.endswith(".log")}
+    tree = world.session.text("get_tree", path="pluggy/testing", max_depth=1).split("\n")
+    assert "  keep.log" in tree and "  drop.log" not in tree
+    assert "pluggy/testing/keep.log" in world.session.text("search_files", path="pluggy", pattern="*.log").split("\n")
+    rows = world.session.text("list_directory", path="pluggy/testing").split("\n")
+    assert any(row.startswith("[file] keep.log  ") and not row.endswith("(ignored)") for row in rows)
+    assert any(row.startswith("[file] drop.log  ") and row.endswith("(ignored)") for row in rows)
+
+
 @pytest.mark.parametrize("project", ["iniconfig", "pluggy"])
 def test_search_files_lists_what_git_ls_files_lists(world: World, project: str) -> None:
     top = world.project(project)

@@ -300,7 +300,7 @@ def set_file_slice(
     problem = _line_range_error(start_line, end_line, len(lines), display)
     if problem:
         return problem
-    replacement = new_content.replace("\r\n", "\n")
+    replacement = _as_typed(text_file, new_content)
     rest = "".join(lines[end_line:])
     head = "".join(lines[: start_line - 1])
     # New lines end like the ones they replace: with a newline before more text, and, at the
@@ -340,8 +340,7 @@ def edit_file(
         return loaded.cast("")
     real, text_file = loaded.data
     display = ctx.workspace.display(real)
-    old = old_string.replace("\r\n", "\n")
-    new = new_string.replace("\r\n", "\n")
+    old, new = _as_typed(text_file, old_string), _as_typed(text_file, new_string)
     if not old:
         return Result.fail(ErrorKind.INVALID_INPUT, "old_string is empty",
                            "Give the exact text to replace; to add text use set_file_slice.", data="")
@@ -351,8 +350,10 @@ def edit_file(
     text = text_file.text
     count = text.count(old)
     if count == 0:
+        mixed = " The file mixes LF and CRLF line endings: copy its text with the \\r characters it has." \
+            if _mixed_endings(text_file) and "\n" in old else ""
         return Result.fail(ErrorKind.NOT_FOUND, f"old_string was not found in {display}",
-                           _closest_hint(text, old), data="")
+                           _closest_hint(text, old) + mixed, data="")
     if count > 1 and not replace_all:
         lines = _occurrence_lines(text, old, 10)
         return Result.fail(ErrorKind.CONFLICT,
@@ -391,6 +392,17 @@ def get_tree(
     if more:
         lines.append(f"[... stopped at {MAX_LISTED} entries; lower max_depth or pick a subfolder ...]")
     return Result.success("\n".join(lines))
+
+
+def _as_typed(text_file: TextFile, typed: str) -> str:
+    """Text a caller typed, with the file's line endings: edits see a file whose lines all end alike with
+    ``\\n`` (written back as they were), so CRLF typed into it is CRLF made ``\\n``; a file that mixes
+    endings is edited exactly as typed."""
+    return typed if _mixed_endings(text_file) else typed.replace("\r\n", "\n")
+
+
+def _mixed_endings(text_file: TextFile) -> bool:
+    return text_file.newline == "\n" and "\r\n" in text_file.text
 
 
 def _remove_folders(created: list[Path]) -> None:
