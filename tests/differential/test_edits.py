@@ -25,6 +25,9 @@ from hypothesis import strategies as st
 
 from tests.differential.support import BOUNDED, McpSession, mcp_session, text
 
+pytestmark = pytest.mark.xdist_group("differential-edits")
+"""One worker runs the module: its tests share one server (made once, not once per worker)."""
+
 
 @dataclass
 class World:

@@ -22,6 +22,9 @@ from hypothesis import strategies as st
 
 from tests.differential.support import BOUNDED, McpSession, git, git_init, mcp_session, tree_digest, unpack
 
+pytestmark = pytest.mark.xdist_group("differential-patches")
+"""One worker runs the module: its tests share one server (made once, not once per worker)."""
+
 
 @dataclass
 class World:

@@ -27,6 +27,9 @@ WORDS = st.sampled_from(["alpha", "beta", "gamma", "delta", "notes", "lib", "x"]
 CONTENT = st.lists(st.sampled_from(["a = 1", "def f():", "    return 2", "", "# é"]), max_size=4).map(
     lambda lines: "".join(line + "\n" for line in lines))
 
+pytestmark = pytest.mark.xdist_group("differential-undo")
+"""One worker runs the module: its tests share one server (made once, not once per worker)."""
+
 
 @dataclass
 class World:

@@ -21,7 +21,9 @@ from hypothesis import strategies as st
 from codeward.code import ripgrep
 from tests.differential.support import BOUNDED, McpSession, find_entries, git, git_init, mcp_session, rg, unpack
 
-pytestmark = pytest.mark.skipif(ripgrep.find_binary() is None, reason="ripgrep is not installed")
+pytestmark = [pytest.mark.skipif(ripgrep.find_binary() is None, reason="ripgrep is not installed"),
+              pytest.mark.xdist_group("differential-walk-and-search")]
+"""One worker runs the module: its tests share one server (made once, not once per worker)."""
 
 GITIGNORES = {
     "tomli": "__pycache__/\n*.py[cod]\n/build/\n/dist/\n*.egg-info/\n.venv/\n.tox/\n*.log\n",
