@@ -19,12 +19,12 @@ import pytest
 
 from tests.differential.support import McpSession, mcp_session, unpack
 
+pytestmark = pytest.mark.xdist_group("differential-run-tests")
+"""One worker runs the module: its tests share one server (made once, not once per worker)."""
+
 HOST_PYTHON = (sys.prefix, sys.base_prefix)
 """This test environment's Python, shown read-only in the sandbox (the project's .venv links to it)."""
 EXTRA = '''import pytest
-
-pytestmark = pytest.mark.xdist_group("differential-run-tests")
-"""One worker runs the module: its tests share one server (made once, not once per worker)."""
 
 
 @pytest.fixture
