@@ -9,6 +9,7 @@ user configuration (:func:`git`), ripgrep as installed (:func:`rg`), ``find``, p
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import shutil
 import stat
@@ -180,3 +181,15 @@ def mcp_session(root: Path, *, cwd: Path | None = None, env: Mapping[str, str] |
                                    cwd=str(cwd or root), env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
     with start_blocking_portal() as portal, portal.wrap_async_context_manager(Client(server)) as client:
         yield McpSession(portal, client, root)
+
+
+@dataclass
+class World:
+    """A module's workspace root and its one server session; ``counter`` names each generated case."""
+
+    root: Path
+    session: McpSession = field(repr=False)
+    counter: Iterator[int] = field(default_factory=itertools.count, repr=False)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(f"{type(self).__name__}({self.root})")  # what hypothesis prints for a failing example

@@ -13,30 +13,18 @@ The editor's rules, as a person expects them of VS Code or vim:
 from __future__ import annotations
 
 import codecs
-import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from tests.differential.support import BOUNDED, McpSession, mcp_session, text
+from tests.differential.support import BOUNDED, World, mcp_session, text
 
 pytestmark = pytest.mark.xdist_group("differential-edits")
 """One worker runs the module: its tests share one server (made once, not once per worker)."""
-
-
-@dataclass
-class World:
-    root: Path
-    session: McpSession = field(repr=False)
-    counter: Iterator[int] = field(default_factory=itertools.count, repr=False)
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(f"World({self.root})")
 
 
 @pytest.fixture(scope="module")

@@ -12,34 +12,28 @@ import itertools
 import re
 import shutil
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.differential.support import BOUNDED, McpSession, git, git_init, mcp_session, tree_digest, unpack
+from tests.differential.support import BOUNDED, World, git, git_init, mcp_session, tree_digest, unpack
 
 pytestmark = pytest.mark.xdist_group("differential-patches")
 """One worker runs the module: its tests share one server (made once, not once per worker)."""
 
 
-@dataclass
-class World:
+class Patches(World):
     """The server's root is one folder that each case fills with a fresh copy of a project (a git
     repository), so that ``git diff``'s paths are paths of the workspace as they are."""
 
-    root: Path
-    scratch: Path
-    session: McpSession = field(repr=False)
-    counter: Iterator[int] = field(default_factory=itertools.count, repr=False)
+    @property
+    def scratch(self) -> Path:
+        """Where git applies the same patches, and generated diffs are made."""
+        return self.root.parent / "scratch"
 
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(f"World({self.root})")
-
-    def fresh(self, name: str, prepare: Callable[[Path], None] | None = None) -> Path:
+    def fresh(self, name: str, prepare: Callable[[Path], object] | None = None) -> Path:
         """The workspace emptied (but for codeward's own state) and filled with the project, ``prepare``'s
         changes committed."""
         for entry in self.root.iterdir():
@@ -56,16 +50,16 @@ class World:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Patches]:
     base = tmp_path_factory.mktemp("patches")
     root, scratch = base / "workspace", base / "scratch"
     root.mkdir()
     scratch.mkdir()
     with mcp_session(root) as session:
-        yield World(root, scratch, session)
+        yield Patches(root, session)
 
 
-def diff_of(top: Path, change: Callable[[Path], None], *options: str) -> str:
+def diff_of(top: Path, change: Callable[[Path], object], *options: str) -> str:
     """``git diff`` of ``change`` (new files included); the work tree is then put back to the last commit."""
     change(top)
     git(top, "add", "-A")
@@ -78,7 +72,7 @@ def state(top: Path) -> str:
     return tree_digest(top, skip=(".git", ".codeward"))
 
 
-def both_apply(world: World, top: Path, patch: str) -> None:
+def both_apply(world: Patches, top: Path, patch: str) -> None:
     """git apply on a copy and apply_patch through the client leave the same tree."""
     reference = world.scratch / f"git{next(world.counter)}"
     shutil.copytree(top, reference, symlinks=True, ignore=shutil.ignore_patterns(".codeward"))
@@ -87,7 +81,7 @@ def both_apply(world: World, top: Path, patch: str) -> None:
     assert state(top) == state(reference)
 
 
-def both_refuse(world: World, top: Path, patch: str, words: str) -> None:
+def both_refuse(world: Patches, top: Path, patch: str, words: str) -> None:
     """git apply --check and apply_patch both refuse; nothing changes."""
     before = state(top)
     assert git(top, "apply", "--check", input=patch.encode("utf-8", "surrogateescape"), check=False).returncode != 0
@@ -104,7 +98,7 @@ def _rename_function(top: Path) -> None:
         path.write_text(text.replace("ParseFloat", "FloatParser"))
 
 
-def test_a_multi_file_refactoring_applies_as_git_applies_it(world: World) -> None:
+def test_a_multi_file_refactoring_applies_as_git_applies_it(world: Patches) -> None:
     top = world.fresh("tomli")
     patch = diff_of(top, _rename_function)
     assert patch.count("diff --git") >= 3 and "FloatParser" in patch
@@ -115,7 +109,7 @@ def _to_crlf(path: Path) -> None:
     path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
 
 
-def test_a_crlf_file_applies_as_git_applies_it(world: World) -> None:
+def test_a_crlf_file_applies_as_git_applies_it(world: Patches) -> None:
     top = world.fresh("iniconfig", lambda top: _to_crlf(top / "src" / "iniconfig" / "_parse.py"))
     patch = diff_of(top, lambda top: (top / "src" / "iniconfig" / "_parse.py").write_bytes(
         (top / "src" / "iniconfig" / "_parse.py").read_bytes().replace(b"ParseError", b"IniParseError")))
@@ -125,7 +119,7 @@ def test_a_crlf_file_applies_as_git_applies_it(world: World) -> None:
     assert b"\n" not in (top / "src" / "iniconfig" / "_parse.py").read_bytes().replace(b"\r\n", b"")
 
 
-def test_a_file_mixing_lf_and_crlf_applies_as_git_applies_it(world: World) -> None:
+def test_a_file_mixing_lf_and_crlf_applies_as_git_applies_it(world: Patches) -> None:
     """The reported case: a hunk changing a CRLF line of a file that also has LF lines."""
     def mix(top: Path) -> None:
         path = top / "example.ini"
@@ -140,13 +134,13 @@ def test_a_file_mixing_lf_and_crlf_applies_as_git_applies_it(world: World) -> No
     assert (top / "example.ini").read_bytes() == original.replace(b"=", b" = ")
 
 
-def test_the_reported_mixed_ending_hunk(world: World) -> None:
+def test_the_reported_mixed_ending_hunk(world: Patches) -> None:
     top = world.fresh("tomli", lambda top: (top / "f.txt").write_bytes(b"a\nb\r\nc\n"))
     both_apply(world, top, diff_of(top, lambda top: (top / "f.txt").write_bytes(b"a\nB\r\nc\n")))
     assert (top / "f.txt").read_bytes() == b"a\nB\r\nc\n"
 
 
-def test_final_newlines_added_and_removed_apply_as_git_applies_them(world: World) -> None:
+def test_final_newlines_added_and_removed_apply_as_git_applies_them(world: Patches) -> None:
     top = world.fresh("tomli", lambda top: (top / "LICENSE").write_bytes((top / "LICENSE").read_bytes().rstrip()))
     added = diff_of(top, lambda top: (top / "LICENSE").write_bytes((top / "LICENSE").read_bytes() + b"\n"))
     assert "\\ No newline at end of file" in added
@@ -158,7 +152,7 @@ def test_final_newlines_added_and_removed_apply_as_git_applies_them(world: World
     assert not (top / "LICENSE").read_bytes().endswith(b"\n")
 
 
-def test_creations_deletions_and_renames_apply_as_git_applies_them(world: World) -> None:
+def test_creations_deletions_and_renames_apply_as_git_applies_them(world: Patches) -> None:
     def change(top: Path) -> None:
         (top / "docs" / "notes").mkdir(parents=True)
         (top / "docs" / "notes" / "design.md").write_text("# Design\n\nSmall and fast.\n")
@@ -177,7 +171,7 @@ def test_creations_deletions_and_renames_apply_as_git_applies_them(world: World)
     assert not (top / "src" / "tomli" / "_re.py").exists() and (top / "docs" / "notes" / "design.md").exists()
 
 
-def test_a_binary_change_is_refused_whole(world: World) -> None:
+def test_a_binary_change_is_refused_whole(world: Patches) -> None:
     def change(top: Path) -> None:
         (top / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x01")
         (top / "LICENSE").write_text("changed\n")
@@ -195,7 +189,7 @@ def test_a_binary_change_is_refused_whole(world: World) -> None:
     assert state(top) == before
 
 
-def test_a_stale_patch_is_refused_whole(world: World) -> None:
+def test_a_stale_patch_is_refused_whole(world: Patches) -> None:
     top = world.fresh("tomli")
     patch = diff_of(top, _rename_function)
     changed = [line.split(" b/", 1)[1] for line in patch.split("\n") if line.startswith("diff --git")]
@@ -208,7 +202,7 @@ def test_a_stale_patch_is_refused_whole(world: World) -> None:
 
 # -- generated edits --------------------------------------------------------------------------------
 
-LINE = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r\x00"), max_size=12)
+LINE = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\n\r\x00"), max_size=12)
 
 
 @st.composite
@@ -241,7 +235,7 @@ def edits(draw: st.DrawFn) -> tuple[bytes, bytes]:
 
 @BOUNDED
 @given(change=edits())
-def test_generated_edits_apply_as_git_applies_them(world: World, change: tuple[bytes, bytes]) -> None:
+def test_generated_edits_apply_as_git_applies_them(world: Patches, change: tuple[bytes, bytes]) -> None:
     old, new = change
     case = world.scratch / f"edit{next(world.counter)}"
     case.mkdir()

@@ -9,11 +9,9 @@ compares a hash of the whole tree with the one taken before each operation.
 from __future__ import annotations
 
 import difflib
-import itertools
 import os
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +19,7 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from tests.differential.support import BOUNDED, McpSession, mcp_session, tree_digest, unpack
+from tests.differential.support import BOUNDED, World, mcp_session, tree_digest, unpack
 
 WORDS = st.sampled_from(["alpha", "beta", "gamma", "delta", "notes", "lib", "x"])
 CONTENT = st.lists(st.sampled_from(["a = 1", "def f():", "    return 2", "", "# é"]), max_size=4).map(
@@ -31,15 +29,11 @@ pytestmark = pytest.mark.xdist_group("differential-undo")
 """One worker runs the module: its tests share one server (made once, not once per worker)."""
 
 
-@dataclass
-class World:
-    root: Path
-    seed: Path
-    session: McpSession = field(repr=False)
-    counter: Iterator[int] = field(default_factory=itertools.count, repr=False)
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(f"World({self.root})")
+class Undos(World):
+    @property
+    def seed(self) -> Path:
+        """What each case starts from: a real project's sources, a nested folder, an empty one."""
+        return self.root.parent / "seed"
 
     def newest_checkpoint(self) -> int:
         listed = self.session.data("list_checkpoints")["checkpoints"]
@@ -47,7 +41,7 @@ class World:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Undos]:
     base = tmp_path_factory.mktemp("undo")
     root = base / "workspace"
     root.mkdir()
@@ -59,7 +53,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     (seed / "empty").mkdir()
     os.chmod(seed / "tomli" / "_re.py", 0o755)
     with mcp_session(root) as session:
-        yield World(root, seed, session)
+        yield Undos(root, session)
 
 
 def entries(top: Path) -> tuple[list[str], list[str]]:
@@ -83,7 +77,8 @@ def operation(draw: st.DrawFn, top: Path, case: str) -> tuple[str, dict[str, Any
         kinds += ["move_path", "delete_path"]
     kind = draw(st.sampled_from(kinds))
     if kind == "write_file":
-        if files and draw(st.booleans()):
+        overwrite = draw(st.booleans())
+        if files and overwrite:
             return kind, {"path": f"{case}/{draw(st.sampled_from(files))}", "content": draw(CONTENT),
                           "overwrite": True}
         return kind, {"path": f"{case}/{new_path}.txt", "content": draw(CONTENT)}
@@ -124,7 +119,7 @@ def _patch(top: Path, case: str, deleted: str | None, created: str, content: str
 
 @BOUNDED
 @given(data=st.data())
-def test_undo_to_any_checkpoint_gives_back_the_tree_as_it_was(world: World, data: st.DataObject) -> None:
+def test_undo_to_any_checkpoint_gives_back_the_tree_as_it_was(world: Undos, data: st.DataObject) -> None:
     # Each case starts a history of its own, as a new session on a new project would: the store reads
     # every record it keeps on each call, and hundreds of cases' records would only make this test slow.
     shutil.rmtree(world.root / ".codeward" / "checkpoints", ignore_errors=True)
@@ -155,7 +150,7 @@ def test_undo_to_any_checkpoint_gives_back_the_tree_as_it_was(world: World, data
     assert tree_digest(top) == start
 
 
-def test_undoing_a_write_file_removes_the_folders_it_made(world: World) -> None:
+def test_undoing_a_write_file_removes_the_folders_it_made(world: Undos) -> None:
     """The reported case: undo of write_file left the folders it had created (apply_patch's did not)."""
     case = f"case{next(world.counter)}"
     shutil.copytree(world.seed, world.root / case)

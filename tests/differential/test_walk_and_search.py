@@ -7,19 +7,16 @@ its build leftovers, a secret, links) and a folder per generated layout.
 from __future__ import annotations
 
 import fnmatch
-import itertools
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from codeward.code import ripgrep
-from tests.differential.support import BOUNDED, McpSession, find_entries, git, git_init, mcp_session, rg, unpack
+from tests.differential.support import BOUNDED, World, find_entries, git, git_init, mcp_session, rg, unpack
 
 pytestmark = [pytest.mark.skipif(ripgrep.find_binary() is None, reason="ripgrep is not installed"),
               pytest.mark.xdist_group("differential-walk-and-search")]
@@ -41,22 +38,18 @@ KEY_FILES = {"deploy_key"}
 read shows its bytes and no search shows it at all."""
 
 
-@dataclass
-class World:
-    root: Path
-    outside: Path
-    session: McpSession = field(repr=False)
-    counter: Iterator[int] = field(default_factory=itertools.count, repr=False)
+class Walks(World):
+    @property
+    def outside(self) -> Path:
+        """A folder beside the workspace, which links lead to."""
+        return self.root.parent / "outside"
 
     def project(self, name: str) -> Path:
         return self.root / name
 
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(f"World({self.root})")  # what hypothesis prints for a failing example
-
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Walks]:
     base = tmp_path_factory.mktemp("walks")
     root, outside = base / "workspace", base / "outside"
     root.mkdir()
@@ -86,7 +79,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     (pluggy / "testing" / "drop.log").write_text("def dropped(): pass\n")
     (root / "layouts").mkdir()
     with mcp_session(root) as session:
-        yield World(root, outside, session)
+        yield Walks(root, session)
 
 
 # -- what git calls visible ---------------------------------------------------------------------
@@ -129,7 +122,7 @@ def tree_paths(listing: str) -> set[str]:
     return paths
 
 
-def withheld(top: Path, world: World) -> set[str]:
+def withheld(top: Path, world: Walks) -> set[str]:
     """What codeward hides by policy below ``top``: secrets, and links that lead out of the roots."""
     hidden = {name for name in SECRETS if (top / name).exists() and name not in KEY_FILES}
     return hidden | {entry.name for entry in top.iterdir()
@@ -140,7 +133,7 @@ def withheld(top: Path, world: World) -> set[str]:
 
 
 @pytest.mark.parametrize("project", ["iniconfig", "tomli", "pluggy"])
-def test_get_tree_shows_what_git_does_not_ignore(world: World, project: str) -> None:
+def test_get_tree_shows_what_git_does_not_ignore(world: Walks, project: str) -> None:
     top = world.project(project)
     shown = tree_paths(world.session.text("get_tree", path=project, max_depth=20))
     ignored, hidden = git_ignored(top), withheld(top, world)
@@ -154,7 +147,7 @@ def test_get_tree_shows_what_git_does_not_ignore(world: World, project: str) -> 
     assert not any(under(path.rstrip("/"), hidden) for path in shown)
 
 
-def test_a_nested_gitignore_re_includes_what_the_root_one_ignores(world: World) -> None:
+def test_a_nested_gitignore_re_includes_what_the_root_one_ignores(world: Walks) -> None:
     """The reported case: *.log at the root, !keep.log in testing/.gitignore: git, ripgrep and every
     listing show testing/keep.log."""
     top = world.project("pluggy")
@@ -169,7 +162,7 @@ def test_a_nested_gitignore_re_includes_what_the_root_one_ignores(world: World) 
 
 
 @pytest.mark.parametrize("project", ["iniconfig", "pluggy"])
-def test_search_files_lists_what_git_ls_files_lists(world: World, project: str) -> None:
+def test_search_files_lists_what_git_ls_files_lists(world: Walks, project: str) -> None:
     top = world.project(project)
     found = world.session.text("search_files", path=project, pattern="*").split("\n")
     shown = {path.removeprefix(project + "/") for path in found}
@@ -183,7 +176,7 @@ def test_search_files_lists_what_git_ls_files_lists(world: World, project: str) 
     assert python == {path for path in expected if fnmatch.fnmatch(path.rsplit("/", 1)[-1], "*.py")}
 
 
-def test_an_include_glob_never_brings_back_an_ignored_file(world: World) -> None:
+def test_an_include_glob_never_brings_back_an_ignored_file(world: Walks) -> None:
     """ripgrep lets --glob override the ignore files; codeward's globs only narrow (as search_files does)."""
     top = world.project("iniconfig")
     assert "src/iniconfig/_version.py" in rg(top, "--files", "--glob", "*.py")
@@ -197,7 +190,7 @@ def test_an_include_glob_never_brings_back_an_ignored_file(world: World) -> None
                      if "import" in (world.root / path).read_text()}
 
 
-def test_search_files_with_ignored_files_lists_what_find_finds(world: World) -> None:
+def test_search_files_with_ignored_files_lists_what_find_finds(world: Walks) -> None:
     top = world.project("tomli")
     found = {path.removeprefix("tomli/") for path in
              world.session.text("search_files", path="tomli", pattern="*", include_ignored=True).split("\n")}
@@ -205,7 +198,7 @@ def test_search_files_with_ignored_files_lists_what_find_finds(world: World) -> 
 
 
 @pytest.mark.parametrize("folder", ["iniconfig", "pluggy/testing", "tomli/src/tomli", "iniconfig/src"])
-def test_list_directory_matches_find_kinds_and_marks_what_git_ignores(world: World, folder: str) -> None:
+def test_list_directory_matches_find_kinds_and_marks_what_git_ignores(world: Walks, folder: str) -> None:
     top = world.root / folder
     rows = {}
     for row in world.session.text("list_directory", path=folder).split("\n")[1:]:
@@ -223,7 +216,7 @@ def test_list_directory_matches_find_kinds_and_marks_what_git_ignores(world: Wor
     assert rows == expected
 
 
-def test_list_directory_shows_links_with_their_targets(world: World) -> None:
+def test_list_directory_shows_links_with_their_targets(world: Walks) -> None:
     rows = world.session.text("list_directory", path="iniconfig").split("\n")
     assert "[link] source_link -> iniconfig/src/" in rows
     assert "[link] readme_link -> iniconfig/README.rst" in rows
@@ -242,7 +235,7 @@ REFERENCE_SEARCH = ("--no-ignore-dot", "--glob=!.git", "--glob=!.codeward")
     ("import", ["--word-regexp"], {"word": True}),
     ("**kwargs", ["--fixed-strings"], {"literal": True}),
 ])
-def test_search_text_matches_ripgrep_line_for_line(world: World, pattern: str, flags: list[str],
+def test_search_text_matches_ripgrep_line_for_line(world: Walks, pattern: str, flags: list[str],
                                                     arguments: dict[str, object]) -> None:
     expected = []
     for line in rg(world.root, "--line-number", "--column", "--no-heading", "--with-filename", "--sort=path",
@@ -259,7 +252,7 @@ def test_search_text_matches_ripgrep_line_for_line(world: World, pattern: str, f
     assert got == expected and got
 
 
-def test_secrets_are_found_by_ripgrep_and_withheld_by_search_text(world: World) -> None:
+def test_secrets_are_found_by_ripgrep_and_withheld_by_search_text(world: Walks) -> None:
     """The documented difference, asserted: ripgrep reads the secrets; search_text never shows them."""
     pattern = "hunter2|PRIVATE KEY|token ="
     assert {path.removeprefix("./") for path in rg(world.root, "--files-with-matches", *REFERENCE_SEARCH, pattern)} \
@@ -270,7 +263,7 @@ def test_secrets_are_found_by_ripgrep_and_withheld_by_search_text(world: World) 
                                                   end_line=1)
 
 
-def test_search_text_files_agree_with_ripgrep_and_git_grep(world: World) -> None:
+def test_search_text_files_agree_with_ripgrep_and_git_grep(world: Walks) -> None:
     files = {hit["path"] for hit in world.session.data("search_text", pattern="def ", mode="files",
                                                        limit=1000)["files"]}
     with_rg = {path.removeprefix("./") for path in rg(world.root, "--files-with-matches", *REFERENCE_SEARCH, "def ")}
@@ -283,7 +276,7 @@ def test_search_text_files_agree_with_ripgrep_and_git_grep(world: World) -> None
     assert "pluggy/testing/keep.log" in files and "pluggy/testing/drop.log" not in files
 
 
-def test_search_text_counts_and_context_agree_with_ripgrep(world: World) -> None:
+def test_search_text_counts_and_context_agree_with_ripgrep(world: Walks) -> None:
     counts = {hit["path"]: hit["matches"] for hit in world.session.data(
         "search_text", pattern="self", mode="count", limit=1000)["files"]}
     expected = {}
@@ -298,7 +291,7 @@ def test_search_text_counts_and_context_agree_with_ripgrep(world: World) -> None
     assert f"{match['line']}:{match['text']}" == around[2]
 
 
-def test_a_capped_search_counts_its_files_exactly_and_quotes_the_pattern_as_typed(world: World) -> None:
+def test_a_capped_search_counts_its_files_exactly_and_quotes_the_pattern_as_typed(world: Walks) -> None:
     many = world.root / "layouts" / "many"
     many.mkdir()
     for number in range(84):  # 84 files of 120 matching lines: past the 10,000-line cap
@@ -312,7 +305,7 @@ def test_a_capped_search_counts_its_files_exactly_and_quotes_the_pattern_as_type
     assert none == r"no files match '*\.md' under layouts/many"
 
 
-def test_a_tracked_file_an_ignore_rule_matches_is_hidden_as_ripgrep_hides_it(world: World) -> None:
+def test_a_tracked_file_an_ignore_rule_matches_is_hidden_as_ripgrep_hides_it(world: Walks) -> None:
     """The documented difference with git: the walkers read ignore files, not git's index."""
     top = world.project("tomli")
     (top / "tracked.log").write_text("def tracked(): pass\n")
@@ -324,7 +317,7 @@ def test_a_tracked_file_an_ignore_rule_matches_is_hidden_as_ripgrep_hides_it(wor
     assert files == []
 
 
-def test_global_excludes_and_dot_ignore_files_are_not_read(world: World) -> None:
+def test_global_excludes_and_dot_ignore_files_are_not_read(world: Walks) -> None:
     """The documented difference: core.excludesFile (the user's global excludes, a file outside the
     workspace) and ripgrep's .ignore files are not ignore files for codeward; git and ripgrep read them."""
     top = world.project("tomli")
@@ -397,7 +390,7 @@ def layouts(draw: st.DrawFn) -> dict[str, str]:
 
 @BOUNDED
 @given(layout=layouts())
-def test_generated_ignore_layouts_list_as_git_lists_them(world: World, layout: dict[str, str]) -> None:
+def test_generated_ignore_layouts_list_as_git_lists_them(world: Walks, layout: dict[str, str]) -> None:
     case = f"layouts/case{next(world.counter)}"
     top = world.root / case
     top.mkdir()
