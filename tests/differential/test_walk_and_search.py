@@ -418,3 +418,40 @@ def test_generated_ignore_layouts_list_as_git_lists_them(world: Walks, layout: d
                      (entry.split(" ", 1) for entry in find_entries(top)) if not under(path, ignored)}
     assert tree == expected_tree, context
     assert set(rg(top, "--files", *REFERENCE_SEARCH)) == expected_files, context
+
+
+TRICKY = {
+    "escapes": ("\\#hash\n\\!bang\ntrailing\\ \nspaces   \n", ["#hash", "!bang", "trailing ", "spaces", "plain"]),
+    "classes": ("[[:digit:]]*.txt\n[a-c]?.md\n[!x]y\n[]]z\n", ["1.txt", "a.txt", "b1.md", "d1.md", "ay", "xy", "]z"]),
+    "globstars": ("**/deep/**\na/**/b\n/top/*\n**x\n", ["deep/f", "s/deep/t/f", "a/b", "a/m/n/b", "a/c", "top/f",
+                                                         "s/top/f", "ax", "x"]),
+    "crlf and bom": ("\ufeff*.log\r\n!keep.log\r\n", ["a.log", "keep.log", "b.txt"]),
+    "folders only": ("build/\nout\n", ["build/x", "out/y", "sub/build/z", "sub/out", "build_file"]),
+}
+"""Rules git reads in its own ways: escapes, trailing spaces, classes, globstars, CRLF and a BOM."""
+
+
+@pytest.mark.parametrize("case", sorted(TRICKY))
+def test_tricky_rules_are_read_as_git_reads_them(world: Walks, case: str) -> None:
+    rules, paths = TRICKY[case]
+    top = world.root / "layouts" / f"tricky{next(world.counter)}"
+    top.mkdir(parents=True)
+    git(top, "init", "-q")
+    (top / ".gitignore").write_bytes(rules.encode())
+    for path in paths:
+        (top / path).parent.mkdir(parents=True, exist_ok=True)
+        (top / path).write_text("x\n")
+    # git judges a link as a file: "build/" does not match a link named build, whatever it points to.
+    (top / "linked").mkdir()
+    (top / "linked" / "build").symlink_to("..", target_is_directory=True)
+    case_path = top.relative_to(world.root).as_posix()
+    files = world.session.text("search_files", path=case_path, pattern="*", include_ignored=False)
+    shown = {path.removeprefix(case_path + "/") for path in files.split("\n")}
+    assert shown == git_visible_files(top) - {"linked/build"}, rules  # a link to a folder is no file to list
+    searched = world.session.data("search_text", pattern=".", path=case_path, mode="files", limit=1000)["files"]
+    assert {hit["path"].removeprefix(case_path + "/") for hit in searched} == shown, rules
+    tree = tree_paths(world.session.text("get_tree", path=case_path, max_depth=20))
+    ignored = git_ignored(top)
+    assert tree == {path + ("/" if kind == "d" or (kind == "l" and (top / path).is_dir()) else "")
+                    for kind, path in (entry.split(" ", 1) for entry in find_entries(top))
+                    if not under(path, ignored)}, rules

@@ -202,13 +202,13 @@ class IgnoreFile:
     _for_dirs: re.Pattern[str]
 
     @classmethod
-    def from_text(cls, folder: Path, text: str) -> IgnoreFile | None:
+    def from_text(cls, folder: str | Path, text: str) -> IgnoreFile | None:
         """The file's rules compiled (None when it has none)."""
         rules = parse_rules(text)
         if not rules:
             return None
         file_rules = tuple(rule for rule in rules if not rule.dir_only)
-        prefix = str(folder) if str(folder).endswith("/") else f"{folder}/"
+        prefix = str(folder).rstrip("/") + "/"
         return cls(prefix, rules, file_rules, _combined(file_rules), _combined(rules))
 
     def decide(self, rel: str, is_dir: bool) -> bool | None:
@@ -244,7 +244,7 @@ class Ignores:
                     return decided
         return False
 
-    def entering(self, workspace: Workspace, folder: Path) -> Ignores:
+    def entering(self, workspace: Workspace, folder: str | Path) -> Ignores:
         """The ignore files in force inside ``folder``: these, with its ``.gitignore`` and exclude file."""
         own = _load(workspace, folder, IGNORE_FILE)
         exclude = _load(workspace, folder, EXCLUDE_FILE)
@@ -293,16 +293,21 @@ def sources_above(workspace: Workspace, top: Path) -> list[tuple[Path, str]]:
     return [*excludes, *ignores]
 
 
-def read_ignore_file(workspace: Workspace, folder: Path, name: str) -> str | None:
+def read_ignore_file(workspace: Workspace, folder: str | Path, name: str) -> str | None:
     """The text of ``folder/name`` when it is a regular file the workspace shows, reached through real
     folders only (no link anywhere below ``folder``); else None.
 
     A ``.git`` that is a file (a worktree's pointer) or a link leads outside the tree being walked.
+    (Paths as text: a search checks thousands of folders, and ``Path`` objects would cost more than
+    the reads.)
     """
-    path = folder / name
+    base = str(folder).rstrip("/")
+    path = f"{base}/{name}"
     try:
-        for part in path.relative_to(folder).parents[:-1]:
-            if not stat.S_ISDIR(os.lstat(folder / part).st_mode):
+        inner = base
+        for part in name.split("/")[:-1]:
+            inner = f"{inner}/{part}"
+            if not stat.S_ISDIR(os.lstat(inner).st_mode):
                 return None
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
@@ -311,7 +316,7 @@ def read_ignore_file(workspace: Workspace, folder: Path, name: str) -> str | Non
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_IGNORE_FILE_BYTES:
             return None
-        if not workspace.admits_walked(str(path)):
+        if not workspace.admits_walked(path):
             return None
         data = os.read(fd, MAX_IGNORE_FILE_BYTES + 1)
     except OSError:
@@ -321,7 +326,7 @@ def read_ignore_file(workspace: Workspace, folder: Path, name: str) -> str | Non
     return data.decode("utf-8", "surrogateescape")
 
 
-def _load(workspace: Workspace, folder: Path, name: str) -> IgnoreFile | None:
+def _load(workspace: Workspace, folder: str | Path, name: str) -> IgnoreFile | None:
     text = read_ignore_file(workspace, folder, name)
     return IgnoreFile.from_text(folder, text) if text is not None else None
 
@@ -332,28 +337,28 @@ class IgnoredPaths:
     For checking paths another tool reported as it walked from ``top`` (ripgrep lets an include
     glob override the ignore files). ``top`` itself is not judged, as a walk from it does not
     judge it. Each folder's ignore files are read once and remembered for the instance's life
-    (one call).
+    (one call); paths are handled as text, which a search reporting thousands of files needs.
     """
 
     def __init__(self, workspace: Workspace, top: Path) -> None:
         self._workspace = workspace
-        self._top = top
-        self._folders: dict[Path, tuple[Ignores, bool]] = {}
+        self._top = str(top)
+        self._folders: dict[str, tuple[Ignores, bool]] = {}
 
-    def ignored(self, path: Path, is_dir: bool = False) -> bool:
+    def ignored(self, path: str, is_dir: bool = False) -> bool:
         """``path`` (absolute, normalized, no link followed below ``top``) is ignored, or lies in an ignored folder."""
-        ignores, folder_ignored = self._folder(path.parent)
-        return folder_ignored or ignores.ignored(str(path), is_dir)
+        ignores, folder_ignored = self._folder(path.rpartition("/")[0] or "/")
+        return folder_ignored or ignores.ignored(path, is_dir)
 
-    def _folder(self, folder: Path) -> tuple[Ignores, bool]:
+    def _folder(self, folder: str) -> tuple[Ignores, bool]:
         known = self._folders.get(folder)
         if known is not None:
             return known
-        if folder == self._top or not folder.is_relative_to(self._top):
-            known = (Ignores.above(self._workspace, folder), False)
+        if folder == self._top or not folder.startswith(self._top.rstrip("/") + "/"):
+            known = (Ignores.above(self._workspace, Path(folder)), False)
         else:
-            above, above_ignored = self._folder(folder.parent)
-            ignored = above_ignored or above.ignored(str(folder), True)
+            above, above_ignored = self._folder(folder.rpartition("/")[0] or "/")
+            ignored = above_ignored or above.ignored(folder, True)
             known = (above if ignored else above.entering(self._workspace, folder), ignored)
         self._folders[folder] = known
         return known

@@ -37,6 +37,8 @@ SCAN_CAP = 10_000
 """Matching lines read before a search stops counting (the count then says 'more than')."""
 MAX_FILES_LISTED = 200_000
 """Files a files/count listing reads before it stops counting."""
+FILES_COUNTED_PAST_THE_CAP = 1_000
+"""Files a search past :data:`SCAN_CAP` matching lines counts (one more ripgrep pass, stopped there)."""
 TIMEOUT_SECONDS = 60.0
 SHOWN_BEFORE = 120
 SHOWN_AFTER = 280
@@ -70,8 +72,9 @@ class SearchReport(BaseModel):
     mode: Mode
     total: int = Field(description="Matching lines (matches), files (files), or matches (count).")
     total_files: int
-    complete: bool = Field(description="False when the search stopped counting at its cap: total is a floor (and, "
-                                       "in files and count modes, total_files too).")
+    complete: bool = Field(description="False when the search stopped counting at its cap: total is a floor.")
+    files_complete: bool = Field(default=True, description="False when total_files is a floor (the search stopped "
+                                                           "counting files).")
     offset: int
     next_offset: int | None = Field(description="Pass as offset for the next page; null on the last page.")
     matches: list[TextMatch] = Field(default_factory=list)
@@ -83,7 +86,7 @@ class SearchReport(BaseModel):
                  "count": ("match", "matches")}[self.mode]
         head = f"{more}{self.total:,} {units[self.total != 1]}"
         if self.mode != "files":
-            files_more = "" if self.mode == "matches" else more  # a capped line search still counts its files
+            files_more = "" if self.files_complete else "more than "
             head += f" in {files_more}{self.total_files:,} file{'s' if self.total_files != 1 else ''}"
         head += f" for {quoted(self.pattern)} in {self.scope}"
         shown = len(self.matches) if self.mode == "matches" else len(self.files)
@@ -313,9 +316,11 @@ class _Plan:
         """The gate check for counting: inside the roots, not blacklisted, not a private key by its first
         line, not ignored (memoized per path).
 
-        ripgrep lets an include glob override the ignore files (``--glob '*.log'`` searches an
-        ignored ``debug.log``); with globs, what it reports is checked against the ignore rules
-        again, so a glob narrows a search and never widens it.
+        What ripgrep reports is checked against the ignore rules (:mod:`codeward.code.ignore`)
+        again: ripgrep lets an include glob override the ignore files (``--glob '*.log'`` searches
+        an ignored ``debug.log``), and it reads a few rules otherwise than git (POSIX classes such
+        as ``[[:digit:]]``, a byte-order mark before the first line); with the check a search sees
+        what every listing sees, and a glob narrows a search, never widens it.
 
         ripgrep neither follows links nor reports them, and it walks from a resolved folder, so
         the path it reports is the file's real path; :meth:`shown` checks that again for
@@ -326,16 +331,15 @@ class _Plan:
             text = os.fsdecode(raw[2:] if raw.startswith(b"./") else raw)
             full = f"{self._cwd_prefix}{text}"
             known = self._allowed[raw] = (self.workspace.admits_walked(full) and not self._holds_key(full)
-                                          and not self._glob_overrode_ignores(full))
+                                          and not self._ignored_by_rules(full))
         return known
 
-    def _glob_overrode_ignores(self, path: str) -> bool:
-        query = self.query
-        if not query.globs or query.include_ignored or self.target.is_file:
+    def _ignored_by_rules(self, path: str) -> bool:
+        if self.query.include_ignored or self.target.is_file:
             return False
         if self._ignored is None:
             self._ignored = ignore.IgnoredPaths(self.workspace, self.target.real)
-        return self._ignored.ignored(Path(path))
+        return self._ignored.ignored(path)
 
     def _holds_key(self, path: str) -> bool:
         try:
@@ -427,13 +431,14 @@ class _Plan:
             return failed.cast(None)
         page = [self._entry(*entry) for entry in _page_matches(collected, offset, limit, self.query.context)]
         next_offset = offset + len(page) if len(page) == limit else None
-        files = self.listing("files", 0, 1)
+        files = self.listing("files", 0, 1, cap=FILES_COUNTED_PAST_THE_CAP)
         if not files.ok:
             return files
         assert files.data is not None
         report = SearchReport(pattern=self.query.pattern, scope=self.scope, mode="matches", total=SCAN_CAP,
-                              total_files=files.data.total_files, complete=False, offset=offset,
-                              next_offset=next_offset, matches=page)
+                              total_files=files.data.total_files, complete=False,
+                              files_complete=files.data.files_complete, offset=offset, next_offset=next_offset,
+                              matches=page)
         return Result.success(report, f"[the search stopped counting at {SCAN_CAP:,} matching lines: narrow it "
                                       "with path, glob or file_type, or see where they are with mode='count']")
 
@@ -444,7 +449,8 @@ class _Plan:
 
     # -- files and counts ---------------------------------------------------------------------
 
-    def listing(self, mode: Mode, offset: int, limit: int) -> Result[SearchReport | None]:
+    def listing(self, mode: Mode, offset: int, limit: int, cap: int = MAX_FILES_LISTED
+                ) -> Result[SearchReport | None]:
         hits: list[Counted] = []
         complete = True
         flags = ("--null", "--count-matches", "--with-filename") if mode == "count" else (
@@ -454,11 +460,11 @@ class _Plan:
         with self._search(*flags) as search:
             for hit in parse(search.lines()):
                 if self.allowed(hit.path):
-                    hits.append(hit)
-                    if len(hits) >= MAX_FILES_LISTED:
+                    if len(hits) >= cap:  # one more than the cap: only then is the count a floor
                         complete = False
                         search.stop()
                         break
+                    hits.append(hit)
         failed = ripgrep.failure(search, TIMEOUT_SECONDS, self.query)
         if failed is not None:
             return failed.cast(None)
@@ -480,8 +486,8 @@ class _Plan:
         total = sum(hit.count for hit in hits) if mode == "count" else total_files
         next_offset = position if position < len(hits) else None
         report = SearchReport(pattern=self.query.pattern, scope=self.scope, mode=mode, total=total,
-                              total_files=total_files, complete=complete, offset=offset, next_offset=next_offset,
-                              files=page)
+                              total_files=total_files, complete=complete, files_complete=complete, offset=offset,
+                              next_offset=next_offset, files=page)
         return Result.success(report)
 
     def _entry(self, path: bytes, line: Line, before: list[Line], after: list[Line]) -> TextMatch:
