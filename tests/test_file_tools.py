@@ -179,6 +179,23 @@ def test_a_read_past_the_cap_is_a_page_cut_at_a_line_and_writes_nothing(root: Pa
     assert not (root / ".codeward").exists()
 
 
+def test_a_line_longer_than_a_page_and_a_long_slice_say_where_to_go_on(root: Path, catalog: Catalog) -> None:
+    (root / "min.js").write_text("x" * 5000 + "\nsecond\n")
+    ctx = ToolContext(Workspace.create([root]), settings=Settings(output_cap_chars=2000))
+    first = catalog.call("read_file", {"path": "min.js"}, ctx)
+    assert not first.truncated and first.text.startswith("x" * 1600) and "x" * 1601 not in first.text
+    assert first.text.endswith("[line 1 is 5,001 characters, more than one answer holds: showing its first 1,600 "
+                               "(search_text finds text inside it). Continue with offset=2.]")
+    assert catalog.call("read_file", {"path": "min.js", "offset": 2}, ctx).text == "second\n"
+    (root / "rows.txt").write_text("".join(f"row {n:04}\n" for n in range(1, 1001)))
+    sliced = catalog.call("get_file_slice", {"path": "rows.txt", "start_line": 10, "end_line": 900}, ctx)
+    body, _, note = sliced.text.rpartition("\n[")
+    last = int(body.rstrip("\n").rsplit(" ", 1)[1])
+    assert not sliced.truncated and body.startswith("row 0010\n") and len(sliced.text) <= 2000
+    assert note == f"lines 10-{last} of the 10-900 asked: the answer stops at the output cap; continue with " \
+                   f"start_line={last + 1}]"
+
+
 def test_unknown_arguments_and_missing_ones_are_named(call: Call) -> None:
     outcome = call("get_file_slice", path="a.txt", start=1)
     assert outcome.is_error
