@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from hypothesis import HealthCheck, settings
 from mcp import Client, StdioServerParameters
@@ -37,6 +38,8 @@ PROJECTS = {
 }
 """Vendored sdists (see fixtures/README.md for their sources and licences)."""
 
+CALL_TIMEOUT = 240.0
+"""Seconds one tool call may take (run_tests included) before the test fails instead of hanging."""
 BOUNDED = settings(derandomize=True, deadline=None, max_examples=40, database=None,
                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                           HealthCheck.data_too_large])
@@ -144,8 +147,13 @@ class McpSession:
     root: Path
 
     def call(self, tool: str, **arguments: Any) -> CallToolResult:
-        result: CallToolResult = self.portal.call(self.client.call_tool, tool, arguments)
+        """The tool's result; a call that takes longer than :data:`CALL_TIMEOUT` fails the test."""
+        result: CallToolResult = self.portal.call(self._call, tool, arguments)
         return result
+
+    async def _call(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
+        with anyio.fail_after(CALL_TIMEOUT):
+            return await self.client.call_tool(tool, arguments)
 
     def ok(self, tool: str, **arguments: Any) -> CallToolResult:
         """The call's result, which must not be an error."""

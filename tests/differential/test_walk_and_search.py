@@ -455,3 +455,20 @@ def test_tricky_rules_are_read_as_git_reads_them(world: Walks, case: str) -> Non
     assert tree == {path + ("/" if kind == "d" or (kind == "l" and (top / path).is_dir()) else "")
                     for kind, path in (entry.split(" ", 1) for entry in find_entries(top))
                     if not under(path, ignored)}, rules
+
+
+def test_a_hostile_ignore_file_cannot_make_a_walk_slow(world: Walks) -> None:
+    """Globstars and stars compiled naively backtrack exponentially (this rule took minutes per path);
+    the engine's matching stays polynomial, and still agrees with git."""
+    top = world.root / "layouts" / f"hostile{next(world.counter)}"
+    deep = top.joinpath(*["a"] * 24)
+    deep.mkdir(parents=True)
+    (deep / "y").write_text("x\n")
+    (deep / "z").write_text("x\n")
+    git(top, "init", "-q")
+    (top / ".gitignore").write_text("/".join(["**", "a*"] * 12) + "/z\n" + "*a*a*a*a*a*a*a*a*a*a*a*b\n")
+    (top / ("a" * 60)).write_text("x\n")
+    case = top.relative_to(world.root).as_posix()
+    files = {path.removeprefix(case + "/") for path in
+             world.session.text("search_files", path=case, pattern="*").split("\n")}
+    assert files == git_visible_files(top) and "/".join(["a"] * 24) + "/z" not in files

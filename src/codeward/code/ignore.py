@@ -78,12 +78,10 @@ def parse_rules(text: str) -> tuple[Rule, ...]:
         if not body:
             continue  # "/" or "!/" match nothing
         anchored = "/" in body
-        body = body.removeprefix("/")
         try:
-            translated = _translate(body)
+            regex = _translate(body.removeprefix("/"), anchored)
         except _Unmatchable:
             continue
-        regex = translated if anchored else f"(?:.*/)?{translated}"
         rules.append(Rule(line, regex, negated, dir_only))
     return tuple(rules)
 
@@ -96,40 +94,82 @@ def _trim_trailing_spaces(line: str) -> str:
     return stripped
 
 
-def _translate(pattern: str) -> str:
-    """git's ``wildmatch`` with ``WM_PATHNAME`` as a Python regular expression (matched in full)."""
-    out: list[str] = []
-    i, n = 0, len(pattern)
+def _translate(pattern: str, anchored: bool) -> str:
+    """git's ``wildmatch`` with ``WM_PATHNAME`` as a Python regular expression (matched in full).
+
+    ``*``, ``?`` and classes match within one path segment, ``**`` (a whole segment) any number
+    of segments. Written so that no pattern can make matching slow, whatever a repository's
+    ignore file holds: a ``*`` or ``**`` followed by more pattern takes the earliest place where
+    the rest of its segment (or its run of segments) matches, in an atomic group — the greedy
+    choice that is always right for globs, as in git's own matcher — so only the last one
+    backtracks, over one path at most.
+    """
+    tokens: list[str | None] = [] if anchored else [None]  # None: a "**" segment
+    for segment in pattern.split("/"):
+        if segment != "**":
+            tokens.append(_segment(segment))
+        elif not tokens or tokens[-1] is not None:
+            tokens.append(None)
+    runs: list[tuple[bool, list[str]]] = []  # (after a "**", the segments in a row)
+    starred = False
+    for token in tokens:
+        if token is None:
+            starred = True
+        elif runs and not starred:
+            runs[-1][1].append(token)
+        else:
+            runs.append((starred, [token]))
+            starred = False
+    out = ""
+    for number, (after_star, segments) in enumerate(runs):
+        body, separator = "/".join(segments), "/" if out else ""
+        if not after_star:
+            out += body
+        elif number == len(runs) - 1 and tokens[-1] is not None:
+            out += f"{separator}(?:.*/)?{body}"  # the last run: anywhere that ends the path (it alone backtracks)
+        else:
+            out += f"{separator}(?>(?:[^/]*/)*?{body}(?=/))"  # a "**" follows: its earliest place, committed
+    if tokens[-1] is None:
+        out += "/.*" if out else ".*"
+    return out
+
+
+def _segment(segment: str) -> str:
+    """One path segment's glob: each ``*`` but the last takes the earliest place its next piece matches."""
+    pieces: list[str] = []  # regex pieces, "*" standing for a star
+    i, n = 0, len(segment)
     while i < n:
-        char = pattern[i]
+        char = segment[i]
         if char == "\\":
             if i + 1 >= n:
-                raise _Unmatchable(pattern)
-            out.append(re.escape(pattern[i + 1]))
+                raise _Unmatchable(segment)
+            pieces.append(re.escape(segment[i + 1]))
             i += 2
         elif char == "?":
-            out.append("[^/]")
+            pieces.append("[^/]")
             i += 1
         elif char == "*":
-            run = i
-            while i < n and pattern[i] == "*":
+            while i < n and segment[i] == "*":
                 i += 1
-            at_start = run == 0 or pattern[run - 1] == "/"
-            if i - run >= 2 and at_start and (i == n or pattern[i] == "/"):
-                if i == n:
-                    out.append(".*")
-                else:
-                    out.append("(?:.*/)?")  # "**/": any folders, none included
-                    i += 1
-            else:
-                out.append("[^/]*")
+            if not pieces or pieces[-1] != "*":
+                pieces.append("*")
         elif char == "[":
-            bracket, i = _bracket(pattern, i)
-            out.append(bracket)
+            bracket, i = _bracket(segment, i)
+            pieces.append(bracket)
         else:
-            out.append(re.escape(char))
+            pieces.append(re.escape(char))
             i += 1
-    return "".join(out)
+    chunks: list[list[str]] = [[]]
+    for piece in pieces:
+        if piece == "*":
+            chunks.append([])
+        else:
+            chunks[-1].append(piece)
+    out = "".join(chunks[0])
+    for number, chunk in enumerate(chunks[1:], 1):
+        body = "".join(chunk)
+        out += f"[^/]*{body}" if number == len(chunks) - 1 else f"(?>[^/]*?{body})"
+    return out
 
 
 def _bracket(pattern: str, start: int) -> tuple[str, int]:
