@@ -64,8 +64,10 @@ class _Planned:
 
 
 @tool(toolset="files", destructive=True, title="Apply a unified diff", output=PatchReport,
-      examples=[{"patch": "--- a/notes/todo.md\n+++ b/notes/todo.md\n@@ -3 +3,2 @@\n"
-                          " - [ ] ask the supplier about the late delivery\n+- [ ] order more price labels\n"
+      examples=[{"patch": "--- a/README.md\n+++ b/README.md\n@@ -11,3 +11,4 @@\n"
+                          " - `native/` — a ring buffer in C and a matrix in C++\n"
+                          " - `web/` — the shop's cart in JavaScript\n - `tests/` — the store's tests (pytest)\n"
+                          "+- `notes/` — the to-do list and the suppliers\n"
                           "--- /dev/null\n+++ b/notes/suppliers.md\n@@ -0,0 +1,2 @@\n+# Suppliers\n"
                           "+- the bakery delivers on Mondays\n"}])
 def apply_patch(
