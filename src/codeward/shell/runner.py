@@ -22,7 +22,7 @@ from codeward.coding.sandbox.model import DEFAULT_PATH
 from codeward.coding.sandbox.overlay import overlay_failure
 from codeward.coding.sandbox.runner import minimal_env
 from codeward.result import ErrorKind, Result
-from codeward.shell.changes import apply_overlays
+from codeward.shell.changes import bring_back
 from codeward.shell.confine import confine, hide_secret_history, under_a_root
 from codeward.shell.envfile import ENV_FILE_NAME, EnvFile, build_environment, load_env_file, prepended_dirs
 from codeward.shell.host import HOST_BACKEND, run_on_host
@@ -137,8 +137,9 @@ def execute(ctx: ToolContext, command: ShellCommand, settings: ShellSettings) ->
         try:
             result = run_in(sandbox.data, request, watch)
             if request.overlays is not None and result.status is not Status.SETUP_ERROR:
-                with ctx.call.hold_writes([], any_name=True):  # the write-back's paths are known as it walks
-                    notes += apply_overlays(ctx.workspace, request.overlays, ctx.call.journal).notes()
+                notes += bring_back(ctx.workspace, request.overlays, journal=ctx.call.journal,
+                                    hold=lambda: ctx.call.hold_writes([], any_name=True, workspace=ctx.workspace),
+                                    ask=ctx.call.ask_person).notes()
         finally:
             if request.overlays is not None:
                 request.overlays.close()

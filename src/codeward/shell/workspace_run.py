@@ -4,9 +4,10 @@
 overlays (:mod:`codeward.shell.confine`), secrets covered by empty stand-ins; it runs in the
 bwrap sandbox as the project's owner (never as root), with the caller's limits and no network
 unless the operator's configuration gives it; when it ends, its writes come back through the
-workspace's write checks (:mod:`codeward.shell.changes`) — ``.git`` metadata, codeward's
-configuration and ``.codeward/`` are refused and reported, never applied. A cancelled call
-kills the run and everything it started.
+workspace's write checks (:mod:`codeward.shell.changes`), under the write lock every codeward
+process on the root shares — ``.git`` metadata, codeward's configuration and ``.codeward/`` are
+refused and reported, never applied; files the host runs later are held for a person. A
+cancelled call kills the run and everything it started.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from codeward.coding.sandbox.model import BindSpec
 from codeward.coding.sandbox.overlay import Overlays
 from codeward.coding.sandbox.runner import kill_tree
 from codeward.result import ErrorKind, Result
-from codeward.shell.changes import apply_overlays
+from codeward.shell.changes import bring_back
 from codeward.shell.confine import Confinement, confine, under_a_root
 
 if TYPE_CHECKING:
@@ -118,7 +119,8 @@ def run_in_workspace(ctx: ToolContext, sandbox: Sandbox, run: WorkspaceRun) -> R
     try:
         result = run_in(sandbox, request, watch)
         if result.status is not Status.SETUP_ERROR:
-            notes += apply_overlays(ctx.workspace, overlays).notes()
+            notes += bring_back(ctx.workspace, overlays, ask=ctx.call.ask_person,
+                                hold=lambda: ctx.call.hold_writes([], any_name=True, workspace=ctx.workspace)).notes()
     finally:
         overlays.close()
     return Result.success(WorkspaceOutcome(result, notes, watch.cancelled))

@@ -24,6 +24,7 @@ from codeward.code import unified_diff
 from codeward.code.textfile import PathChanged, TextFile, atomic_write, checked_dir, read_checked, read_text
 from codeward.code.unified_diff import FilePatch
 from codeward.context import ToolContext
+from codeward.repository_guard import COMPLETED, RepositoryGuard
 from codeward.result import ErrorKind, Result
 from codeward.workspace import POLICY_HINT, Access
 
@@ -100,11 +101,13 @@ def apply_patch(
                                        "more than once", "Give each file one header with all of its hunks.")
                 seen.add(path)
         planned.append(step.data)
-    with ctx.call.hold_writes(seen):  # the joint check and the writes, with no repository-making write between
-        return _apply_planned(ctx, planned, dry_run)
+    # the joint check and the writes, with no repository-making write between (in any codeward process)
+    with ctx.call.hold_writes(seen, workspace=ctx.workspace) as guard:
+        return _apply_planned(ctx, planned, dry_run, guard)
 
 
-def _apply_planned(ctx: ToolContext, planned: list[_Planned], dry_run: bool) -> Result[PatchReport | None]:
+def _apply_planned(ctx: ToolContext, planned: list[_Planned], dry_run: bool, guard: RepositoryGuard | None
+                   ) -> Result[PatchReport | None]:
     joint = ctx.workspace.joint_write_protection(step.target for step in planned)
     if joint:
         return Result.fail(ErrorKind.PERMISSION, f"the patch's files together are {joint}; tools may not write it",
@@ -116,7 +119,7 @@ def _apply_planned(ctx: ToolContext, planned: list[_Planned], dry_run: bool) -> 
         for step in planned])
     if dry_run:
         return Result.success(report)
-    written = _write_all(ctx, planned)
+    written = _write_all(ctx, planned, guard)
     if not written.ok:
         return written.cast(None)
     return Result.success(report)
@@ -188,8 +191,9 @@ def _failed(result: Result[Any]) -> Result[Any]:
     return result.cast(None)
 
 
-def _write_all(ctx: ToolContext, planned: list[_Planned]) -> Result[None]:
-    """Write every planned file; on a failure put back what was already written."""
+def _write_all(ctx: ToolContext, planned: list[_Planned], guard: RepositoryGuard | None = None) -> Result[None]:
+    """Write every planned file; on a failure — or when the files, with another writer's, made a
+    repository (``guard``) — put back what was already written."""
     journal = ctx.call.journal
     undo: list[tuple[Path, bytes | None]] = []  # (path, bytes before; None: did not exist)
     for step in planned:
@@ -211,6 +215,11 @@ def _write_all(ctx: ToolContext, planned: list[_Planned]) -> Result[None]:
             shown = ctx.workspace.display(step.target)
             return Result.fail(ErrorKind.PERMISSION, f"cannot write {shown}: {exc.strerror or exc}",
                                "Nothing was changed: the files already written were put back. Check permissions.")
+    completed = guard.completed() if guard is not None else None
+    if completed is not None:
+        _roll_back(ctx, undo)
+        return Result.fail(ErrorKind.PERMISSION, f"{COMPLETED} ({ctx.workspace.git_dir_text(completed)}); the patch "
+                           "was taken back whole", POLICY_HINT)
     return Result.success(None)
 
 

@@ -279,8 +279,9 @@ def py_rename_symbol(
         resolved = ctx.workspace.resolve(str(real), Access.WRITE)
         display = ctx.workspace.display(real)
         if not resolved.ok:
+            error = resolved.errors[0]  # a host-run file: the person may still be asked (its source says so)
             return Result.fail(ErrorKind.PERMISSION, f"the rename would change {display}, which may not be written: "
-                               f"{resolved.errors[0].message}", "Nothing was changed.")
+                               f"{error.message}", f"Nothing was changed. {error.hint}".strip(), source=error.source)
         loaded = read_text(resolved.data, display, ctx.workspace)
         if not loaded.ok:
             return _failed(loaded)
