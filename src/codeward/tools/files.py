@@ -167,7 +167,7 @@ def write_file(
     if not written.ok:
         _remove_folders(created)  # a refused write leaves the disk as it was
         return written.cast("")
-    return Result.success(f"Wrote {display} ({len(content.splitlines())} lines).")
+    return Result.success(f"Wrote {display} ({len(split_lines(content))} lines).")
 
 
 @tool(toolset="files", read_only=True, title="List a directory",
