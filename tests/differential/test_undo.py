@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import event, given
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from tests.differential.support import BOUNDED, World, mcp_session, tree_digest, unpack
@@ -117,7 +117,7 @@ def _patch(top: Path, case: str, deleted: str | None, created: str, content: str
     return "".join(parts)
 
 
-@BOUNDED
+@settings(BOUNDED, max_examples=25)  # each case is a handful of writes and two undos: the slowest kind
 @given(data=st.data())
 def test_undo_to_any_checkpoint_gives_back_the_tree_as_it_was(world: Undos, data: st.DataObject) -> None:
     # Each case starts a history of its own, as a new session on a new project would: the store reads
