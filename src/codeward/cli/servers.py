@@ -47,6 +47,12 @@ def list_servers_cli(
     from codeward.stack import build_stack
 
     config, gateway = load_configs(config_path)
+    if as_json and not gateway.servers and not urls:  # a script reading the list gets an empty one
+        from codeward.cli.common import NO_SERVERS
+
+        print("[]", file=out or sys.stdout)
+        print(f"codeward servers: {NO_SERVERS}", file=sys.stderr)
+        return 0
     pins = None
     if config.state.shared:  # the pins every replica of a team gateway checks against (Redis)
         from codeward.state import open_state

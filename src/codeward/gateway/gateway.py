@@ -212,6 +212,10 @@ class Gateway:
     def statuses(self) -> list[ServerStatus]:
         return [u.status() for u in self._upstreams.values()]
 
+    def unavailable(self) -> list[str]:
+        """Why each server that offers no tools now does not (failed, still starting), for a person."""
+        return [note for u in self._upstreams.values() if (note := u.unavailable_note()) is not None]
+
     def pin_alerts(self) -> dict[str, str]:
         """Exposed name → what changed, for tools redefined since they were pinned."""
         return dict(self._pin_alerts)

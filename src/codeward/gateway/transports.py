@@ -118,18 +118,20 @@ async def open_transport(
     async with AsyncExitStack() as stack:
         if server.transport == "stdio":
             from codeward.gateway.stdio_client import event_loop_usable, fast_stdio_client
+            from codeward.gateway.upstream_env import upstream_environment
 
             assert server.command is not None
+            env = upstream_environment(server.env, environ)
             if event_loop_usable():
                 read, write = await stack.enter_async_context(fast_stdio_client(
-                    server.command, list(server.args), env=server.env, cwd=server.cwd, errlog=errlog))
+                    server.command, list(server.args), env=env, cwd=server.cwd, errlog=errlog))
             else:
                 import sys
 
                 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-                params = StdioServerParameters(command=server.command, args=list(server.args),
-                                               env=dict(server.env), cwd=server.cwd)
+                params = StdioServerParameters(command=server.command, args=list(server.args), env=env,
+                                               cwd=server.cwd)
                 stderr = cast(TextIO, errlog or sys.stderr)
                 read, write = await stack.enter_async_context(stdio_client(params, errlog=stderr))
         elif server.transport == "http":
