@@ -16,9 +16,10 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters, types
 
+from codeward.context import ToolContext
 from codeward.gateway.gateway import Gateway
 from codeward.gateway.upstream import ServerState
-from tests.gateway_support import config
+from tests.gateway_support import PEER, config
 
 pytestmark = pytest.mark.anyio
 
@@ -47,6 +48,16 @@ async def test_an_upstream_inherits_the_machine_settings_and_only_those(tmp_path
     assert seen["GITHUB_TOKEN"] == "configured-token"  # the configured env wins over anything inherited
     assert len(notes) == 1 and notes[0].startswith("server 'hung' is unavailable and offers no tools: ")
     assert "within 1s" in notes[0] and "codeward servers" in notes[0]
+
+
+async def test_a_call_waits_for_its_server_still_starting(ctx: ToolContext) -> None:
+    """``codeward call git__git_log`` right after start: a server whose first start outlasts the gateway's
+    ``startup_wait`` (a first ``uvx`` download) is waited for, within its own ``timeout``."""
+    late = f"import runpy, sys, time; time.sleep(2); sys.argv = [{PEER!r}, 'stdio']; runpy.run_path({PEER!r}, " \
+           "run_name='__main__')"
+    async with Gateway(config({"late": {"command": sys.executable, "args": ["-c", late], "timeout": 120}})) as gateway:
+        outcome = await gateway.call("late__echo", {"text": "here"}, ctx)
+        assert not outcome.is_error and outcome.text == "here", outcome.text
 
 
 async def test_the_gateway_says_why_a_server_offers_no_tools(tmp_path: Path) -> None:
