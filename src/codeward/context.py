@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         BeadsSettings,
         CodingSettings,
         IndexSettings,
+        LspSettings,
         RegistrySettings,
         ReviewSettings,
         ShellSettings,
@@ -126,6 +127,7 @@ class Services:
     registry: RegistrySettings | None = None
     review: ReviewSettings | None = None
     index: IndexSettings | None = None
+    lsp: LspSettings | None = None
     metrics: CallMetrics | None = None
     served: ServedTools | None = None
     runtimes: Runtimes = field(default_factory=Runtimes, compare=False)

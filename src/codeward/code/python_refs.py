@@ -64,6 +64,10 @@ class Verdict:
     candidate: Candidate
     sure: bool
     definition: bool
+    other: bool = False
+    """jedi tied it to another symbol of the project (neither sure nor unsure)."""
+    reason: str = ""
+    """Why an unsure verdict is unsure."""
 
 
 def check_new_name(new_name: str, old_name: str) -> Result[str]:
@@ -108,8 +112,12 @@ class Resolver:
         import jedi  # type: ignore[import-untyped]
 
         guard_parse_cache()
-        self._project = jedi.Project(self.root, load_unsafe_extensions=False)
         self._environment = _environment((*self.excluded, Path(os.getcwd()).resolve()))
+        # The project's own sources come first: a ``src/`` layout's package (which tests import by its
+        # name) before any installed copy of it, which jedi would otherwise follow out of the project.
+        sources = [str(folder) for folder in source_folders(self.root)]
+        self._project = jedi.Project(self.root, load_unsafe_extensions=False,
+                                     sys_path=[*sources, *self._environment.get_sys_path()])  # type: ignore[attr-defined]
         self._scripts: dict[Path, object] = {}
 
     def _script(self, path: Path) -> object | None:
@@ -145,7 +153,8 @@ class Resolver:
 
     def judge(self, candidates: Iterable[Candidate], target: Definition,
               progress: Callable[[int], None] | None = None) -> list[Verdict]:
-        """Each candidate: sure (it leads to ``target``), name-based (unresolvable), or dropped (another symbol)."""
+        """Each candidate: sure (it leads to ``target``), unsure (unresolvable, or followed out of the project),
+        or another symbol of the project."""
         verdicts: list[Verdict] = []
         key = (target.path, target.line, target.column)
         for count, candidate in enumerate(candidates, 1):
@@ -165,8 +174,23 @@ class Resolver:
             if key in places or at_definition:
                 verdicts.append(Verdict(candidate, True, at_definition))
             elif not names:
-                verdicts.append(Verdict(candidate, False, False))
+                verdicts.append(Verdict(candidate, False, False, reason="jedi cannot tell what it refers to"))
+            elif places and all(not self._inside(path) for path, _line, _column in places):
+                verdicts.append(Verdict(candidate, False, False, reason="jedi followed it out of the project "
+                                                                        "(an installed copy?)"))
+            else:
+                verdicts.append(Verdict(candidate, False, False, other=True))
         return verdicts
+
+    def _inside(self, path: Path) -> bool:
+        real = Path(os.path.realpath(path))
+        return any(real == folder or real.is_relative_to(folder) for folder in self.excluded)
+
+
+def source_folders(root: Path) -> list[Path]:
+    """Folders of a project that hold its importable packages besides the root: ``src/`` (the "src layout")."""
+    source = root / "src"
+    return [source] if source.is_dir() and not (source / "__init__.py").exists() else []
 
 
 def renamed_text(text: str, spans: list[tuple[int, int]], old: str, new: str) -> str:

@@ -1,36 +1,37 @@
 """``py_find_references`` and ``py_rename_symbol``: scope-aware, across the project, through the gate.
 
 The symbol is named the way the other ``py_*`` tools name it (a dotted name defined in a file)
-or pointed at (line and column of any of its uses). The symbol index lists every occurrence of
-the name in code; jedi keeps those that refer to *that* symbol — a method ``run`` of one class,
-not every ``run`` (:mod:`codeward.code.python_refs`). Every file read or shown passes the gate;
-a rename writes only when every file it changes may be written, all of them or none, as one
-checkpoint.
+or pointed at (line and column of any of its uses). basedpyright answers once it runs (in the
+sandbox), jedi while it starts or where it is not installed (:mod:`codeward.lsp.python_answers`);
+the symbol index lists every occurrence of the name in code, so that those neither ties to the
+symbol are listed as unsure. Every file read or shown passes the gate; a rename writes only when
+every file it changes may be written and nothing is unsure (or ``unsure`` says what to do), all
+of them or none, as one checkpoint. ``rename_symbol``/``find_references`` give Python files the
+same answers.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from codeward.catalog import tool
 from codeward.code import python_refs
 from codeward.code.python_symbols import lookup_one, parse_module
-from codeward.code.symbol_index import SymbolIndex, index_root_for
-from codeward.code.textfile import PathChanged, TextFile, atomic_write, read_text, write_text
+from codeward.code.symbol_index import SymbolIndex, index_root_for, index_settings_of
+from codeward.code.textfile import read_text
 from codeward.context import ToolContext
+from codeward.lsp import python_answers
+from codeward.lsp.answers import Target
+from codeward.lsp.reports import ReferenceReport, RenameReport
+from codeward.lsp.tool_args import ApplyArg, LimitArg, OffsetArg, UnsureArg
 from codeward.result import ErrorKind, Result
-from codeward.workspace import Access
 
 TOOLSET = "python"
-MAX_CANDIDATES = 20_000
-MAX_REFERENCES = 2_000
 
 PathArg = Annotated[str, Field(description="The Python file where the symbol is defined or used.")]
 NameArg = Annotated[str, Field(description="The symbol's dotted name as defined in that file (a function, a "
@@ -38,51 +39,6 @@ NameArg = Annotated[str, Field(description="The symbol's dotted name as defined 
                                            "column instead.")]
 LineArg = Annotated[int, Field(ge=0, description="Instead of name: the 1-based line of any use of the symbol.")]
 ColumnArg = Annotated[int, Field(ge=0, description="With line: the 1-based column of the name on that line.")]
-
-
-class Reference(BaseModel):
-    path: str
-    line: int
-    column: int
-    text: str
-    definition: bool = False
-    name_based: bool = Field(default=False, description="Matched by name only: jedi could not tell what the "
-                                                        "expression before it is (include_unsure).")
-
-
-class ReferenceReport(BaseModel):
-    symbol: str
-    total: int
-    files: int
-    references: list[Reference]
-
-    def render(self) -> str:
-        if not self.references:
-            return f"no references to {self.symbol}"
-        head = f"{self.total} reference{'s' if self.total != 1 else ''} to {self.symbol} in {self.files} " \
-               f"file{'s' if self.files != 1 else ''}"
-        if self.total > len(self.references):
-            head += f" (showing {len(self.references)})"
-        lines = [head + ":"]
-        for ref in self.references:
-            mark = " [definition]" if ref.definition else " [name-based]" if ref.name_based else ""
-            lines.append(f"{ref.path}:{ref.line}:{ref.column}:{mark} {ref.text.strip()}")
-        return "\n".join(lines)
-
-
-class RenameReport(BaseModel):
-    symbol: str
-    new_name: str
-    applied: bool
-    files: list[str]
-    diff: str
-
-    def render(self) -> str:
-        if self.applied:
-            return f"Renamed {self.symbol} to {self.new_name} in {len(self.files)} file" \
-                   f"{'s' if len(self.files) != 1 else ''}: {', '.join(self.files)}\n\n{self.diff}"
-        return (f"Renaming {self.symbol} to {self.new_name} changes {len(self.files)} file"
-                f"{'s' if len(self.files) != 1 else ''} (dry run: nothing written; pass apply=true):\n\n{self.diff}")
 
 
 @dataclass(frozen=True)
@@ -160,86 +116,49 @@ def _word_at(line: str, column: int) -> str | None:
     return None
 
 
-def _gate_reader(ctx: ToolContext) -> Callable[[Path], str | None]:
-    def read(path: Path) -> str | None:
-        if not ctx.workspace.visible(path):
-            return None
-        loaded = read_text(path, ctx.workspace.display(path), ctx.workspace)
-        return loaded.data.text if loaded.ok else None
-
-    return read
-
-
-def _judged(ctx: ToolContext, target: _Target) -> Result[tuple[python_refs.Definition, list[python_refs.Verdict]]]:
-    """The symbol's definition, and a verdict on every occurrence of its name in the project's code."""
-    resolver = python_refs.Resolver(target.root, tuple(ctx.workspace.roots), _gate_reader(ctx))
-    defined = resolver.define(target.real, target.line, target.column)
-    if not defined.ok:
-        return _failed(defined)
-    definition = defined.data
-    if not ctx.workspace.visible(definition.path):
-        return Result.fail(ErrorKind.INVALID_INPUT, f"{target.label} is defined outside the workspace "
-                           f"({definition.path.name}, a library?)",
-                           "Point at a symbol defined in the project; a library's names cannot be renamed here.")
-    opened = SymbolIndex.open(ctx.workspace, target.root)
-    if not opened.ok:
-        return _failed(opened)
-    with opened.data as index:
-        index.refresh(cancelled=ctx.cancelled)
-        usages, total = index.usages(definition.name, language="python", limit=MAX_CANDIDATES)
-    if total > MAX_CANDIDATES:
-        return Result.fail(ErrorKind.TOO_LARGE, f"the name {definition.name!r} occurs {total:,} times in the "
-                           f"project; the most this checks one by one is {MAX_CANDIDATES:,}",
-                           "Use py_find_usages (name-based) or search_text to narrow it down.")
-    candidates = [python_refs.Candidate(target.root / u.path, u.line, u.column, u.text) for u in usages]
-    if not any(c.path == definition.path and c.line == definition.line for c in candidates):
-        line = (_gate_reader(ctx)(definition.path) or "").split("\n")[definition.line - 1:definition.line]
-        candidates.append(python_refs.Candidate(definition.path, definition.line, definition.column + 1,
-                                                line[0] if line else ""))
-
-    def report(done: int) -> None:
-        ctx.progress(done, len(candidates), f"checked {done} of {len(candidates)} occurrences")
-
-    return Result.success((definition, resolver.judge(candidates, definition, report)))
-
-
 def _failed(result: Result[Any]) -> Result[Any]:
     return result.cast(None)
 
 
+def _opened(ctx: ToolContext, found: _Target) -> Result[tuple[SymbolIndex, Target]]:
+    """The refreshed index of the symbol's root, and the symbol as the engines take it."""
+    opened = SymbolIndex.open(ctx.workspace, found.root)
+    if not opened.ok:
+        return _failed(opened)
+    index = opened.data
+    try:
+        index.refresh(cancelled=ctx.cancelled, ctags=index_settings_of(ctx.services).ctags)
+    except Exception:
+        index.close()
+        raise
+    return Result.success((index, Target(found.real, ctx.workspace.display(found.real), found.line, found.column,
+                                         found.name, found.label)))
+
+
 @tool(toolset=TOOLSET, read_only=True, title="Find references of a Python symbol", output=ReferenceReport,
       examples=[{"path": "src/inventory/store.py", "name": "Store.low_stock"},
-                {"path": "src/inventory/models.py", "name": "Item", "include_unsure": True}])
+                {"path": "src/inventory/models.py", "name": "Item", "limit": 20}])
 def py_find_references(
     ctx: ToolContext,
     path: PathArg,
     name: NameArg = "",
     line: LineArg = 0,
     column: ColumnArg = 0,
-    include_unsure: Annotated[bool, Field(description="Also list name-based matches: uses on expressions whose "
-                                                      "type jedi cannot tell (marked name-based).")] = False,
-) -> Result[ReferenceReport | None]:
-    """Scope-aware references of one Python symbol across the project (jedi): uses of that symbol, not of every
-    symbol with the same name. Matches jedi cannot resolve are left out unless include_unsure, and then marked
-    name-based (py_find_usages is name-based throughout)."""
+    offset: OffsetArg = 0,
+    limit: LimitArg = 200,
+) -> Result[ReferenceReport]:
+    """Every reference of one Python symbol across the project, through any import (basedpyright when installed,
+    else jedi): uses of that symbol, not of every symbol with the same name. Occurrences of the name the engine
+    cannot tie to the symbol are listed as unsure."""
     found = _target(ctx, path, name, line, column)
     if not found.ok:
         return _failed(found)
-    judged = _judged(ctx, found.data)
-    if not judged.ok:
-        return _failed(judged)
-    _definition, verdicts = judged.data
-    shown = [Reference(path=ctx.workspace.display(v.candidate.path), line=v.candidate.line,
-                       column=v.candidate.column, text=v.candidate.text, definition=v.definition,
-                       name_based=not v.sure)
-             for v in verdicts if v.sure or include_unsure]
-    shown.sort(key=lambda ref: (ref.path, ref.line, ref.column))
-    left = sum(1 for v in verdicts if not v.sure)
-    notes = [f"[{left} more name-based match(es) jedi could not resolve; include_unsure=true lists them]"] \
-        if left and not include_unsure else []
-    return Result(data=ReferenceReport(symbol=found.data.label, total=len(shown),
-                                       files=len({ref.path for ref in shown}), references=shown[:MAX_REFERENCES]),
-                  notes=notes)
+    opened = _opened(ctx, found.data)
+    if not opened.ok:
+        return _failed(opened)
+    index, target = opened.data
+    with index:
+        return python_answers.references(ctx, index, target, offset, limit)
 
 
 @tool(toolset=TOOLSET, destructive=True, title="Rename a Python symbol everywhere", output=RenameReport,
@@ -252,13 +171,12 @@ def py_rename_symbol(
     name: NameArg = "",
     line: LineArg = 0,
     column: ColumnArg = 0,
-    apply: Annotated[bool, Field(description="Write the changes; by default only the unified diff is shown.")
-                     ] = False,
-    include_unsure: Annotated[bool, Field(description="Also rename name-based matches jedi cannot resolve.")
-                              ] = False,
-) -> Result[RenameReport | None]:
-    """Rename a Python symbol and every scope-aware reference to it across the project (jedi). Shows the unified
-    diff unless apply=true; then every file is written, all or none, as one checkpoint (undo reverts it)."""
+    apply: ApplyArg = False,
+    unsure: UnsureArg = "refuse",
+) -> Result[RenameReport]:
+    """Rename a Python symbol and every reference to it across the project (basedpyright when installed, else
+    jedi). Shows the unified diff unless apply=true; then every file is written, all or none, as one checkpoint
+    (undo reverts it)."""
     found = _target(ctx, path, name, line, column)
     if not found.ok:
         return _failed(found)
@@ -266,64 +184,9 @@ def py_rename_symbol(
     checked = python_refs.check_new_name(new_name, target.name)
     if not checked.ok:
         return _failed(checked)
-    judged = _judged(ctx, target)
-    if not judged.ok:
-        return _failed(judged)
-    definition, verdicts = judged.data
-    spans: dict[Path, list[tuple[int, int]]] = {}
-    for verdict in verdicts:
-        if verdict.sure or include_unsure:
-            spans.setdefault(verdict.candidate.path, []).append((verdict.candidate.line, verdict.candidate.column))
-    planned: list[tuple[Path, TextFile, str, str]] = []
-    for real in sorted(spans):
-        resolved = ctx.workspace.resolve(str(real), Access.WRITE)
-        display = ctx.workspace.display(real)
-        if not resolved.ok:
-            return Result.fail(ErrorKind.PERMISSION, f"the rename would change {display}, which may not be written: "
-                               f"{resolved.errors[0].message}", "Nothing was changed.")
-        loaded = read_text(resolved.data, display, ctx.workspace)
-        if not loaded.ok:
-            return _failed(loaded)
-        try:
-            new_text = python_refs.renamed_text(loaded.data.text, spans[real], definition.name, checked.data)
-        except ValueError as exc:
-            return Result.fail(ErrorKind.CONFLICT, f"{display} changed while the rename was being planned: {exc}",
-                               "Nothing was changed. Run it again.")
-        planned.append((resolved.data, loaded.data, new_text, display))
-    diff = "".join("".join(difflib.unified_diff(original.text.splitlines(keepends=True),
-                                                new.splitlines(keepends=True), f"a/{display}", f"b/{display}"))
-                   for _real, original, new, display in planned)
-    report = RenameReport(symbol=target.label, new_name=checked.data, applied=apply,
-                          files=[display for *_rest, display in planned], diff=diff)
-    notes: list[str] = []
-    unsure = [v.candidate for v in verdicts if not v.sure]
-    if unsure and not include_unsure:
-        shown = ", ".join(f"{ctx.workspace.display(c.path)}:{c.line}" for c in unsure[:10])
-        more = f" and {len(unsure) - 10} more" if len(unsure) > 10 else ""
-        notes.append(f"[not renamed: {len(unsure)} name-based match(es) of {definition.name} jedi could not tie to "
-                     f"this symbol: {shown}{more}. Check them; include_unsure=true renames them too]")
-    if not apply:
-        return Result(data=report, notes=notes)
-    written = _write_all(ctx, planned)
-    if not written.ok:
-        return _failed(written)
-    return Result(data=report, notes=notes)
-
-
-def _write_all(ctx: ToolContext, planned: list[tuple[Path, TextFile, str, str]]) -> Result[None]:
-    """Write every file; on a failure put back those already written (all or nothing)."""
-    done: list[tuple[Path, bytes]] = []
-    for real, original, new, display in planned:
-        before = original.encode()
-        written = write_text(real, original, new, display, ctx.workspace, journal=ctx.call.journal)
-        if not written.ok:
-            for path, data in reversed(done):
-                try:
-                    atomic_write(path, data, ctx.workspace)
-                except (OSError, PathChanged):
-                    continue
-            return Result.fail(ErrorKind.PERMISSION, f"cannot write {display}: {written.errors[0].message}",
-                               "Nothing was changed: the files already written were put back.")
-        done.append((real, before))
-    return Result.success(None)
-
+    opened = _opened(ctx, target)
+    if not opened.ok:
+        return _failed(opened)
+    index, engine_target = opened.data
+    with index:
+        return python_answers.rename(ctx, index, engine_target, checked.data, apply, unsure)

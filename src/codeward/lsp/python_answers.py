@@ -1,0 +1,143 @@
+"""Python references and renames: basedpyright once it is ready, jedi meanwhile.
+
+Both answer scope-aware and in the same shape (:mod:`codeward.lsp.reports`). basedpyright is the
+whole-project engine: it resolves every import form and layout (``src/``, namespace packages,
+tests, ``.pyi`` stubs) the way a type checker does. jedi answers while the server starts, and
+where none is installed: the symbol index's occurrences of the name, each resolved by jedi
+(``goto``) — with the project's ``src/`` folder first on its path, so a test's
+``from pkg.module import name`` leads to the project and not to an installed copy. Occurrences
+neither engine ties to the symbol are listed as unsure, never dropped.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from codeward.code import python_refs
+from codeward.code.symbol_index import SymbolIndex
+from codeward.context import ToolContext
+from codeward.lsp.answers import (
+    Navigation,
+    RenameDraft,
+    Target,
+    gate_reader,
+    reference_report,
+    server_references,
+    server_rename_draft,
+    word_edit,
+    write_rename,
+)
+from codeward.lsp.positions import TextEdit
+from codeward.lsp.reports import Reference, ReferenceReport, RenameReport
+from codeward.result import ErrorKind, Result
+
+JEDI = "jedi"
+
+
+def _failed(result: Result[Any]) -> Result[Any]:
+    return result.cast(None)
+
+
+def _jedi_note(nav: Navigation) -> str:
+    """Why jedi answered instead of the language server."""
+    why, then = nav.why_not_server()
+    if "few seconds" not in then:
+        then = "jedi resolves what it can; unsure occurrences are listed"
+    return f"[answered by jedi: {why}; {then}]"
+
+
+def _judged(ctx: ToolContext, nav: Navigation) -> Result[tuple[python_refs.Definition, list[python_refs.Verdict]]]:
+    """jedi's definition of the target, and its verdict on every occurrence of the name."""
+    target, index = nav.target, nav.index
+    resolver = python_refs.Resolver(index.root, tuple(ctx.workspace.roots), gate_reader(ctx))
+    defined = resolver.define(target.real, target.line, target.column)
+    if not defined.ok:
+        return _failed(defined)
+    definition = defined.data
+    if not ctx.workspace.visible(definition.path):
+        return Result.fail(ErrorKind.INVALID_INPUT, f"{target.label} is defined outside the workspace "
+                           f"({definition.path.name}, a library?)",
+                           "Point at a symbol defined in the project; a library's names cannot be renamed here.")
+    occurrences = nav.occurrences()
+    if not occurrences.ok:
+        return _failed(occurrences)
+    candidates = [python_refs.Candidate(index.root / u.path, u.line, u.column, u.text) for u in occurrences.data]
+    if not any(c.path == definition.path and c.line == definition.line for c in candidates):
+        text = gate_reader(ctx)(definition.path) or ""
+        lines = text.split("\n")[definition.line - 1:definition.line]
+        candidates.append(python_refs.Candidate(definition.path, definition.line, definition.column + 1,
+                                                lines[0] if lines else ""))
+
+    def report(done: int) -> None:
+        ctx.progress(done, len(candidates), f"checked {done} of {len(candidates)} occurrences")
+
+    return Result.success((definition, resolver.judge(candidates, definition, report)))
+
+
+def _reference(ctx: ToolContext, verdict: python_refs.Verdict) -> Reference:
+    candidate = verdict.candidate
+    return Reference(path=ctx.workspace.display(candidate.path), line=candidate.line, column=candidate.column,
+                     text=candidate.text, definition=verdict.definition, name_based=not verdict.sure,
+                     reason=verdict.reason)
+
+
+def references(ctx: ToolContext, index: SymbolIndex, target: Target, offset: int,
+               limit: int) -> Result[ReferenceReport]:
+    nav = Navigation.open(ctx, index, target)
+    occurrences = nav.occurrences()
+    if not occurrences.ok:
+        return _failed(occurrences)
+    answered = server_references(nav, occurrences.data, offset, limit)
+    if answered is not None:
+        return answered
+    judged = _judged(ctx, nav)
+    if not judged.ok:
+        return _failed(judged)
+    _definition, verdicts = judged.data
+    found = [_reference(ctx, v) for v in verdicts if v.sure]
+    unsure = [_reference(ctx, v) for v in verdicts if not v.sure and not v.other]
+    others = sum(1 for v in verdicts if v.other)
+    report = reference_report(nav, found, offset, limit, unsure, others)
+    return Result.success(report.model_copy(update={"engine": JEDI, "name_based": False}), *nav.notes,
+                          _jedi_note(nav))
+
+
+def rename(ctx: ToolContext, index: SymbolIndex, target: Target, new_name: str, apply: bool,
+           unsure: str) -> Result[RenameReport]:
+    nav = Navigation.open(ctx, index, target)
+    occurrences = nav.occurrences()
+    if not occurrences.ok:
+        return _failed(occurrences)
+    drafted = server_rename_draft(nav, new_name, occurrences.data)
+    if drafted is None:
+        drafted = _jedi_draft(ctx, nav, new_name)
+    if not drafted.ok:
+        return _failed(drafted)
+    draft = drafted.data
+    edits = {path: list(items) for path, items in draft.edits.items()}
+    if unsure == "rename":
+        for path, line, column in draft.unsure_spots:
+            edits.setdefault(path, []).append(word_edit(line, column, target.word, new_name))
+    return write_rename(ctx, target.label, new_name, draft, edits, apply, unsure)
+
+
+def _jedi_draft(ctx: ToolContext, nav: Navigation, new_name: str) -> Result[RenameDraft]:
+    judged = _judged(ctx, nav)
+    if not judged.ok:
+        return _failed(judged)
+    definition, verdicts = judged.data
+    edits: dict[Path, list[TextEdit]] = {}
+    unsure_refs: list[Reference] = []
+    spots: list[tuple[Path, int, int]] = []
+    for verdict in verdicts:
+        candidate = verdict.candidate
+        if verdict.sure:
+            edits.setdefault(candidate.path, []).append(word_edit(candidate.line, candidate.column,
+                                                                   definition.name, new_name))
+        elif not verdict.other:
+            unsure_refs.append(_reference(ctx, verdict))
+            spots.append((candidate.path, candidate.line, candidate.column))
+    others = sum(1 for v in verdicts if v.other)
+    return Result.success(RenameDraft(JEDI, False, edits, unsure_refs, spots, others, [*nav.notes,
+                                                                                      _jedi_note(nav)]))
