@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 HANDSHAKE_TIMEOUT_S = 60.0
 WARMUP_TIMEOUT_S = 300.0
 """The longest codeward waits for a server to load a project before trusting its answers anyway."""
+DIAGNOSTICS_WAIT_S = 120.0
 MAX_OPEN_DOCUMENTS = 64
 REAPER_MAX_INTERVAL_S = 30.0
 
@@ -133,10 +134,13 @@ class Server:
         if self.spec.ready_log is not None:
             client.wait_log(self.spec.ready_log, WARMUP_TIMEOUT_S)
         if first is not None:
+            opened = time.monotonic()
             self.sync({}, read, [first])
             with contextlib.suppress(LspError):  # some servers cannot list symbols; the wait is what counts
                 client.request("textDocument/documentSymbol", {"textDocument": {"uri": first.as_uri()}},
                                WARMUP_TIMEOUT_S)
+            # The first diagnostics of the file mean its project is type-checked (the slow part of a first answer).
+            client.wait_diagnostics(first.as_uri(), opened, DIAGNOSTICS_WAIT_S)
         deadline = time.monotonic() + self.spec.progress_grace_s
         ended = client.progress_ended
         while time.monotonic() < deadline and not client.busy() and client.progress_ended == ended:
