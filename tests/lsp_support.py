@@ -65,10 +65,10 @@ def copy_fixture(name: str, destination: Path) -> Path:
     return target
 
 
-def waiting_context(root: Path, **settings: Any) -> ToolContext:
+def waiting_context(root: Path, *more_roots: Path, **settings: Any) -> ToolContext:
     """A context whose calls wait for their language server to be ready (its answers, not the index's)."""
     lsp = LspSettings(startup_wait_s=SERVER_WAIT_S, **settings)
-    return ToolContext(Workspace.create([root]), services=Services(lsp=lsp))
+    return ToolContext(Workspace.create([root, *more_roots]), services=Services(lsp=lsp))
 
 
 @dataclass
@@ -133,7 +133,8 @@ class BareServer:
         self.client.wait_idle(SERVER_WAIT_S)
 
     def references(self, rel: str, line: int, column: int) -> list[Spot]:
-        """The server's references (declaration included) of the name at 1-based ``line``/``column``."""
+        """The server's references (declaration included) of the name at 1-based ``line``/``column`` (a place it
+        lists twice — tsserver does, for ``import('…').default`` — once, as codeward shows it)."""
         path = self.root / rel
         self.open(path)
         text = lines_of(path.read_text(encoding="utf-8"))
@@ -142,7 +143,7 @@ class BareServer:
             "textDocument": {"uri": path.as_uri()},
             "position": {"line": line - 1, "character": encoding.from_index(text[line - 1], column - 1)},
             "context": {"includeDeclaration": True}}, SERVER_WAIT_S)
-        return sorted(self._spot(item["uri"], item["range"]["start"], encoding) for item in answer or [])
+        return sorted({self._spot(item["uri"], item["range"]["start"], encoding) for item in answer or []})
 
     def _spot(self, uri: str, start: dict[str, int], encoding: Encoding) -> Spot:
         """A place as codeward shows it: relative inside the root; outside (a library), the absolute path and the
