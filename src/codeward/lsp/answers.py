@@ -265,7 +265,8 @@ class Navigation:
             return self.reference(usage, name_based=True, reason=reason), usage
 
         try:
-            session.server.sync({}, session.read, sorted({self.index.root / u.path for u in checked}))
+            if session.server.spec.open_to_ask:
+                session.server.sync({}, session.read, sorted({self.index.root / u.path for u in checked}))
             for usage in checked:
                 leads = session.definition(self.index.root / usage.path, usage.line, usage.column)
                 if not leads:

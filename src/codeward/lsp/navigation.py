@@ -69,7 +69,7 @@ class Session:
         self.server = server
         self.read = read
         self._lines: dict[Path, list[str] | None] = {}
-        server.sync(states, read, list(files))
+        server.sync(states, read, list(files) if server.spec.open_to_ask else [])
 
     @property
     def encoding(self) -> Any:
@@ -182,6 +182,7 @@ class Session:
         published after the file's current text reached it."""
         client = self.server.client
         assert client is not None
+        self.server.sync({}, self.read, [path])  # diagnostics come for open files
         if client.capabilities.get("diagnosticProvider"):
             answer = self.server.request("textDocument/diagnostic", {"textDocument": {"uri": path.as_uri()}})
             items = answer.get("items", []) if isinstance(answer, dict) else []

@@ -63,6 +63,9 @@ class ServerSpec:
     progress_grace_s: float = 1.5
     """After the warm-up request, how long to watch for work-done progress (indexing, loading) to begin."""
     env: Mapping[str, str] = field(default_factory=dict)
+    open_to_ask: bool = True
+    """Whether a file must be open in the server to be asked about (tsserver and clangd answer only for open
+    files; pyright and gopls read the disk, and opening a file makes pyright check it again)."""
 
     def language_id(self, path: Path) -> str:
         return self.language_ids.get(path.suffix.lower(), next(iter(self.language_ids.values())))
@@ -249,6 +252,7 @@ SERVERS: tuple[ServerSpec, ...] = (
         settings=MappingProxyType({"basedpyright.analysis": {"diagnosticMode": "openFilesOnly"},
                                    "python.analysis": {"diagnosticMode": "openFilesOnly"}}),
         ready_log=re.compile(r"Found \d+ source files?|No source files found|No include entries"),
+        open_to_ask=False,
     ),
     ServerSpec(
         family="typescript", name="typescript-language-server", languages=frozenset({"typescript", "tsx",
@@ -266,6 +270,7 @@ SERVERS: tuple[ServerSpec, ...] = (
         install="go install golang.org/x/tools/gopls@latest (or: apt install gopls)",
         root_markers=("go.work", "go.mod"),
         find=_find_gopls,
+        open_to_ask=False,
     ),
     ServerSpec(
         family="c", name="clangd", languages=frozenset({"c", "cpp"}),
