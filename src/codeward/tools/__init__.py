@@ -71,3 +71,8 @@ def default_catalog(toolsets: Iterable[str] | None = None) -> Catalog:
             cache.save(TOOL_MODULES, specs)
     wanted = set(toolsets) if toolsets is not None else None
     return Catalog(spec for spec in specs if wanted is None or spec.toolset in wanted)
+
+
+def served_catalog(toolsets: Collection[str] | None = None) -> Catalog:
+    """What a server lists for ``[server] toolsets`` (see :func:`served_toolsets`)."""
+    return default_catalog(served_toolsets(toolsets, default_catalog().toolsets()))
