@@ -60,15 +60,20 @@ class _LockedWriter:
     def __init__(self, stream: IO[bytes]) -> None:
         self._stream = stream
         self._lock = threading.Lock()
+        self._closed = False
 
     def write(self, data: bytes) -> None:
         with self._lock:
+            if self._closed:  # a session being closed has nothing more to say (an answer the reader still sends)
+                return
             self._stream.write(data)
             self._stream.flush()
 
     def close(self) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            self._stream.close()
+        with self._lock:
+            self._closed = True
+            with contextlib.suppress(OSError, ValueError):
+                self._stream.close()
 
 
 def _raw_converter() -> Any:
@@ -111,7 +116,8 @@ class LspClient:
         self.encoding = Encoding.UTF16
         self._register_handlers()
         assert proc.stdin is not None and proc.stdout is not None
-        self._rpc.protocol.set_writer(_LockedWriter(proc.stdin))
+        self._writer = _LockedWriter(proc.stdin)
+        self._rpc.protocol.set_writer(self._writer)
         self._reader = threading.Thread(target=self._read, args=(proc.stdout,), name=f"lsp-{name}-reader",
                                         daemon=True)
         self._reader.start()
@@ -183,7 +189,8 @@ class LspClient:
     def close(self) -> None:
         self._closed.set()
         self._rpc._stop_event.set()  # the reader loop's own stop flag
-        for stream in (self.proc.stdin, self.proc.stdout):
+        self._writer.close()
+        for stream in (self.proc.stdout,):
             if stream is not None:
                 with contextlib.suppress(OSError, ValueError):
                     stream.close()

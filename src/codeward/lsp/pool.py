@@ -121,6 +121,7 @@ class Server:
             self._warm_up(first, read)
             self.phase = Phase.READY
             self.ready_after = time.monotonic() - self.started
+            self.last_used = time.monotonic()  # idle from now on, not from the call that started it
         except (NotInstalled, NoIsolation) as exc:
             self._fail(str(exc))
         except (OSError, LspError) as exc:
@@ -407,11 +408,12 @@ class LanguageServers:
             return list(self._servers.values())
 
     def sweep(self) -> int:
-        """Stop servers idle past ``[lsp] idle_s`` (and forget failed ones as old); how many."""
+        """Stop servers idle past ``[lsp] idle_s`` since they were last used or became ready (and forget failed
+        ones as old); how many."""
         now = time.monotonic()
         with self._lock:
-            stale = [(k, s) for k, s in self._servers.items()
-                     if s.in_use == 0 and now - s.last_used > self.settings.idle_s]
+            stale = [(k, s) for k, s in self._servers.items()  # a server still loading is not idle
+                     if s.in_use == 0 and s.phase is not Phase.STARTING and now - s.last_used > self.settings.idle_s]
             for key, _server in stale:
                 del self._servers[key]
         for _key, server in stale:

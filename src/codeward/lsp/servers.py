@@ -120,7 +120,7 @@ def _find_pyright(command: Path | None) -> Located:
         command = _which(("basedpyright-langserver", "pyright-langserver"))
         if command is None:
             raise NotInstalled("basedpyright is not installed")
-    return _node_script(command, ("basedpyright", "pyright"))
+    return _node_script(_named(command) or command, ("basedpyright", "pyright"))
 
 
 def _bundled_node() -> tuple[Path, Path] | None:
@@ -175,7 +175,7 @@ def _package_version(package_json: Path) -> str:
 # -- TypeScript / JavaScript: typescript-language-server (+ typescript) ------------------
 
 def _find_typescript(command: Path | None) -> Located:
-    script = command or _which(("typescript-language-server",))
+    script = _named(command) or _which(("typescript-language-server",))
     if script is None:
         raise NotInstalled("typescript-language-server is not installed")
     real = script.resolve()
@@ -194,8 +194,15 @@ def _go_home() -> Path:
     return Path(gopath) if gopath else Path.home() / "go"
 
 
+def _named(command: Path | None) -> Path | None:
+    """The executable ``[lsp] commands`` names, checked: :class:`NotInstalled` when it is not there."""
+    if command is not None and not command.is_file():
+        raise NotInstalled(f"{command} (named in [lsp] commands) is not a file")
+    return command
+
+
 def _find_gopls(command: Path | None) -> Located:
-    gopls = command or _which(("gopls",))
+    gopls = _named(command) or _which(("gopls",))
     if gopls is None:
         candidate = _go_home() / "bin" / "gopls"
         gopls = candidate if candidate.is_file() else None
@@ -227,7 +234,7 @@ def _find_gopls(command: Path | None) -> Located:
 # -- C and C++: clangd -----------------------------------------------------------------
 
 def _find_clangd(command: Path | None) -> Located:
-    clangd = command or _which(("clangd", *(f"clangd-{n}" for n in range(22, 12, -1))))
+    clangd = _named(command) or _which(("clangd", *(f"clangd-{n}" for n in range(22, 12, -1))))
     if clangd is None:
         raise NotInstalled("clangd is not installed")
     real = clangd.resolve()
