@@ -60,3 +60,16 @@ async def test_server_answers_are_accepted_by_the_official_client(root: Path) ->
     assert "ring_count" in answers["rename_symbol"].structured_content["diff"]
     assert not applied.is_error and applied.structured_content is not None and applied.structured_content["applied"]
     assert "ring_count(3)" in (root / "main.c").read_text() and "int ring_count(int n)" in (root / "ring.c").read_text()
+
+
+def test_codeward_call_reaches_the_navigation_tools_and_waits_for_the_server(root: Path) -> None:
+    """One call and the process ends: there is no calling again, so ``codeward call`` waits for the server."""
+    import subprocess
+
+    located_or_skip("c")
+    c_project(root)
+    done = subprocess.run([sys.executable, "-m", "codeward", "call", "--json", "find_references", "path=ring.c",
+                           "name=ring_size"], cwd=root, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["structured"]["engine"].startswith("clangd") and answer["structured"]["total"] == 4, answer

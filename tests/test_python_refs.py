@@ -174,10 +174,15 @@ def test_a_rename_reaching_a_protected_file_changes_nothing(root: Path, call: Ca
 pytestmark = pytest.mark.anyio
 
 
+JEDI_ONLY = "[lsp]\nenabled = false\n"
+"""These tests are about jedi's path (what answers where basedpyright is not installed)."""
+
+
 async def test_rename_over_stdio(root: Path) -> None:
     _write(root)
+    (root / "codeward.toml").write_text(JEDI_ONLY)
     server = StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve", str(root)],
-                                   env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                   env={**os.environ, "PYTHONUNBUFFERED": "1"}, cwd=str(root))
     async with Client(server) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert {"py_find_references", "py_rename_symbol"} <= set(tools)
@@ -219,6 +224,7 @@ async def test_an_extension_module_planted_in_the_project_is_never_loaded(root: 
     subprocess.run(["gcc", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}", str(source), "-o",
                     str(root / f"planted{suffix}")], check=True)
     (root / "app.py").write_text("import planted\n\nvalue = planted.thing\n\n\ndef use():\n    return value\n")
+    (root / "codeward.toml").write_text(JEDI_ONLY)
     marker = tmp_path / "marker"
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PLANTED_MARKER": str(marker), "PYTHONPATH": str(root)}
     server = StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve", str(root)], env=env,
@@ -240,6 +246,7 @@ def test_a_damaged_parse_cache_entry_is_parsed_again(root: Path, tmp_path: Path)
     import subprocess
 
     _write(root)
+    (root / "codeward.toml").write_text(JEDI_ONLY)
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
 
     def references() -> list[tuple[str, int]]:

@@ -267,18 +267,19 @@ class Navigation:
         try:
             if session.server.spec.open_to_ask:
                 session.server.sync({}, session.read, sorted({self.index.root / u.path for u in checked}))
-            for usage in checked:
-                leads = session.definition(self.index.root / usage.path, usage.line, usage.column)
-                if not leads:
-                    unsure.append(listed(usage, "the server cannot tell what it is"))
-                elif any((place.path, place.line) in defined for place in leads):
-                    unsure.append(listed(usage, "left out by the server, yet it leads to this symbol"))
-                else:
-                    others += 1
+            leads_of = session.definitions([(self.index.root / u.path, u.line, u.column) for u in checked])
         except LspError as exc:
             self.notes.append(f"[checking the occurrences the server left out stopped: {exc}]")
-            done = len(unsure) + others
-            unsure += [listed(u, "not checked") for u in checked[done:]]
+            leads_of = [None] * len(checked)
+        for usage, leads in zip(checked, leads_of, strict=True):
+            if leads is None:
+                unsure.append(listed(usage, "not checked (the server failed on it)"))
+            elif not leads:
+                unsure.append(listed(usage, "the server cannot tell what it is"))
+            elif any((place.path, place.line) in defined for place in leads):
+                unsure.append(listed(usage, "left out by the server, yet it leads to this symbol"))
+            else:
+                others += 1
         unsure += [listed(u, f"not checked (over {CHECKED_LIMIT})") for u in rest[CHECKED_LIMIT:]]
         return unsure, others
 

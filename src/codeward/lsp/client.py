@@ -171,6 +171,39 @@ class LspClient:
             except Exception as exc:  # the server answered with a JSON-RPC error
                 raise LspError(f"{self.name} answered {method} with an error: {exc}") from exc
 
+    def request_all(self, method: str, params: list[Any], timeout: float) -> list[Any]:
+        """Send every request at once, then wait for all (the server answers them in turn, without a round trip
+        each): the answers in order, an :class:`LspError` in place of one that failed."""
+        if not self.alive():
+            raise ServerGone(self._gone_message())
+        try:
+            futures: list[Future[Any]] = [self._rpc.protocol.send_request(method, item) for item in params]
+        except (BrokenPipeError, OSError, ValueError) as exc:
+            raise ServerGone(self._gone_message(exc)) from exc
+        deadline = time.monotonic() + timeout
+        answers: list[Any] = []
+        for future in futures:
+            while True:
+                try:
+                    answers.append(future.result(timeout=min(0.25, max(0.0, deadline - time.monotonic()))))
+                    break
+                except FutureTimeout:
+                    if not self.alive():
+                        raise ServerGone(self._gone_message()) from None
+                    if time.monotonic() >= deadline:
+                        for pending in futures:
+                            if not pending.done():
+                                self._cancel(pending)
+                        raise RequestTimeout(f"{self.name} did not answer {len(futures)} {method} requests within "
+                                             f"{timeout:g} s") from None
+                except LspError as exc:
+                    answers.append(exc)
+                    break
+                except Exception as exc:  # the server answered this one with a JSON-RPC error
+                    answers.append(LspError(f"{self.name} answered {method} with an error: {exc}"))
+                    break
+        return answers
+
     def notify(self, method: str, params: Any) -> None:
         try:
             self._rpc.protocol.notify(method, params)

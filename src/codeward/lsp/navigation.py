@@ -123,6 +123,14 @@ class Session:
     def definition(self, path: Path, line: int, column: int) -> list[Place]:
         return self._places(self.server.request("textDocument/definition", self._at(path, line, column)))
 
+    def definitions(self, spots: list[tuple[Path, int, int]]) -> list[list[Place] | None]:
+        """The definition of each (path, 1-based line, column), asked all at once; None where the server failed."""
+        client = self.server.client
+        assert client is not None
+        answers = client.request_all("textDocument/definition", [self._at(*spot) for spot in spots],
+                                     self.server.settings.request_timeout_s)
+        return [None if isinstance(answer, LspError) else self._places(answer) for answer in answers]
+
     def references(self, path: Path, line: int, column: int, include_declaration: bool = True) -> list[Place]:
         params = {**self._at(path, line, column), "context": {"includeDeclaration": include_declaration}}
         return self._places(self.server.request("textDocument/references", params))

@@ -40,7 +40,7 @@ class Encoding(StrEnum):
 
     def to_index(self, line: str, units: int) -> int:
         """The code-point index on ``line`` at ``units`` of this encoding (clamped to the line)."""
-        if self is Encoding.UTF32:
+        if self is Encoding.UTF32 or line.isascii():
             return max(0, min(units, len(line)))
         counted = 0
         for index, char in enumerate(line):
@@ -51,7 +51,8 @@ class Encoding(StrEnum):
 
     def from_index(self, line: str, index: int) -> int:
         """This encoding's units before code-point ``index`` of ``line``."""
-        return self.units(line[:max(0, index)])
+        before = line[:max(0, index)]
+        return len(before) if before.isascii() else self.units(before)
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,10 @@
 
 Both answer scope-aware and in the same shape (:mod:`codeward.lsp.reports`). basedpyright is the
 whole-project engine: it resolves every import form and layout (``src/``, namespace packages,
-tests, ``.pyi`` stubs) the way a type checker does. jedi answers while the server starts, and
-where none is installed: the symbol index's occurrences of the name, each resolved by jedi
-(``goto``) — with the project's ``src/`` folder first on its path, so a test's
+tests, ``.pyi`` stubs) the way a type checker does. While it starts, the symbol index answers at
+once (by name, as for every language: jedi's first answer takes seconds). Where it is not
+installed (or is off, or failed), jedi answers: the index's occurrences of the name, each resolved
+by jedi (``goto``) — with the project's ``src/`` folder first on its path, so a test's
 ``from pkg.module import name`` leads to the project and not to an installed copy. Occurrences
 neither engine ties to the symbol are listed as unsure, never dropped.
 """
@@ -17,6 +18,7 @@ from typing import Any
 from codeward.code import python_refs
 from codeward.code.symbol_index import SymbolIndex
 from codeward.context import ToolContext
+from codeward.lsp import answers
 from codeward.lsp.answers import (
     Navigation,
     RenameDraft,
@@ -28,6 +30,7 @@ from codeward.lsp.answers import (
     word_edit,
     write_rename,
 )
+from codeward.lsp.pool import Availability
 from codeward.lsp.positions import TextEdit
 from codeward.lsp.reports import Reference, ReferenceReport, RenameReport
 from codeward.result import ErrorKind, Result
@@ -82,9 +85,16 @@ def _reference(ctx: ToolContext, verdict: python_refs.Verdict) -> Reference:
                      reason=verdict.reason)
 
 
+def _starting(nav: Navigation) -> bool:
+    """basedpyright is on its way: the index answers at once (jedi's first answer takes seconds)."""
+    return nav.lease is not None and nav.lease.availability is Availability.STARTING
+
+
 def references(ctx: ToolContext, index: SymbolIndex, target: Target, offset: int,
                limit: int) -> Result[ReferenceReport]:
     nav = Navigation.open(ctx, index, target)
+    if _starting(nav):
+        return answers.references(nav, offset, limit)
     occurrences = nav.occurrences()
     if not occurrences.ok:
         return _failed(occurrences)
@@ -106,6 +116,8 @@ def references(ctx: ToolContext, index: SymbolIndex, target: Target, offset: int
 def rename(ctx: ToolContext, index: SymbolIndex, target: Target, new_name: str, apply: bool,
            unsure: str) -> Result[RenameReport]:
     nav = Navigation.open(ctx, index, target)
+    if _starting(nav):
+        return answers.rename(nav, new_name, apply, unsure)
     occurrences = nav.occurrences()
     if not occurrences.ok:
         return _failed(occurrences)
