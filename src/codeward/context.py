@@ -26,6 +26,7 @@ from codeward.workspace import Workspace
 
 if TYPE_CHECKING:
     from codeward.checkpoints.journal import Journal
+    from codeward.client_link import ClientLink
     from codeward.config import (
         BeadsSettings,
         CodingSettings,
@@ -181,6 +182,9 @@ class ToolContext:
     cancelled: threading.Event = field(default_factory=threading.Event)
     services: Services = field(default_factory=Services)
     call: CallInfo = field(default_factory=CallInfo)
+    link: ClientLink | None = None
+    """The MCP client behind this call, for a surface that relays another server's questions and reports
+    to it (the gateway); None outside an MCP server (the agent, the command line)."""
 
     def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
         self.reporter.progress(done, total, message)

@@ -1,7 +1,9 @@
 """Files under the workspace roots as MCP resources (``file://`` URIs, with a template).
 
 Reads go through the Workspace gate like every tool; listings use the gated walker, so
-nothing outside the roots or blacklisted ever appears. A server makes one at start and lists no
+nothing outside the roots or blacklisted ever appears. codeward's own configuration — the files
+the server was started with (a gateway's, which may hold upstream tokens) and every
+``codeward.toml`` — is neither listed nor read. A server makes one at start and lists no
 resource before a client asks, so the walker, the text reader and the resource records are
 imported on first use.
 """
@@ -9,13 +11,14 @@ imported on first use.
 from __future__ import annotations
 
 import mimetypes
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote, urlparse
 
 from codeward.result import ErrorKind, Result
-from codeward.workspace import Workspace
+from codeward.workspace import CONFIG_FILE_NAMES, Workspace
 
 if TYPE_CHECKING:
     from codeward.providers import ResourceData, ResourceInfo, ResourceTemplateInfo
@@ -23,6 +26,11 @@ if TYPE_CHECKING:
 MAX_LISTED_RESOURCES = 500
 MAX_RESOURCE_BYTES = 10 * 1024 * 1024
 MAX_COMPLETIONS = 100
+
+
+def configuration(path: Path, workspace: Workspace) -> bool:
+    """Whether ``path`` (resolved) is codeward's configuration, which no resource shows."""
+    return path in workspace.protected_files or path.name.casefold() in CONFIG_FILE_NAMES
 
 
 def file_uri(path: Path) -> str:
@@ -44,6 +52,8 @@ class FileResources:
         found: list[ResourceInfo] = []
         for root in workspace.roots:
             for entry in walk(workspace, root, include_dirs=False):
+                if configuration(Path(os.path.realpath(entry.path)), workspace):
+                    continue
                 try:
                     size = entry.path.stat().st_size
                 except OSError:
@@ -80,6 +90,9 @@ class FileResources:
             return resolved.cast(empty)
         path = resolved.data
         display = workspace.display(path)
+        if configuration(path, workspace):
+            return Result.fail(ErrorKind.PERMISSION, f"{display} is codeward's configuration, which is not served as "
+                               "a resource", "Ask the user for the setting you need.", data=empty)
         if not path.is_file():
             return Result.fail(ErrorKind.NOT_FOUND, f"no such file: {display}",
                                "List resources to see the available files.", data=empty)

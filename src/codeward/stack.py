@@ -72,6 +72,9 @@ class Stack:
     """Every tool behind the whole chain: what servers serve and commands call."""
     native_names: tuple[str, ...]
     """The native tools as this stack exposes them (``cw__read_file`` under ``[mcp] native = "cw"``)."""
+    native_tools: bool = True
+    """codeward's own tools are served; without them (a gateway with ``native = false``) its server offers
+    none of codeward's own resources or prompts either: the workspace's files are not its to show."""
     gateway: Gateway | None = None
     resource_providers: tuple[ResourceProvider, ...] = ()
     prompt_providers: tuple[PromptProvider, ...] = ()
@@ -112,12 +115,17 @@ class Stack:
         """An MCP server over this stack (tools, the files and the registry's resources, prompts)."""
         from codeward.server import CodewardServer
 
+        native = self.native_tools  # a gateway without native tools serves none of codeward's own content
         server = CodewardServer(self.surface, self.workspace, settings=self.config.settings, services=self.services,
-                                roots_from_client=roots_from_client, resource_providers=self.resource_providers,
-                                prompt_providers=self.prompt_providers, name=name,
-                                tools_can_change=self.gateway is not None)
+                                roots_from_client=roots_from_client,
+                                resource_providers=self.resource_providers if native else (),
+                                prompt_providers=self.prompt_providers if native else (), name=name,
+                                tools_can_change=self.gateway is not None,
+                                relayed=self.gateway.content if self.gateway is not None else None, files=native)
         if self.gateway is not None:
             self.gateway.subscribe(server.tools_changed)  # an upstream's list_changed reaches our clients
+            if server.notifier is not None:  # and its resource and prompt changes, and its log lines
+                self.gateway.notify_to(server.notifier)
         return server
 
     async def __aenter__(self) -> Stack:
@@ -262,6 +270,6 @@ def build_stack(
     prompts, knowledge = registry_providers(services.registry)
     return Stack(config=config, workspace=workspace, roots_given=bool(roots) or bool(config.roots), catalog=catalog,
                  services=services, gateway_config=gateway_config, surface=chain(approved, outer),
-                 native_names=native_names, gateway=upstream, resource_providers=(knowledge,),
-                 prompt_providers=(prompts,), middleware=(*outer, *inner), approved=approved,
-                 approval=approval, meta=meta)
+                 native_names=native_names, native_tools=native is not False, gateway=upstream,
+                 resource_providers=(knowledge,), prompt_providers=(prompts,), middleware=(*outer, *inner),
+                 approved=approved, approval=approval, meta=meta)

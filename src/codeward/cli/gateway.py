@@ -151,8 +151,9 @@ async def _serve(config: Config, gateway: GatewayConfig, transport: str, host: s
             print_summary(upstream.statuses(), len(upstream.tool_infos()), sys.stderr)
             plane.watch_gateway(upstream, roots=[str(r) for r in stack.workspace.roots], transport=transport)
             plane.drive(workspace=stack.workspace)
-            server = stack.server(name="codeward-gateway",
-                                  roots_from_client=not stack.roots_given and transport != "http")
+            # the client's roots are the native tools' workspace: without native tools, nothing to ask it
+            server = stack.server(name="codeward-gateway", roots_from_client=not stack.roots_given and
+                                  transport != "http" and stack.native_tools)
             if transport == "http":
                 assert runtime is not None
                 print(f"codeward gateway: serving at http://{host}:{port}/mcp (http: {runtime.summary})",
