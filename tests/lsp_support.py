@@ -5,10 +5,11 @@ in between — whose own answers codeward's must equal."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,6 +87,23 @@ class Tools:
         assert not outcome.is_error, outcome.text
         assert outcome.structured is not None
         return outcome.structured
+
+
+def position(root: Path, rel: str, anchor: str, name: str) -> tuple[int, int]:
+    """Where ``name`` is (1-based line and column) on the first line of ``rel`` that holds ``anchor``."""
+    lines = (root / rel).read_text(encoding="utf-8").split("\n")
+    number = next(i for i, line in enumerate(lines, 1) if anchor in line)
+    offset = lines[number - 1].index(anchor)
+    match = re.search(rf"\b{name}\b", lines[number - 1][offset:])
+    assert match is not None, (rel, anchor, name)
+    return number, offset + match.start() + 1
+
+
+def project_files(root: Path, keep: Callable[[str], bool]) -> dict[str, bytes]:
+    """The project's files that ``keep`` admits (relative path), with their bytes (codeward's caches left out)."""
+    from tests.conftest import snapshot
+
+    return {name: data for name, data in snapshot(root).items() if not name.startswith(".codeward") and keep(name)}
 
 
 Spot = tuple[str, int, int]

@@ -6,7 +6,6 @@ behind, as clangd's own edit applied as is would."""
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,13 +15,14 @@ import pytest
 from codeward.lsp.positions import Encoding, Span, TextEdit, apply_edits, lines_of
 from codeward.result import ErrorKind
 from codeward.tools import default_catalog
-from tests.conftest import snapshot
 from tests.lsp_support import (
     SERVER_WAIT_S,
     BareServer,
     Tools,
     copy_fixture,
     located_or_skip,
+    position,
+    project_files,
     run,
     spots,
     waiting_context,
@@ -48,6 +48,11 @@ def compile_commands(root: Path) -> None:
     (root / "compile_commands.json").write_text(json.dumps(entries, indent=1), encoding="utf-8")
 
 
+def own(name: str) -> bool:
+    """The library's sources (what a rename may change)."""
+    return name.endswith((".c", ".h"))
+
+
 @pytest.fixture(scope="module")
 def module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Tools, BareServer]]:
     located_or_skip("c")
@@ -63,20 +68,6 @@ def module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Too
     finally:
         bare.close()
         ctx.services.runtimes.close()
-
-
-def position(root: Path, rel: str, anchor: str, name: str) -> tuple[int, int]:
-    lines = (root / rel).read_text(encoding="utf-8").split("\n")
-    number = next(i for i, line in enumerate(lines, 1) if anchor in line)
-    offset = lines[number - 1].index(anchor)
-    match = re.search(rf"\b{name}\b", lines[number - 1][offset:])
-    assert match is not None
-    return number, offset + match.start() + 1
-
-
-def project_files(root: Path) -> dict[str, bytes]:
-    return {name: data for name, data in snapshot(root).items()
-            if not name.startswith((".codeward", ".cache")) and name.endswith((".c", ".h"))}
 
 
 def build_and_test(root: Path) -> str:
@@ -104,7 +95,7 @@ def test_references_equal_clangd_own_answers(module: tuple[Path, Tools, BareServ
 def test_renames_keep_every_configuration_building_and_the_tests_as_they_were(
         module: tuple[Path, Tools, BareServer]) -> None:
     root, tools, _bare = module
-    before = project_files(root)
+    before = project_files(root, own)
     baseline = build_and_test(root)
     # Each name is also used in code clangd does not compile (#ifdef JSMN_STRICT, #ifdef JSMN_PARENT_LINKS):
     # clangd's rename leaves those behind, so codeward lists them and holds the rename back until told.
@@ -124,7 +115,7 @@ def test_renames_keep_every_configuration_building_and_the_tests_as_they_were(
     header = (root / "jsmn.h").read_text()
     assert "jsmn_tokenize" in header and "} jsmn_token;" in header and "toksuper" not in header
     tools.ok("undo", steps=3)
-    assert project_files(root) == before
+    assert project_files(root, own) == before
 
 
 def test_clangd_own_rename_applied_as_is_breaks_a_configuration(module: tuple[Path, Tools, BareServer]) -> None:

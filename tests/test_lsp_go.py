@@ -15,8 +15,17 @@ from codeward.context import Services, ToolContext
 from codeward.result import ErrorKind
 from codeward.tools import default_catalog
 from codeward.workspace import Workspace
-from tests.conftest import snapshot
-from tests.lsp_support import BareServer, Tools, copy_fixture, located_or_skip, run, spots, waiting_context
+from tests.lsp_support import (
+    BareServer,
+    Tools,
+    copy_fixture,
+    located_or_skip,
+    position,
+    project_files,
+    run,
+    spots,
+    waiting_context,
+)
 
 pytestmark = pytest.mark.xdist_group("lsp-go")
 
@@ -32,6 +41,11 @@ RENAMES = [("version4.go", "New", "Generate"), ("time.go", "UUID.ClockSequence",
            ("dce.go", "Domain", "DCEDomain")]
 """A function whose name other packages use too (errors.New, md5.New), a method that shares its name with a
 package-level function, and a type that shares its name with a method."""
+
+
+def own(name: str) -> bool:
+    """The module's own files (what a rename may change)."""
+    return name.endswith((".go", ".mod")) or name == "LICENSE"
 
 
 @pytest.fixture(scope="module")
@@ -50,14 +64,6 @@ def module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Too
         ctx.services.runtimes.close()
 
 
-def position(root: Path, rel: str, anchor: str, name: str) -> tuple[int, int]:
-    lines = (root / rel).read_text(encoding="utf-8").split("\n")
-    number = next(i for i, line in enumerate(lines, 1) if anchor in line)
-    match = re.search(rf"\b{name}\b", lines[number - 1][lines[number - 1].index(anchor):])
-    assert match is not None
-    return number, lines[number - 1].index(anchor) + match.start() + 1
-
-
 def go_tests(root: Path) -> dict[str, str]:
     """Each test's outcome (``go test -v``), so that two runs compare test by test."""
     done = run(["go", "test", "-v", "-count=1", "./..."], root, GOPROXY="off")
@@ -65,11 +71,6 @@ def go_tests(root: Path) -> dict[str, str]:
                                                                re.M)}
     assert results, done.stdout[-2000:] + done.stderr[-2000:]
     return results
-
-
-def project_files(root: Path) -> dict[str, bytes]:
-    """The module's files (without codeward's caches under .codeward)."""
-    return {name: data for name, data in snapshot(root).items() if not name.startswith(".codeward")}
 
 
 def test_references_equal_gopls_own_answers(module: tuple[Path, Tools, BareServer]) -> None:
@@ -87,7 +88,7 @@ def test_references_equal_gopls_own_answers(module: tuple[Path, Tools, BareServe
 def test_renames_keep_the_module_building_and_its_tests_as_they_were(module: tuple[Path, Tools, BareServer]
                                                                      ) -> None:
     root, tools, _bare = module
-    before = project_files(root)
+    before = project_files(root, own)
     baseline = go_tests(root)
     for rel, name, new_name in RENAMES:
         report = tools.ok("rename_symbol", path=rel, name=name, new_name=new_name, apply=True)
@@ -101,20 +102,20 @@ def test_renames_keep_the_module_building_and_its_tests_as_they_were(module: tup
     assert "func ClockSequence() int" in source and "func (uuid UUID) ClockSeq() int" in source
     assert "type DCEDomain byte" in source and "func (uuid UUID) Domain() DCEDomain" in source
     tools.ok("undo", steps=3)
-    assert project_files(root) == before
+    assert project_files(root, own) == before
 
 
 def test_a_name_based_rename_breaks_the_build_and_is_never_applied(module: tuple[Path, Tools, BareServer]) -> None:
     root, tools, _bare = module
     index_only = Tools(tools.catalog, ToolContext(Workspace.create([root]),
                                                   services=Services(lsp=LspSettings(enabled=False))))
-    before = project_files(root)
+    before = project_files(root, own)
     plan = index_only.ok("rename_symbol", path="version4.go", name="New", new_name="Generate")
     assert plan["name_based"] and not plan["applied"]
     assert "errors.Generate" in plan["diff"] and "md5.Generate" in plan["diff"]
     refused = index_only("rename_symbol", path="version4.go", name="New", new_name="Generate", apply=True)
     assert refused.is_error and refused.errors[0].kind is ErrorKind.UNAVAILABLE, refused.text
-    assert project_files(root) == before
+    assert project_files(root, own) == before
     applied = index_only.ok("apply_patch", patch=plan["diff"])  # what applying the name-based plan would do
     assert applied["applied"]
     broken = run(["go", "build", "./..."], root, GOPROXY="off")

@@ -12,8 +12,17 @@ from pathlib import Path
 import pytest
 
 from codeward.tools import default_catalog
-from tests.conftest import snapshot
-from tests.lsp_support import BareServer, Tools, copy_fixture, located_or_skip, run, spots, waiting_context
+from tests.lsp_support import (
+    BareServer,
+    Tools,
+    copy_fixture,
+    located_or_skip,
+    position,
+    project_files,
+    run,
+    spots,
+    waiting_context,
+)
 
 pytestmark = pytest.mark.xdist_group("lsp-python")
 
@@ -40,6 +49,11 @@ RENAMES = {  # project: [(file, name, new name)]
 is also the name of another class's method (``SectionWrapper.lineof``), which must stay."""
 
 
+def own(name: str) -> bool:
+    """The Python files (what a rename may change)."""
+    return name.endswith(".py")
+
+
 @pytest.fixture(scope="module")
 def module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, Path], Tools, dict[str, BareServer]]]:
     located_or_skip("python")
@@ -53,19 +67,6 @@ def module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str,
         for bare in bares.values():
             bare.close()
         ctx.services.runtimes.close()
-
-
-def position(root: Path, rel: str, anchor: str, name: str) -> tuple[int, int]:
-    lines = (root / rel).read_text(encoding="utf-8").split("\n")
-    number = next(i for i, line in enumerate(lines, 1) if anchor in line)
-    offset = lines[number - 1].index(anchor)
-    match = re.search(rf"\b{name}\b", lines[number - 1][offset:])
-    assert match is not None
-    return number, offset + match.start() + 1
-
-
-def project_files(root: Path) -> dict[str, bytes]:
-    return {name: data for name, data in snapshot(root).items() if name.endswith(".py")}
 
 
 def suite(name: str, root: Path) -> dict[str, str]:
@@ -100,7 +101,7 @@ def test_renames_leave_the_project_test_suite_as_it_was(module: tuple[dict[str, 
                                                         project: str) -> None:
     roots, tools, _bares = module
     root = roots[project]
-    before, results = project_files(root), suite(project, root)
+    before, results = project_files(root, own), suite(project, root)
     assert sum(outcome == "PASSED" for outcome in results.values()) >= 10
     for rel, name, new_name in RENAMES[project]:
         report = tools.ok("py_rename_symbol", path=str(root / rel), name=name, new_name=new_name, apply=True)
@@ -111,4 +112,4 @@ def test_renames_leave_the_project_test_suite_as_it_was(module: tuple[dict[str, 
         source = (root / "src/iniconfig/__init__.py").read_text()
         assert "def line_of(self, section" in source and "def lineof(self, name" in source
     tools.ok("undo", steps=len(RENAMES[project]))
-    assert project_files(root) == before
+    assert project_files(root, own) == before

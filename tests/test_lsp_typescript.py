@@ -5,7 +5,6 @@ by name alone breaks the build."""
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +16,6 @@ from codeward.context import Services, ToolContext
 from codeward.result import ErrorKind
 from codeward.tools import default_catalog
 from codeward.workspace import Workspace
-from tests.conftest import snapshot
 from tests.lsp_support import (
     NODE_MODULES,
     BareServer,
@@ -25,6 +23,8 @@ from tests.lsp_support import (
     copy_fixture,
     located_or_skip,
     node_on_path,
+    position,
+    project_files,
     run,
     spots,
     waiting_context,
@@ -44,6 +44,11 @@ RENAMES = [("src/util.ts", "shuffle", "shuffleChars"), ("src/hashids.ts", "Hashi
            ("src/util.ts", "NumberLike", "Numeric")]
 
 
+def own(name: str) -> bool:
+    """The sources and tests (what a rename may change)."""
+    return name.startswith("src/")
+
+
 @pytest.fixture(scope="module")
 def module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Tools, BareServer]]:
     located_or_skip("typescript")
@@ -61,19 +66,6 @@ def module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Too
     finally:
         bare.close()
         ctx.services.runtimes.close()
-
-
-def position(root: Path, rel: str, anchor: str, name: str) -> tuple[int, int]:
-    lines = (root / rel).read_text(encoding="utf-8").split("\n")
-    number = next(i for i, line in enumerate(lines, 1) if anchor in line)
-    offset = lines[number - 1].index(anchor)
-    match = re.search(rf"\b{name}\b", lines[number - 1][offset:])
-    assert match is not None
-    return number, offset + match.start() + 1
-
-
-def project_files(root: Path) -> dict[str, bytes]:
-    return {name: data for name, data in snapshot(root).items() if name.startswith("src/")}
 
 
 def compiled(root: Path) -> str:
@@ -105,7 +97,7 @@ def test_references_equal_the_server_own_answers(module: tuple[Path, Tools, Bare
 def test_renames_keep_tsc_and_the_tests_as_they_were(module: tuple[Path, Tools, BareServer],
                                                      tmp_path: Path) -> None:
     root, tools, _bare = module
-    before = project_files(root)
+    before = project_files(root, own)
     errors, results = compiled(root), vitest_results(root, tmp_path / "before.json")
     assert sum(status == "passed" for status in results.values()) >= 50, results
     for rel, name, new_name in RENAMES:
@@ -118,7 +110,7 @@ def test_renames_keep_tsc_and_the_tests_as_they_were(module: tuple[Path, Tools, 
     assert "export function shuffleChars(" in util and "export type Numeric = " in util
     assert "decodeNumbers(id: string): Numeric[]" in hashids and "this.decodeNumbers(" in hashids
     tools.ok("undo", steps=3)
-    assert project_files(root) == before
+    assert project_files(root, own) == before
 
 
 def test_a_name_based_rename_breaks_the_build_and_is_never_applied(module: tuple[Path, Tools, BareServer]) -> None:
@@ -130,16 +122,16 @@ def test_a_name_based_rename_breaks_the_build_and_is_never_applied(module: tuple
     assert precise["edits"] == 2 and not precise["name_based"], precise
     index_only = Tools(tools.catalog, ToolContext(Workspace.create([root]),
                                                   services=Services(lsp=LspSettings(enabled=False))))
-    before, errors = project_files(root), compiled(root)
+    before, errors = project_files(root, own), compiled(root)
     plan = index_only.ok("rename_symbol", path="src/util.ts", line=line, column=column, new_name="mapPart")
     assert plan["name_based"] and plan["edits"] > 2 and ".mapPart(" in plan["diff"]
     refused = index_only("rename_symbol", path="src/util.ts", line=line, column=column, new_name="mapPart",
                          apply=True)
     assert refused.is_error and refused.errors[0].kind is ErrorKind.UNAVAILABLE, refused.text
-    assert project_files(root) == before
+    assert project_files(root, own) == before
     index_only.ok("apply_patch", patch=plan["diff"])  # what applying the name-based plan would do
     broken = compiled(root)
     assert broken != errors and "mapPart" in broken, broken
     index_only.ok("undo")
-    assert project_files(root) == before
+    assert project_files(root, own) == before
     assert shutil.which("node") is not None

@@ -134,7 +134,7 @@ def test_a_src_layout_package_is_followed_into_its_tests(root: Path, call: Call)
 
 @pytest.mark.parametrize(("arguments", "kind", "words"), [
     ({"path": "pkg/jobs.py", "name": "Nope", "new_name": "x"}, ErrorKind.NOT_FOUND, "no symbol named"),
-    ({"path": "pkg/jobs.py", "name": "Job", "new_name": "class"}, ErrorKind.INVALID_INPUT, "not a Python identifier"),
+    ({"path": "pkg/jobs.py", "name": "Job", "new_name": "class"}, ErrorKind.INVALID_INPUT, "valid Python identifier"),
     ({"path": "pkg/jobs.py", "name": "Job", "new_name": "Job"}, ErrorKind.INVALID_INPUT, "already named"),
     ({"path": "pkg/jobs.py", "new_name": "x"}, ErrorKind.INVALID_INPUT, "name, or line and column"),
     ({"path": "pkg/jobs.py", "line": 4, "column": 1, "new_name": "x"}, ErrorKind.INVALID_INPUT, "not on a name"),

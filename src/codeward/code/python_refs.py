@@ -22,16 +22,15 @@ from __future__ import annotations
 
 import keyword
 import os
-import re
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from codeward.code import identifiers
 from codeward.code.parse_cache import guard_parse_cache
 from codeward.result import ErrorKind, Result
 
-IDENTIFIER = re.compile(r"^(?!\d)\w+$")
 _JEDI_LOCK = threading.Lock()
 """jedi keeps process-wide caches and is not thread-safe: one inference at a time (a library guard,
 not codeward state)."""
@@ -71,15 +70,8 @@ class Verdict:
 
 
 def check_new_name(new_name: str, old_name: str) -> Result[str]:
-    name = new_name.strip()
-    if not IDENTIFIER.match(name) or keyword.iskeyword(name):
-        return Result.fail(ErrorKind.INVALID_INPUT, f"new_name {new_name!r} is not a Python identifier",
-                           "Give a plain name: letters, digits and _, not starting with a digit, not a keyword.",
-                           data="")
-    if name == old_name:
-        return Result.fail(ErrorKind.INVALID_INPUT, f"the symbol is already named {name!r}",
-                           "Give a different new_name.", data="")
-    return Result.success(name)
+    """A new Python name: an identifier that is not a keyword (see :func:`codeward.code.identifiers.check_new_name`)."""
+    return identifiers.check_new_name(new_name, old_name, keyword.kwlist, language="Python")
 
 
 def _environment(excluded: tuple[Path, ...]) -> object:

@@ -12,11 +12,12 @@ definition of it) and either counted as another symbol or listed as unsure — n
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codeward.code import identifiers
 from codeward.code.file_edits import PlannedFile, joint_refusal, load_for_writing, unified_diff, write_all
 from codeward.code.symbol_index import SymbolIndex
 from codeward.code.tags import tagged_language
@@ -94,15 +95,19 @@ def word_at(line: str, column: int) -> tuple[int, str] | None:
     return None
 
 
-def find_target(index: SymbolIndex, real: Path, display: str, text: str, name: str, line: int,
-                column: int) -> Result[Target]:
-    """The symbol named ``name`` defined in the file, or the name at ``line``/``column``."""
+Named = Callable[[str, list[str]], Result[Target]]
+"""How a language finds a symbol by the name it is defined under in a file (given the name and the file's lines)."""
+
+
+def find_target(real: Path, display: str, text: str, name: str, line: int, column: int,
+                named: Named) -> Result[Target]:
+    """The symbol named ``name`` defined in the file (``named`` finds it), or the name at ``line``/``column``."""
     lines = text.split("\n")
     if name.strip():
         if line or column:
             return Result.fail(ErrorKind.INVALID_INPUT, "give name, or line and column, not both",
                                "Use name for a definition in the file, line/column for any use.")
-        return _named(index, real, display, lines, name.strip())
+        return named(name.strip(), lines)
     if not line or not column:
         return Result.fail(ErrorKind.INVALID_INPUT, "say which symbol: name, or line and column",
                            "name is the symbol's name as defined in the file (Class.method or Class::method); "
@@ -116,6 +121,11 @@ def find_target(index: SymbolIndex, real: Path, display: str, text: str, name: s
                            f"The line is {lines[line - 1].strip()!r}; point at the name itself (column is 1-based).")
     start, word = found
     return Result.success(Target(real, display, line, start, word, f"{word} ({display}:{line}:{start})"))
+
+
+def indexed_name(index: SymbolIndex, real: Path, display: str) -> Named:
+    """Finding a symbol by name through the index's definitions in the file (every language it tags)."""
+    return lambda name, lines: _named(index, real, display, lines, name)
 
 
 def _named(index: SymbolIndex, real: Path, display: str, lines: list[str], name: str) -> Result[Target]:
@@ -421,18 +431,13 @@ UnsurePolicy = str
 
 
 def check_new_name(new_name: str, old_name: str, family: str) -> Result[str]:
+    """A new name the language of ``family`` takes (its keywords refused)."""
     import keyword
 
-    name = new_name.strip()
     keywords = keyword.kwlist if family == "python" else KEYWORDS.get(family, "").split()
-    if not NAME.fullmatch(name) or ("$" in name and family not in ("typescript",)) or name in keywords:
-        return Result.fail(ErrorKind.INVALID_INPUT, f"new_name {new_name!r} is not a valid identifier here",
-                           "Give a plain name: letters, digits and _, not starting with a digit, not a keyword.",
-                           data="")
-    if name == old_name:
-        return Result.fail(ErrorKind.INVALID_INPUT, f"the symbol is already named {name!r}",
-                           "Give a different new_name.", data="")
-    return Result.success(name)
+    languages = {"python": "Python", "typescript": "TypeScript or JavaScript", "go": "Go", "c": "C or C++"}
+    return identifiers.check_new_name(new_name, old_name, keywords, language=languages.get(family, ""),
+                                      dollar=family == "typescript")
 
 
 @dataclass

@@ -15,13 +15,12 @@ answer from the index and say why (never a silent downgrade to a host process).
 
 from __future__ import annotations
 
-import contextlib
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from codeward.coding.sandbox.model import SandboxRequest
-from codeward.coding.sandbox.runner import Launch, StartableSandbox
+from codeward.coding.sandbox.runner import Launch, StartableSandbox, terminate
 from codeward.lsp.servers import Located
 from codeward.workspace import Workspace, secret_paths
 
@@ -76,13 +75,4 @@ def start_boxed(sandbox: StartableSandbox, request: SandboxRequest) -> Boxed:
 
 def stop_boxed(boxed: Boxed) -> None:
     """Kill the server's whole process tree and release its sandbox."""
-    from codeward.coding.sandbox.runner import kill_tree
-
-    kill_tree(boxed.proc, boxed.launch.cgroup)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        boxed.proc.wait(timeout=5)
-    for stream in (boxed.proc.stdin, boxed.proc.stdout, boxed.proc.stderr):
-        if stream is not None:
-            with contextlib.suppress(OSError):
-                stream.close()
-    boxed.launch.release()
+    terminate(boxed.proc, boxed.launch)

@@ -20,7 +20,7 @@ from codeward.code.symbol_index import SymbolIndex, index_root_for, index_settin
 from codeward.code.textfile import read_text
 from codeward.context import ToolContext
 from codeward.lsp import answers, python_answers
-from codeward.lsp.answers import Navigation, Target, find_target
+from codeward.lsp.answers import Navigation, Target, find_target, indexed_name
 from codeward.lsp.reports import DefinitionReport, DiagnosticsReport, ReferenceReport, RenameReport, SymbolInfo
 from codeward.lsp.servers import spec_for
 from codeward.lsp.tool_args import ApplyArg, LimitArg, OffsetArg, UnsureArg
@@ -63,7 +63,7 @@ def _located(ctx: ToolContext, path: str, name: str, line: int, column: int,
         text = loaded.data.text
         if not need_symbol:
             return Result.success((index, Target(real, display, 1, 1, "", display), text))
-        target = find_target(index, real, display, text, name, line, column)
+        target = find_target(real, display, text, name, line, column, indexed_name(index, real, display))
         if not target.ok:
             index.close()
             return _failed(target)

@@ -13,7 +13,6 @@ same answers.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -26,7 +25,7 @@ from codeward.code.symbol_index import SymbolIndex, index_root_for, index_settin
 from codeward.code.textfile import read_text
 from codeward.context import ToolContext
 from codeward.lsp import python_answers
-from codeward.lsp.answers import Target
+from codeward.lsp.answers import Target, find_target
 from codeward.lsp.reports import ReferenceReport, RenameReport
 from codeward.lsp.tool_args import ApplyArg, LimitArg, OffsetArg, UnsureArg
 from codeward.result import ErrorKind, Result
@@ -41,17 +40,8 @@ LineArg = Annotated[int, Field(ge=0, description="Instead of name: the 1-based l
 ColumnArg = Annotated[int, Field(ge=0, description="With line: the 1-based column of the name on that line.")]
 
 
-@dataclass(frozen=True)
-class _Target:
-    real: Path
-    root: Path
-    line: int
-    column: int
-    name: str
-    label: str
-
-
-def _target(ctx: ToolContext, path: str, name: str, line: int, column: int) -> Result[_Target]:
+def _target(ctx: ToolContext, path: str, name: str, line: int, column: int) -> Result[tuple[Target, Path]]:
+    """The symbol (by its dotted name defined in the file, or a line and column of any use) and its index root."""
     resolved = ctx.workspace.resolve(path)
     if not resolved.ok:
         return _failed(resolved)
@@ -68,27 +58,12 @@ def _target(ctx: ToolContext, path: str, name: str, line: int, column: int) -> R
         return Result.fail(ErrorKind.INVALID_INPUT, f"{display} is outside the workspace roots",
                            "Give a file under a root.")
     text = loaded.data.text
-    if name.strip():
-        if line or column:
-            return Result.fail(ErrorKind.INVALID_INPUT, "give name, or line and column, not both",
-                               "Use name for a definition in the file, line/column for any use.")
-        return _by_name(text, display, name.strip(), real, root)
-    if not line or not column:
-        return Result.fail(ErrorKind.INVALID_INPUT, "say which symbol: name, or line and column",
-                           "name is the symbol's dotted name defined in the file; line/column (1-based) point at "
-                           "any use of it.")
-    lines = text.split("\n")
-    if line > len(lines):
-        return Result.fail(ErrorKind.INVALID_INPUT, f"line {line} is past the end of {display} ({len(lines)} lines)",
-                           "Give a line inside the file.")
-    word = _word_at(lines[line - 1], column)
-    if word is None:
-        return Result.fail(ErrorKind.INVALID_INPUT, f"line {line}, column {column} of {display} is not on a name",
-                           f"The line is {lines[line - 1].strip()!r}; point at the name itself (column is 1-based).")
-    return Result.success(_Target(real, root, line, column, word, f"{word} ({display}:{line}:{column})"))
+    found = find_target(real, display, text, name, line, column,
+                        lambda dotted, lines: _by_name(text, lines, display, dotted, real))
+    return found.cast((found.data, root)) if found.ok else _failed(found)
 
 
-def _by_name(text: str, display: str, name: str, real: Path, root: Path) -> Result[_Target]:
+def _by_name(text: str, lines: list[str], display: str, name: str, real: Path) -> Result[Target]:
     try:
         module = parse_module(text)
     except SyntaxError as exc:
@@ -100,39 +75,30 @@ def _by_name(text: str, display: str, name: str, real: Path, root: Path) -> Resu
     symbol = found.data
     short = symbol.name
     keyword = r"(?:async\s+def|def|class)\s+" if symbol.kind.is_definition else ""
-    lines = text.split("\n")
     for number in range(symbol.node.lineno, symbol.end_line + 1):
         match = re.search(rf"{keyword}\b({re.escape(short)})\b", lines[number - 1])
         if match:
             column = len(lines[number - 1][:match.start(1)]) + 1
-            return Result.success(_Target(real, root, number, column, short, f"{name} ({display})"))
+            return Result.success(Target(real, display, number, column, short, f"{name} ({display})"))
     return Result.fail(ErrorKind.INTERNAL, f"the name of {name} was not found on its lines in {display}")
-
-
-def _word_at(line: str, column: int) -> str | None:
-    for match in re.finditer(r"(?!\d)\w+", line):
-        if match.start() < column <= match.end():
-            return match.group(0)
-    return None
 
 
 def _failed(result: Result[Any]) -> Result[Any]:
     return result.cast(None)
 
 
-def _opened(ctx: ToolContext, found: _Target) -> Result[tuple[SymbolIndex, Target]]:
-    """The refreshed index of the symbol's root, and the symbol as the engines take it."""
-    opened = SymbolIndex.open(ctx.workspace, found.root)
+def _opened(ctx: ToolContext, root: Path) -> Result[SymbolIndex]:
+    """The refreshed index of the symbol's root."""
+    opened = SymbolIndex.open(ctx.workspace, root)
     if not opened.ok:
-        return _failed(opened)
+        return opened
     index = opened.data
     try:
         index.refresh(cancelled=ctx.cancelled, ctags=index_settings_of(ctx.services).ctags)
     except Exception:
         index.close()
         raise
-    return Result.success((index, Target(found.real, ctx.workspace.display(found.real), found.line, found.column,
-                                         found.name, found.label)))
+    return Result.success(index)
 
 
 @tool(toolset=TOOLSET, read_only=True, title="Find references of a Python symbol", output=ReferenceReport,
@@ -153,11 +119,11 @@ def py_find_references(
     found = _target(ctx, path, name, line, column)
     if not found.ok:
         return _failed(found)
-    opened = _opened(ctx, found.data)
+    target, root = found.data
+    opened = _opened(ctx, root)
     if not opened.ok:
         return _failed(opened)
-    index, target = opened.data
-    with index:
+    with opened.data as index:
         return python_answers.references(ctx, index, target, offset, limit)
 
 
@@ -180,13 +146,12 @@ def py_rename_symbol(
     found = _target(ctx, path, name, line, column)
     if not found.ok:
         return _failed(found)
-    target = found.data
-    checked = python_refs.check_new_name(new_name, target.name)
+    target, root = found.data
+    checked = python_refs.check_new_name(new_name, target.word)
     if not checked.ok:
         return _failed(checked)
-    opened = _opened(ctx, target)
+    opened = _opened(ctx, root)
     if not opened.ok:
         return _failed(opened)
-    index, engine_target = opened.data
-    with index:
-        return python_answers.rename(ctx, index, engine_target, checked.data, apply, unsure)
+    with opened.data as index:
+        return python_answers.rename(ctx, index, target, checked.data, apply, unsure)
