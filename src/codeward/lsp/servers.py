@@ -216,7 +216,7 @@ def _find_gopls(command: Path | None) -> Located:
     binds = [gopls.parent, goroot]
     env = {
         "GOPROXY": "off",  # no network: modules come from the module cache (read-only) or vendor/
-        "GOFLAGS": "-mod=readonly",
+        "GOFLAGS": "",  # go's own default: vendor/ when the module has one, else the go.mod as it is (never -mod=mod)
         "GOTOOLCHAIN": "local",
         "GOTELEMETRY": "off",
         "GOENV": "off",
