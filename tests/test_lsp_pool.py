@@ -258,3 +258,17 @@ def test_edits_apply_at_once_keeping_line_endings_and_refusing_overlaps() -> Non
         apply_edits(text, [TextEdit(Span(0, 0, 0, 3), "x"), TextEdit(Span(0, 2, 0, 4), "y")])
     with pytest.raises(EditConflict):
         apply_edits(text, [TextEdit(Span(9, 0, 9, 1), "x")])
+
+
+def test_answers_follow_the_disk(clangd_tools: Tools, root: Path) -> None:
+    """A file changed after the server read it (by an editor, the shell, codeward's own writes) is read again."""
+    tools = clangd_tools
+    before = tools.ok("find_references", path="ring.c", name="ring_size")
+    assert before["engine"].startswith("clangd") and before["total"] == 4
+    (root / "main.c").write_text(MAIN + "\nint again(void) { return ring_size(1) + ring_size(2); }\n")
+    after = tools.ok("find_references", path="ring.c", name="ring_size")
+    assert after["total"] == 6 and sum(r["path"] == "main.c" for r in after["references"]) == 4, after
+    renamed = tools.ok("rename_symbol", path="ring.c", name="ring_size", new_name="ring_count", apply=True)
+    assert renamed["applied"] and renamed["edits"] == 6
+    again = tools.ok("find_references", path="ring.c", name="ring_count")
+    assert again["total"] == 6 and not again["unsure"], again

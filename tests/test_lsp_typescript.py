@@ -122,7 +122,7 @@ def test_a_name_based_rename_breaks_the_build_and_is_never_applied(module: tuple
     assert precise["edits"] == 2 and not precise["name_based"], precise
     index_only = Tools(tools.catalog, ToolContext(Workspace.create([root]),
                                                   services=Services(lsp=LspSettings(enabled=False))))
-    before, errors = project_files(root, own), compiled(root)
+    before = project_files(root, own)
     plan = index_only.ok("rename_symbol", path="src/util.ts", line=line, column=column, new_name="mapPart")
     assert plan["name_based"] and plan["edits"] > 2 and ".mapPart(" in plan["diff"]
     refused = index_only("rename_symbol", path="src/util.ts", line=line, column=column, new_name="mapPart",
@@ -130,8 +130,8 @@ def test_a_name_based_rename_breaks_the_build_and_is_never_applied(module: tuple
     assert refused.is_error and refused.errors[0].kind is ErrorKind.UNAVAILABLE, refused.text
     assert project_files(root, own) == before
     index_only.ok("apply_patch", patch=plan["diff"])  # what applying the name-based plan would do
-    broken = compiled(root)
-    assert broken != errors and "mapPart" in broken, broken
+    broken = compiled(root)  # the published package compiles with one complaint, about requiring '../..'
+    assert "Property 'mapPart' does not exist" in broken, broken
     index_only.ok("undo")
     assert project_files(root, own) == before
     assert shutil.which("node") is not None

@@ -42,6 +42,8 @@ WARMUP_TIMEOUT_S = 300.0
 """The longest codeward waits for a server to load a project before trusting its answers anyway."""
 DIAGNOSTICS_WAIT_S = 120.0
 MAX_OPEN_DOCUMENTS = 64
+CHANGE_SETTLE_S = 15.0
+"""The longest a question waits for a server to take in files that changed since it last asked."""
 REAPER_MAX_INTERVAL_S = 30.0
 
 FileStates = dict[Path, tuple[int, int]]
@@ -193,42 +195,57 @@ class Server:
         if client is None:
             return
         with self._lock:
-            if states:
-                self._notify_changes(client, states)
-            for path, document in list(self._documents.items()):
-                self._refresh(client, path, document, read)
+            started = time.monotonic()
+            changed = self._notify_changes(client, states) if states else []
+            fresh = [path for path, document in list(self._documents.items())
+                     if self._refresh(client, path, document, read)]
+            if self.spec.open_to_ask and len(changed) <= MAX_OPEN_DOCUMENTS // 2:
+                # clangd's index learns a file's new text from the file itself: opened, it is read again
+                reread = [path for path in changed if path not in self._documents]
+                fresh += reread
+                wanted = [*wanted, *reread]
             for path in wanted:
                 self._open(client, path, read)
             self._bound_documents(set(wanted))
+        if self.spec.open_to_ask:
+            # Servers that answer from open files take in new text in the background: its first diagnostics say
+            # it is in, before the question that needs it.
+            deadline = started + CHANGE_SETTLE_S
+            for path in fresh:
+                client.wait_diagnostics(path.as_uri(), started, max(0.0, deadline - time.monotonic()))
 
-    def _notify_changes(self, client: LspClient, states: FileStates) -> None:
+    def _notify_changes(self, client: LspClient, states: FileStates) -> list[Path]:
+        """Tell the server which files appeared, changed or went; the ones that changed."""
+        changed = [path for path, state in states.items() if path in self._known and self._known[path] != state]
         changes = [{"uri": path.as_uri(), "type": 1} for path in states.keys() - self._known.keys()]
-        changes += [{"uri": path.as_uri(), "type": 2} for path, state in states.items()
-                    if path in self._known and self._known[path] != state]
+        changes += [{"uri": path.as_uri(), "type": 2} for path in changed]
         changes += [{"uri": path.as_uri(), "type": 3} for path in self._known.keys() - states.keys()]
         self._known = dict(states)
         if changes:
             client.notify("workspace/didChangeWatchedFiles", {"changes": changes})
+        return changed
 
-    def _refresh(self, client: LspClient, path: Path, document: _Document, read: Reader) -> None:
+    def _refresh(self, client: LspClient, path: Path, document: _Document, read: Reader) -> bool:
+        """Send an open document's new text if it changed on disk; whether it did."""
         try:
             info = os.stat(path)
         except OSError:
             client.notify("textDocument/didClose", {"textDocument": {"uri": path.as_uri()}})
             del self._documents[path]
-            return
+            return False
         if (info.st_mtime_ns, info.st_size) == (document.mtime_ns, document.size):
-            return
+            return False
         text = read(path)
         if text is None:
             client.notify("textDocument/didClose", {"textDocument": {"uri": path.as_uri()}})
             del self._documents[path]
-            return
+            return False
         document.version += 1
         document.mtime_ns, document.size = info.st_mtime_ns, info.st_size
         document.changed_at = time.monotonic()
         client.notify("textDocument/didChange", {"textDocument": {"uri": path.as_uri(), "version": document.version},
                                                  "contentChanges": [{"text": text}]})
+        return True
 
     def _open(self, client: LspClient, path: Path, read: Reader) -> None:
         document = self._documents.get(path)
