@@ -18,4 +18,5 @@ def services_for(config: Config) -> Services:
     code-execution runtime, made on first use, whose warm pool and sessions all the server's calls share)."""
     return Services(web=config.web, beads=config.beads, shell=config.shell, coding=config.coding,
                     registry=config.registry, review=config.review, index=config.index, lsp=config.lsp,
+                    sandbox=config.sandbox,
                     metrics=CallMetrics())

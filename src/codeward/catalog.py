@@ -33,11 +33,12 @@ from codeward import state_dir
 from codeward.code.textfile import displayable
 from codeward.content import RichContent
 from codeward.context import ToolContext
-from codeward.path_locks import PathLocks
+from codeward.path_locks import LockBusy, PathLocks
+from codeward.repository_guard import RepositoryCompleted, RepositoryGuard
 from codeward.result import ErrorInfo, ErrorKind, Result
 from codeward.state_dir import StateDir
 from codeward.validation_messages import annotation_name, problems
-from codeward.workspace import Access, git_marker_lock_key
+from codeward.workspace import GIT_MARKER_LOCK, POLICY_HINT, Access, git_marker_lock_key
 
 if TYPE_CHECKING:
     from codeward.checkpoints.journal import Journal
@@ -383,9 +384,12 @@ class Catalog:
         journal = self._journal(spec, values, ctx)
         record: Record | None = None
         try:
-            holding = self.locks.hold([str(path) if isinstance(path, Path) else path for path in targets]) \
+            holding = self.locks.hold([str(path) if isinstance(path, Path) else path for path in targets],
+                                      ctx.workspace.roots) \
                 if targets else contextlib.nullcontext()  # a read names no file to lock
             with holding:
+                guard = RepositoryGuard(ctx.workspace, [p for p in targets if isinstance(p, Path)]) \
+                    if GIT_MARKER_LOCK in targets else None
                 if spec.annotations.read_only:
                     result = spec.func(ctx, **values)
                 elif journal is None:
@@ -399,6 +403,15 @@ class Catalog:
                                            **values)
                     finally:
                         record = journal.commit()  # whatever changed, even if the tool then failed
+                problem = guard.check() if guard is not None and result.ok else ""  # still under the lock
+                if problem:
+                    result = Result.fail(ErrorKind.PERMISSION, problem, POLICY_HINT)
+        except RepositoryCompleted as exc:
+            result = Result.fail(ErrorKind.PERMISSION, str(exc), POLICY_HINT)
+        except LockBusy as exc:
+            result = Result.fail(ErrorKind.UNAVAILABLE, f"nothing was written: {exc}",
+                                 "Try again in a moment; if it persists, look for a stuck codeward process on this "
+                                 "project.")
         except Exception as exc:  # a bug in a tool: report it, keep the server alive
             result = Result.fail(
                 ErrorKind.INTERNAL,
@@ -440,7 +453,9 @@ class Catalog:
             if isinstance(raw, str):
                 resolved = ctx.workspace.resolve(raw, Access.WRITE, param=param)
                 targets.append(resolved.data if resolved.ok else raw)
-                shown = Path(ctx.workspace.display(resolved.data)) if resolved.ok else Path(raw)
+                if not resolved.ok:
+                    continue  # the call is refused: nothing of it is written
+                shown = Path(ctx.workspace.display(resolved.data))
                 marker = git_marker_lock_key(Path(raw)) or git_marker_lock_key(shown)
                 if marker is not None and marker not in targets:  # the repository test must see such writes done
                     targets.append(marker)

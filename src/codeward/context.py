@@ -14,15 +14,16 @@ none of them and no import circle can form through it.
 from __future__ import annotations
 
 import threading
-from collections.abc import Awaitable, Callable, Iterable
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from codeward.checkpoints.settings import CheckpointSettings
-from codeward.path_locks import PathLocks, write_lock_keys
-from codeward.workspace import Workspace
+from codeward.path_locks import PathLocks, hold_roots, write_lock_keys
+from codeward.repository_guard import RepositoryCompleted, RepositoryGuard
+from codeward.workspace import GIT_MARKER_LOCK, Workspace
 
 if TYPE_CHECKING:
     from codeward.checkpoints.journal import Journal
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
         LspSettings,
         RegistrySettings,
         ReviewSettings,
+        SandboxSettings,
         ShellSettings,
         WebSettings,
     )
@@ -41,6 +43,18 @@ if TYPE_CHECKING:
     from codeward.registry.served import ServedTools
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class HostRunQuestion:
+    """What a person is asked about host-run writes found during a call: which paths and why, and the diff."""
+
+    summary: str
+    diff: str
+
+
+AskPerson = Callable[[HostRunQuestion], bool]
+"""Ask a person a :class:`HostRunQuestion` from a tool's thread; True only for their yes."""
 
 
 class Reporter(Protocol):
@@ -67,6 +81,10 @@ class Peer(Protocol):
     def sample(self, prompt: str, max_tokens: int = 256) -> str: ...
 
     def elicit(self, message: str, schema: dict[str, Any]) -> dict[str, Any]: ...
+
+    # A peer may also say ``asks_during_call = False``: its questions end the call and the client
+    # retries it with the answer (2026-07-28 input rounds), so a tool that cannot run twice (a
+    # shell run's write-back) must not ask it mid-way. Read with getattr (default True).
 
 
 @dataclass(frozen=True)
@@ -129,6 +147,7 @@ class Services:
     review: ReviewSettings | None = None
     index: IndexSettings | None = None
     lsp: LspSettings | None = None
+    sandbox: SandboxSettings | None = None
     metrics: CallMetrics | None = None
     served: ServedTools | None = None
     runtimes: Runtimes = field(default_factory=Runtimes, compare=False)
@@ -160,16 +179,40 @@ class CallInfo:
     elicitation form) or by typing it on the command line — set by the approval layer that asked
     them or by the command line, never by a tool or the model. A tool marked ``ask_always``, a
     registry signature or a tool's first install then asks nobody again."""
+    ask_person: AskPerson | None = None
+    """Asks a person, during the call, to approve writing host-run files the call did not know it
+    would write until it ran (a shell run's write-back): set by the approval layer
+    (:class:`codeward.gateway.host_run_approval.HostRunApproval`); None when nobody can be asked."""
 
 
-    def hold_writes(self, paths: Iterable[Path], *, any_name: bool = False) -> AbstractContextManager[None]:
+    @contextmanager
+    def hold_writes(self, paths: Iterable[Path], *, any_name: bool = False,
+                    workspace: Workspace | None = None) -> Iterator[RepositoryGuard | None]:
         """Hold the locks for writing ``paths`` that the call's arguments do not name (a patch's
-        files, a shell run's write-back): check and write under it, so a concurrent call cannot
-        add the other half of a repository in between. ``any_name`` for a writer that learns its
-        paths only while it writes. Nothing to hold outside a catalog call."""
-        if self.locks is None:
-            return nullcontext()
-        return self.locks.hold(write_lock_keys(paths, any_name=any_name))
+        files, a shell run's write-back): check and write under it, so a concurrent call — of this
+        server, or of another codeward process on ``workspace``'s roots — cannot add the other half
+        of a repository in between. ``any_name`` for a writer that learns its paths only while it
+        writes. Outside a catalog call only the cross-process lock is taken.
+
+        Given the ``workspace``, a write of ``paths`` that adds a repository-making name is checked
+        again when the block ends (:class:`~codeward.repository_guard.RepositoryGuard`, yielded for a
+        writer that checks itself first): a repository completed with another writer's files loses
+        what this write created there, and :class:`~codeward.repository_guard.RepositoryCompleted` says so."""
+        listed = list(paths)
+        keys = write_lock_keys(listed, any_name=any_name)
+        roots = workspace.roots if workspace is not None else ()
+        if self.locks is not None:
+            holding: AbstractContextManager[None] = self.locks.hold(keys, roots)
+        else:
+            holding = hold_roots(roots) if GIT_MARKER_LOCK in keys else nullcontext()
+        with holding:
+            guard = RepositoryGuard(workspace, listed) if workspace is not None and listed and GIT_MARKER_LOCK in \
+                keys else None
+            yield guard
+            if guard is not None and not guard.checked:
+                problem = guard.check()
+                if problem:
+                    raise RepositoryCompleted(problem)
 
 @dataclass
 class ToolContext:

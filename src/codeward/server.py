@@ -152,6 +152,12 @@ class _SessionPeer:
         self._answers = answers
         self._modern = is_version_at_least(ctx.protocol_version, MODERN_ERA)
 
+    @property
+    def asks_during_call(self) -> bool:
+        """Whether a question reaches the person while the call runs (handshake-era sessions); a
+        2026-07-28 session's question ends the call, which the client then runs again."""
+        return not self._modern
+
     def _answer(self, kind: str, payload: Any, request: types.ElicitRequest | types.CreateMessageRequest) -> Any:
         key = f"codeward.{kind}.{hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]}"
         if key not in self._answers:

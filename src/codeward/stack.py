@@ -105,8 +105,11 @@ class Stack:
         if self.meta or self.approved is None:
             return self.surface
         if self._meta_surface is None:
-            outer = [m for m in self.middleware if m is not self.approval]
+            from codeward.gateway.host_run_approval import HostRunApproval
             from codeward.registry.meta import Meta
+
+            # the approval layers are already inside ``approved``
+            outer = [m for m in self.middleware if m is not self.approval and not isinstance(m, HostRunApproval)]
 
             self._meta_surface = chain(self.approved, [*outer, Meta(guard=self.approval)])
         return self._meta_surface
@@ -157,14 +160,20 @@ def workspace_for(config: Config, roots: Sequence[str | Path] = (), *,
     """The policy over the given roots, else the config's, else the working directory.
 
     The configuration files codeward read (``config.path`` and ``protected``: a gateway's
-    mcpServers file and pins) are never writable by a tool (see ``Workspace.write_protection``).
+    mcpServers file and pins) are never writable by a tool (see ``Workspace.write_verdict``); the
+    files the human's tools run later (``[server] host_run_paths`` and the built-in list, and each
+    repository's hooks folder) only with a person's yes.
     """
     chosen: Sequence[str | Path] = list(roots) or list(config.roots) or [Path.cwd()]
     for root in chosen:
         if not Path(root).expanduser().is_dir():
             raise ConfigError(f"root {str(root)!r} is not a directory; pass an existing directory")
     files = [path for path in (config.path, *protected) if path is not None]
-    return Workspace.create(chosen, extra_blacklist=config.blacklist, protected=files)
+    from codeward.host_run import HostRunRules, ReaderOnFirstUse
+
+    host_run = HostRunRules(configured=config.server.host_run_paths,
+                            hooks_path=ReaderOnFirstUse("codeward.git.hooks_path:HooksPaths"))
+    return Workspace.create(chosen, extra_blacklist=config.blacklist, protected=files, host_run=host_run)
 
 
 def catalog_for(config: Config) -> Catalog:
@@ -252,7 +261,11 @@ def build_stack(
                             trusted_digest=upstream.trusted_digest if upstream is not None else None,
                             unlisted=_native_unlisted(catalog, native), catalog=catalog,
                             underlying=registry_underlying)
-    inner: list[Middleware] = [approval] if approval is not None else []
+    from codeward.gateway.host_run_approval import HostRunApproval
+
+    # without an approver (plain serve) the client's user is asked, by elicitation
+    host_run = HostRunApproval(approver.confirm if approver is not None else None, catalog)
+    inner: list[Middleware] = [*([approval] if approval is not None else []), host_run]
     approved = chain(tools, inner)
     outer: list[Middleware] = [*observers]
     if services.metrics is not None:

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from codeward.code import identifiers
-from codeward.code.file_edits import PlannedFile, joint_refusal, load_for_writing, unified_diff, write_all
 from codeward.code.symbol_index import SymbolIndex
 from codeward.code.tags import tagged_language
 from codeward.code.textfile import read_text
@@ -40,6 +39,7 @@ from codeward.lsp.reports import (
     SymbolInfo,
 )
 from codeward.lsp.servers import ServerSpec, project_root, spec_for
+from codeward.planned_writes import PlannedWrite, load_for_writing, unified_diff, write_all
 from codeward.result import ErrorKind, Result
 
 NAME = re.compile(r"(?!\d)[\w$]+")
@@ -527,10 +527,9 @@ def rename(nav: Navigation, new_name: str, apply: bool, unsure: UnsurePolicy) ->
     return write_rename(nav.ctx, nav.target.label, new_name, draft, edits, apply, unsure)
 
 
-def write_rename(ctx: ToolContext, label: str, new_name: str, draft: RenameDraft,
-                 edits: dict[Path, list[TextEdit]], apply: bool, unsure: UnsurePolicy) -> Result[RenameReport]:
-    """Check every file the rename changes, show the diff, and write them all (or none)."""
-    planned: list[PlannedFile] = []
+def planned_files(ctx: ToolContext, edits: dict[Path, list[TextEdit]]) -> Result[list[PlannedWrite]]:
+    """The new text of every file the edits change, each through the write gate (nothing written)."""
+    planned: list[PlannedWrite] = []
     outside = [path for path in edits if not any(path == r or path.is_relative_to(r) for r in ctx.workspace.roots)]
     if outside:
         shown = ", ".join(str(p) for p in outside[:3])
@@ -547,7 +546,17 @@ def write_rename(ctx: ToolContext, label: str, new_name: str, draft: RenameDraft
             return Result.fail(ErrorKind.CONFLICT, f"the rename's edits to {display} do not fit the file: {exc}",
                                "The file changed while the rename was planned; nothing was changed. Run it again.")
         if new_text != original.text:
-            planned.append(PlannedFile(real, display, original, new_text))
+            planned.append(PlannedWrite(real, original, new_text, display))
+    return Result.success(planned)
+
+
+def write_rename(ctx: ToolContext, label: str, new_name: str, draft: RenameDraft,
+                 edits: dict[Path, list[TextEdit]], apply: bool, unsure: UnsurePolicy) -> Result[RenameReport]:
+    """Check every file the rename changes, show the diff, and write them all (or none)."""
+    files = planned_files(ctx, edits)
+    if not files.ok:
+        return _failed(files)
+    planned = files.data
     report = RenameReport(symbol=label, new_name=new_name, engine=draft.engine, name_based=draft.name_based,
                           applied=False, files=[step.display for step in planned],
                           edits=sum(len(items) for items in edits.values()), diff=unified_diff(planned),
@@ -571,11 +580,7 @@ def write_rename(ctx: ToolContext, label: str, new_name: str, draft: RenameDraft
                            f"be tied to {label}: {listed}{more}",
                            "Nothing was changed. Check them (find_references lists them), then pass unsure='rename' "
                            "to rename them too, or unsure='leave' to apply without them.")
-    with ctx.call.hold_writes(step.real for step in planned):
-        joint = joint_refusal(ctx.workspace, planned)
-        if not joint.ok:
-            return _failed(joint)
-        written = write_all(ctx.workspace, planned, ctx.call.journal)
+    written = write_all(ctx, planned)
     if not written.ok:
         return _failed(written)
     return Result(data=report.model_copy(update={"applied": True}), notes=notes)

@@ -12,6 +12,7 @@ neither engine ties to the symbol are listed as unsure, never dropped.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from codeward.lsp.answers import (
     RenameDraft,
     Target,
     gate_reader,
+    planned_files,
     reference_report,
     server_references,
     server_rename_draft,
@@ -33,6 +35,7 @@ from codeward.lsp.answers import (
 from codeward.lsp.pool import Availability
 from codeward.lsp.positions import TextEdit
 from codeward.lsp.reports import Reference, ReferenceReport, RenameReport
+from codeward.planned_writes import PlannedWrite
 from codeward.result import ErrorKind, Result
 
 JEDI = "jedi"
@@ -118,12 +121,7 @@ def rename(ctx: ToolContext, index: SymbolIndex, target: Target, new_name: str, 
     nav = Navigation.open(ctx, index, target)
     if _starting(nav):
         return answers.rename(nav, new_name, apply, unsure)
-    occurrences = nav.occurrences()
-    if not occurrences.ok:
-        return _failed(occurrences)
-    drafted = server_rename_draft(nav, new_name, occurrences.data)
-    if drafted is None:
-        drafted = _jedi_draft(ctx, nav, new_name)
+    drafted = scoped_draft(ctx, nav, new_name)
     if not drafted.ok:
         return _failed(drafted)
     draft = drafted.data
@@ -132,6 +130,50 @@ def rename(ctx: ToolContext, index: SymbolIndex, target: Target, new_name: str, 
         for path, line, column in draft.unsure_spots:
             edits.setdefault(path, []).append(word_edit(line, column, target.word, new_name))
     return write_rename(ctx, target.label, new_name, draft, edits, apply, unsure)
+
+
+def scoped_draft(ctx: ToolContext, nav: Navigation, new_name: str) -> Result[RenameDraft]:
+    """basedpyright's rename once it is ready, jedi's otherwise: scope-aware, never the index's by name."""
+    occurrences = nav.occurrences()
+    if not occurrences.ok:
+        return _failed(occurrences)
+    drafted = server_rename_draft(nav, new_name, occurrences.data)
+    return drafted if drafted is not None else _jedi_draft(ctx, nav, new_name)
+
+
+@dataclass(frozen=True)
+class RenamePlan:
+    """A scope-aware rename worked out, nothing written: every file's new text and what was left alone."""
+
+    label: str
+    old_name: str
+    new_name: str
+    files: list[PlannedWrite]
+    unsure: list[Reference]
+
+    def unsure_note(self) -> list[str]:
+        if not self.unsure:
+            return []
+        shown = ", ".join(f"{ref.path}:{ref.line}" for ref in self.unsure[:10])
+        more = f" and {len(self.unsure) - 10} more" if len(self.unsure) > 10 else ""
+        return [f"[not renamed: {len(self.unsure)} occurrence(s) of {self.old_name} that could not be tied to this "
+                f"symbol: {shown}{more}. Check them; py_rename_symbol with unsure='rename' renames them too]"]
+
+
+def plan_rename(ctx: ToolContext, index: SymbolIndex, target: Target, new_name: str) -> Result[RenamePlan]:
+    """The scope-aware rename of ``target`` as planned writes; unsure occurrences are left alone and listed.
+
+    For edits that rename as they write (``rename=true`` of the ``py_*`` replace tools): they wait
+    for jedi rather than take a name-based answer while basedpyright starts.
+    """
+    nav = Navigation.open(ctx, index, target)
+    drafted = scoped_draft(ctx, nav, new_name)
+    if not drafted.ok:
+        return _failed(drafted)
+    files = planned_files(ctx, drafted.data.edits)
+    if not files.ok:
+        return _failed(files)
+    return Result.success(RenamePlan(target.label, target.word, new_name, files.data, drafted.data.unsure))
 
 
 def _jedi_draft(ctx: ToolContext, nav: Navigation, new_name: str) -> Result[RenameDraft]:

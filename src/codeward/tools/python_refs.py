@@ -127,6 +127,23 @@ def py_find_references(
         return python_answers.references(ctx, index, target, offset, limit)
 
 
+def plan_rename(ctx: ToolContext, path: str, new_name: str, name: str = "", line: int = 0,
+                column: int = 0) -> Result[python_answers.RenamePlan]:
+    """Every file a scope-aware rename changes and its new text (through the gate; nothing is written)."""
+    found = _target(ctx, path, name, line, column)
+    if not found.ok:
+        return _failed(found)
+    target, root = found.data
+    checked = python_refs.check_new_name(new_name, target.word)
+    if not checked.ok:
+        return _failed(checked)
+    opened = _opened(ctx, root)
+    if not opened.ok:
+        return _failed(opened)
+    with opened.data as index:
+        return python_answers.plan_rename(ctx, index, target, checked.data)
+
+
 @tool(toolset=TOOLSET, destructive=True, title="Rename a Python symbol everywhere", output=RenameReport,
       write_paths=(),
       examples=[{"path": "src/inventory/store.py", "name": "Store.low_stock", "new_name": "items_to_reorder"}])
