@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from codeward.coding.sandbox.process import ProcessSandbox
 from codeward.config.lsp import LspSettings
+from codeward.config.sandbox import SandboxSettings
 from codeward.context import Services, ToolContext
 from codeward.lsp.answers import RenameDraft, write_rename
-from codeward.lsp.pool import LanguageServers, Phase, Server, servers_of
+from codeward.lsp.pool import Phase, Server, servers_of
 from codeward.lsp.positions import EditConflict, Encoding, Span, TextEdit, apply_edits, lines_of
 from codeward.result import ErrorKind
 from codeward.tools import default_catalog
@@ -150,16 +150,21 @@ def test_an_idle_server_is_stopped(root: Path) -> None:
         tools.ctx.services.runtimes.close()
 
 
-def test_no_server_runs_without_an_isolating_sandbox(root: Path) -> None:
+@pytest.mark.parametrize(("backend", "said"), [
+    ("process", "does not isolate"),  # the operator's explicit choice still starts no server on the host
+    ("docker", "runs code execution only"),  # no backend that can show the project: the sandbox's refusal
+])
+def test_no_server_runs_without_an_isolating_sandbox(root: Path, backend: str, said: str) -> None:
     located_or_skip("c")
     c_project(root)
-    tools = tools_for(root, startup_wait_s=60.0)
-    settings = LspSettings(startup_wait_s=60.0)
-    tools.ctx.services.runtimes.get(LanguageServers, lambda: LanguageServers(settings, lambda: ProcessSandbox(None)))
+    tools = Tools(default_catalog(), ToolContext(Workspace.create([root]), services=Services(
+        lsp=LspSettings(startup_wait_s=60.0), sandbox=SandboxSettings(backend=backend))))
     try:
         answer = tools("find_references", path="ring.c", name="ring_size")
         assert not answer.is_error and answer.structured is not None and answer.structured["name_based"]
-        assert "does not isolate" in answer.text and "bubblewrap" in answer.text
+        assert said in answer.text and "bubblewrap" in answer.text, answer.text
+        assert [(server.phase, server.boxed) for server in servers_of(tools.ctx.services).servers()] == \
+            [(Phase.FAILED, None)]
     finally:
         tools.ctx.services.runtimes.close()
 

@@ -23,6 +23,8 @@ from codeward.code.tags import tagged_language
 from codeward.code.textfile import read_text
 from codeward.code.treesitter import parse, syntax_problems
 from codeward.code.usage_scan import Usage
+from codeward.coding.sandbox.choice import Executor
+from codeward.contained import ProjectAccess, ProjectSandbox
 from codeward.context import ToolContext
 from codeward.lsp.client import LspError
 from codeward.lsp.navigation import Place, RenamePlan, Session
@@ -182,8 +184,9 @@ class Navigation:
             under = "" if root == index.root else root.relative_to(index.root).as_posix()
             navigation.states = {index.root / path: (mtime, size)
                                  for path, mtime, size in index.file_states(spec.languages, under=under)}
-            lease = servers_of(ctx.services).acquire(ctx.workspace, spec, root, target.real,
-                                                     lambda: navigation.states, gate_reader(ctx))
+            lease = servers_of(ctx.services).acquire(
+                ctx.workspace, spec, root, target.real, lambda: navigation.states, gate_reader(ctx),
+                lambda: ProjectSandbox.open(ctx, Executor.LANGUAGE_SERVERS, ProjectAccess.READ))
             navigation.lease = lease
             navigation.notes += lease.notes
         return navigation

@@ -28,14 +28,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codeward.config.lsp import LspSettings
-from codeward.lsp.box import Boxed, NoIsolation, server_request, start_boxed, stop_boxed
+from codeward.lsp.box import NoIsolation, server_program, start_boxed
 from codeward.lsp.client import LspClient, LspError
 from codeward.lsp.servers import NotInstalled, ServerSpec
 from codeward.workspace import Workspace
 
 if TYPE_CHECKING:
-    from codeward.coding.sandbox.runner import StartableSandbox
+    from codeward.contained import ProjectSandbox, Started
     from codeward.context import Services
+    from codeward.result import Result
 
 HANDSHAKE_TIMEOUT_S = 60.0
 WARMUP_TIMEOUT_S = 300.0
@@ -72,13 +73,14 @@ class Server:
     """One language server over one project root, in the sandbox (see the module docstring)."""
 
     def __init__(self, spec: ServerSpec, root: Path, workspace: Workspace, settings: LspSettings,
-                 sandbox: StartableSandbox | None, restarts: int = 0,
+                 box: Result[ProjectSandbox | None], restarts: int = 0,
                  launcher: ThreadPoolExecutor | None = None) -> None:
         self.spec = spec
         self.root = root
         self.workspace = workspace
         self.settings = settings
-        self.sandbox = sandbox
+        self.box = box
+        """The project's sandbox the server starts in (or why there is none)."""
         self.restarts = restarts
         self._launcher = launcher
         self.phase = Phase.STARTING
@@ -86,7 +88,7 @@ class Server:
         self.version = ""
         self.ready = threading.Event()
         self.client: LspClient | None = None
-        self.boxed: Boxed | None = None
+        self.boxed: Started | None = None
         self.started = time.monotonic()
         self.ready_after: float | None = None
         self.last_used = time.monotonic()
@@ -105,15 +107,12 @@ class Server:
         try:
             located = self.spec.find(command_for(self.settings, self.spec.family))
             self.version = located.version
-            if self.sandbox is None:
-                raise NoIsolation("no sandbox backend that can keep a server running is available (language "
-                                  "servers run only in bubblewrap's sandbox: install bubblewrap)")
-            request = server_request(located, self.root, self.workspace, self.settings.memory_mb)
+            program = server_program(located, self.root, self.settings.memory_mb)
             self._known = dict(states)
             # Started from the pool's long-lived launcher thread: bwrap dies with the thread that started it
             # (--die-with-parent is PR_SET_PDEATHSIG, which follows the parent *thread*).
-            self.boxed = (self._launcher.submit(start_boxed, self.sandbox, request).result()
-                          if self._launcher is not None else start_boxed(self.sandbox, request))
+            self.boxed = (self._launcher.submit(start_boxed, self.box, program).result()
+                          if self._launcher is not None else start_boxed(self.box, program))
             folders = [{"uri": self.root.as_uri(), "name": self.root.name}]
             self.client = LspClient(self.boxed.proc, self.spec.name, self.spec.configuration, folders)
             capabilities = self.client.initialize(self.root.as_uri(), self.spec.init_options, HANDSHAKE_TIMEOUT_S)
@@ -185,7 +184,7 @@ class Server:
             with contextlib.suppress(Exception):
                 client.shutdown()
         if boxed is not None:
-            stop_boxed(boxed)
+            boxed.stop()
 
     # -- documents ------------------------------------------------------------------------
 
@@ -315,9 +314,8 @@ class Lease:
 class LanguageServers:
     """Every language server of one codeward process (a ``Runtimes`` helper; see the module docstring)."""
 
-    def __init__(self, settings: LspSettings, sandbox: Callable[[], StartableSandbox | None]) -> None:
+    def __init__(self, settings: LspSettings) -> None:
         self.settings = settings
-        self._sandbox = sandbox
         self._servers: dict[tuple[str, Path, tuple[Path, ...]], Server] = {}
         self._lock = threading.Lock()
         self._closed = threading.Event()
@@ -327,8 +325,10 @@ class LanguageServers:
         that ends is killed with it."""
 
     def acquire(self, workspace: Workspace, spec: ServerSpec, root: Path, first: Path,
-                states: Callable[[], FileStates], read: Reader) -> Lease:
-        """The ready server for ``root``, or why there is none now; starts one when none is running."""
+                states: Callable[[], FileStates], read: Reader,
+                box: Callable[[], Result[ProjectSandbox | None]]) -> Lease:
+        """The ready server for ``root``, or why there is none now; starts one when none is running,
+        in the sandbox ``box`` opens (the call's :class:`~codeward.contained.ProjectSandbox`)."""
         if not self.settings.enabled:
             return Lease(Availability.UNAVAILABLE, spec=spec, reason="language servers are off ([lsp] enabled = "
                                                                      "false)")
@@ -344,7 +344,7 @@ class LanguageServers:
                 report = server.crash_report()
                 threading.Thread(target=server.stop, daemon=True).start()
                 if server.restarts >= 1:
-                    failed = Server(spec, root, workspace, self.settings, server.sandbox, server.restarts + 1)
+                    failed = Server(spec, root, workspace, self.settings, server.box, server.restarts + 1)
                     failed.phase, failed.problem = Phase.FAILED, f"{report}; it had been restarted once already, " \
                                                                  "so it is left off until it idles out"
                     failed.ready.set()
@@ -352,7 +352,8 @@ class LanguageServers:
                     server = failed
                 else:
                     notes.append(f"[{report}; restarted it once]")
-                    server = self._start(key, spec, root, workspace, states, first, read, server.restarts + 1)
+                    server = self._start(key, spec, root, workspace, states, first, read, server.restarts + 1,
+                                         server.box)
                     if server is None:
                         return Lease(Availability.UNAVAILABLE, spec=spec, reason=self._no_room(), notes=notes)
             elif server is None:
@@ -361,7 +362,7 @@ class LanguageServers:
                 except NotInstalled as exc:
                     return Lease(Availability.UNAVAILABLE, spec=spec,
                                  reason=f"{exc}; install it with: {spec.install}")
-                server = self._start(key, spec, root, workspace, states, first, read, 0)
+                server = self._start(key, spec, root, workspace, states, first, read, 0, box())
                 if server is None:
                     return Lease(Availability.UNAVAILABLE, spec=spec, reason=self._no_room())
             server.last_used = time.monotonic()
@@ -391,11 +392,12 @@ class LanguageServers:
                     server.last_used = time.monotonic()
 
     def _start(self, key: tuple[str, Path, tuple[Path, ...]], spec: ServerSpec, root: Path, workspace: Workspace,
-               states: Callable[[], FileStates], first: Path, read: Reader, restarts: int) -> Server | None:
+               states: Callable[[], FileStates], first: Path, read: Reader, restarts: int,
+               box: Result[ProjectSandbox | None]) -> Server | None:
         """A new server, booting in a thread (call with the lock held); None when there is no room."""
         if not self._make_room():
             return None
-        server = Server(spec, root, workspace, self.settings, self._sandbox(), restarts, self._launcher)
+        server = Server(spec, root, workspace, self.settings, box, restarts, self._launcher)
         self._servers[key] = server
         threading.Thread(target=server.boot, args=(states(), first, read), name=f"lsp-{spec.family}-boot",
                          daemon=True).start()
@@ -473,8 +475,5 @@ def lsp_settings_of(services: Services) -> LspSettings:
 
 def servers_of(services: Services) -> LanguageServers:
     """The process's language servers, made on first use (stopped with the other runtimes)."""
-    from codeward.coding.runtime import runtime_of
-
-    return services.runtimes.get(LanguageServers, lambda: LanguageServers(
-        lsp_settings_of(services), lambda: runtime_of(services).startable()))
+    return services.runtimes.get(LanguageServers, lambda: LanguageServers(lsp_settings_of(services)))
 
