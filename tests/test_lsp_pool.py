@@ -150,21 +150,33 @@ def test_an_idle_server_is_stopped(root: Path) -> None:
         tools.ctx.services.runtimes.close()
 
 
-@pytest.mark.parametrize(("backend", "said"), [
-    ("process", "does not isolate"),  # the operator's explicit choice still starts no server on the host
-    ("docker", "runs code execution only"),  # no backend that can show the project: the sandbox's refusal
-])
-def test_no_server_runs_without_an_isolating_sandbox(root: Path, backend: str, said: str) -> None:
+def test_no_server_starts_where_the_sandbox_refuses(root: Path) -> None:
     located_or_skip("c")
     c_project(root)
     tools = Tools(default_catalog(), ToolContext(Workspace.create([root]), services=Services(
-        lsp=LspSettings(startup_wait_s=60.0), sandbox=SandboxSettings(backend=backend))))
+        lsp=LspSettings(startup_wait_s=60.0), sandbox=SandboxSettings(backend="docker"))))
     try:
         answer = tools("find_references", path="ring.c", name="ring_size")
         assert not answer.is_error and answer.structured is not None and answer.structured["name_based"]
-        assert said in answer.text and "bubblewrap" in answer.text, answer.text
+        assert "runs code execution only" in answer.text and "bubblewrap" in answer.text, answer.text
         assert [(server.phase, server.boxed) for server in servers_of(tools.ctx.services).servers()] == \
             [(Phase.FAILED, None)]
+    finally:
+        tools.ctx.services.runtimes.close()
+
+
+def test_the_operators_process_backend_runs_a_server_and_every_answer_says_not_isolated(root: Path) -> None:
+    located_or_skip("c")
+    c_project(root)
+    tools = Tools(default_catalog(), ToolContext(Workspace.create([root]), services=Services(
+        lsp=LspSettings(startup_wait_s=300.0), sandbox=SandboxSettings(backend="process"))))
+    try:
+        answer = tools("find_references", path="ring.c", name="ring_size")
+        assert not answer.is_error and answer.structured is not None, answer.text
+        assert answer.structured["engine"].startswith("clangd") and not answer.structured["name_based"]
+        assert "NOT isolated" in answer.text, answer.text
+        server = the_server(tools)
+        assert server.boxed is not None and server.boxed.backend == "process" and not server.boxed.isolated
     finally:
         tools.ctx.services.runtimes.close()
 

@@ -120,6 +120,7 @@ class Started:
     proc: subprocess.Popen[bytes]
     launch: Launch
     backend: str
+    isolated: bool
 
     def stop(self) -> None:
         """Kill its whole process tree and release its sandbox."""
@@ -216,7 +217,7 @@ class ProjectSandbox:
                                  "Install bubblewrap (`apt-get install bubblewrap`); `codeward doctor` shows why "
                                  "it is not used.")
         proc, launch = start(self._request(program, overlays=None))
-        return Started(proc, launch, self.sandbox.name)
+        return Started(proc, launch, self.sandbox.name, self.sandbox.isolated)
 
     # -- the parts -----------------------------------------------------------------------
 

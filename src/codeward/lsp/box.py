@@ -12,9 +12,10 @@ file tools refuse covered by an empty stand-in; the server's own install and too
 read-only; a private ``/tmp`` for caches within the disk cap; no network; the memory, process
 and file limits of ``[lsp]``. Started once and kept, it outlives the call that started it.
 
-A server runs only where the sandbox isolates: with no isolating backend — or with the
-operator's ``[sandbox] backend = "process"`` — the navigation tools answer from the index and
-say why (never a server on the host).
+With no isolating backend no server starts: the navigation tools answer from the index and
+say why, with the sandbox's refusal. Only the operator's ``[sandbox] backend = "process"`` runs
+servers as host processes, as it does every program on project content; every answer from such
+a server then says it was not isolated.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from codeward.contained import Program, ProjectSandbox, Started
 from codeward.lsp.servers import Located
 from codeward.result import Result
 
+NOT_ISOLATED_NOTE = ("[{server} runs NOT isolated ([sandbox] backend = \"process\" in the operator's configuration): "
+                     "it sees the host and the project's secrets, and runs what the project names on the host]")
 SERVER_CPU_SECONDS = 4 * 3600
 """CPU time a server may use over its life (it idles most of it); past it the kernel stops it and the
 next call restarts it."""
@@ -52,16 +55,12 @@ def server_program(located: Located, root: Path, memory_mb: int) -> Program:
 
 
 def start_boxed(opened: Result[ProjectSandbox | None], program: Program) -> Started:
-    """Start the server in its box; :class:`NoIsolation` when the box was refused or does not
-    isolate, ``OSError`` when the sandbox cannot start it."""
+    """Start the server in its box; :class:`NoIsolation` when the sandbox refused (it names what to
+    install), ``OSError`` when it cannot start the server."""
     if not opened.ok or opened.data is None:
         refusal = opened.errors[0]
         raise NoIsolation(f"{refusal.message}. {refusal.hint}".strip())
-    box = opened.data
-    if not box.isolated:
-        raise NoIsolation(f"the {box.sandbox.name} backend does not isolate ([sandbox] backend): language servers "
-                          "run project code and run only in an isolating sandbox (bubblewrap)")
     try:
-        return box.start(program)
+        return opened.data.start(program)
     except SandboxRefused as refused:
         raise NoIsolation(f"{refused} ({refused.hint})") from refused

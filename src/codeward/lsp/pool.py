@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codeward.config.lsp import LspSettings
-from codeward.lsp.box import NoIsolation, server_program, start_boxed
+from codeward.lsp.box import NOT_ISOLATED_NOTE, NoIsolation, server_program, start_boxed
 from codeward.lsp.client import LspClient, LspError
 from codeward.lsp.servers import NotInstalled, ServerSpec
 from codeward.workspace import Workspace
@@ -374,6 +374,8 @@ class LanguageServers:
             waited = time.monotonic() - server.started
             return Lease(Availability.STARTING, spec=spec, notes=notes,
                          reason=f"{server.label} is starting ({server.status()}, {waited:.0f} s so far)")
+        if server.boxed is not None and not server.boxed.isolated:
+            notes.append(NOT_ISOLATED_NOTE.format(server=server.label))
         return Lease(Availability.READY, server=server, spec=spec, notes=notes)
 
     @contextlib.contextmanager
