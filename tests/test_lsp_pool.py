@@ -16,6 +16,7 @@ import pytest
 from codeward.config.lsp import LspSettings
 from codeward.config.sandbox import SandboxSettings
 from codeward.context import Services, ToolContext
+from codeward.host_run import EVERY_WRITE, NEEDS_PERSON
 from codeward.lsp.answers import RenameDraft, write_rename
 from codeward.lsp.pool import Phase, Server, servers_of
 from codeward.lsp.positions import EditConflict, Encoding, Span, TextEdit, apply_edits, lines_of
@@ -251,6 +252,28 @@ def test_a_rename_reaching_outside_or_a_protected_file_writes_nothing(root: Path
         assert not refused.ok and refused.errors[0].kind is kind, refused.errors
         assert "Nothing was changed" in refused.error_text() or "outside the workspace" in refused.error_text()
     assert snapshot(root) == before and outside.read_text() == "int ring_size;\n"
+
+
+def test_a_rename_reaching_a_host_run_file_asks_a_person_and_writes_all_once_they_agree(root: Path,
+                                                                                       ctx: ToolContext) -> None:
+    """A file the person's tools run later (here a git hook folder) needs a person: the refusal keeps the
+    source the approval layer asks about, and nothing is written until then; with consent, every file."""
+    c_project(root)
+    (root / ".githooks").mkdir()
+    (root / ".githooks" / "check.c").write_text("int ring_size;\n")
+    before = snapshot(root)
+    edits = {root / "ring.c": [TextEdit(Span(2, 4, 2, 13), "ring_count")],
+             root / ".githooks" / "check.c": [TextEdit(Span(0, 4, 0, 13), "ring_count")]}
+    draft = RenameDraft("clangd", False, {}, [], [], 0, [])
+    refused = write_rename(ctx, "ring_size", "ring_count", draft, edits, True, "refuse")
+    assert not refused.ok and refused.errors[0].kind is ErrorKind.PERMISSION, refused.errors
+    assert refused.errors[0].source == NEEDS_PERSON and "Nothing was changed" in refused.error_text()
+    assert snapshot(root) == before
+    agreed = ctx.child(workspace=ctx.workspace.with_host_run_consent(EVERY_WRITE))
+    written = write_rename(agreed, "ring_size", "ring_count", draft, edits, True, "refuse")
+    assert written.ok, written.errors
+    assert (root / ".githooks" / "check.c").read_text() == "int ring_count;\n"
+    assert "int ring_count(const struct ring *r)" in (root / "ring.c").read_text()
 
 
 @pytest.mark.parametrize("encoding", list(Encoding))
