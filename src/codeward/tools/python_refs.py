@@ -13,6 +13,7 @@ same answers.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -127,9 +128,9 @@ def py_find_references(
         return python_answers.references(ctx, index, target, offset, limit)
 
 
-def plan_rename(ctx: ToolContext, path: str, new_name: str, name: str = "", line: int = 0,
-                column: int = 0) -> Result[python_answers.RenamePlan]:
-    """Every file a scope-aware rename changes and its new text (through the gate; nothing is written)."""
+def _renaming(ctx: ToolContext, path: str, new_name: str, name: str, line: int, column: int,
+              then: Callable[[SymbolIndex, Target, str], Result[Any]]) -> Result[Any]:
+    """Find the symbol, check the new name, and hand both with the refreshed index to ``then``."""
     found = _target(ctx, path, name, line, column)
     if not found.ok:
         return _failed(found)
@@ -141,7 +142,14 @@ def plan_rename(ctx: ToolContext, path: str, new_name: str, name: str = "", line
     if not opened.ok:
         return _failed(opened)
     with opened.data as index:
-        return python_answers.plan_rename(ctx, index, target, checked.data)
+        return then(index, target, checked.data)
+
+
+def plan_rename(ctx: ToolContext, path: str, new_name: str, name: str = "", line: int = 0,
+                column: int = 0) -> Result[python_answers.RenamePlan]:
+    """Every file a scope-aware rename changes and its new text (through the gate; nothing is written)."""
+    return _renaming(ctx, path, new_name, name, line, column,
+                     lambda index, target, new: python_answers.plan_rename(ctx, index, target, new))
 
 
 @tool(toolset=TOOLSET, destructive=True, title="Rename a Python symbol everywhere", output=RenameReport,
@@ -160,15 +168,5 @@ def py_rename_symbol(
     """Rename a Python symbol and every reference to it across the project (basedpyright when installed, else
     jedi). Shows the unified diff unless apply=true; then every file is written, all or none, as one checkpoint
     (undo reverts it)."""
-    found = _target(ctx, path, name, line, column)
-    if not found.ok:
-        return _failed(found)
-    target, root = found.data
-    checked = python_refs.check_new_name(new_name, target.word)
-    if not checked.ok:
-        return _failed(checked)
-    opened = _opened(ctx, root)
-    if not opened.ok:
-        return _failed(opened)
-    with opened.data as index:
-        return python_answers.rename(ctx, index, target, checked.data, apply, unsure)
+    return _renaming(ctx, path, new_name, name, line, column,
+                     lambda index, target, new: python_answers.rename(ctx, index, target, new, apply, unsure))
