@@ -93,3 +93,26 @@ async def test_the_gateway_says_why_a_server_offers_no_tools(tmp_path: Path) -> 
                     await anyio.sleep(0.05)
     assert heard[0][0] == "warning" and heard[0][1] == "codeward.gateway"
     assert heard[0][2].startswith("server 'slow' is unavailable and offers no tools: no answer to initialize")
+
+
+def test_mcp_config_json_beside_codeward_toml_adds_servers_and_a_foreign_one_is_only_noted(tmp_path: Path) -> None:
+    from codeward.config import load_config
+
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    (project / "codeward.toml").write_text('[mcp.servers.git]\ncommand = "mine"\n', encoding="utf-8")
+    (project / "mcp_config.json").write_text(json.dumps({"servers": [
+        {"name": "git", "command": ["theirs"]}, {"name": "docs", "command": ["docs-server", "--stdio"]}]}),
+        encoding="utf-8")
+    notes: list[str] = []
+    servers = {s.alias: s for s in load_config(cwd=project, user=False, notify=notes.append).mcp.servers}
+    assert servers["git"].command == "mine" and servers["docs"].command == "docs-server"
+    assert servers["docs"].args == ("--stdio",) and not notes
+
+    (project / "mcp_config.json").write_text('{"editor": {"theme": "dark"}}', encoding="utf-8")
+    before = (project / "mcp_config.json").read_bytes()
+    config = load_config(cwd=project, user=False, notify=notes.append)
+    assert [s.alias for s in config.mcp.servers] == ["git"]
+    assert len(notes) == 1 and "mcp_config.json was not read as MCP servers" in notes[0]
+    assert '"servers" list' in notes[0]
+    assert (project / "mcp_config.json").read_bytes() == before
