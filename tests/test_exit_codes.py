@@ -94,6 +94,22 @@ def descendant(proc: subprocess.Popen[bytes], word: str) -> psutil.Process | Non
     return None
 
 
+def running_anywhere(word: str, within: float = 10.0) -> list[psutil.Process]:
+    """Processes on the host whose command line holds ``word`` (zombies aside), after up to ``within`` s."""
+    deadline = time.monotonic() + within
+    while True:
+        found = []
+        for candidate in psutil.process_iter(["cmdline", "status"]):
+            try:
+                if word in " ".join(candidate.info["cmdline"] or ()) and candidate.info["status"] != "zombie":
+                    found.append(candidate)
+            except psutil.Error:
+                continue
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.1)
+
+
 @pytest.fixture
 def home(tmp_path: Path) -> dict[str, str]:
     """codeward's data folder for this test (HTTP tokens, sessions), not the person's."""
@@ -148,12 +164,11 @@ def test_a_call_stops_cleanly_and_ends_the_program_it_runs(root: Path, home: dic
                                                            expected: int) -> None:
     """The tool's program runs in the sandbox, waited on in a worker thread: it is ended with the
     command instead of holding it until its timeout."""
-    with started(["call", "run_shell", "script=sleep 47"], root, home) as proc:
-        wait_until(lambda: descendant(proc, "sleep 47") is not None, proc, "sandboxed program")
-        program = descendant(proc, "sleep 47")
-        assert program is not None
+    script = f"sleep 47.{signum}"  # a program no other test runs, found on the whole host afterwards
+    with started(["call", "run_shell", f"script={script}"], root, home) as proc:
+        wait_until(lambda: descendant(proc, script) is not None, proc, "sandboxed program")
         assert_clean(*stop(proc, signum), expected)
-        assert not program.is_running() or program.status() == psutil.STATUS_ZOMBIE
+    assert not running_anywhere(script), "the sandboxed program outlived the command"
 
 
 @pytest.mark.parametrize(("command", "signum", "expected"),
