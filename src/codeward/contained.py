@@ -56,6 +56,8 @@ if TYPE_CHECKING:
     from codeward.coding.sandbox.model import BindSpec
     from codeward.context import Services, ToolContext
     from codeward.shell.confine import Confinement
+    from codeward.shell.secret_index import SecretIndex
+    from codeward.workspace import Workspace
 
 NOT_ISOLATED = "the workspace's secrets were not hidden from it (the process backend cannot hide files)"
 NOT_CHECKED = "its writes went straight to the project, without codeward's write checks"
@@ -125,6 +127,13 @@ def backends_of(services: Services) -> BackendChoice:
     return services.runtimes.get(BackendChoice, make)
 
 
+def secret_index_of(services: Services, workspace: Workspace) -> SecretIndex:
+    """The server's secret list of ``workspace``, kept current by file events (made on first use)."""
+    from codeward.shell.secret_index import SecretIndexes
+
+    return services.runtimes.get(SecretIndexes, SecretIndexes).of(workspace)
+
+
 class ProjectSandbox:
     """A contained view of one call's workspace (see the module docstring). Open it once and run
     several programs in it: the secret scan and the backend choice are done once."""
@@ -159,7 +168,7 @@ class ProjectSandbox:
             return Result.fail(ErrorKind.PERMISSION, f"the working directory {primary} is not inside a workspace "
                                "root (this session allows only tracked files), so the sandbox cannot show it",
                                "Serve the project directory as a root to run programs in it.", data=None)
-        plan = confine(ctx.workspace, hide_secrets and sandbox.isolated)
+        plan = confine(ctx.workspace, hide_secrets and sandbox.isolated, secret_index_of(ctx.services, ctx.workspace))
         if hide_secrets and hide_history and sandbox.isolated:
             hide_secret_history(ctx.workspace, plan)
         return Result.success(cls(ctx, executor, access, sandbox, plan, sandbox_settings_of(ctx.services)))

@@ -995,6 +995,8 @@ class FolderSecrets:
     folders: tuple[tuple[str, bool], ...] = ()
     git_dir: bool = False
     entries: int = 0
+    linked: bool = False
+    """A file here has other hard links: a write through one elsewhere raises no file event here."""
 
 
 def folder_secrets(workspace: Workspace, directory: str, in_git: bool, sniff_keys: bool = True) -> FolderSecrets:
@@ -1007,6 +1009,7 @@ def folder_secrets(workspace: Workspace, directory: str, in_git: bool, sniff_key
         return FolderSecrets()
     found: list[Path] = []
     folders: list[tuple[str, bool]] = []
+    linked = False
     for entry in entries:
         if entry.is_symlink():
             continue
@@ -1020,12 +1023,13 @@ def folder_secrets(workspace: Workspace, directory: str, in_git: bool, sniff_key
                     folders.append((entry.path, in_git or _fold(entry.name) == ".git"))
             elif sniff_keys and not in_git:
                 info = entry.stat(follow_symlinks=False)
+                linked = linked or info.st_nlink > 1
                 if info.st_size <= KEY_SNIFF_MAX_SIZE and workspace.holds_private_key(path, info):
                     found.append(path)
         except OSError:
             continue
     return FolderSecrets(tuple(found), tuple(folders), _git_dir_listing({entry.name for entry in entries}),
-                         len(entries))
+                         len(entries), linked)
 
 
 def secret_paths(workspace: Workspace, *, sniff_keys: bool = True,
