@@ -31,6 +31,7 @@ choice (:meth:`BackendChoice.for_code`), with the same refusal.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import threading
@@ -54,6 +55,7 @@ from codeward.result import ErrorKind, Result
 if TYPE_CHECKING:
     from codeward.coding.sandbox.cgroups import RunCgroup
     from codeward.coding.sandbox.model import BindSpec
+    from codeward.coding.sandbox.runner import Launch
     from codeward.context import Services, ToolContext
     from codeward.shell.confine import Confinement
     from codeward.shell.secret_index import SecretIndex
@@ -190,7 +192,40 @@ class ProjectSandbox:
         self._note_unenforced_disk(result, None)
         return Result.success(Contained(result, list(self.notes), watch.cancelled))
 
+    def start(self, program: Program) -> Result[Started | None]:
+        """Start ``program`` and return at once (a dev server, a REPL, a watcher): the same box as
+        :meth:`run` — overlays with the disk cap, secrets hidden, limits — whose writes come back
+        through the gate when :meth:`Started.stop` ends it. Only where the box isolates (bubblewrap)."""
+        start = getattr(self.sandbox, "start", None)
+        if self.access is not ProjectAccess.WRITE or not self.sandbox.isolated or start is None:
+            return Result.fail(ErrorKind.UNAVAILABLE, f"long-running processes need an isolating sandbox; this server "
+                               f"runs programs with the {self.sandbox.name} backend",
+                               "Use run_shell, or run codeward where bubblewrap works (`codeward doctor`).", data=None)
+        choice = backends_of(self.ctx.services)
+        disk_mb = self.settings.disk_mb if choice.disk_cap_problem is None else None
+        owner = project_owner(self.ctx.workspace.primary)
+        try:
+            overlays = Overlays.create(self.plan.directories, self.plan.files, owner, disk_mb=disk_mb)
+        except OSError as exc:
+            return Result.fail(ErrorKind.UNAVAILABLE, f"could not prepare the workspace overlay: {exc.strerror or exc}",
+                               "Check that the temporary directory is writable and has space.", data=None)
+        request = self._request(program, overlays, run_as=owner)
+        try:
+            proc, launch = start(request)
+        except OSError as exc:
+            overlays.close()
+            return Result.fail(ErrorKind.UNAVAILABLE, f"could not start the process in the sandbox: {exc}",
+                               "`codeward doctor` checks the sandbox.", data=None)
+        notes = list(self.notes)
+        self._note_unenforced_disk_text(notes, choice.disk_cap_problem)
+        return Result.success(Started(self, proc, launch, overlays, notes))
+
     # -- the parts -----------------------------------------------------------------------
+
+    def _note_unenforced_disk_text(self, notes: list[str], problem: str | None) -> None:
+        if problem is not None:
+            why = f"no size-limited tmpfs here ({problem})"
+            notes.append(DISK_UNENFORCED.format(mb=self.settings.disk_mb, why=why))
 
     def _run_overlaid(self, program: Program, cancelled: threading.Event | None) -> Result[Contained | None]:
         choice = backends_of(self.ctx.services)
@@ -221,12 +256,13 @@ class ProjectSandbox:
             overlays.close()
         return Result.success(Contained(result, notes, watch.cancelled))
 
-    def _bring_back(self, overlays: Overlays) -> list[str]:
+    def _bring_back(self, overlays: Overlays, ctx: ToolContext | None = None) -> list[str]:
         """The run's writes applied through the gate under the write lock every codeward process on
-        the root shares (the paths are known as it walks); what the host runs later asked of a person."""
+        the root shares (the paths are known as it walks); what the host runs later asked of a person.
+        ``ctx``: the call that applies them (recorded in its checkpoint), by default the one that opened the box."""
         from codeward.shell.changes import bring_back
 
-        ctx = self.ctx
+        ctx = ctx or self.ctx
         return bring_back(ctx.workspace, overlays, journal=ctx.call.journal, ask=ctx.call.ask_person,
                           hold=lambda: ctx.call.hold_writes([], any_name=True, workspace=ctx.workspace)).notes()
 
@@ -255,6 +291,52 @@ class ProjectSandbox:
         else:
             return
         result.unenforced_limits.append(DISK_UNENFORCED.format(mb=self.settings.disk_mb, why=why))
+
+
+class Started:
+    """A program started in a :class:`ProjectSandbox` that runs until stopped: its pipes, and
+    :meth:`stop`, which kills its whole tree and brings its writes back through the gate."""
+
+    def __init__(self, box: ProjectSandbox, proc: subprocess.Popen[bytes], launch: Launch, overlays: Overlays,
+                 notes: list[str]) -> None:
+        self.box = box
+        self.proc = proc
+        self.launch = launch
+        self.overlays = overlays
+        self.notes = notes
+        self._stopped: list[str] | None = None
+        self._lock = threading.Lock()
+
+    def disk_full(self) -> bool:
+        disk = self.overlays.disk
+        return disk is not None and disk.fd is not None and disk.full()
+
+    def kill(self) -> None:
+        """End the program and everything it started (its writes stay in its layer until :meth:`stop`)."""
+        kill_tree(self.proc, self.launch.cgroup)
+
+    def stop(self, ctx: ToolContext | None) -> list[str]:
+        """Kill it (if it still runs), apply its writes through the gate as part of the call ``ctx``
+        (none: they are dropped — the server is ending), release everything; what came back or did
+        not, as notes. Idempotent."""
+        with self._lock:
+            if self._stopped is not None:
+                return self._stopped
+            self.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=10)
+            notes: list[str] = []
+            try:
+                if self.disk_full():
+                    notes.append(f"nothing this process wrote was applied to the workspace: it filled its "
+                                 f"{self.box.settings.disk_mb} MiB disk cap")
+                elif ctx is not None:
+                    notes += self.box._bring_back(self.overlays, ctx)
+            finally:
+                self.launch.release()
+                self.overlays.close()
+            self._stopped = notes
+            return notes
 
 
 STDERR_TAIL_CHARS = 600
