@@ -6,6 +6,7 @@ process left on the host when it is stopped or the server ends."""
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import uuid
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.process_support import codeward_http
+from tests.process_support import codeward_http, free_port
 from tests.sandbox_support import needs_bwrap, survivors
 
 pytestmark = [pytest.mark.anyio, needs_bwrap]
@@ -96,6 +97,30 @@ async def test_a_repl_a_writer_and_bad_input_over_stdio(root: Path, tmp_path: Pa
         await call(client, "process_write", {"name": "repl", "text": spawn})
         await call(client, "process_read", {"name": "repl", "wait_s": 2})
     assert survivors(f"sleep {marker}") == []  # the server's end stopped the REPL and its child
+
+
+async def test_a_dev_server_in_the_box_is_reached_from_the_next_run_and_not_from_the_host(root: Path) -> None:
+    port = free_port()  # free on the host: the server listens on it inside the client's own namespace
+    marker = f"4712.{uuid.uuid4().int % 10**9}"
+    (root / "page.txt").write_text("hello from the box\n")
+    params = StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve", str(root)],
+                                   cwd=str(root), env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    async with Client(params) as client:
+        error, text, _ = await call(client, "process_start", {"name": "web", "command": (
+            f"exec python3 -u -m http.server {port} --bind 127.0.0.1 # {marker}")})
+        assert not error, text
+        error, text, data = await call(client, "process_read", {"name": "web", "wait_s": 20, "until": "Serving"})
+        assert "Serving HTTP" in data["text"], text
+        fetch = f"python3 -c \"import urllib.request as u; print(u.urlopen('http://127.0.0.1:{port}/page.txt').read())\""
+        error, text, _ = await call(client, "run_shell", {"script": fetch})
+        assert "hello from the box" in text, text
+        with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=2):
+            pass  # the host's loopback is not the box's
+        error, text, data = await call(client, "process_read", {"name": "web", "wait_s": 20, "until": "GET"})
+        assert "GET /page.txt" in data["text"], text
+        error, text, data = await call(client, "process_stop", {"name": "web"})
+        assert not error and data["process"]["state"] == "exited", text
+        assert survivors(marker) == []
 
 
 async def test_another_client_cannot_reach_a_process(root: Path) -> None:

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from codeward.coding.sandbox.cgroups import RunCgroup
     from codeward.coding.sandbox.model import BindSpec
     from codeward.coding.sandbox.runner import Launch
+    from codeward.coding.sandbox.shared_net import SharedNetwork
     from codeward.context import Services, ToolContext
     from codeward.shell.confine import Confinement
     from codeward.shell.secret_index import SecretIndex
@@ -93,6 +94,8 @@ class Program:
     """More host paths to show read-only (a tool's staged files, an analyzer's interpreter)."""
     network: bool = False
     network_hosts: Mapping[str, tuple[str, ...]] | None = None
+    shared_network: SharedNetwork | None = None
+    """A loopback-only namespace shared by one client's runs (see :mod:`codeward.coding.sandbox.shared_net`)."""
     file_size_mb: int | None = 64
     open_files: int | None = 256
     scratch_mb: int = 256
@@ -277,7 +280,8 @@ class ProjectSandbox:
             argv=list(program.argv), stdin=program.stdin, env=dict(program.env),
             workdir=program.workdir or str(self.ctx.workspace.primary), ro_binds=ro_binds, rw_binds=rw_binds,
             hidden=self.plan.hidden, overlays=overlays, run_as=run_as, network=program.network,
-            network_hosts=program.network_hosts, timeout_s=program.timeout_s, memory_mb=program.memory_mb,
+            network_hosts=program.network_hosts, shared_network=program.shared_network,
+            timeout_s=program.timeout_s, memory_mb=program.memory_mb,
             max_processes=program.max_processes, file_size_mb=program.file_size_mb, open_files=program.open_files,
             scratch_mb=program.scratch_mb, max_output_bytes=program.max_output_bytes)
 

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from codeward.result import ErrorKind, Result
 
 if TYPE_CHECKING:
+    from codeward.coding.sandbox.shared_net import SharedNetwork
     from codeward.contained import Started
     from codeward.context import Services, ToolContext
 
@@ -119,6 +120,8 @@ class ProcessTable:
         """Names taken while their process starts (two calls cannot start the same name)."""
         self._closed = threading.Event()
         self._reaper: threading.Thread | None = None
+        self._networks: dict[str, SharedNetwork] = {}
+        """Each client's loopback-only namespace, made with its first process, kept until the server ends."""
 
     # -- the operations the tools call -------------------------------------------------
 
@@ -193,6 +196,27 @@ class ProcessTable:
             processes, self._processes = list(self._processes.values()), {}
         for process in processes:
             process.started.stop(None)
+        with self._lock:
+            networks, self._networks = list(self._networks.values()), {}
+        for network in networks:
+            network.close()
+
+    def network(self, ctx: ToolContext, make: bool) -> Result[SharedNetwork | None]:
+        """The client's shared loopback network (made when ``make`` and there is none yet)."""
+        owner = _owner(ctx)
+        with self._lock:
+            found = self._networks.get(owner) if owner is not None else None
+            if found is not None or not make or owner is None:
+                return Result.success(found)
+            from codeward.coding.sandbox.shared_net import SharedNetwork
+            from codeward.contained import project_owner
+
+            try:
+                made = self._networks[owner] = SharedNetwork.create(project_owner(ctx.workspace.primary))
+            except OSError as exc:
+                return Result.fail(ErrorKind.UNAVAILABLE, f"could not make the processes' shared network: {exc}",
+                                   "`codeward doctor` checks the sandbox (user and network namespaces).", data=None)
+            return Result.success(made)
 
     # -- the limits -----------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ import os
 import shutil
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -113,7 +113,7 @@ def execute(ctx: ToolContext, command: ShellCommand, settings: ShellSettings,
     if not boxed.ok or boxed.data is None:
         return boxed.cast(None)
     box, program = boxed.data
-    ran = box.run(program)
+    ran = box.run(_joined(ctx, program))
     if not ran.ok or ran.data is None:
         return ran.cast(None)
     run = ran.data
@@ -136,6 +136,16 @@ def boxed_command(ctx: ToolContext, command: ShellCommand, settings: ShellSettin
     if not program.ok or program.data is None:
         return program.cast(None)
     return Result(data=(opened.data, program.data), notes=list(program.notes))
+
+
+def _joined(ctx: ToolContext, program: Program) -> Program:
+    """The program in the client's shared loopback network when its processes made one (a dev
+    server it started is then reachable at 127.0.0.1 from this run), else as it was."""
+    from codeward.shell.processes import ProcessTable
+
+    table = ctx.services.runtimes.peek(ProcessTable)
+    shared = table.network(ctx, make=False).data if table is not None and not program.network else None
+    return replace(program, shared_network=shared) if shared is not None else program
 
 
 def _execute_on_host(ctx: ToolContext, command: ShellCommand, settings: ShellSettings,

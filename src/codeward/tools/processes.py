@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
@@ -97,6 +98,7 @@ def process_start(
     if not checked.ok:
         return checked.cast(None)  # type: ignore[arg-type]
     shell_command = ShellCommand(command, shell, settings.process_lifetime_s)
+    table = process_table_of(ctx.services)
 
     def start() -> Result[object]:
         env_file = load_env_file(ctx.workspace)
@@ -106,10 +108,13 @@ def process_start(
         if not boxed.ok or boxed.data is None:
             return boxed.cast(None)
         box, program = boxed.data
-        started = box.start(program)
+        network = table.network(ctx, make=not program.network)
+        if not network.ok:
+            return network.cast(None)
+        started = box.start(replace(program, shared_network=network.data))
         return Result(data=started.data, notes=[*boxed.notes, *started.notes], errors=started.errors)
 
-    made = process_table_of(ctx.services).start(ctx, name, command, start)  # type: ignore[arg-type]
+    made = table.start(ctx, name, command, start)  # type: ignore[arg-type]
     if not made.ok or made.data is None:
         return made.cast(None)  # type: ignore[arg-type]
     return Result.success(_output(made.data, 0, 0, [*made.notes, *made.data.started.notes]))
