@@ -205,13 +205,11 @@ class ProjectSandbox:
                                f"runs programs with the {self.sandbox.name} backend",
                                "Use run_shell, or run codeward where bubblewrap works (`codeward doctor`).", data=None)
         choice = backends_of(self.ctx.services)
-        disk_mb = self.settings.disk_mb if choice.disk_cap_problem is None else None
         owner = project_owner(self.ctx.workspace.primary)
-        try:
-            overlays = Overlays.create(self.plan.directories, self.plan.files, owner, disk_mb=disk_mb)
-        except OSError as exc:
-            return Result.fail(ErrorKind.UNAVAILABLE, f"could not prepare the workspace overlay: {exc.strerror or exc}",
-                               "Check that the temporary directory is writable and has space.", data=None)
+        made = self._overlays(choice, owner)
+        if not made.ok or made.data is None:
+            return made.cast(None)
+        overlays = made.data
         request = self._request(program, overlays, run_as=owner)
         try:
             proc, launch = start(request)
@@ -230,15 +228,23 @@ class ProjectSandbox:
             why = f"no size-limited tmpfs here ({problem})"
             notes.append(DISK_UNENFORCED.format(mb=self.settings.disk_mb, why=why))
 
+    def _overlays(self, choice: BackendChoice, owner: tuple[int, int] | None) -> Result[Overlays | None]:
+        """A run's layers, on its disk unless this machine cannot mount one (an error naming the fix)."""
+        disk_mb = self.settings.disk_mb if choice.disk_cap_problem is None else None
+        try:
+            return Result.success(Overlays.create(self.plan.directories, self.plan.files, owner, disk_mb=disk_mb))
+        except OSError as exc:
+            return Result.fail(ErrorKind.UNAVAILABLE, f"could not prepare the workspace overlay: {exc.strerror or exc}",
+                               "Check that the temporary directory is writable and has space.", data=None)
+
     def _run_overlaid(self, program: Program, cancelled: threading.Event | None) -> Result[Contained | None]:
         choice = backends_of(self.ctx.services)
         disk_mb = self.settings.disk_mb if choice.disk_cap_problem is None else None
         owner = project_owner(self.ctx.workspace.primary)
-        try:
-            overlays = Overlays.create(self.plan.directories, self.plan.files, owner, disk_mb=disk_mb)
-        except OSError as exc:
-            return Result.fail(ErrorKind.UNAVAILABLE, f"could not prepare the workspace overlay: {exc.strerror or exc}",
-                               "Check that the temporary directory is writable and has space.", data=None)
+        made = self._overlays(choice, owner)
+        if not made.ok or made.data is None:
+            return made.cast(None)
+        overlays = made.data
         notes = list(self.notes)
         try:
             request = self._request(program, overlays, run_as=owner)
