@@ -177,16 +177,17 @@ def workspace_for(config: Config, roots: Sequence[str | Path] = (), *,
 
 
 def catalog_for(config: Config) -> Catalog:
-    """The default catalog with the config's toolset filter (an unknown toolset is an error)."""
-    from codeward.tools import default_catalog
+    """The default catalog with the config's toolset filter (an unknown toolset is an error); unset, every
+    toolset but the opt-in ones (:data:`codeward.tools.OPT_IN_TOOLSETS`)."""
+    from codeward.tools import EVERY_TOOLSET, default_catalog, served_catalog
 
-    catalog = default_catalog(config.toolsets)
     if config.toolsets is not None:
-        unknown = set(config.toolsets) - set(catalog.toolsets())
+        known = default_catalog().toolsets()
+        unknown = set(config.toolsets) - set(known) - {EVERY_TOOLSET}
         if unknown:
             raise ConfigError(f"unknown toolsets in config: {', '.join(sorted(unknown))}; "
-                              f"known: {', '.join(default_catalog().toolsets())}")
-    return catalog
+                              f"known: {', '.join(known)} (or \"{EVERY_TOOLSET}\")")
+    return served_catalog(config.toolsets)
 
 
 def _native_unlisted(catalog: Catalog, native: bool | str) -> Callable[[str], ToolInfo | None]:

@@ -33,7 +33,7 @@ from codeward.result import ErrorKind, Result
 
 if TYPE_CHECKING:
     from codeward.coding.sandbox.shared_net import SharedNetwork
-    from codeward.contained import Started
+    from codeward.contained import Running
     from codeward.context import Services, ToolContext
 
 PROCESS_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
@@ -89,7 +89,7 @@ class BoxProcess:
 
     name: str
     command: str
-    started: Started
+    started: Running
     output: OutputBuffer
     began: float = field(default_factory=time.monotonic)
     touched: float = field(default_factory=time.monotonic)
@@ -126,7 +126,7 @@ class ProcessTable:
     # -- the operations the tools call -------------------------------------------------
 
     def start(self, ctx: ToolContext, name: str, command: str,
-              started_by: Callable[[], Result[Started | None]]) -> Result[BoxProcess | None]:
+              started_by: Callable[[], Result[Running | None]]) -> Result[BoxProcess | None]:
         owner = _owner(ctx)
         if owner is None:
             return _no_client()

@@ -111,7 +111,7 @@ def process_start(
         network = table.network(ctx, make=not program.network)
         if not network.ok:
             return network.cast(None)
-        started = box.start(replace(program, shared_network=network.data))
+        started = box.start_writing(replace(program, shared_network=network.data))
         return Result(data=started.data, notes=[*boxed.notes, *started.notes], errors=started.errors)
 
     made = table.start(ctx, name, command, start)  # type: ignore[arg-type]
