@@ -34,10 +34,10 @@ from typing import Any
 
 import markdown_it
 
-from codeward.code.symbol_index import SymbolIndex
-from codeward.context import ToolContext
+from codeward.engines.code_intel.symbol_index import SymbolIndex
+from codeward.kernel.context import ToolContext
+from codeward.kernel.workspace import Workspace
 from codeward.tools import default_catalog
-from codeward.workspace import Workspace
 
 CASES = [
     ("module function", "markdown_it/common/utils.py", "isStrSpace", "is_str_space"),

@@ -64,7 +64,7 @@ server = Server("thin", on_list_tools=list_tools, on_call_tool=call_tool)
 
 async def main():
     if TRANSPORT == "codeward":
-        from codeward.transport.stdio import fast_stdio_server as transport
+        from codeward.serving.transport.stdio import fast_stdio_server as transport
     else:
         from mcp.server.stdio import stdio_server as transport
     async with transport() as (read, write):

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.context import ToolContext
+from codeward.kernel.catalog import Catalog, ToolOutcome
+from codeward.kernel.context import ToolContext
+from codeward.kernel.workspace import Workspace
 from codeward.tools import default_catalog
-from codeward.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
 collect_ignore_glob = ["fixtures/*"]

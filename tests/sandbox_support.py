@@ -14,12 +14,12 @@ from typing import Any
 import psutil
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.coding.runtime import CodingRuntime
-from codeward.coding.sandbox import SandboxUnavailable, probe_sandbox
 from codeward.config import CodingSettings
-from codeward.context import Services, ToolContext
-from codeward.workspace import Workspace
+from codeward.engines.execution.runtime import CodingRuntime
+from codeward.engines.sandbox import SandboxUnavailable, probe_sandbox
+from codeward.kernel.catalog import Catalog, ToolOutcome
+from codeward.kernel.context import Services, ToolContext
+from codeward.kernel.workspace import Workspace
 
 
 def bwrap_works() -> bool:

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 import codeward.tools.beads
-from codeward.beads import beads_init
-from codeward.beads.tracker import BeadsSettings
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.context import Services, ToolContext
-from codeward.result import ErrorKind
-from codeward.workspace import Workspace
+from codeward.engines.beads import beads_init
+from codeward.engines.beads.tracker import BeadsSettings
+from codeward.kernel.catalog import Catalog, ToolOutcome
+from codeward.kernel.context import Services, ToolContext
+from codeward.kernel.result import ErrorKind
+from codeward.kernel.workspace import Workspace
 from tests.conftest import snapshot
 
 Call = Callable[..., ToolOutcome]

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from codeward.beads import beads_init
-from codeward.beads.tracker import BeadsSettings, beads_settings_of
-from codeward.catalog import ToolOutcome
-from codeward.context import ToolContext
-from codeward.result import ErrorKind
+from codeward.engines.beads import beads_init
+from codeward.engines.beads.tracker import BeadsSettings, beads_settings_of
+from codeward.kernel.catalog import ToolOutcome
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import ErrorKind
 from tests.conftest import snapshot
 
 Call = Callable[..., ToolOutcome]

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.checkpoints import journal as journal_module
-from codeward.checkpoints import store as store_module
-from codeward.checkpoints.journal import CheckpointSettings
-from codeward.context import Settings, ToolContext
-from codeward.result import ErrorKind
-from codeward.workspace import Workspace
+from codeward.engines.checkpoints import journal as journal_module
+from codeward.engines.checkpoints import store as store_module
+from codeward.engines.checkpoints.journal import CheckpointSettings
+from codeward.kernel.catalog import Catalog, ToolOutcome
+from codeward.kernel.context import Settings, ToolContext
+from codeward.kernel.result import ErrorKind
+from codeward.kernel.workspace import Workspace
 from tests.conftest import snapshot
 
 Call = Callable[..., ToolOutcome]

@@ -8,12 +8,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from codeward.coding.languages import BY_NAME
-from codeward.coding.runtime import CodingRuntime
-from codeward.coding.sandbox import SandboxRequest
-from codeward.coding.sandbox.model import Status
-from codeward.coding.sessions import SessionStore
 from codeward.config import CodingSettings
+from codeward.engines.execution.languages import BY_NAME
+from codeward.engines.execution.runtime import CodingRuntime
+from codeward.engines.execution.sessions import SessionStore
+from codeward.engines.sandbox import SandboxRequest
+from codeward.engines.sandbox.model import Status
 
 pytestmark = pytest.mark.xdist_group("sandbox")
 

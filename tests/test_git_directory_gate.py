@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.context import Services, ToolContext
-from codeward.shell import ShellSettings
-from codeward.workspace import GIT_MARKER_LOCK, Access, Workspace, looks_like_git_dir
+from codeward.engines.shell import ShellSettings
+from codeward.kernel.catalog import Catalog, ToolOutcome
+from codeward.kernel.context import Services, ToolContext
+from codeward.kernel.workspace import GIT_MARKER_LOCK, Access, Workspace, looks_like_git_dir
 from tests.sandbox_support import needs_bwrap
 
 BARE_PARTS = {

@@ -162,7 +162,7 @@ def describe(graph: Mapping[str, set[str]], found: list[list[str]]) -> str:
 
 def test_src_has_no_import_circles() -> None:
     graph = import_graph(SRC)
-    assert "codeward.cli" in graph and len(graph) > 100, "the graph must cover the whole package"
+    assert "codeward.apps.cli" in graph and len(graph) > 100, "the graph must cover the whole package"
     found = circles(graph)
     assert not found, describe(graph, found)
 
@@ -170,12 +170,12 @@ def test_src_has_no_import_circles() -> None:
 def test_only_the_command_line_imports_the_command_line() -> None:
     graph = import_graph(SRC)
     def in_cli(name: str) -> bool:
-        return name == "codeward.cli" or name.startswith("codeward.cli.")
+        return name == "codeward.apps.cli" or name.startswith("codeward.apps.cli.")
 
     offenders = sorted(name for name, targets in graph.items()
                        if not in_cli(name) and name != "codeward.__main__" and any(in_cli(t) for t in targets))
     assert not offenders, (f"domain modules import the command line: {', '.join(offenders)}; move what they "
-                           "need out of codeward.cli (or the command-line code into it)")
+                           "need out of codeward.apps.cli (or the command-line code into it)")
 
 
 def test_the_detector_finds_circles_at_module_and_function_level(tmp_path: Path) -> None:

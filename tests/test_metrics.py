@@ -9,9 +9,9 @@ from dataclasses import replace
 
 import pytest
 
-from codeward.catalog import ToolOutcome
-from codeward.context import ToolContext
-from codeward.metrics import CallMetrics, ToolTotals, bucket_bound, bucket_of, merged_stats, percentile
+from codeward.audit.metrics import CallMetrics, ToolTotals, bucket_bound, bucket_of, merged_stats, percentile
+from codeward.kernel.catalog import ToolOutcome
+from codeward.kernel.context import ToolContext
 
 Call = Callable[..., ToolOutcome]
 

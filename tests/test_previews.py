@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from codeward.catalog import Catalog
-from codeward.chain import chain
-from codeward.context import ToolContext
-from codeward.control.approval import ask_data
-from codeward.gateway.policy import Approval, ApprovalPolicy, ApprovalRequest
-from codeward.previews import command_preview, preview_call
-from codeward.surface import CatalogSurface
+from codeward.approval.policy import Approval, ApprovalPolicy, ApprovalRequest
+from codeward.approval.previews import command_preview, preview_call
+from codeward.apps.control.approval import ask_data
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.chain import chain
+from codeward.kernel.context import ToolContext
+from codeward.kernel.surface import CatalogSurface
 from tests.conftest import snapshot
 
 pytestmark = pytest.mark.anyio

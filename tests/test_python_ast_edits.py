@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.context import ToolContext
+from codeward.kernel.catalog import Catalog, ToolOutcome
+from codeward.kernel.context import ToolContext
 from tests.conftest import snapshot
 
 SAMPLE = '''\

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from codeward.catalog import ToolOutcome
-from codeward.cli import main as cli_main
-from codeward.context import Services
-from codeward.registry import Registry, registry_settings_of
-from codeward.workspace import Workspace
+from codeward.apps.cli import main as cli_main
+from codeward.engines.registry import Registry, registry_settings_of
+from codeward.kernel.catalog import ToolOutcome
+from codeward.kernel.context import Services
+from codeward.kernel.workspace import Workspace
 from tests.conftest import snapshot
 from tests.registry_support import person, python_tool, runtime, sign, user_space, without_state, write
 

@@ -16,14 +16,14 @@ from typing import Any
 import psutil
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.cli import main as cli_main
-from codeward.context import CallInfo, Services, ToolContext
-from codeward.net.settings import WebSettings
-from codeward.registry.served import ServedTools
-from codeward.registry.settings import RegistrySettings
-from codeward.surface import CatalogSurface
-from codeward.workspace import Workspace
+from codeward.apps.cli import main as cli_main
+from codeward.engines.net.settings import WebSettings
+from codeward.engines.registry.served import ServedTools
+from codeward.engines.registry.settings import RegistrySettings
+from codeward.kernel.catalog import Catalog, ToolOutcome
+from codeward.kernel.context import CallInfo, Services, ToolContext
+from codeward.kernel.surface import CatalogSurface
+from codeward.kernel.workspace import Workspace
 from tests.conftest import snapshot
 from tests.process_support import http_handler_server
 from tests.registry_support import person, python_tool, runtime, sign, user_space, without_state, write

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from codeward.catalog import Catalog
 from codeward.config import ReviewSettings
-from codeward.context import ToolContext
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import ToolContext
 from tests.conftest import snapshot
 from tests.review_fixtures import CORE, Call, caller, plant_line, planted_project, write_planted_project
 
@@ -311,7 +311,7 @@ def test_empty_directory_is_analyzed_with_a_note(root: Path, call: Call) -> None
 
 
 def test_analyzers_come_from_the_interpreters_environment() -> None:
-    from codeward.coding.review.runner import locate
+    from codeward.engines.review.runner import locate
 
     for name in ("ruff", "mypy", "bandit", "radon", "vulture", "lizard"):
         found = locate(name, ReviewSettings())

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
 from codeward.config import ReviewSettings
-from codeward.context import ToolContext
+from codeward.kernel.catalog import Catalog, ToolOutcome
+from codeward.kernel.context import ToolContext
 from tests.conftest import snapshot
 from tests.review_fixtures import Call, caller, planted_project, write_planted_project
 

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from codeward.catalog import Catalog
 from codeward.config import ReviewSettings
-from codeward.context import ToolContext
-from codeward.workspace import Workspace
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import ToolContext
+from codeward.kernel.workspace import Workspace
 from tests.conftest import node_tool
 
 SCRIPT = '#!/bin/sh\necho $1\nfor f in $(ls *.txt); do echo "$f"; done\n'

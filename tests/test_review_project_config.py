@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from codeward.catalog import Catalog
-from codeward.coding.review.analyzers.ruff import RULES
 from codeward.config import ReviewSettings
-from codeward.context import ToolContext
-from codeward.workspace import Workspace
+from codeward.engines.review.analyzers.ruff import RULES
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import ToolContext
+from codeward.kernel.workspace import Workspace
 from tests.conftest import REPO, snapshot
 
 VENDORED = REPO / "tests" / "fixtures" / "review" / "iniconfig"

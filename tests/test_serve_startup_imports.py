@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
+from codeward.tools import TOOL_MODULES
 from tests.serve_probe import RUN_AS_PYTHON_M_CODEWARD, probed_serve
 
 PROBE = textwrap.dedent("""
@@ -32,16 +33,16 @@ PROBE = textwrap.dedent("""
 """) + RUN_AS_PYTHON_M_CODEWARD
 
 LEFT_FOR_FIRST_USE = {
-    "codeward.providers": "the resource and prompt records: the first resource or prompt listed",
-    "codeward.registry.documents": "the registry's documents: the first registry prompt or resource",
-    "codeward.registry.items": "the registry's items: the first registry prompt or resource",
-    "codeward.registry.signing": "signatures: the first registry tool checked",
-    "codeward.registry.index": "the registry's index: the first search",
-    "codeward.registry.service": "the registry service: its first use",
-    "codeward.checkpoints.journal": "the checkpoint journal: the first call that may write",
-    "codeward.gateway.policy": "the approval policy: only a stack with an approver builds one",
-    "codeward.client_setup.banner": "a client's launch line: only a banner prints it, over a pipe there is none",
-    "codeward.control.plane": "the control plane: only --control",
+    "codeward.kernel.providers": "the resource and prompt records: the first resource or prompt listed",
+    "codeward.engines.registry.documents": "the registry's documents: the first registry prompt or resource",
+    "codeward.engines.registry.items": "the registry's items: the first registry prompt or resource",
+    "codeward.engines.registry.signing": "signatures: the first registry tool checked",
+    "codeward.engines.registry.index": "the registry's index: the first search",
+    "codeward.engines.registry.service": "the registry service: its first use",
+    "codeward.engines.checkpoints.journal": "the checkpoint journal: the first call that may write",
+    "codeward.approval.policy": "the approval policy: only a stack with an approver builds one",
+    "codeward.apps.client_setup.banner": "a client's launch line: only a banner prints it, over a pipe there is none",
+    "codeward.apps.control.plane": "the control plane: only --control",
     "anyio.from_thread": "the first call that reports progress or asks the client",
     "pathspec": "the first blacklist check or .gitignore read",
     "tomllib": "the first configuration file read (this project has none)",
@@ -62,8 +63,8 @@ async def test_a_stdio_serve_answers_tools_list_without_what_it_leaves_for_first
         async with Client(params) as client:
             assert "read_file" in {tool.name for tool in (await client.list_tools()).tools}
     imported = set(json.loads(report.read_text()))
-    assert "codeward.server" in imported and "codeward.catalog" in imported  # the probe saw the serve
+    assert "codeward.serving.server" in imported and "codeward.kernel.catalog" in imported  # the probe saw the serve
     at_start = {name: why for name, why in LEFT_FOR_FIRST_USE.items() if name in imported}
     assert at_start == {}, f"imported at start-up, meant for first use: {at_start}"
-    tool_modules = sorted(name for name in imported if name.startswith("codeward.tools."))
+    tool_modules = sorted(name for name in imported if name in TOOL_MODULES)
     assert tool_modules == [], "a tool module imports with its first call, not at start (the saved listing)"

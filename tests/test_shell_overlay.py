@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.coding.sandbox.overlay import overlays_work
-from codeward.context import Services, ToolContext
-from codeward.shell import ShellSettings
-from codeward.workspace import Workspace
+from codeward.engines.sandbox.overlay import overlays_work
+from codeward.engines.shell import ShellSettings
+from codeward.kernel.catalog import Catalog, ToolOutcome
+from codeward.kernel.context import Services, ToolContext
+from codeward.kernel.workspace import Workspace
 from tests.conftest import snapshot
 from tests.sandbox_support import needs_bwrap
 

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
 from codeward.config import ConfigError, ModelSettings, load_config
-from codeward.context import Services, ToolContext
-from codeward.shell import ShellSettings
-from codeward.workspace import Workspace
+from codeward.engines.shell import ShellSettings
+from codeward.kernel.catalog import Catalog, ToolOutcome
+from codeward.kernel.context import Services, ToolContext
+from codeward.kernel.workspace import Workspace
 from tests.conftest import snapshot
 from tests.fake_openai import FakeOpenAI, text
 from tests.sandbox_support import needs_bwrap

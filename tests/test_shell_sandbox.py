@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.coding.sandbox import SandboxRequest, Status
-from codeward.context import Services, ToolContext
-from codeward.shell import ShellSettings
-from codeward.shell.host import run_on_host
-from codeward.workspace import Workspace
+from codeward.engines.sandbox import SandboxRequest, Status
+from codeward.engines.shell import ShellSettings
+from codeward.engines.shell.host import run_on_host
+from codeward.kernel.catalog import Catalog, ToolOutcome
+from codeward.kernel.context import Services, ToolContext
+from codeward.kernel.workspace import Workspace
 from tests.conftest import snapshot
 from tests.sandbox_support import TcpServer, needs_bwrap, survivors
 

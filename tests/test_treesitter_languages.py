@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.context import ToolContext
+from codeward.kernel.catalog import Catalog, ToolOutcome
+from codeward.kernel.context import ToolContext
 from tests.conftest import snapshot
 
 

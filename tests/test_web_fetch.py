@@ -8,10 +8,10 @@ from dataclasses import replace
 
 import pytest
 
-from codeward.catalog import ToolOutcome
-from codeward.context import ToolContext
-from codeward.net.settings import WebSettings
-from codeward.result import ErrorKind
+from codeward.engines.net.settings import WebSettings
+from codeward.kernel.catalog import ToolOutcome
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import ErrorKind
 from tests.fixtures.web.server import serve_fixtures
 
 LOCAL = WebSettings(allow_hosts=("127.0.0.1",))

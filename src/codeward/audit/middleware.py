@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from codeward.approval.policy import ApprovalRequest, ConfirmCallback
 from codeward.audit.log import AuditLog
-from codeward.catalog import ToolOutcome
-from codeward.chain import Middleware, ToolCall
-from codeward.gateway.policy import ApprovalRequest, ConfirmCallback
-from codeward.result import ErrorKind
-from codeward.surface import ToolSurface
+from codeward.kernel.catalog import ToolOutcome
+from codeward.kernel.chain import Middleware, ToolCall
+from codeward.kernel.result import ErrorKind
+from codeward.kernel.surface import ToolSurface
 
 
 class Audit(Middleware):
@@ -45,6 +45,6 @@ class AuditedApprovals:
 
 def audit_log_path(directory: Path | None, host: str, port: int) -> Path:
     """One file per replica: ``audit-<host>-<port>.jsonl`` in ``[audit] log_dir`` (or the data folder)."""
-    from codeward.user_dirs import data_home
+    from codeward.kernel.user_dirs import data_home
 
     return (directory or data_home() / "audit") / f"audit-{host}-{port}.jsonl"

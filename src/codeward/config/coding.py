@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import field_validator
 
 from codeward.config.base import Bool, Field, Int, Seconds, Str, Table, code_only
-from codeward.llm.profile import ModelProfile
+from codeward.config.model_profile import ModelProfile
 
 Backend = Literal["bwrap", "docker", "process"]
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
@@ -55,7 +55,7 @@ class CodingSettings(Table):
     @field_validator("docker_images")
     @classmethod
     def _docker_images(cls, value: dict[str, str]) -> dict[str, str]:
-        from codeward.coding.languages import LANGUAGE_NAMES
+        from codeward.engines.execution.languages import LANGUAGE_NAMES
 
         unknown = sorted(set(value) - set(LANGUAGE_NAMES))
         if unknown:
@@ -69,7 +69,7 @@ class CodingSettings(Table):
 
     def docker_image(self, language: str) -> str:
         """The image ``language`` runs in under Docker: the configured one, else the official one."""
-        from codeward.coding.languages import BY_NAME
+        from codeward.engines.execution.languages import BY_NAME
 
         return self.docker_images.get(language) or BY_NAME[language].docker_image
 

@@ -17,7 +17,6 @@ from urllib.parse import urlsplit
 
 from pydantic import BeforeValidator, ValidationInfo, field_validator, model_validator
 
-from codeward import state_dir
 from codeward.config.base import (
     Bool,
     ConfigPath,
@@ -33,6 +32,7 @@ from codeward.config.base import (
     expand_env,
     origin_of,
 )
+from codeward.kernel import state_dir
 
 Transport = Literal["stdio", "http", "sse"]
 PinMode = Literal["off", "warn", "refuse"]

@@ -24,7 +24,7 @@ from codeward.config.server import ServerSettings
 from codeward.config.shell import ShellSettings
 from codeward.config.state import StateSettings
 from codeward.config.web import WebSettings
-from codeward.context import Settings
+from codeward.kernel.context import Settings
 
 
 class Config(Table):

@@ -16,10 +16,10 @@ from typing import Any
 
 import mcp_types as types
 
-from codeward.catalog import ToolOutcome, bound_output
-from codeward.content import BinaryBlock, Block, ResourceBlock, RichContent, TextBlock
-from codeward.context import ToolContext
-from codeward.result import ErrorInfo
+from codeward.kernel.catalog import ToolOutcome, bound_output
+from codeward.kernel.content import BinaryBlock, Block, ResourceBlock, RichContent, TextBlock
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import ErrorInfo
 
 
 def outcome_from_result(name: str, result: types.CallToolResult, ctx: ToolContext, started: float) -> ToolOutcome:

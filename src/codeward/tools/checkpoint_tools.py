@@ -1,7 +1,7 @@
 """``list_checkpoints`` and ``undo``: the way back from any tool call that changed files.
 
 Every call of a tool that writes is recorded by the catalog as a checkpoint (see
-:mod:`codeward.checkpoints`); these tools show them and revert them. ``undo`` refuses to
+:mod:`codeward.engines.checkpoints`); these tools show them and revert them. ``undo`` refuses to
 overwrite a file that changed outside codeward since — it names each one and asks the client
 (elicitation) when the client can answer, else it needs ``force=true``.
 """
@@ -14,13 +14,13 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from codeward.catalog import tool
-from codeward.checkpoints.journal import Journal
-from codeward.checkpoints.rewind import Outcome, Rewind, in_effect, reverted_by, select
-from codeward.checkpoints.store import CheckpointStore, Record
-from codeward.context import ToolContext
-from codeward.result import ErrorKind, Result
-from codeward.workspace import Workspace
+from codeward.engines.checkpoints.journal import Journal
+from codeward.engines.checkpoints.rewind import Outcome, Rewind, in_effect, reverted_by, select
+from codeward.engines.checkpoints.store import CheckpointStore, Record
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import ErrorKind, Result
+from codeward.kernel.workspace import Workspace
 
 TOOLSET = "checkpoints"
 SHOWN_PATHS = 4

@@ -13,14 +13,14 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from codeward.catalog import tool
-from codeward.coding.debug import Attempt, detect_language, diagnose, repair
-from codeward.coding.execute import Execution, Limits, execute
-from codeward.coding.monitor import Sampler
-from codeward.coding.runtime import NO_MODEL, runtime_of, settings_of
 from codeward.config.coding import IMAGE_REFERENCE
-from codeward.context import ToolContext
-from codeward.result import ErrorKind, Result
+from codeward.engines.execution.debug import Attempt, detect_language, diagnose, repair
+from codeward.engines.execution.execute import Execution, Limits, execute
+from codeward.engines.execution.monitor import Sampler
+from codeward.engines.execution.runtime import NO_MODEL, runtime_of, settings_of
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import ErrorKind, Result
 
 LanguageName = Literal["python", "javascript", "java", "cpp", "c", "go", "rust", "bash"]
 LanguageArg = Annotated[LanguageName, Field(description="Programming language of the code.")]
@@ -337,9 +337,9 @@ def coding_run_in_docker(
     refused = network_refusal(ctx, network_enabled, "network_enabled")
     if refused is not None:
         return refused.cast(None)  # type: ignore[arg-type]
-    from codeward.coding.docker_exec import run_code_in_docker
-    from codeward.coding.sandbox import SandboxUnavailable
-    from codeward.coding.sandbox.docker import DockerSandbox, engine_client
+    from codeward.engines.execution.docker_exec import run_code_in_docker
+    from codeward.engines.sandbox import SandboxUnavailable
+    from codeward.engines.sandbox.docker import DockerSandbox, engine_client
 
     try:
         sandbox = DockerSandbox(engine_client())
@@ -480,7 +480,7 @@ def coding_debug_code(
     def report(number: int, attempt: Attempt) -> None:
         ctx.progress(number, max_retries, f"attempt {number}: {attempt.status}")
 
-    from codeward.llm.client import ask_text_sync
+    from codeward.engines.llm.client import ask_text_sync
 
     def ask(messages: list[dict[str, str]]) -> str:
         return ask_text_sync(profile, list(messages), api_key=settings.model_api_key or "not-needed")

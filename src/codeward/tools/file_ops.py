@@ -20,13 +20,13 @@ from typing import Annotated
 
 from pydantic import Field
 
-from codeward.catalog import tool
-from codeward.checkpoints.journal import Journal, trash_size
-from codeward.checkpoints.states import state_of
-from codeward.code.textfile import PathChanged, checked_dir
-from codeward.context import ToolContext
-from codeward.result import ErrorKind, Result
-from codeward.workspace import Access, Workspace
+from codeward.engines.checkpoints.journal import Journal, trash_size
+from codeward.engines.checkpoints.states import state_of
+from codeward.engines.files.textfile import PathChanged, checked_dir
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import ErrorKind, Result
+from codeward.kernel.workspace import Access, Workspace
 
 MAX_TREE_ENTRIES = 200_000
 """A deletion checks every entry of the tree; past this many it asks for a narrower path."""

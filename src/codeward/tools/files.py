@@ -10,12 +10,12 @@ from typing import Annotated
 import pathspec
 from pydantic import Field
 
-from codeward.catalog import tool
-from codeward.code.textfile import TextFile, read_text, read_text_plain, write_text
-from codeward.code.walk import walk
-from codeward.context import ToolContext
-from codeward.result import ErrorKind, Result
-from codeward.workspace import Access
+from codeward.engines.files.textfile import TextFile, read_text, read_text_plain, write_text
+from codeward.engines.files.walk import walk
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import ErrorKind, Result
+from codeward.kernel.workspace import Access
 
 PathArg = Annotated[str, Field(description="File path (relative to the workspace root).")]
 DirArg = Annotated[str, Field(description="Directory path, relative to the workspace root ('.' is the root).")]

@@ -17,8 +17,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from codeward.catalog import tool
-from codeward.code.python_rewrite import (
+from codeward.engines.code_intel.python_rewrite import (
     REGION_END,
     REGION_START,
     AnchorType,
@@ -32,7 +31,7 @@ from codeward.code.python_rewrite import (
     skeleton,
     statement_region,
 )
-from codeward.code.python_symbols import (
+from codeward.engines.code_intel.python_symbols import (
     DEFINITION_NODES,
     DefinitionNode,
     ParseCache,
@@ -56,10 +55,11 @@ from codeward.code.python_symbols import (
     signature_text,
     syntax_problem,
 )
-from codeward.code.textfile import TextFile, read_text, write_text
-from codeward.context import ToolContext
-from codeward.result import ErrorKind, Result
-from codeward.workspace import Access, Workspace
+from codeward.engines.files.textfile import TextFile, read_text, write_text
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import ErrorKind, Result
+from codeward.kernel.workspace import Access, Workspace
 
 PathArg = Annotated[str, Field(description="Python file (relative to the workspace root).")]
 NameArg = Annotated[str, Field(

@@ -3,7 +3,7 @@
 The symbol is named the way the other ``py_*`` tools name it (a dotted name defined in a file)
 or pointed at (line and column of any of its uses). The symbol index lists every occurrence of
 the name in code; jedi keeps those that refer to *that* symbol — a method ``run`` of one class,
-not every ``run`` (:mod:`codeward.code.python_refs`). Every file read or shown passes the gate;
+not every ``run`` (:mod:`codeward.engines.code_intel.python_refs`). Every file read or shown passes the gate;
 a rename writes only when every file it changes may be written, all of them or none, as one
 checkpoint.
 """
@@ -19,14 +19,14 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from codeward.catalog import tool
-from codeward.code import python_refs
-from codeward.code.python_symbols import lookup_one, parse_module
-from codeward.code.symbol_index import SymbolIndex, index_root_for
-from codeward.code.textfile import PathChanged, TextFile, atomic_write, read_text, write_text
-from codeward.context import ToolContext
-from codeward.result import ErrorKind, Result
-from codeward.workspace import Access
+from codeward.engines.code_intel import python_refs
+from codeward.engines.code_intel.python_symbols import lookup_one, parse_module
+from codeward.engines.code_intel.symbol_index import SymbolIndex, index_root_for
+from codeward.engines.files.textfile import PathChanged, TextFile, atomic_write, read_text, write_text
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import ErrorKind, Result
+from codeward.kernel.workspace import Access
 
 TOOLSET = "python"
 MAX_CANDIDATES = 20_000

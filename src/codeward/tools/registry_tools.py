@@ -1,7 +1,7 @@
 """The four registry meta-tools: search, load, execute and help.
 
 They cover the items of ``.ai/`` (project) and ``~/.ai/`` (user) — and, when the server
-provides its tool list (always in meta mode, see :class:`codeward.registry.meta.Meta`),
+provides its tool list (always in meta mode, see :class:`codeward.tools.meta.Meta`),
 every tool the server serves, so a client that lists only these four can still find and call
 everything.
 """
@@ -12,15 +12,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from codeward.catalog import tool
-from codeward.context import ToolContext
-from codeward.registry.consent import ask_person
-from codeward.registry.describe import Hit, item_help, item_hit, overview, render_hits, served_help, served_hit
-from codeward.registry.execute import run_tool
-from codeward.registry.items import Kind, Space
-from codeward.registry.served import ServedTools, served_of
-from codeward.registry.service import Registry, describe_covered
-from codeward.result import ErrorKind, Result
+from codeward.engines.registry.consent import ask_person
+from codeward.engines.registry.describe import Hit, item_help, item_hit, overview, render_hits, served_help, served_hit
+from codeward.engines.registry.execute import run_tool
+from codeward.engines.registry.items import Kind, Space
+from codeward.engines.registry.served import ServedTools, served_of
+from codeward.engines.registry.service import Registry, describe_covered
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import ErrorKind, Result
 
 Name = Annotated[str, Field(description="Item or tool name, as registry_search shows it.")]
 KindArg = Annotated[Literal["tool", "directive", "knowledge"] | None,

@@ -12,10 +12,10 @@ import time
 
 from pydantic import BaseModel
 
-from codeward.catalog import tool
-from codeward.context import ToolContext
-from codeward.metrics import metrics_of
-from codeward.result import Result
+from codeward.audit.metrics import metrics_of
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import Result
 
 CPU_SAMPLE_SECONDS = 0.1
 

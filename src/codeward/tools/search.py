@@ -1,6 +1,6 @@
 """Content search: ``search_text``, ripgrep behind the workspace gate.
 
-ripgrep walks and matches (:mod:`codeward.code.ripgrep`); this module decides what may be
+ripgrep walks and matches (:mod:`codeward.engines.files.ripgrep`); this module decides what may be
 searched and what may be shown. Every path ripgrep reports is checked again: counted results
 against the allowlist and blacklist, shown results with the full symlink-resolving
 :meth:`Workspace.visible` test, so a link out of the workspace or a secret file never appears.
@@ -25,13 +25,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from codeward.catalog import tool
-from codeward.code import ripgrep
-from codeward.code.ripgrep import BinaryHit, CaseMode, Counted, Line, Query, Search
-from codeward.code.textfile import BINARY_SNIFF_BYTES, displayable, read_text
-from codeward.context import ToolContext
-from codeward.result import ErrorKind, Result
-from codeward.workspace import HARD_BLACKLIST_NAMES, HARD_BLACKLIST_SUFFIX, Workspace
+from codeward.engines.files import ripgrep
+from codeward.engines.files.ripgrep import BinaryHit, CaseMode, Counted, Line, Query, Search
+from codeward.engines.files.textfile import BINARY_SNIFF_BYTES, displayable, read_text
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import ErrorKind, Result
+from codeward.kernel.workspace import HARD_BLACKLIST_NAMES, HARD_BLACKLIST_SUFFIX, Workspace
 
 SCAN_CAP = 10_000
 """Matching lines read before a search stops counting (the count then says 'more than')."""

@@ -13,12 +13,12 @@ from typing import Annotated
 
 from pydantic import Field
 
-from codeward.catalog import tool
-from codeward.coding.review.models import FileAnalysis, ProjectAnalysis
-from codeward.context import ToolContext
-from codeward.result import ErrorKind, Result
-from codeward.shell.runner import MAX_SCRIPT_CHARS, ShellCommand, run_command
-from codeward.shell.settings import HARD_MAX_TIMEOUT_S, shell_settings_of
+from codeward.engines.review.models import FileAnalysis, ProjectAnalysis
+from codeward.engines.shell.runner import MAX_SCRIPT_CHARS, ShellCommand, run_command
+from codeward.engines.shell.settings import HARD_MAX_TIMEOUT_S, shell_settings_of
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import ErrorKind, Result
 from codeward.tools.coding_exec import (
     CodeArg,
     DebugOutput,

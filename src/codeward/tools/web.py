@@ -1,8 +1,8 @@
 """Web tools: fetch a page as readable Markdown, and search the web (DuckDuckGo's HTML results).
 
-Both go through the SSRF guard of :mod:`codeward.net.guard`; the limits, the allowlist of
+Both go through the SSRF guard of :mod:`codeward.engines.net.guard`; the limits, the allowlist of
 internal hosts and the search endpoint come from ``ctx.services.web``
-(:class:`codeward.net.settings.WebSettings`), safe defaults when absent.
+(:class:`codeward.engines.net.settings.WebSettings`), safe defaults when absent.
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from codeward.catalog import tool
-from codeward.context import ToolContext
-from codeward.net.fetch import Fetched, guarded_get
-from codeward.net.readable import Readable, decode_text, readable
-from codeward.net.search import parse_results
-from codeward.net.settings import web_settings_of
-from codeward.result import ErrorKind, Result
+from codeward.engines.net.fetch import Fetched, guarded_get
+from codeward.engines.net.readable import Readable, decode_text, readable
+from codeward.engines.net.search import parse_results
+from codeward.engines.net.settings import web_settings_of
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import ErrorKind, Result
 
 DEFAULT_PAGE_CHARS = 20_000
 MAX_PAGE_CHARS = 90_000

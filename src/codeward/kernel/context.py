@@ -1,0 +1,194 @@
+"""What a tool receives besides its arguments: the security policy, settings, services, channels.
+
+Everything a tool may depend on travels in a :class:`ToolContext`; there is no module-level
+state, so two contexts with different workspaces can serve calls concurrently. What one server
+(or agent session) shares across its calls is its :class:`Services`; what belongs to one call
+alone is its :class:`CallInfo`.
+
+The service types are named here for type checking only: the settings are the tables of the
+typed configuration (:mod:`codeward.config`), and each subsystem owns the accessor that
+supplies its safe default (``web_settings_of(ctx.services)``...), so this low module imports
+none of them and no import circle can form through it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Awaitable, Callable, Iterable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from codeward.engines.checkpoints.settings import CheckpointSettings
+from codeward.kernel.path_locks import PathLocks, write_lock_keys
+from codeward.kernel.workspace import Workspace
+
+if TYPE_CHECKING:
+    from codeward.audit.metrics import CallMetrics
+    from codeward.config import (
+        BeadsSettings,
+        CodingSettings,
+        IndexSettings,
+        RegistrySettings,
+        ReviewSettings,
+        ShellSettings,
+        WebSettings,
+    )
+    from codeward.engines.checkpoints.journal import Journal
+    from codeward.engines.registry.served import ServedTools
+
+T = TypeVar("T")
+
+
+class Reporter(Protocol):
+    """Where a tool sends progress and log messages while it works (thread-safe)."""
+
+    def progress(self, done: float, total: float | None = None, message: str | None = None) -> None: ...
+
+    def log(self, level: str, message: str) -> None: ...
+
+
+class NullReporter:
+    """Drops progress and log messages (direct calls without a client)."""
+
+    def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
+        return None
+
+    def log(self, level: str, message: str) -> None:
+        return None
+
+
+class Peer(Protocol):
+    """The client side of a session, for tools that ask it something (sampling, elicitation)."""
+
+    def sample(self, prompt: str, max_tokens: int = 256) -> str: ...
+
+    def elicit(self, message: str, schema: dict[str, Any]) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Behaviour switches shared by every tool call of one server or session."""
+
+    output_cap_chars: int = 100_000
+    """About 25k tokens of text; longer outputs are cut with a marker and saved in full."""
+    spill_keep: int = 100
+    """Saved outputs kept; older ones are deleted as new ones are saved."""
+    checkpoints: CheckpointSettings = field(default_factory=CheckpointSettings)
+    """Whether every change a tool makes is recorded (for ``undo``), and how much is kept."""
+
+
+class Runtimes:
+    """Long-lived helpers of one server, made on first use: the code-execution runtime (warm
+    sandboxes, sessions), the shell runtime, the parse cache. Thread-safe; keyed by type."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._made: dict[type[Any], Any] = {}
+
+    def get(self, kind: type[T], make: Callable[[], T]) -> T:
+        """The helper of this type, made by ``make`` the first time it is asked for."""
+        with self._lock:
+            found = self._made.get(kind)
+            if found is None:
+                found = self._made[kind] = make()
+            return found  # type: ignore[no-any-return]
+
+    def peek(self, kind: type[T]) -> T | None:
+        """The helper of this type if one was made, without making it."""
+        with self._lock:
+            return self._made.get(kind)
+
+    def close(self) -> None:
+        """Stop every helper that holds processes (those with a ``close()``)."""
+        with self._lock:
+            made, self._made = list(self._made.values()), {}
+        for helper in made:
+            closer = getattr(helper, "close", None)
+            if callable(closer):
+                closer()
+
+
+@dataclass(frozen=True)
+class Services:
+    """What every call of one server or agent session shares, built once from the configuration.
+
+    A settings field left ``None`` means that subsystem's safe defaults (its ``*_of`` accessor
+    supplies them); ``metrics`` ``None`` means calls are not recorded; ``served`` is the tool
+    list the registry's meta-tools search and run.
+    """
+
+    web: WebSettings | None = None
+    beads: BeadsSettings | None = None
+    shell: ShellSettings | None = None
+    coding: CodingSettings | None = None
+    registry: RegistrySettings | None = None
+    review: ReviewSettings | None = None
+    index: IndexSettings | None = None
+    metrics: CallMetrics | None = None
+    served: ServedTools | None = None
+    runtimes: Runtimes = field(default_factory=Runtimes, compare=False)
+
+
+@dataclass(frozen=True)
+class CallInfo:
+    """Facts about one call only: its id in the session's records, the transport's stream handle,
+    its checkpoint journal, whether a person approved it."""
+
+    call_id: str | None = None
+    """The id the control plane gave this call (approvals in the console point at it)."""
+    close_sse_stream: Callable[[], Awaitable[None]] | None = None
+    """Over streamable HTTP, ends the response stream early (the client resumes it)."""
+    journal: Journal | None = None
+    """The checkpoint recorder of this call (set by the catalog for tools that write): a tool
+    writing a file its arguments do not name calls ``journal.before(path)`` first."""
+    client: str | None = ""
+    """Whose call it is (``codeward.serving.server.client_of``), for state a tool keeps per client (Python
+    sessions): ``""`` for a process's one client (stdio, the command line, the agent), the MCP
+    session over handshake-era HTTP, ``None`` when the transport names no client."""
+    user: str | None = None
+    """The authenticated user of an HTTP call (``[audit] users_file``; ``operator`` for the server's own
+    token), None where the transport names nobody — what the audit record says."""
+    locks: PathLocks | None = None
+    """The server's write locks (set by the catalog for tools that may write): see :meth:`hold_writes`."""
+    approved: bool = False
+    """A person approved this very call: at an approval prompt (terminal, console, the client's
+    elicitation form) or by typing it on the command line — set by the approval layer that asked
+    them or by the command line, never by a tool or the model. A tool marked ``ask_always``, a
+    registry signature or a tool's first install then asks nobody again."""
+
+
+    def hold_writes(self, paths: Iterable[Path], *, any_name: bool = False) -> AbstractContextManager[None]:
+        """Hold the locks for writing ``paths`` that the call's arguments do not name (a patch's
+        files, a shell run's write-back): check and write under it, so a concurrent call cannot
+        add the other half of a repository in between. ``any_name`` for a writer that learns its
+        paths only while it writes. Nothing to hold outside a catalog call."""
+        if self.locks is None:
+            return nullcontext()
+        return self.locks.hold(write_lock_keys(paths, any_name=any_name))
+
+@dataclass
+class ToolContext:
+    """The per-call environment: policy (workspace), settings, services, progress/log channel, peer."""
+
+    workspace: Workspace
+    settings: Settings = field(default_factory=Settings)
+    reporter: Reporter = field(default_factory=NullReporter)
+    peer: Peer | None = None
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    services: Services = field(default_factory=Services)
+    call: CallInfo = field(default_factory=CallInfo)
+
+    def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
+        self.reporter.progress(done, total, message)
+
+    def log(self, level: str, message: str) -> None:
+        self.reporter.log(level, message)
+
+    def child(self, **changes: Any) -> ToolContext:
+        values = {**self.__dict__, **changes}
+        return ToolContext(**values)
+
+
+ContextFactory = Callable[[], ToolContext]

@@ -1,0 +1,145 @@
+"""Tool surfaces: what a server (or the agent) offers as tools, independent of where they live.
+
+The catalog's own tools, the gateway's upstream tools and the registry's meta-tools are each
+a :class:`ToolSurface`; a :class:`CompositeSurface` serves several as one. The MCP server,
+the agent and the CLI only ever talk to a surface.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from codeward.kernel.catalog import Catalog, ToolOutcome, ToolSpec
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import ErrorInfo, ErrorKind
+
+
+@dataclass(frozen=True)
+class ToolOrigin:
+    """Which tool a listed name really is: where it comes from, its own name there, its definition.
+
+    Approval rules bind to this, never to the exposed name alone: a tool that takes over an
+    exposed name (after the one that held it was dropped or withheld) is another identity and
+    does not inherit the first one's auto-approval; a redefined tool has another ``digest``.
+    """
+
+    server: str
+    """``codeward`` for native tools, else the gateway alias of the upstream server."""
+    tool: str
+    """The tool's name on that server (before any alias or fix-up)."""
+    digest: str
+    """SHA-256 of the definition as served (name, description, schemas, annotations)."""
+    native: bool = False
+
+
+def definition_digest(name: str, description: str, input_schema: Mapping[str, Any],
+                      output_schema: Mapping[str, Any] | None, annotations: Mapping[str, Any] | None) -> str:
+    """The digest of a tool definition, over what a model reads of it (MCP wire field names)."""
+    blob = json.dumps({"name": name, "description": description, "inputSchema": input_schema,
+                       "outputSchema": output_schema, "annotations": annotations},
+                      sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class ToolInfo:
+    """A tool as clients see it: name, description, schemas and hints, and what it really is."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None = None
+    annotations: dict[str, bool] | None = None
+    title: str | None = None
+    source: str = "codeward"
+    ask_always: bool = False
+    """Every call asks a person, whatever the policy auto-approves (codeward's own tools only)."""
+    origin: ToolOrigin | None = None
+
+    @property
+    def read_only(self) -> bool:
+        return bool(self.annotations and self.annotations.get("readOnlyHint"))
+
+    @classmethod
+    def from_spec(cls, spec: ToolSpec) -> ToolInfo:
+        annotations = spec.annotations.to_mcp()
+        input_schema, output_schema = spec.input_schema, spec.output_schema
+        digest = definition_digest(spec.name, spec.description, input_schema, output_schema, annotations)
+        return cls(
+            name=spec.name,
+            description=spec.description,
+            input_schema=input_schema,
+            output_schema=output_schema,
+            annotations=annotations,
+            title=spec.title,
+            ask_always=spec.ask_always,
+            origin=ToolOrigin("codeward", spec.name, digest, native=True),
+        )
+
+
+@runtime_checkable
+class ToolSurface(Protocol):
+    """Something that lists tools and calls them by name."""
+
+    def tool_infos(self) -> Sequence[ToolInfo]: ...
+
+    def has(self, name: str) -> bool: ...
+
+    async def call(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext) -> ToolOutcome: ...
+
+
+class CatalogSurface:
+    """The native tools of a :class:`Catalog`."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self._infos = [ToolInfo.from_spec(spec) for spec in catalog]
+
+    def tool_infos(self) -> Sequence[ToolInfo]:
+        return self._infos
+
+    def has(self, name: str) -> bool:
+        return name in self.catalog
+
+    async def call(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext) -> ToolOutcome:
+        return await self.catalog.acall(name, arguments, ctx)
+
+
+class CompositeSurface:
+    """Several surfaces served as one; the first that has a name answers for it."""
+
+    def __init__(self, surfaces: Sequence[ToolSurface]) -> None:
+        self.surfaces = list(surfaces)
+
+    def tool_infos(self) -> Sequence[ToolInfo]:
+        seen: set[str] = set()
+        infos: list[ToolInfo] = []
+        for surface in self.surfaces:
+            for info in surface.tool_infos():
+                if info.name not in seen:
+                    seen.add(info.name)
+                    infos.append(info)
+        return infos
+
+    def has(self, name: str) -> bool:
+        return any(surface.has(name) for surface in self.surfaces)
+
+    async def call(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext) -> ToolOutcome:
+        for surface in self.surfaces:
+            if surface.has(name):
+                return await surface.call(name, arguments, ctx)
+        return unknown_tool(name, [info.name for info in self.tool_infos()])
+
+
+def unknown_tool(name: str, known: Sequence[str]) -> ToolOutcome:
+    """The outcome for a name no surface serves, with the closest names as a hint."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.5)
+    hint = f"Did you mean {', '.join(close)}?" if close else "List the available tools with tools/list."
+    error = ErrorInfo(ErrorKind.NOT_FOUND, f"unknown tool {name!r}", hint)
+    return ToolOutcome(name=name, text=error.render(), is_error=True, errors=[error])

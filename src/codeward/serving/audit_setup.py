@@ -1,0 +1,34 @@
+"""The audit of one HTTP server, from ``[audit]``: its users, its log file, its shared stream."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from codeward.approval.policy import ConfirmCallback
+from codeward.audit.log import AuditLog
+from codeward.audit.middleware import Audit, AuditedApprovals, audit_log_path
+from codeward.audit.users import load_users
+from codeward.config.root import Config
+from codeward.serving.shared_state.backend import StateBackend
+
+
+@dataclass(frozen=True)
+class HttpAudit:
+    """What ``serve --http`` and ``gateway --http`` add to their stack for the audit."""
+
+    log: AuditLog
+    users: dict[str, str] | None
+
+    def middleware(self) -> Audit:
+        return Audit(self.log)
+
+    def approvals(self, confirm: ConfirmCallback) -> ConfirmCallback:
+        return AuditedApprovals(confirm, self.log)
+
+
+def http_audit(config: Config, state: StateBackend, host: str, port: int) -> HttpAudit:
+    """Users from ``[audit] users_file`` (a bad file is refused with its problem), records to the
+    replica's JSONL file and to the shared state (every replica's ``GET /audit`` reads it)."""
+    users = load_users(config.audit.users_file) if config.audit.users_file is not None else None
+    log = AuditLog(audit_log_path(config.audit.log_dir, host, port), state.replica, sink=state)
+    return HttpAudit(log, users)

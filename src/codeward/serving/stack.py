@@ -1,0 +1,266 @@
+"""One assembly: every command builds what it serves or calls through :func:`build_stack`.
+
+A :class:`Stack` is, for one configuration and one set of roots: the workspace policy (roots
+and the configured blacklist), the catalog (with the toolset filter), the services every call
+shares (web, shell, beads, coding, registry settings, metrics), the output bound, the
+registry's prompts and resources, the gateway's upstream servers where configured, and the
+cross-cutting chain (observation, metrics, meta mode, approval) around all the tools. ``serve``,
+``gateway``, ``call``, ``chat``/``ask``, ``index``, ``review``, ``run``, ``registry`` and
+``servers`` all build one, so a setting means the same thing everywhere; they differ only in
+what they ask the builder for (upstreams, meta mode, who approves calls).
+
+The chain, outermost first::
+
+    observers (control plane) → RecordCalls (metrics) → Meta (--meta) → Approval → tools
+
+(Meta's own tools — running or signing a registry item — pass the same Approval.)
+
+where *tools* are the native catalog (renamed by ``[mcp] native = "alias"`` on the gateway)
+and the gateway's upstream tools, first name wins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from codeward.audit.metrics import RecordCalls
+from codeward.config import Config, ConfigError, GatewayConfig
+from codeward.gateway.native import Alias
+from codeward.kernel.catalog import Catalog, ToolOutcome
+from codeward.kernel.chain import Middleware, chain
+from codeward.kernel.context import Reporter, Services, ToolContext
+from codeward.kernel.surface import CatalogSurface, CompositeSurface, ToolInfo, ToolSurface
+from codeward.kernel.workspace import Workspace
+from codeward.serving.assembly import services_for
+
+if TYPE_CHECKING:
+    from codeward.approval.policy import Approval, ConfirmCallback
+    from codeward.gateway.gateway import Gateway
+    from codeward.gateway.pins import PinStore
+    from codeward.kernel.providers import PromptProvider, ResourceProvider
+    from codeward.serving.server import CodewardServer
+
+
+@dataclass(frozen=True)
+class Approver:
+    """Who is asked about calls the policy does not allow outright, and the command line's extra rules."""
+
+    confirm: ConfirmCallback
+    auto_approve: tuple[str, ...] = ()
+    """Names or globs approved on top of ``[mcp] auto_approve`` (``--auto-approve``)."""
+    native: bool = True
+    """codeward's own writing and executing tools are asked about too (``False`` for ``codeward
+    call``, where the person typed the call)."""
+
+
+@dataclass
+class Stack:
+    """Everything one command run serves or calls, built from one configuration."""
+
+    config: Config
+    workspace: Workspace
+    roots_given: bool
+    """Roots came from the command line or the config (not the working-directory default)."""
+    catalog: Catalog
+    services: Services
+    gateway_config: GatewayConfig
+    surface: ToolSurface
+    """Every tool behind the whole chain: what servers serve and commands call."""
+    native_names: tuple[str, ...]
+    """The native tools as this stack exposes them (``cw__read_file`` under ``[mcp] native = "cw"``)."""
+    gateway: Gateway | None = None
+    resource_providers: tuple[ResourceProvider, ...] = ()
+    prompt_providers: tuple[PromptProvider, ...] = ()
+    middleware: tuple[Middleware, ...] = field(default=())
+    approved: ToolSurface | None = None
+    """The tools behind the approval only (what :meth:`meta_surface` puts the meta-tools in front of)."""
+    approval: Approval | None = None
+    meta: bool = False
+    """The stack lists only the four meta-tools (``--meta``)."""
+    _meta_surface: ToolSurface | None = field(default=None, repr=False)
+
+    @property
+    def settings(self) -> Any:
+        return self.config.settings
+
+    def context(self, *, reporter: Reporter | None = None, workspace: Workspace | None = None) -> ToolContext:
+        """A context for one direct call (outside an MCP server), with this stack's policy and services."""
+        ctx = ToolContext(workspace or self.workspace, settings=self.config.settings, services=self.services)
+        return ctx if reporter is None else ctx.child(reporter=reporter)
+
+    async def acall(self, name: str, arguments: dict[str, Any] | None, ctx: ToolContext | None = None) -> ToolOutcome:
+        """One call through the whole chain."""
+        return await self.surface.call(name, arguments, ctx or self.context())
+
+    def meta_surface(self) -> ToolSurface:
+        """The same tools in meta mode: the four meta-tools in front, the same chain around them
+        (the agent offers it when not even a trimmed catalog fits the model's context)."""
+        if self.meta or self.approved is None:
+            return self.surface
+        if self._meta_surface is None:
+            outer = [m for m in self.middleware if m is not self.approval]
+            from codeward.tools.meta import Meta
+
+            self._meta_surface = chain(self.approved, [*outer, Meta(guard=self.approval)])
+        return self._meta_surface
+
+    def server(self, *, name: str = "codeward", roots_from_client: bool = False) -> CodewardServer:
+        """An MCP server over this stack (tools, the files and the registry's resources, prompts)."""
+        from codeward.serving.server import CodewardServer
+
+        server = CodewardServer(self.surface, self.workspace, settings=self.config.settings, services=self.services,
+                                roots_from_client=roots_from_client, resource_providers=self.resource_providers,
+                                prompt_providers=self.prompt_providers, name=name,
+                                tools_can_change=self.gateway is not None)
+        if self.gateway is not None:
+            self.gateway.subscribe(server.tools_changed)  # an upstream's list_changed reaches our clients
+        return server
+
+    async def __aenter__(self) -> Stack:
+        """Connect the upstream servers (if any) and wait until each is ready or has failed."""
+        if self.gateway is not None:
+            await self.gateway.__aenter__()
+            try:
+                await self.gateway.wait_settled(self.gateway_config.startup_wait)
+            except BaseException:
+                await self.gateway.__aexit__(None, None, None)
+                raise
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        try:
+            if self.gateway is not None:
+                await self.gateway.__aexit__(exc_type, exc, tb)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop what the services started (warm sandboxes, sessions)."""
+        self.services.runtimes.close()
+
+
+def workspace_for(config: Config, roots: Sequence[str | Path] = (), *,
+                  protected: Sequence[Path] = ()) -> Workspace:
+    """The policy over the given roots, else the config's, else the working directory.
+
+    The configuration files codeward read (``config.path`` and ``protected``: a gateway's
+    mcpServers file and pins) are never writable by a tool (see ``Workspace.write_protection``).
+    """
+    chosen: Sequence[str | Path] = list(roots) or list(config.roots) or [Path.cwd()]
+    for root in chosen:
+        if not Path(root).expanduser().is_dir():
+            raise ConfigError(f"root {str(root)!r} is not a directory; pass an existing directory")
+    files = [path for path in (config.path, *protected) if path is not None]
+    return Workspace.create(chosen, extra_blacklist=config.blacklist, protected=files)
+
+
+def catalog_for(config: Config) -> Catalog:
+    """The default catalog with the config's toolset filter (an unknown toolset is an error)."""
+    from codeward.tools import default_catalog
+
+    catalog = default_catalog(config.toolsets)
+    if config.toolsets is not None:
+        unknown = set(config.toolsets) - set(catalog.toolsets())
+        if unknown:
+            raise ConfigError(f"unknown toolsets in config: {', '.join(sorted(unknown))}; "
+                              f"known: {', '.join(default_catalog().toolsets())}")
+    return catalog
+
+
+def _native_unlisted(catalog: Catalog, native: bool | str) -> Callable[[str], ToolInfo | None]:
+    """The native tool an unlisted name runs (a seed name kept as an alias), as the policy should see it."""
+    prefix = f"{native}__" if isinstance(native, str) else ""
+
+    def describe(name: str) -> ToolInfo | None:
+        if native is False or not name.startswith(prefix):
+            return None
+        spec = catalog.get(name[len(prefix):])
+        return replace(ToolInfo.from_spec(spec), name=name) if spec is not None else None
+
+    return describe
+
+
+def build_stack(
+    config: Config,
+    roots: Sequence[str | Path] = (),
+    *,
+    gateway: GatewayConfig | None = None,
+    upstreams: bool = False,
+    only: str | None = None,
+    native: bool | str = True,
+    meta: bool = False,
+    approver: Approver | None = None,
+    observers: Sequence[Middleware] = (),
+    pins: PinStore | None = None,
+) -> Stack:
+    """The stack of one command run.
+
+    ``gateway`` replaces the config's ``[mcp]`` table (with ``--url`` servers added, say);
+    ``upstreams`` connects its servers (``only``: just that alias); ``native`` exposes the native
+    tools under their names (``True``), an alias (``"cw"``) or not at all (``False``); ``meta``
+    lists only the registry's four meta-tools; ``approver`` puts the approval policy in the
+    chain; ``observers`` go outermost (the control plane's); ``pins`` keeps the gateway's tool pins
+    there (shared by replicas) instead of ``[mcp] pin_file``.
+    """
+    gateway_config = gateway if gateway is not None else config.mcp
+    workspace = workspace_for(config, roots, protected=[path for path in (gateway_config.source,
+                                                                          gateway_config.pin_file) if path])
+    catalog = catalog_for(config)
+    services = services_for(config)
+    if only is not None:
+        server = gateway_config.server(only)
+        if server is None:
+            raise ConfigError(f"no MCP server named {only!r} is configured; configured: "
+                              f"{', '.join(s.alias for s in gateway_config.servers) or 'none'}")
+        gateway_config = gateway_config.only(only)
+
+    parts: list[ToolSurface] = []
+    native_names: tuple[str, ...] = ()
+    if native is not False:
+        native_surface = chain(CatalogSurface(catalog), [Alias(native)] if isinstance(native, str) else [])
+        native_names = tuple(info.name for info in native_surface.tool_infos())
+        parts.append(native_surface)
+    upstream: Gateway | None = None
+    if upstreams:  # even without servers: the agent's `:mcp connect` adds them at run time
+        from codeward.gateway.gateway import Gateway
+
+        upstream = Gateway(gateway_config, reserved_names=native_names, pins=pins)
+        parts.append(upstream)
+    tools: ToolSurface = parts[0] if len(parts) == 1 else CompositeSurface(parts)
+
+    approval: Approval | None = None
+    if approver is not None:  # the policy and its previews come with the first stack that asks
+        from codeward.approval.policy import Approval, ApprovalPolicy
+        from codeward.approval.registry_items import registry_underlying
+
+        policy = ApprovalPolicy.from_config(gateway_config, approver.auto_approve)
+        approval = Approval(policy, approver.confirm, native=approver.native,
+                            trusted_digest=upstream.trusted_digest if upstream is not None else None,
+                            unlisted=_native_unlisted(catalog, native), catalog=catalog,
+                            underlying=registry_underlying)
+    inner: list[Middleware] = [approval] if approval is not None else []
+    approved = chain(tools, inner)
+    outer: list[Middleware] = [*observers]
+    if services.metrics is not None:
+        outer.append(RecordCalls(services.metrics))
+    if meta:
+        from codeward.tools.meta import Meta
+
+        outer.append(Meta(guard=approval))
+    else:
+        from codeward.engines.registry.served import ServedTools
+
+        services = replace(services, served=ServedTools(approved))
+    from codeward.engines.registry.providers import registry_providers
+
+    prompts, knowledge = registry_providers(services.registry)
+    return Stack(config=config, workspace=workspace, roots_given=bool(roots) or bool(config.roots), catalog=catalog,
+                 services=services, gateway_config=gateway_config, surface=chain(approved, outer),
+                 native_names=native_names, gateway=upstream, resource_providers=(knowledge,),
+                 prompt_providers=(prompts,), middleware=(*outer, *inner), approved=approved,
+                 approval=approval, meta=meta)
