@@ -47,7 +47,7 @@ sys.exit(run_gateway_cli(sys.argv[1]))
 ECHO_SERVER = """
 import sys, tempfile
 import anyio
-from codeward.kernel.catalog import ToolOutcome
+from codeward.kernel.outcome import ToolOutcome
 from codeward.serving.server import CodewardServer
 from codeward.kernel.surface import ToolInfo
 from codeward.kernel.workspace import Workspace

@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 
-from codeward.kernel.catalog import Catalog, ToolOutcome
+from codeward.kernel.catalog import Catalog
 from codeward.kernel.context import ToolContext
+from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.workspace import Workspace
+from codeward.serving.stack import call_steps
 from codeward.tools import default_catalog
 
 REPO = Path(__file__).resolve().parents[1]
@@ -53,7 +55,8 @@ def ctx(workspace: Workspace) -> ToolContext:
 
 @pytest.fixture(scope="session")
 def catalog() -> Catalog:
-    return default_catalog()
+    """The default catalog, each call run through the steps a server's stack hands it (checkpoints too)."""
+    return default_catalog().with_steps(call_steps())
 
 
 @pytest.fixture

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from codeward.kernel.catalog import Catalog, ToolOutcome
+from codeward.kernel.catalog import Catalog
 from codeward.kernel.context import ToolContext
+from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.workspace import Workspace
 
 Call = Callable[..., ToolOutcome]

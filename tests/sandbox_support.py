@@ -17,8 +17,9 @@ import pytest
 from codeward.config import CodingSettings
 from codeward.engines.execution.runtime import CodingRuntime
 from codeward.engines.sandbox import SandboxUnavailable, probe_sandbox
-from codeward.kernel.catalog import Catalog, ToolOutcome
+from codeward.kernel.catalog import Catalog
 from codeward.kernel.context import Services, ToolContext
+from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.workspace import Workspace
 
 
@@ -47,7 +48,7 @@ def runtime_fixture(settings: CodingSettings | None = None) -> Callable[[], Iter
 
 
 def context(root: Path, runtime: CodingRuntime, settings: CodingSettings | None = None) -> ToolContext:
-    services = Services(coding=settings)
+    services = Services(settings)
     services.runtimes.get(CodingRuntime, lambda: runtime)  # this runtime, not a fresh one
     return ToolContext(Workspace.create([root]), services=services)
 

@@ -11,7 +11,8 @@ import pytest
 from codeward.config import CodingSettings
 from codeward.engines.execution.languages import detect_toolchains
 from codeward.engines.execution.runtime import CodingRuntime
-from codeward.kernel.catalog import Catalog, ToolOutcome
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.outcome import ToolOutcome
 from tests.conftest import snapshot
 from tests.sandbox_support import bwrap_works, caller, context, runtime_fixture
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from codeward.kernel.catalog import ToolOutcome
+from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.result import ErrorKind
 from tests.conftest import snapshot
 

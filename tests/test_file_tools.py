@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from codeward.kernel.catalog import Catalog, ToolOutcome
+from codeward.kernel.catalog import Catalog
 from codeward.kernel.context import Settings, ToolContext
+from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.result import ErrorKind
 from codeward.kernel.workspace import Workspace
 from tests.conftest import snapshot

@@ -7,9 +7,9 @@ import random
 import re
 from pathlib import Path
 
-from codeward.approval.policy import ApprovalPolicy, ToolFilter
+from codeward.approval.policy import ApprovalPolicy
 from codeward.gateway.config import GatewayConfig, ServerConfig
-from codeward.gateway.names import ToolRef, assign_names, hashed_name, split_name
+from codeward.gateway.names import ToolFilter, ToolRef, assign_names, hashed_name, split_name
 from codeward.gateway.pins import PinFile, PinVerdict, tool_fingerprint
 from codeward.kernel.surface import ToolInfo, ToolOrigin
 

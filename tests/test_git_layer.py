@@ -13,8 +13,9 @@ import pytest
 
 from codeward.engines.git import EMPTY_TREE, Repository
 from codeward.engines.git.diff_sections import withhold
-from codeward.kernel.catalog import Catalog, ToolOutcome
+from codeward.kernel.catalog import Catalog
 from codeward.kernel.context import ToolContext
+from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.workspace import Workspace
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")

@@ -14,9 +14,10 @@ import pytest
 
 from codeward.approval.policy import Approval, ApprovalPolicy, ApprovalRequest
 from codeward.approval.previews import preview_call
-from codeward.kernel.catalog import Catalog, ToolOutcome
+from codeward.kernel.catalog import Catalog
 from codeward.kernel.chain import chain
 from codeward.kernel.context import CallInfo, ToolContext
+from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.result import ErrorKind
 from codeward.kernel.surface import CatalogSurface, ToolSurface
 from codeward.kernel.workspace import Workspace

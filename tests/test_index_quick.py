@@ -18,7 +18,7 @@ import pytest
 
 from codeward.engines.code_intel.index_rows import Symbol
 from codeward.engines.code_intel.symbol_index import POOL_MIN_FILES, SymbolIndex
-from codeward.kernel.catalog import ToolOutcome
+from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.workspace import Workspace
 from tests.conftest import snapshot
 

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codeward.kernel.catalog import Catalog, ToolOutcome
+from codeward.kernel.catalog import Catalog
 from codeward.kernel.context import ToolContext
+from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.workspace import Workspace
 
 SAMPLE_MODULES: tuple[str, ...] = (

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from codeward.kernel.catalog import ToolOutcome
+from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.result import ErrorKind
 from tests.conftest import snapshot
 

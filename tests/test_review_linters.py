@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +34,7 @@ needs_biome = pytest.mark.skipif(BIOME is None, reason="Biome is not installed (
 
 def _lint(root: Path, catalog: Catalog, path: str = ".", **config: Any) -> dict[str, Any]:
     ctx = ToolContext(Workspace.create([root]))
-    ctx.services = replace(ctx.services, review=ReviewSettings(**config))
+    ctx.services = ctx.services.with_values(ReviewSettings(**config))
     outcome = catalog.call("coding_analyze_project", {"path": path, "analysis_types": ["lint"]}, ctx)
     assert outcome.structured is not None, outcome.text
     return outcome.structured

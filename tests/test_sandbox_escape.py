@@ -18,7 +18,8 @@ import pytest
 import codeward
 from codeward.engines.execution.runtime import CodingRuntime
 from codeward.engines.sandbox.network import network_unavailable
-from codeward.kernel.catalog import Catalog, ToolOutcome
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.outcome import ToolOutcome
 from tests.conftest import snapshot
 from tests.sandbox_support import TcpServer, caller, context, needs_bwrap, runtime_fixture, survivors
 

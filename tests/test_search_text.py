@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from codeward.engines.files import ripgrep
-from codeward.kernel.catalog import Catalog, ToolOutcome
+from codeward.kernel.catalog import Catalog
 from codeward.kernel.context import ToolContext
+from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.result import ErrorKind
 from codeward.kernel.workspace import Workspace
 from codeward.tools import search

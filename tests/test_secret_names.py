@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from codeward.kernel.catalog import ToolOutcome
+from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.workspace import Workspace, private_key_marker, secret_paths
 
 Call = Callable[..., ToolOutcome]

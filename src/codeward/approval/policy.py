@@ -9,7 +9,6 @@ alike, on every surface that has someone to ask (the gateway, the agent, ``codew
 
 from __future__ import annotations
 
-import fnmatch
 import logging
 import threading
 import time
@@ -20,11 +19,12 @@ from typing import Any
 import anyio.to_thread
 
 from codeward.approval.previews import preview_call
-from codeward.gateway.config import GatewayConfig, ServerConfig
-from codeward.gateway.names import plain_name
-from codeward.kernel.catalog import Catalog, ToolOutcome
+from codeward.gateway.config import GatewayConfig
+from codeward.gateway.names import matches, plain_name
+from codeward.kernel.catalog import Catalog
 from codeward.kernel.chain import Middleware, ToolCall, tool_info
 from codeward.kernel.context import ToolContext
+from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.result import ErrorInfo, ErrorKind
 from codeward.kernel.surface import ToolInfo, ToolOrigin, ToolSurface
 
@@ -101,28 +101,6 @@ async def deny_unlisted(request: ApprovalRequest) -> bool:
 async def approve_everything(request: ApprovalRequest) -> bool:
     """For tests and explicit ``--yes`` use only: approves every call."""
     return True
-
-
-def matches(name: str, patterns: tuple[str, ...]) -> bool:
-    """Exact names, or shell-style globs like ``alias__*`` (case-sensitive)."""
-    return any(name == p or fnmatch.fnmatchcase(name, p) for p in patterns)
-
-
-@dataclass(frozen=True)
-class ToolFilter:
-    """A server's ``allow``/``deny`` lists over its own tool names; deny wins; empty allow = all."""
-
-    allow: tuple[str, ...] = ()
-    deny: tuple[str, ...] = ()
-
-    @classmethod
-    def of(cls, server: ServerConfig) -> ToolFilter:
-        return cls(server.allow, server.deny)
-
-    def offers(self, tool: str) -> bool:
-        if self.deny and matches(tool, self.deny):
-            return False
-        return not self.allow or matches(tool, self.allow)
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,11 @@ import difflib
 import shutil
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from codeward.engines.checkpoints.settings import CheckpointSettings
+from codeward.config.checkpoints import CheckpointSettings
 from codeward.engines.files.textfile import decode
 from codeward.kernel.catalog import Catalog
 from codeward.kernel.context import ToolContext
@@ -128,8 +128,8 @@ def _diff_on_copies(catalog: Catalog, name: str, arguments: Mapping[str, Any], c
 
 def replace_context(ctx: ToolContext, workspace: Workspace) -> ToolContext:
     """``ctx`` over another workspace, recording no checkpoints and talking to no client."""
-    settings = replace(ctx.settings, checkpoints=CheckpointSettings(enabled=False))
-    return ToolContext(workspace, settings=settings, services=ctx.services)
+    return ToolContext(workspace, settings=ctx.settings,
+                       services=ctx.services.with_values(CheckpointSettings(enabled=False)))
 
 
 def _text(path: Path) -> str | None:

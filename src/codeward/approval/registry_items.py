@@ -22,7 +22,7 @@ import anyio.to_thread
 
 from codeward.approval.policy import REGISTRY_ORIGIN, Underlying
 from codeward.engines.registry.items import Item, Kind, Space, ToolType
-from codeward.engines.registry.served import served_of
+from codeward.engines.registry.served import ServedTools
 from codeward.engines.registry.service import Registry, describe_covered
 from codeward.kernel.chain import ToolCall
 from codeward.kernel.context import ToolContext
@@ -46,7 +46,7 @@ def _underlying(ctx: ToolContext, arguments: Mapping[str, Any]) -> Underlying:
     source = arguments.get("source")
     if not isinstance(target, str) or action not in ("run", "sign") or source not in (None, *SPACES):
         return Underlying(None)  # the tool refuses such arguments itself
-    served = served_of(ctx.services)
+    served = ctx.services.find(ServedTools)
     if action == "run":
         if arguments.get("dry_run"):
             return Underlying(None)

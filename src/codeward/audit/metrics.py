@@ -1,6 +1,6 @@
 """Call metrics of a server or session: how many calls per tool, how many failed, how long they took.
 
-One :class:`CallMetrics` lives in ``ToolContext.services.metrics``; whatever dispatches calls
+One :class:`CallMetrics` lives in the context's services (``ctx.services.find(CallMetrics)``); whatever dispatches calls
 (the MCP server, the CLI) records each finished call, and ``get_server_metrics`` reads a
 :meth:`~CallMetrics.snapshot`. Latency percentiles are computed over a bounded window of the
 most recent calls of each tool, so memory stays flat however long the server runs.
@@ -21,12 +21,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from codeward.kernel.catalog import ToolOutcome
 from codeward.kernel.chain import Middleware, ToolCall
+from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.surface import ToolSurface
 
 if TYPE_CHECKING:
-    from codeward.kernel.context import Services
+    pass
 
 DEFAULT_WINDOW = 1000
 BUCKET_BASE_S = 1e-5
@@ -208,11 +208,6 @@ def percentile(sorted_values: Sequence[float], pct: float) -> float:
         return 0.0
     rank = max(1, math.ceil(pct / 100 * len(sorted_values)))
     return sorted_values[min(rank, len(sorted_values)) - 1]
-
-
-def metrics_of(services: Services) -> CallMetrics | None:
-    """The recorder a context carries, if calls are being recorded."""
-    return services.metrics
 
 
 def _ms(seconds: float) -> float:

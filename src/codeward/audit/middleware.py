@@ -6,8 +6,8 @@ from pathlib import Path
 
 from codeward.approval.policy import ApprovalRequest, ConfirmCallback
 from codeward.audit.log import AuditLog
-from codeward.kernel.catalog import ToolOutcome
 from codeward.kernel.chain import Middleware, ToolCall
+from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.result import ErrorKind
 from codeward.kernel.surface import ToolSurface
 

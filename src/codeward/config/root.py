@@ -14,6 +14,7 @@ from codeward.config.agent import AgentSettings
 from codeward.config.audit import AuditSettings
 from codeward.config.base import Field, Table
 from codeward.config.beads import BeadsSettings
+from codeward.config.checkpoints import CheckpointSettings
 from codeward.config.coding import CodingSettings
 from codeward.config.index import IndexSettings
 from codeward.config.mcp import GatewayConfig
@@ -38,6 +39,7 @@ class Config(Table):
     registry: RegistrySettings = Field(default_factory=RegistrySettings)
     review: ReviewSettings = Field(default_factory=ReviewSettings)
     index: IndexSettings = Field(default_factory=IndexSettings)
+    checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
     model: ModelSettings = Field(default_factory=ModelSettings)
     mcp: GatewayConfig = Field(default_factory=GatewayConfig)
@@ -76,5 +78,9 @@ class Config(Table):
 
     @property
     def settings(self) -> Settings:
-        """The per-call settings every tool context of this configuration carries."""
-        return Settings(output_cap_chars=self.server.output_cap_chars)
+        """How every call's output is bounded, as each tool context of this configuration carries it."""
+        return Settings(output_cap_chars=self.server.output_cap_chars, spill_keep=self.server.spill_keep)
+
+    def tables(self) -> tuple[Table, ...]:
+        """Every table, for the typed slots of the services every call carries (``ctx.services.get(WebSettings)``)."""
+        return tuple(getattr(self, name) for name in type(self).model_fields)

@@ -28,15 +28,14 @@ import anyio
 import anyio.abc
 import mcp_types as types
 
-from codeward.approval.policy import ToolFilter
 from codeward.gateway.config import GatewayConfig, ServerConfig
 from codeward.gateway.errors import UpstreamError
-from codeward.gateway.names import ToolRef, assign_names, plain_name, split_name
+from codeward.gateway.names import ToolFilter, ToolRef, assign_names, plain_name, split_name
 from codeward.gateway.pins import PinFile, PinStore, PinVerdict, tool_fingerprint
 from codeward.gateway.results import outcome_from_error, outcome_from_result
 from codeward.gateway.upstream import ServerState, ServerStatus, Upstream
-from codeward.kernel.catalog import ToolOutcome
 from codeward.kernel.context import NullReporter, ToolContext
+from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.result import ErrorInfo, ErrorKind
 from codeward.kernel.shared_state import StateUnavailable
 from codeward.kernel.surface import ToolInfo, ToolOrigin, unknown_tool

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from codeward.gateway.names import plain_name
-from codeward.kernel.catalog import ToolOutcome
 from codeward.kernel.chain import Middleware, ToolCall
+from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.surface import ToolInfo, ToolSurface, unknown_tool
 
 

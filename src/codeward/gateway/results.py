@@ -16,10 +16,11 @@ from typing import Any
 
 import mcp_types as types
 
-from codeward.kernel.catalog import ToolOutcome, bound_output
 from codeward.kernel.content import BinaryBlock, Block, ResourceBlock, RichContent, TextBlock
 from codeward.kernel.context import ToolContext
+from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.result import ErrorInfo
+from codeward.kernel.steps import bound_output
 
 
 def outcome_from_result(name: str, result: types.CallToolResult, ctx: ToolContext, started: float) -> ToolOutcome:

@@ -9,7 +9,6 @@ MCP server, the gateway, the agent, the CLI — talks to.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib
 import inspect
@@ -17,31 +16,25 @@ import json
 import os
 import stat
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
-from functools import cached_property
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property, partial
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, get_type_hints
+from typing import Any, get_type_hints
 
 import anyio
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
-from codeward.engines.files.textfile import displayable
-from codeward.kernel import state_dir
-from codeward.kernel.content import RichContent
+from codeward.kernel.content import RichContent, displayable
 from codeward.kernel.context import ToolContext
-from codeward.kernel.path_locks import PathLocks
-from codeward.kernel.result import ErrorInfo, ErrorKind, Result
-from codeward.kernel.state_dir import StateDir
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.result import ErrorKind, Result
+from codeward.kernel.steps import CallStep, RunningCall, kernel_steps, through
 from codeward.kernel.validation_messages import annotation_name, problems
 from codeward.kernel.workspace import Access, git_marker_lock_key
-
-if TYPE_CHECKING:
-    from codeward.engines.checkpoints.journal import Journal
-    from codeward.engines.checkpoints.store import Record
 
 TOOL_NAME_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 SPEC_ATTRIBUTE = "__codeward_tool__"
@@ -277,29 +270,10 @@ def specs_in(module: ModuleType) -> list[ToolSpec]:
     return sorted(specs, key=lambda s: _first_line(s.func))
 
 
-@dataclass
-class ToolOutcome:
-    """A finished call as every surface needs it: text, error flag, structure, timing."""
-
-    name: str
-    text: str
-    is_error: bool
-    errors: list[ErrorInfo] = field(default_factory=list)
-    structured: dict[str, Any] | None = None
-    rich: RichContent | None = None
-    truncated: bool = False
-    seconds: float = 0.0
-    """How long the call ran (what latency figures count)."""
-    waited: float = 0.0
-    """How long it waited for a person to approve it before running (not part of ``seconds``)."""
-    checkpoint: int | None = None
-    """The checkpoint recording what the call changed (``undo`` reverts it); None if nothing changed."""
-
-
 class Catalog:
     """An immutable table of tools plus the machinery to call them safely."""
 
-    def __init__(self, specs: Iterable[ToolSpec]) -> None:
+    def __init__(self, specs: Iterable[ToolSpec], steps: Sequence[CallStep] | None = None) -> None:
         table: dict[str, ToolSpec] = {}
         aliases: dict[str, ToolSpec] = {}
         for spec in specs:
@@ -312,7 +286,8 @@ class Catalog:
                 aliases[alias] = spec
         self._table: Mapping[str, ToolSpec] = table
         self._aliases: Mapping[str, ToolSpec] = aliases
-        self.locks = PathLocks()
+        self.steps: tuple[CallStep, ...] = tuple(steps) if steps is not None else kernel_steps()
+        self._run = through(self.steps)
 
     @classmethod
     def from_functions(cls, funcs: Iterable[Callable[..., Any]]) -> Catalog:
@@ -348,19 +323,23 @@ class Catalog:
         return list(dict.fromkeys(s for s in self._aliases.values() if s.hidden))
 
     def merged(self, other: Iterable[ToolSpec]) -> Catalog:
-        return Catalog([*self._table.values(), *self.hidden(), *other])
+        return Catalog([*self._table.values(), *self.hidden(), *other], self.steps)
+
+    def with_steps(self, steps: Sequence[CallStep]) -> Catalog:
+        """The same tools, each call run through ``steps`` (outermost first: :mod:`codeward.kernel.steps`)."""
+        return Catalog([*self._table.values(), *self.hidden()], steps)
 
     # -- calling ------------------------------------------------------------------------
 
     def call(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext) -> ToolOutcome:
-        """Validate, run and bound one call, synchronously. Never raises for bad input."""
+        """Validate one call and run it through the steps, synchronously. Never raises for bad input."""
         started = time.perf_counter()
         spec = self.get(name)
         if spec is None:
             result: Result[Any] = Result.fail(
                 ErrorKind.NOT_FOUND, f"unknown tool {name!r}", _suggest(name, self._table)
             )
-            return self._finish(name, None, result, ctx, started)
+            return self._finished(_render(name, result), started)
         try:
             spec.loaded()
         except ToolUnavailable as exc:
@@ -368,42 +347,20 @@ class Catalog:
                 ErrorKind.UNAVAILABLE, str(exc),
                 "The other tools still work. Fix the server's Python environment (reinstall codeward with "
                 "its dependencies), then restart the server.")
-            return self._finish(name, spec, unavailable, ctx, started)
+            return self._finished(_render(name, unavailable), started)
         parsed = validate_arguments(spec, arguments)
         if not parsed.ok:
-            return self._finish(name, spec, parsed, ctx, started)
+            return self._finished(_render(name, parsed), started)
         values = parsed.data.model_dump() if parsed.data is not None else {}
-        targets = self._write_targets(spec, values, ctx)
-        journal = self._journal(spec, values, ctx)
-        record: Record | None = None
-        try:
-            holding = self.locks.hold([str(path) if isinstance(path, Path) else path for path in targets]) \
-                if targets else contextlib.nullcontext()  # a read names no file to lock
-            with holding:
-                if spec.annotations.read_only:
-                    result = spec.func(ctx, **values)
-                elif journal is None:
-                    result = spec.func(ctx.child(call=replace(ctx.call, locks=self.locks)), **values)
-                else:
-                    for path in targets:
-                        if isinstance(path, Path):
-                            journal.before(path)
-                    try:
-                        result = spec.func(ctx.child(call=replace(ctx.call, journal=journal, locks=self.locks)),
-                                           **values)
-                    finally:
-                        record = journal.commit()  # whatever changed, even if the tool then failed
-        except Exception as exc:  # a bug in a tool: report it, keep the server alive
-            result = Result.fail(
-                ErrorKind.INTERNAL,
-                f"tool {name!r} failed unexpectedly: {type(exc).__name__}: {exc}",
-                "This is a bug in codeward; please report it with the arguments used.",
-            )
-        if journal is not None and journal.problems:
-            result = Result(data=result.data, errors=result.errors,
-                            notes=[*result.notes, "[no complete checkpoint: " + "; ".join(journal.problems) + "]"])
-        outcome = self._finish(name, spec, result, ctx, started)
-        outcome.checkpoint = record.id if record is not None else None
+        running = RunningCall(name=name, values=values, ctx=ctx, read_only=spec.annotations.read_only,
+                              write_paths=spec.write_paths, write_targets=tuple(self._write_targets(spec, values, ctx)),
+                              func=spec.func, render=partial(_render, name))
+        return self._finished(self._run(running), started)
+
+    @staticmethod
+    def _finished(outcome: ToolOutcome, started: float) -> ToolOutcome:
+        outcome.text = displayable(outcome.text)
+        outcome.seconds = time.perf_counter() - started
         return outcome
 
     async def acall(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext) -> ToolOutcome:
@@ -439,57 +396,6 @@ class Catalog:
                 if marker is not None and marker not in targets:  # the repository test must see such writes done
                     targets.append(marker)
         return targets
-
-    def _journal(self, spec: ToolSpec, values: Mapping[str, Any], ctx: ToolContext) -> Journal | None:
-        """A checkpoint recorder for a call of a tool that may write (None for read-only tools)."""
-        settings = ctx.settings.checkpoints
-        if spec.annotations.read_only or not settings.enabled:
-            return None
-        shown = [str(values[p]) for p in spec.write_paths if isinstance(values.get(p), str)]
-        if not shown:
-            texts = (values.get(name) for name in spec.input_model.model_fields)
-            shown = [text for text in texts if isinstance(text, str)][:1]
-        summary = " ".join([spec.name, *(_one_line(text) for text in shown)])
-        from codeward.engines.checkpoints.journal import Journal  # with the first call that may write
-
-        return Journal(ctx.workspace, spec.name, summary, settings)
-
-    def _finish(
-        self, name: str, spec: ToolSpec | None, result: Result[Any], ctx: ToolContext, started: float
-    ) -> ToolOutcome:
-        structured: dict[str, Any] | None = None
-        rich: RichContent | None = None
-        if not result.ok:
-            text = result.error_text()
-        else:
-            data = result.data
-            if isinstance(data, RichContent):
-                rich = data
-                text = data.render()
-            elif isinstance(data, BaseModel):
-                structured = _displayable_json(data.model_dump(mode="json"))
-                render = getattr(data, "render", None)
-                text = render() if callable(render) else json.dumps(structured, indent=2)
-            elif isinstance(data, str):
-                text = data
-            elif data is None:
-                text = "OK"
-            else:
-                text = json.dumps(data, indent=2, default=str)
-            if result.notes:
-                text = "\n".join([text, *result.notes])
-        text, truncated = bound_output(text, ctx, name)
-        text = displayable(text)
-        return ToolOutcome(
-            name=name,
-            text=text,
-            is_error=not result.ok,
-            errors=list(result.errors),
-            structured=structured,
-            rich=rich,
-            truncated=truncated,
-            seconds=time.perf_counter() - started,
-        )
 
     # -- schemas for the surfaces -------------------------------------------------------
 
@@ -584,74 +490,35 @@ def signature_text(spec: ToolSpec) -> str:
     return ", ".join(parts) or "none"
 
 
-def bound_output(text: str, ctx: ToolContext, name: str) -> tuple[str, bool]:
-    """Cut text past the configured cap, save the whole under the primary root, and say so."""
-    cap = ctx.settings.output_cap_chars
-    if len(text) <= cap:
-        return text, False
-    shown = _spill(text, ctx, name)
-    if shown is None:
-        saved = " Narrow the request (offset/limit, a smaller path or pattern) to see the rest."
-    else:
-        saved = f" The full output is saved as {shown}: read it with read_file and offset/limit."
-    marker = (
-        f"\n\n[... output truncated: {len(text):,} characters, showing the first {cap:,}."
-        f"{saved} ...]"
-    )
-    return text[:cap] + marker, True
-
-
 # -- internals -------------------------------------------------------------------------------
 
 
-def save_output(text: str, ctx: ToolContext, name: str) -> str | None:
-    """Keep ``text`` in the saved-outputs folder (``.codeward/outputs/``, pruned like spilled outputs);
-    its path as tools show it, or None when it cannot be saved."""
-    return _spill(text, ctx, name)
-
-
-def _spill(text: str, ctx: ToolContext, name: str) -> str | None:
-    """Save a whole output in ``.codeward/outputs``; its path as shown, or None when it cannot be saved.
-
-    codeward's own write, through :class:`StateDir` (no link followed: a repository's
-    ``.codeward`` may be a symlink to anywhere), not the tool-facing gate, which refuses
-    ``.codeward/`` to tools.
-    """
-    primary = ctx.workspace.primary
-    if not ctx.workspace.contains(primary):
-        return None
-    state = StateDir(primary)
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    file_name = f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{digest}.txt"
-    try:
-        data = text.encode("utf-8", "surrogateescape")  # undecodable bytes of a file go back as they were
-    except UnicodeEncodeError:
-        data = displayable(text).encode("utf-8")
-    try:
-        state.write_new(f"{state_dir.OUTPUTS}/{file_name}", data, 0o666)  # exists: same output, same second
-    except OSError:
-        return None
-    _prune_spills(state.outputs, ctx.settings.spill_keep)
-    return ctx.workspace.display(state.outputs / file_name)
-
-
-def _prune_spills(folder: Path, keep: int) -> None:
-    """Delete all but the ``keep`` newest saved outputs (regular files only; links are left alone)."""
-    try:
-        with os.scandir(folder) as entries:
-            saved = [(entry.stat(follow_symlinks=False).st_mtime_ns, entry.name) for entry in entries
-                     if entry.name.endswith(".txt") and entry.is_file(follow_symlinks=False)]
-    except OSError:
-        return
-    saved.sort(reverse=True)
-    for _mtime, name in saved[keep:]:
-        with contextlib.suppress(OSError):
-            os.unlink(folder / name)
-
-
-def _one_line(text: str, width: int = 60) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= width else line[: width - 1] + "…"
+def _render(name: str, result: Result[Any]) -> ToolOutcome:
+    """A tool's result as the outcome every surface shows: text (the error's, or the data's rendering with
+    the result's notes), structure for a model result, rich content as it is."""
+    structured: dict[str, Any] | None = None
+    rich: RichContent | None = None
+    if not result.ok:
+        text = result.error_text()
+    else:
+        data = result.data
+        if isinstance(data, RichContent):
+            rich = data
+            text = data.render()
+        elif isinstance(data, BaseModel):
+            structured = _displayable_json(data.model_dump(mode="json"))
+            render = getattr(data, "render", None)
+            text = render() if callable(render) else json.dumps(structured, indent=2)
+        elif isinstance(data, str):
+            text = data
+        elif data is None:
+            text = "OK"
+        else:
+            text = json.dumps(data, indent=2, default=str)
+        if result.notes:
+            text = "\n".join([text, *result.notes])
+    return ToolOutcome(name=name, text=text, is_error=not result.ok, errors=list(result.errors),
+                       structured=structured, rich=rich)
 
 
 def _check_name(name: str) -> None:

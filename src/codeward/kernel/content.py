@@ -7,6 +7,7 @@ protocol's content blocks, other surfaces (CLI, agent) render them as text descr
 from __future__ import annotations
 
 import base64
+import re
 from dataclasses import dataclass, field
 
 
@@ -59,3 +60,19 @@ class RichContent:
             else:
                 parts.append(f"[resource {block.uri}: {block.mime_type}, {len(block.blob or b'')} bytes]")
         return "\n".join(parts)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def displayable(text: str) -> str:
+    """``text`` safe to send as UTF-8 (JSON, a terminal): lone surrogates become U+FFFD.
+
+    Bytes that are not UTF-8 are decoded as lone surrogates so that writes give them back
+    unchanged; a JSON message carrying one is invalid and the client drops it whole.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _LONE_SURROGATE.sub("\ufffd", text)
+    return text

@@ -5,38 +5,24 @@ state, so two contexts with different workspaces can serve calls concurrently. W
 (or agent session) shares across its calls is its :class:`Services`; what belongs to one call
 alone is its :class:`CallInfo`.
 
-The service types are named here for type checking only: the settings are the tables of the
-typed configuration (:mod:`codeward.config`), and each subsystem owns the accessor that
-supplies its safe default (``web_settings_of(ctx.services)``...), so this low module imports
-none of them and no import circle can form through it.
+:class:`Services` holds typed slots: the configuration's tables and the server's shared helpers,
+each found by its type (``ctx.services.get(WebSettings)``). The kernel names none of those types,
+so no package above it is imported from here, and a setting added to a configuration table
+reaches every tool without a field, an accessor or an assembly step of its own.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from types import MappingProxyType
+from typing import Any, Protocol, TypeVar
 
-from codeward.engines.checkpoints.settings import CheckpointSettings
 from codeward.kernel.path_locks import PathLocks, write_lock_keys
 from codeward.kernel.workspace import Workspace
-
-if TYPE_CHECKING:
-    from codeward.audit.metrics import CallMetrics
-    from codeward.config import (
-        BeadsSettings,
-        CodingSettings,
-        IndexSettings,
-        RegistrySettings,
-        ReviewSettings,
-        ShellSettings,
-        WebSettings,
-    )
-    from codeward.engines.checkpoints.journal import Journal
-    from codeward.engines.registry.served import ServedTools
 
 T = TypeVar("T")
 
@@ -69,14 +55,22 @@ class Peer(Protocol):
 
 @dataclass(frozen=True)
 class Settings:
-    """Behaviour switches shared by every tool call of one server or session."""
+    """How every call's output is bounded (``[server] output_cap_tokens`` and ``spill_keep``)."""
 
     output_cap_chars: int = 100_000
     """About 25k tokens of text; longer outputs are cut with a marker and saved in full."""
     spill_keep: int = 100
     """Saved outputs kept; older ones are deleted as new ones are saved."""
-    checkpoints: CheckpointSettings = field(default_factory=CheckpointSettings)
-    """Whether every change a tool makes is recorded (for ``undo``), and how much is kept."""
+
+
+class ChangeJournal(Protocol):
+    """The recorder of what one call changes (its checkpoint), as the kernel and the writers see it.
+
+    A writer calls :meth:`before` for each path just before changing it; the checkpoint step
+    (:mod:`codeward.engines.checkpoints`) opens one per call of a writing tool and commits it after.
+    """
+
+    def before(self, path: Path) -> None: ...
 
 
 class Runtimes:
@@ -110,25 +104,50 @@ class Runtimes:
                 closer()
 
 
-@dataclass(frozen=True)
 class Services:
     """What every call of one server or agent session shares, built once from the configuration.
 
-    A settings field left ``None`` means that subsystem's safe defaults (its ``*_of`` accessor
-    supplies them); ``metrics`` ``None`` means calls are not recorded; ``served`` is the tool
-    list the registry's meta-tools search and run.
+    Typed slots: ``Services(config.web, CallMetrics(), ...)`` holds one value per type, and
+    :meth:`get` finds it by that type — a configuration table missing from the slots reads as its
+    defaults with the environment's overrides, so a context built by hand (a test, a script) gets
+    the settings a server started without a configuration file would have.
+    :meth:`find` is for helpers that may be absent (the call recorder, the served tools).
+    ``runtimes`` are the long-lived helpers made on first use.
     """
 
-    web: WebSettings | None = None
-    beads: BeadsSettings | None = None
-    shell: ShellSettings | None = None
-    coding: CodingSettings | None = None
-    registry: RegistrySettings | None = None
-    review: ReviewSettings | None = None
-    index: IndexSettings | None = None
-    metrics: CallMetrics | None = None
-    served: ServedTools | None = None
-    runtimes: Runtimes = field(default_factory=Runtimes, compare=False)
+    __slots__ = ("_slots", "runtimes")
+
+    def __init__(self, *values: object, runtimes: Runtimes | None = None) -> None:
+        slots: dict[type[Any], object] = {}
+        for value in values:
+            if type(value) in slots:
+                raise ValueError(f"two services of type {type(value).__name__}")
+            slots[type(value)] = value
+        self._slots: Mapping[type[Any], object] = MappingProxyType(slots)
+        self.runtimes = runtimes if runtimes is not None else Runtimes()
+
+    def get(self, kind: type[T]) -> T:
+        """The value of this type; when none was given, what the type offers a context built without a
+        configuration (its ``unconfigured()``: a configuration table's defaults with the environment's
+        overrides), else ``kind()``."""
+        found = self._slots.get(kind)
+        if found is not None:
+            return found  # type: ignore[return-value]
+        unconfigured = getattr(kind, "unconfigured", None)
+        return unconfigured() if callable(unconfigured) else kind()  # type: ignore[no-any-return]
+
+    def find(self, kind: type[T]) -> T | None:
+        """The value of this type, or None when none was given."""
+        return self._slots.get(kind)  # type: ignore[return-value]
+
+    def with_values(self, *values: object) -> Services:
+        """These services with ``values`` put in (replacing those of the same type), sharing the runtimes."""
+        replaced = {type(value) for value in values}
+        kept = [value for kind, value in self._slots.items() if kind not in replaced]
+        return Services(*kept, *values, runtimes=self.runtimes)
+
+    def __repr__(self) -> str:
+        return f"Services({', '.join(kind.__name__ for kind in self._slots)})"
 
 
 @dataclass(frozen=True)
@@ -140,7 +159,7 @@ class CallInfo:
     """The id the control plane gave this call (approvals in the console point at it)."""
     close_sse_stream: Callable[[], Awaitable[None]] | None = None
     """Over streamable HTTP, ends the response stream early (the client resumes it)."""
-    journal: Journal | None = None
+    journal: ChangeJournal | None = None
     """The checkpoint recorder of this call (set by the catalog for tools that write): a tool
     writing a file its arguments do not name calls ``journal.before(path)`` first."""
     client: str | None = ""

@@ -13,8 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from codeward.kernel.catalog import Catalog, ToolOutcome, ToolSpec
+from codeward.kernel.catalog import Catalog, ToolSpec
 from codeward.kernel.context import ToolContext
+from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.result import ErrorInfo, ErrorKind
 
 

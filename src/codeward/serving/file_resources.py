@@ -66,7 +66,8 @@ class FileResources:
         return uri.startswith("file:")
 
     def read(self, uri: str, workspace: Workspace) -> Result[ResourceData]:
-        from codeward.engines.files.textfile import decode, displayable, read_checked
+        from codeward.engines.files.textfile import decode, read_checked
+        from codeward.kernel.content import displayable
         from codeward.kernel.providers import ResourceData
 
         empty = ResourceData(uri, "text/plain", text="")

@@ -31,9 +31,10 @@ from mcp.server.models import InitializationOptions
 from mcp_types.version import is_version_at_least
 
 from codeward import __version__
-from codeward.kernel.catalog import ToolOutcome
+from codeward.audit.metrics import CallMetrics
 from codeward.kernel.content import BinaryBlock, Block, ResourceBlock, TextBlock
 from codeward.kernel.context import CallInfo, Services, Settings, ToolContext
+from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.surface import ToolSurface
 from codeward.kernel.workspace import Workspace
 from codeward.serving.file_resources import FileResources
@@ -531,7 +532,7 @@ class CodewardServer:
 
             answer_by_need(app, self.lowlevel)
         app.add_middleware(JsonRpcGuardMiddleware)
-        add_approvals(app, state, self.services.metrics, audit)
+        add_approvals(app, state, self.services.find(CallMetrics), audit)
         if users:  # added last, so outermost: nothing unauthenticated is read
             from codeward.audit.users import UsersMiddleware
 
@@ -556,10 +557,11 @@ class CodewardServer:
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
                                 **chosen.uvicorn_options())
         async with self._announcing(), anyio.create_task_group() as group:
-            if state is not None and state.shared and self.services.metrics is not None:
+            metrics = self.services.find(CallMetrics)
+            if state is not None and state.shared and metrics is not None:
                 from codeward.serving.shared_state.metrics import MetricsPublisher  # every replica's figures, added up
 
-                group.start_soon(MetricsPublisher(state, self.services.metrics).run)
+                group.start_soon(MetricsPublisher(state, metrics).run)
             await uvicorn.Server(config).serve()
             group.cancel_scope.cancel()
 

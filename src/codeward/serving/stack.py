@@ -27,15 +27,17 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from codeward.audit.metrics import RecordCalls
-from codeward.config import Config, ConfigError, GatewayConfig
+from codeward.audit.metrics import CallMetrics, RecordCalls
+from codeward.config import Config, ConfigError, GatewayConfig, RegistrySettings
+from codeward.engines.checkpoints.step import RecordChanges
 from codeward.gateway.native import Alias
-from codeward.kernel.catalog import Catalog, ToolOutcome
+from codeward.kernel.catalog import Catalog
 from codeward.kernel.chain import Middleware, chain
 from codeward.kernel.context import Reporter, Services, ToolContext
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.steps import BoundOutput, CallStep, HoldWriteLocks, TrapErrors
 from codeward.kernel.surface import CatalogSurface, CompositeSurface, ToolInfo, ToolSurface
 from codeward.kernel.workspace import Workspace
-from codeward.serving.assembly import services_for
 
 if TYPE_CHECKING:
     from codeward.approval.policy import Approval, ConfirmCallback
@@ -105,7 +107,7 @@ class Stack:
             outer = [m for m in self.middleware if m is not self.approval]
             from codeward.tools.meta import Meta
 
-            self._meta_surface = chain(self.approved, [*outer, Meta(guard=self.approval)])
+            self._meta_surface = chain(self.approved, [*outer, Meta(guard=self.approval, steps=call_steps())])
         return self._meta_surface
 
     def server(self, *, name: str = "codeward", roots_from_client: bool = False) -> CodewardServer:
@@ -159,11 +161,24 @@ def workspace_for(config: Config, roots: Sequence[str | Path] = (), *,
     return Workspace.create(chosen, extra_blacklist=config.blacklist, protected=files)
 
 
+def call_steps() -> tuple[CallStep, ...]:
+    """The steps around each run of a native tool, outermost first (:mod:`codeward.kernel.steps`): its
+    output bounded, its file locks held, what it changes recorded (``undo``), its bugs trapped."""
+    return BoundOutput(), HoldWriteLocks(), RecordChanges(), TrapErrors()
+
+
+def services_for(config: Config) -> Services:
+    """What every call of one stack shares: every configuration table as a typed slot, a fresh call
+    recorder and fresh runtimes (the one code-execution runtime, made on first use)."""
+    return Services(*config.tables(), CallMetrics())
+
+
 def catalog_for(config: Config) -> Catalog:
-    """The default catalog with the config's toolset filter (an unknown toolset is an error)."""
+    """The default catalog with the config's toolset filter (an unknown toolset is an error), each call
+    run through :func:`call_steps`."""
     from codeward.tools import default_catalog
 
-    catalog = default_catalog(config.toolsets)
+    catalog = default_catalog(config.toolsets).with_steps(call_steps())
     if config.toolsets is not None:
         unknown = set(config.toolsets) - set(catalog.toolsets())
         if unknown:
@@ -246,19 +261,20 @@ def build_stack(
     inner: list[Middleware] = [approval] if approval is not None else []
     approved = chain(tools, inner)
     outer: list[Middleware] = [*observers]
-    if services.metrics is not None:
-        outer.append(RecordCalls(services.metrics))
+    metrics = services.find(CallMetrics)
+    if metrics is not None:
+        outer.append(RecordCalls(metrics))
     if meta:
         from codeward.tools.meta import Meta
 
-        outer.append(Meta(guard=approval))
+        outer.append(Meta(guard=approval, steps=call_steps()))
     else:
         from codeward.engines.registry.served import ServedTools
 
-        services = replace(services, served=ServedTools(approved))
+        services = services.with_values(ServedTools(approved))
     from codeward.engines.registry.providers import registry_providers
 
-    prompts, knowledge = registry_providers(services.registry)
+    prompts, knowledge = registry_providers(services.get(RegistrySettings))
     return Stack(config=config, workspace=workspace, roots_given=bool(roots) or bool(config.roots), catalog=catalog,
                  services=services, gateway_config=gateway_config, surface=chain(approved, outer),
                  native_names=native_names, gateway=upstream, resource_providers=(knowledge,),

@@ -14,17 +14,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from codeward.config.index import IndexSettings
 from codeward.engines.code_intel.call_graph import CallGraphBuilder, CallNode
 from codeward.engines.code_intel.file_summary import summarize
 from codeward.engines.code_intel.index_rows import Symbol
 from codeward.engines.code_intel.repo_map import build_repo_map
-from codeward.engines.code_intel.symbol_index import (
-    CALLABLE_KINDS,
-    CLASS_KINDS,
-    SymbolIndex,
-    index_root_for,
-    index_settings_of,
-)
+from codeward.engines.code_intel.symbol_index import CALLABLE_KINDS, CLASS_KINDS, SymbolIndex, index_root_for
 from codeward.engines.code_intel.tags import Extractors, tagged_language
 from codeward.engines.code_intel.usage_scan import SpanTable, Usage, locate_matches, usage_pattern
 from codeward.engines.files.textfile import read_text
@@ -236,7 +231,7 @@ def _open_index(ctx: ToolContext, real: Path, *, references: bool = True) -> Res
 
     try:
         stats = index.refresh(progress=report, cancelled=ctx.cancelled, references=references,
-                              ctags=index_settings_of(ctx.services).ctags)
+                              ctags=ctx.services.get(IndexSettings).ctags)
     except Exception:
         index.close()
         raise

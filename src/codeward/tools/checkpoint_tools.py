@@ -14,9 +14,10 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from codeward.engines.checkpoints.journal import Journal
+from codeward.config.checkpoints import CheckpointSettings
+from codeward.engines.checkpoints.journal import Journal, journal_of
 from codeward.engines.checkpoints.rewind import Outcome, Rewind, in_effect, reverted_by, select
-from codeward.engines.checkpoints.store import CheckpointStore, Record
+from codeward.engines.checkpoints.store import CheckpointStore, Record, store_for
 from codeward.kernel.catalog import tool
 from codeward.kernel.context import ToolContext
 from codeward.kernel.result import ErrorKind, Result
@@ -78,8 +79,9 @@ class UndoReport(BaseModel):
 
 
 def _store(ctx: ToolContext) -> CheckpointStore:
-    journal = ctx.call.journal
-    return journal.store if journal is not None else ctx.settings.checkpoints.store(ctx.workspace.primary)
+    journal = journal_of(ctx)
+    return journal.store if journal is not None else store_for(ctx.workspace.primary,
+                                                                ctx.services.get(CheckpointSettings))
 
 
 def _paths(workspace: Workspace, record: Record) -> list[str]:
@@ -135,7 +137,7 @@ def undo(
 
     Refuses when a file changed outside codeward since, naming it; force=true overwrites it.
     """
-    journal = ctx.call.journal
+    journal = journal_of(ctx)
     if journal is None:
         return Result.fail(ErrorKind.UNAVAILABLE, "checkpoints are off, so there is nothing to undo",
                            "Turn checkpoints on (they are on by default).")

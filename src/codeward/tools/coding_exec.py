@@ -13,11 +13,12 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from codeward.config.coding import IMAGE_REFERENCE
+from codeward.config.coding import IMAGE_REFERENCE, CodingSettings
 from codeward.engines.execution.debug import Attempt, detect_language, diagnose, repair
 from codeward.engines.execution.execute import Execution, Limits, execute
+from codeward.engines.execution.languages import docker_image
 from codeward.engines.execution.monitor import Sampler
-from codeward.engines.execution.runtime import NO_MODEL, runtime_of, settings_of
+from codeward.engines.execution.runtime import NO_MODEL, runtime_of
 from codeward.kernel.catalog import tool
 from codeward.kernel.context import ToolContext
 from codeward.kernel.result import ErrorKind, Result
@@ -92,7 +93,7 @@ class ExecutionOutput(BaseModel):
 
 def network_refusal(ctx: ToolContext, asked: bool, argument: str) -> Result[None] | None:
     """A refusal when a call asks for network the operator has not allowed, else ``None``."""
-    if not asked or settings_of(ctx.services).allow_network:
+    if not asked or ctx.services.get(CodingSettings).allow_network:
         return None
     return Result.fail(ErrorKind.PERMISSION,
                        f"{argument}=true was refused: network access for code is the operator's decision, and this "
@@ -346,7 +347,7 @@ def coding_run_in_docker(
     except SandboxUnavailable as exc:
         return Result.fail(ErrorKind.UNAVAILABLE, f"Docker execution failed (status: setup_error): {exc}",
                            "Use coding_execute_code, which runs code in the local sandbox without Docker.")
-    chosen = image or settings_of(ctx.services).docker_image(language)
+    chosen = image or docker_image(ctx.services.get(CodingSettings), language)
     ctx.progress(0, 1, f"running {language} in {chosen}")
     outcome = run_code_in_docker(sandbox, language, code, stdin, image=chosen, environment=environment,
                                  memory_limit=memory_limit.lower(), cpu_limit=cpu_limit, network=network_enabled,
@@ -465,7 +466,7 @@ def coding_debug_code(
     lang = language or detect_language(source_code, stderr)
     found = diagnose(lang, stderr, stdout, exit_code)
     diagnosis = DiagnosisOutput(**vars(found))
-    settings = settings_of(ctx.services)
+    settings = ctx.services.get(CodingSettings)
     profile = settings.model_profile()
     if profile is None:
         return Result.success(DebugOutput(

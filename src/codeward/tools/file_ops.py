@@ -20,7 +20,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from codeward.engines.checkpoints.journal import Journal, trash_size
+from codeward.engines.checkpoints.journal import Journal, journal_of, trash_size
 from codeward.engines.checkpoints.states import state_of
 from codeward.engines.files.textfile import PathChanged, checked_dir
 from codeward.kernel.catalog import tool
@@ -50,10 +50,11 @@ def operand(workspace: Workspace, raw: str, param: str) -> Result[Path]:
 
 
 def _journal(ctx: ToolContext, action: str) -> Result[Journal]:
-    if ctx.call.journal is None:
+    journal = journal_of(ctx)
+    if journal is None:
         return Result.fail(ErrorKind.UNAVAILABLE, f"checkpoints are off, and {action} keeps a recoverable copy in one",
                            "Turn checkpoints on (they are on by default), or use run_shell.")
-    return Result.success(ctx.call.journal)
+    return Result.success(journal)
 
 
 def _in_root(workspace: Workspace, path: Path) -> bool:

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from codeward.engines.files.textfile import displayable, read_text
+from codeward.engines.files.textfile import read_text
 from codeward.engines.git import EMPTY_TREE, Repository, check_revision
 from codeward.engines.git.blame import check_content, content_lines, read_blame
 from codeward.engines.git.commit import commit as commit_paths
@@ -26,6 +26,7 @@ from codeward.engines.git.commit import identity, pending, preview_diff
 from codeward.engines.git.log import Commit, read_commit, read_log
 from codeward.engines.git.status import StatusEntry, read_status
 from codeward.kernel.catalog import tool
+from codeward.kernel.content import displayable
 from codeward.kernel.context import ToolContext
 from codeward.kernel.result import ErrorKind, Result
 from codeward.kernel.workspace import Access

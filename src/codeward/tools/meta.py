@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from codeward.engines.registry.served import ServedTools
-from codeward.kernel.catalog import Catalog, ToolOutcome
+from codeward.kernel.catalog import Catalog
 from codeward.kernel.chain import Middleware, ToolCall, chain
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.steps import CallStep
 from codeward.kernel.surface import CatalogSurface, ToolInfo, ToolSurface
 
 DIRECT_KEYS = frozenset({"name", "action", "params", "dry_run", "timeout"})
@@ -40,8 +41,11 @@ class Meta(Middleware):
     ``registry_load``) passes ``guard`` (the stack's approval) like any other writing tool.
     """
 
-    def __init__(self, meta: Catalog | None = None, guard: Middleware | None = None) -> None:
+    def __init__(self, meta: Catalog | None = None, guard: Middleware | None = None,
+                 steps: Sequence[CallStep] | None = None) -> None:
         self.meta = meta or meta_catalog()
+        if steps is not None:  # the stack's own steps around each run (checkpoints of registry_load...)
+            self.meta = self.meta.with_steps(steps)
         self._infos = [ToolInfo.from_spec(spec) for spec in self.meta]
         self._own = chain(CatalogSurface(self.meta), [guard] if guard is not None else [])
         self._served: ServedTools | None = None
@@ -63,7 +67,7 @@ class Meta(Middleware):
     async def call_tool(self, call: ToolCall, inner: ToolSurface) -> ToolOutcome:
         served = self.served(inner)
         name, arguments = call.name, call.arguments
-        ctx = call.ctx.child(services=replace(call.ctx.services, served=served))
+        ctx = call.ctx.child(services=call.ctx.services.with_values(served))
         if name not in self.meta:
             return await inner.call(name, arguments, ctx)
         target = self._direct_target(served, name, arguments)

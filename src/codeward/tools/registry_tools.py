@@ -16,7 +16,7 @@ from codeward.engines.registry.consent import ask_person
 from codeward.engines.registry.describe import Hit, item_help, item_hit, overview, render_hits, served_help, served_hit
 from codeward.engines.registry.execute import run_tool
 from codeward.engines.registry.items import Kind, Space
-from codeward.engines.registry.served import ServedTools, served_of
+from codeward.engines.registry.served import ServedTools
 from codeward.engines.registry.service import Registry, describe_covered
 from codeward.kernel.catalog import tool
 from codeward.kernel.context import ToolContext
@@ -50,7 +50,7 @@ def registry_search(
         with registry.index() as index:
             total = len(index.names())
             hits += [item_hit(registry, item, score) for item, score in index.search(query, wanted_kind, space, limit)]
-    served = served_of(ctx.services)
+    served = ctx.services.find(ServedTools)
     if served is not None and source in ("all", "served") and wanted_kind in (None, Kind.TOOL):
         total += len(served.infos())
         hits += [served_hit(served, info, score) for info, score in served.search(query, limit)]
@@ -99,7 +99,7 @@ def registry_execute(
 ) -> Result[Any]:
     """Run any tool by name — a served tool or a registry tool signed by a key the user trusts (it runs in
     the sandbox) — or ask the user to sign a registry item: signing needs their approval."""
-    served = served_of(ctx.services)
+    served = ctx.services.find(ServedTools)
     if action == "sign":
         if source is None and served is not None and served.has(name) and not _is_item(ctx, name):
             return Result.fail(ErrorKind.INVALID_INPUT, f"{name} is served by this server, not a registry item; "
@@ -123,7 +123,7 @@ def registry_help(
 ) -> Result[str]:
     """Parameters and usage of one tool or item, or an overview of everything available."""
     registry = Registry.for_context(ctx)
-    served = served_of(ctx.services)
+    served = ctx.services.find(ServedTools)
     if not name:
         return Result.success(overview(registry, served))
     if served is not None and kind in (None, "tool"):

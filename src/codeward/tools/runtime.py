@@ -12,7 +12,7 @@ import time
 
 from pydantic import BaseModel
 
-from codeward.audit.metrics import metrics_of
+from codeward.audit.metrics import CallMetrics
 from codeward.kernel.catalog import tool
 from codeward.kernel.context import ToolContext
 from codeward.kernel.result import Result
@@ -93,7 +93,7 @@ def _server_metrics(ctx: ToolContext) -> ServerMetrics:
     import psutil
 
     process = psutil.Process(os.getpid())
-    recorder = metrics_of(ctx.services)
+    recorder = ctx.services.find(CallMetrics)
     with process.oneshot():
         memory = process.memory_info()
         times = process.cpu_times()

@@ -27,8 +27,9 @@ from pydantic import BaseModel, Field
 
 from codeward.engines.files import ripgrep
 from codeward.engines.files.ripgrep import BinaryHit, CaseMode, Counted, Line, Query, Search
-from codeward.engines.files.textfile import BINARY_SNIFF_BYTES, displayable, read_text
+from codeward.engines.files.textfile import BINARY_SNIFF_BYTES, read_text
 from codeward.kernel.catalog import tool
+from codeward.kernel.content import displayable
 from codeward.kernel.context import ToolContext
 from codeward.kernel.result import ErrorKind, Result
 from codeward.kernel.workspace import HARD_BLACKLIST_NAMES, HARD_BLACKLIST_SUFFIX, Workspace

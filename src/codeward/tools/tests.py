@@ -17,12 +17,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from codeward.config.shell import ShellSettings
 from codeward.engines.shell.runner import MAX_SCRIPT_CHARS, ShellCommand, execute
-from codeward.engines.shell.settings import HARD_MAX_TIMEOUT_S, shell_settings_of
+from codeward.engines.shell.settings import HARD_MAX_TIMEOUT_S
 from codeward.engines.shell.test_results import TestSummary, parse_junit, uses_pytest
-from codeward.kernel.catalog import save_output, tool
+from codeward.kernel.catalog import tool
 from codeward.kernel.context import ToolContext
 from codeward.kernel.result import ErrorKind, Result
+from codeward.kernel.steps import save_output
 from codeward.kernel.workspace import Access
 
 MARKER = "<<<codeward-junit-report>>>"
@@ -88,7 +90,7 @@ def run_tests(
 ) -> Result[TestReport | None]:
     """Run the project's tests in the sandbox: pytest (found from the project's configuration) with structured
     results — counts, and each failure's test id, file:line and message — or any runner by command."""
-    settings = shell_settings_of(ctx.services)
+    settings = ctx.services.get(ShellSettings)
     root = ctx.workspace.primary
     if command.strip():
         if targets or keyword:

@@ -28,8 +28,8 @@ from codeward.apps.agent.budget import openai_tool
 from codeward.apps.agent.conversation import Conversation, Turn
 from codeward.engines.llm.calls import ToolCall, text_tool_call
 from codeward.engines.llm.client import Finished, Notice, StreamEvent, StreamFailed, TextDelta
-from codeward.kernel.catalog import ToolOutcome
 from codeward.kernel.context import ToolContext
+from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.surface import ToolInfo, ToolSurface
 
 DISPATCH_FAILED = "[codeward] tool dispatch failed: "

@@ -73,7 +73,7 @@ def call_tool(config: Config, gateway: GatewayConfig, name: str, assignments: Se
               err: IO[str] | None = None, command: str = "call") -> int:
     import anyio
 
-    from codeward.approval.elicitation import terminal_confirm, yes_confirm
+    from codeward.approval.askers import terminal_confirm, yes_confirm
     from codeward.config import ConfigError
     from codeward.gateway.names import split_name
     from codeward.serving.stack import Approver, build_stack

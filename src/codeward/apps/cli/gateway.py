@@ -22,6 +22,7 @@ from codeward.apps.cli.args import (
     exit_on_sigterm,
 )
 from codeward.apps.cli.common import load_configs, with_urls
+from codeward.audit.metrics import CallMetrics
 
 if TYPE_CHECKING:
     from codeward.approval.policy import ConfirmCallback
@@ -90,7 +91,7 @@ def run_gateway_cli(
     """
     import anyio
 
-    from codeward.approval.elicitation import confirm_with_client
+    from codeward.approval.askers import confirm_with_client
     from codeward.approval.policy import approve_everything
 
     config, gateway = load_configs(config_path)
@@ -144,7 +145,7 @@ async def _serve(config: Config, gateway: GatewayConfig, transport: str, host: s
             from codeward.apps.control.replicas import ReplicaApprovals
 
             plane.state.replicas = ReplicaApprovals(state, audit.log if audit else None, asyncio.get_running_loop(),
-                                                    stack.services.metrics)
+                                                    stack.services.find(CallMetrics))
         async with stack:
             upstream = stack.gateway
             assert upstream is not None  # with_urls made sure there is a server

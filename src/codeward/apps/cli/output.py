@@ -22,7 +22,7 @@ from typing import IO, TYPE_CHECKING, Any
 from codeward.apps.cli.parser import verbosity
 
 if TYPE_CHECKING:
-    from codeward.kernel.catalog import ToolOutcome
+    from codeward.kernel.outcome import ToolOutcome
     from codeward.kernel.result import ErrorInfo
 
 

@@ -19,6 +19,7 @@ from codeward.apps.cli.args import parse_assignments
 from codeward.apps.cli.common import configs_of
 from codeward.apps.cli.output import add_json_argument, command_name, print_json, print_outcome, result_object
 from codeward.apps.cli.parser import quiet
+from codeward.config.registry import RegistrySettings
 
 KINDS = ("tool", "directive", "knowledge")
 SPACES = ("project", "user", "hub")
@@ -188,10 +189,9 @@ def _run(args: argparse.Namespace) -> int:
 def _schema_for(args: argparse.Namespace) -> dict[str, Any]:
     from codeward.engines.registry.items import Kind
     from codeward.engines.registry.service import Registry
-    from codeward.engines.registry.settings import registry_settings_of
 
     ctx = _context(args)
-    found = Registry(ctx.workspace, registry_settings_of(ctx.services)).find(args.name, Kind.TOOL)
+    found = Registry(ctx.workspace, ctx.services.get(RegistrySettings)).find(args.name, Kind.TOOL)
     schema = found.data.meta.get("config_schema") if found.ok and found.data is not None else None
     return schema if isinstance(schema, dict) else {}
 
@@ -280,9 +280,9 @@ def _said(args: argparse.Namespace, text: str, structured: dict[str, Any]) -> in
 
 
 def _keys(args: argparse.Namespace) -> Any:
-    from codeward.engines.registry.settings import key_store, registry_settings_of
+    from codeward.engines.registry.settings import key_store
 
-    return key_store(registry_settings_of(_context(args).services))
+    return key_store(_context(args).services.get(RegistrySettings))
 
 
 def _help(args: argparse.Namespace) -> int:
@@ -293,10 +293,9 @@ def _new(args: argparse.Namespace) -> int:
     from codeward.engines.registry.items import Kind, Space
     from codeward.engines.registry.scaffold import scaffold
     from codeward.engines.registry.service import Registry
-    from codeward.engines.registry.settings import registry_settings_of
 
     ctx = _context(args)
-    registry = Registry(ctx.workspace, registry_settings_of(ctx.services))
+    registry = Registry(ctx.workspace, ctx.services.get(RegistrySettings))
     kind = Kind(args.kind)
     space = Space.USER if args.user else Space.PROJECT
     category = args.category or ("utility" if kind is Kind.TOOL else "")

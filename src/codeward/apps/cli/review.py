@@ -11,7 +11,6 @@ import math
 import sys
 import threading
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -151,11 +150,11 @@ def run_review_cli(paths: str | Sequence[str], fmt: str, gates: list[str] | None
     except ValueError as exc:
         print(f"codeward review: {exc}", file=err)
         return EXIT_USAGE
-    base = config or stack.services.review or ReviewSettings()
+    base = config or stack.services.get(ReviewSettings)
     review = base.model_copy(update={"timeout_seconds": seconds.data if timeout is not None else base.timeout_seconds,
                                      "isolated": isolated or base.isolated})
     ctx = stack.context(reporter=StderrProgress(err) if progress else None)
-    ctx = ctx.child(services=replace(ctx.services, review=review))
+    ctx = ctx.child(services=ctx.services.with_values(review))
     workspace = stack.workspace
     destination = None
     if output is not None:

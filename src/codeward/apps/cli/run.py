@@ -49,9 +49,9 @@ def run_file_cli(
     config: Config | None = None,
 ) -> int:
     """Run the file (``-``: source from stdin) and return the exit status to exit with."""
+    from codeward.config.coding import LANGUAGE_NAMES
     from codeward.engines.execution.debug import detect_language
     from codeward.engines.execution.execute import Limits, execute
-    from codeward.engines.execution.languages import LANGUAGE_NAMES
     from codeward.engines.execution.runtime import CodingRuntime
     from codeward.engines.sandbox import Status
 
@@ -102,8 +102,7 @@ def run_file_cli(
 def _coding_settings(config: Config | None) -> CodingSettings:
     """The execution settings the stack of this configuration would use (sandbox backend, model)."""
     from codeward.config import load_config
-    from codeward.engines.execution.runtime import settings_of
     from codeward.serving.stack import build_stack
 
     stack = build_stack(config or load_config())
-    return settings_of(stack.services)
+    return stack.services.get(CodingSettings)

@@ -18,6 +18,7 @@ from codeward.apps.cli.args import (
     exit_on_sigterm,
 )
 from codeward.apps.cli.common import configs_of
+from codeward.audit.metrics import CallMetrics
 
 if TYPE_CHECKING:
     from codeward.apps.client_setup.launch import LaunchCommand
@@ -148,7 +149,7 @@ def _controlled_stack(args: argparse.Namespace, config: Config, gateway: Gateway
     own writing and executing tools are asked about — the client (elicitation) raced against the
     console, the console alone for a client that cannot ask. Over HTTP a shared ``state`` lets any
     replica answer, and ``audit`` records every call and decision with its user."""
-    from codeward.approval.elicitation import confirm_with_client
+    from codeward.approval.askers import confirm_with_client
     from codeward.approval.policy import ConfirmCallback
     from codeward.serving.stack import Approver, build_stack
 
@@ -189,7 +190,7 @@ def _run_controlled(args: argparse.Namespace, control: ControlOptions, config: C
                 from codeward.apps.control.replicas import ReplicaApprovals
 
                 plane.state.replicas = ReplicaApprovals(state, audit.log if audit else None,
-                                                        asyncio.get_running_loop(), stack.services.metrics)
+                                                        asyncio.get_running_loop(), stack.services.find(CallMetrics))
             server = stack.server(roots_from_client=not stack.roots_given and not args.http)
             roots = ", ".join(str(r) for r in stack.workspace.roots)
             count = len(stack.catalog)

@@ -16,6 +16,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from codeward.approval.askers import Abstain
 from codeward.approval.policy import ApprovalRequest, ConfirmCallback
 from codeward.apps.control.asks import AskTimeout
 from codeward.apps.control.state import ControlState
@@ -53,34 +54,6 @@ def ask_data(request: ApprovalRequest) -> dict[str, Any]:
         "preview": request.preview.to_dict() if request.preview is not None else None,
         "call_id": getattr(call, "call_id", None),
     }
-
-
-class Abstain(Exception):
-    """Raised by an asker that cannot ask (no client support): the other askers decide."""
-
-
-async def ask_mcp_client(request: ApprovalRequest) -> bool:
-    """The gateway's MCP-elicitation prompt, abstaining (not saying no) when it cannot ask.
-
-    :func:`codeward.approval.elicitation.confirm_with_client` answers "no" for a client without
-    elicitation — right when it is the only asker, wrong in a race with the console, where
-    "could not ask" must leave the decision to the person at the console.
-    """
-    import anyio.to_thread
-
-    from codeward.approval.elicitation import APPROVE_SCHEMA
-
-    peer = getattr(request.context, "peer", None)
-    if peer is None:
-        raise Abstain("no MCP client to ask")
-    message = (f"codeward gateway: allow {request.summary()} on server {request.alias!r}?"
-               + (f"\n\n{request.description.splitlines()[0]}" if request.description else "") + request.details())
-    try:
-        answer = await anyio.to_thread.run_sync(peer.elicit, message, APPROVE_SCHEMA)
-    except Exception as exc:  # no elicitation support, a closed session
-        raise Abstain(f"the MCP client cannot be asked: {exc}") from exc
-    content = answer.get("content") or {}
-    return answer.get("action") == "accept" and content.get("approve") is True
 
 
 class ApprovalDesk:

@@ -20,8 +20,8 @@ from codeward.apps.control.session_logs import SessionLogs, preview
 from codeward.apps.control.state import ControlState
 from codeward.config.model_profile import ModelProfile
 from codeward.engines.llm.client import Finished, ModelClient, StreamEvent, StreamFailed
-from codeward.kernel.catalog import ToolOutcome
 from codeward.kernel.chain import Middleware, ToolCall, tool_info
+from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.result import ErrorKind
 from codeward.kernel.surface import ToolSurface
 

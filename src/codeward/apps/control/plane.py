@@ -20,8 +20,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from codeward.approval.askers import ask_mcp_client
 from codeward.approval.policy import ConfirmCallback, approve_everything, deny_unlisted
-from codeward.apps.control.approval import ApprovalDesk, ask_mcp_client
+from codeward.apps.control.approval import ApprovalDesk
 from codeward.apps.control.defaults import DEFAULT_APPROVAL_TIMEOUT, ControlOptions
 from codeward.apps.control.observe import Observe, ObservedModelClient, SessionObserver
 from codeward.apps.control.server import ControlServer
@@ -76,7 +77,7 @@ class ControlPlane:
                   notify: Callable[[str], None] | None = None) -> ConfirmCallback:
         """The confirm callback for this run: the terminal raced against the console when the
         API is served, else the terminal (or ``fallback`` when there is none)."""
-        from codeward.approval.elicitation import confirm_with_client
+        from codeward.approval.askers import confirm_with_client
 
         if self.state is None or terminal is approve_everything:  # nobody needs asking
             return terminal or fallback

@@ -1,6 +1,6 @@
 """The four Beads operations over either backend: ``bd`` when it is on PATH, else the built-in store.
 
-Settings (the ``[beads]`` table, :class:`BeadsSettings`) travel in ``ToolContext.services.beads``; by default
+Settings (the ``[beads]`` table, :class:`BeadsSettings`) travel in the context's services; by default
 codeward uses ``bd`` when it finds it and the built-in store otherwise, so a project can start
 here and move to ``bd`` later without converting anything.
 """
@@ -28,10 +28,6 @@ if TYPE_CHECKING:
     from codeward.kernel.context import Services
 
 MAX_TITLE_CHARS = 500
-
-
-def beads_settings_of(services: Services) -> BeadsSettings:
-    return services.beads or BeadsSettings()
 
 
 @dataclass(frozen=True)
@@ -67,7 +63,7 @@ def open_tracker(workspace: Workspace, services: Services, access: Access) -> Re
     store = open_store(workspace, access)
     if not store.ok or store.data is None:
         return store.cast(None)
-    settings = beads_settings_of(services)
+    settings = services.get(BeadsSettings)
     if settings.backend == "builtin":
         return Result.success(BuiltinTracker(store.data))
     executable = shutil.which(settings.bd_command)

@@ -1,6 +1,7 @@
 """The recorder one tool call writes through: what each path was before the call changed it.
 
-The catalog opens a :class:`Journal` for every call of a tool that is not read-only, notes the
+The checkpoint step (:class:`~codeward.engines.checkpoints.step.RecordChanges`) opens a
+:class:`Journal` for every call of a tool that is not read-only, notes the
 paths the tool declares it writes (``ToolSpec.write_paths``) before the tool runs, hands the
 journal to the tool as ``ctx.call.journal``, and commits it when the tool returns: each noted path
 whose state changed becomes a change of the call's checkpoint. So a tool that writes only the
@@ -22,9 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from codeward.engines.checkpoints.settings import CheckpointSettings
+from codeward.config.checkpoints import CheckpointSettings
 from codeward.engines.checkpoints.states import ABSENT, FileState, capture, state_of
-from codeward.engines.checkpoints.store import MAX_FILE_BYTES, Change, CheckpointStore, Record
+from codeward.engines.checkpoints.store import MAX_FILE_BYTES, Change, CheckpointStore, Record, store_for
+from codeward.kernel.context import ToolContext
 from codeward.kernel.workspace import Workspace
 
 MEMORY_BUDGET = 64 << 20
@@ -59,7 +61,7 @@ class Journal:
 
     @property
     def store(self) -> CheckpointStore:
-        return self.settings.store(store_root(self.workspace))
+        return store_for(store_root(self.workspace), self.settings)
 
     def before(self, path: Path) -> None:
         """Remember ``path``'s state before this call's first change to it (later calls are no-ops).
@@ -100,7 +102,7 @@ class Journal:
         Raises ``OSError`` (``StoreError``) when the store cannot be written: nothing may be
         deleted then.
         """
-        return self.settings.store(store_root(self.workspace, path)).trash_slot()
+        return store_for(store_root(self.workspace, path), self.settings).trash_slot()
 
     def trashed(self, path: Path, item: Path, state: FileState, size: int) -> None:
         """Record that ``path`` (which was ``state``) now lies at ``item`` in a trash slot."""
@@ -169,3 +171,9 @@ def trash_size(path: Path) -> int:
             except OSError:
                 continue
     return total
+
+
+def journal_of(ctx: ToolContext) -> Journal | None:
+    """This call's journal with all it records (moves, deletions, undo); None outside a recorded call."""
+    journal = ctx.call.journal
+    return journal if isinstance(journal, Journal) else None

@@ -36,6 +36,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from codeward.config.checkpoints import CheckpointSettings
 from codeward.engines.checkpoints.states import FileState
 from codeward.kernel import state_dir
 
@@ -316,3 +317,8 @@ class CheckpointStore:
                             os.close(sub)
         except FileNotFoundError:
             return
+
+
+def store_for(root: Path, settings: CheckpointSettings) -> CheckpointStore:
+    """The store of ``root`` bounded as ``[checkpoints]`` says."""
+    return CheckpointStore(root, keep=settings.keep, max_bytes=settings.max_mb << 20)

@@ -37,7 +37,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codeward.config.index import IndexSettings
 from codeward.engines.code_intel.ctags_tags import Ctags
 from codeward.engines.code_intel.index_rows import Symbol, TaggedFile, base_key, tag_files
 from codeward.engines.code_intel.quick_tier import QuickTier
@@ -50,7 +49,7 @@ from codeward.kernel.state_dir import StateDir
 from codeward.kernel.workspace import Workspace
 
 if TYPE_CHECKING:
-    from codeward.kernel.context import Services
+    pass
 
 logger = logging.getLogger(__name__)
 
@@ -188,15 +187,6 @@ def index_root_for(workspace: Workspace, real: Path) -> Path:
         if real == root or real.is_relative_to(root):
             return root
     return workspace.primary
-
-
-def index_settings_of(services: Services) -> IndexSettings:
-    """The ``[index]`` table a context carries, or the defaults with the environment's overrides."""
-    if services.index is not None:
-        return services.index
-    from codeward.config.loader import defaults_with_environment
-
-    return defaults_with_environment().index
 
 
 def default_index_path(root: Path) -> Path:

@@ -17,7 +17,8 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from codeward.engines.execution.languages import BY_NAME, CODE_DIR, LANGUAGE_NAMES, Language, Toolchain, java_main_class
+from codeward.config.coding import LANGUAGE_NAMES
+from codeward.engines.execution.languages import BY_NAME, CODE_DIR, Language, Toolchain, docker_image, java_main_class
 from codeward.engines.execution.runtime import CodingRuntime
 from codeward.engines.execution.sessions import SESSION_ID
 from codeward.engines.sandbox import Bind, Limit, SandboxRequest, SandboxResult, Status
@@ -88,7 +89,7 @@ def execute(
     spec = BY_NAME[language]
     sandbox = runtime.sandbox()
     if not hasattr(sandbox, "start"):  # Docker: the toolchain is the image's, not this machine's
-        return _execute_in_docker(sandbox, runtime.settings.docker_image(language), language, code, stdin, limits)
+        return _execute_in_docker(sandbox, docker_image(runtime.settings, language), language, code, stdin, limits)
     toolchain = runtime.toolchain(language)
     if not toolchain.available:
         return Execution.setup_error(language, f"{language} is not available on this machine: {toolchain.reason}")

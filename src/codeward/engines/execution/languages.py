@@ -20,11 +20,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from codeward.config.coding import CodingSettings
 from codeward.engines.sandbox.model import Bind
 
 CODE_DIR = "/code"
 RUST_DIR = "/opt/rust"
-LANGUAGE_NAMES = ("python", "javascript", "bash", "c", "cpp", "go", "rust", "java")
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,12 @@ LANGUAGES: tuple[Language, ...] = (
              address_space_mb=4096),
 )
 BY_NAME: Mapping[str, Language] = {language.name: language for language in LANGUAGES}
+
+
+def docker_image(settings: CodingSettings, language: str) -> str:
+    """The image ``language`` runs in under Docker: the configured one (``[coding] docker_images``), else
+    the official one."""
+    return settings.docker_images.get(language) or BY_NAME[language].docker_image
 
 _JAVA_PUBLIC_CLASS = re.compile(r"^\s*public\s+(?:(?:final|abstract|sealed|strictfp)\s+)*class\s+([A-Za-z_$][\w$]*)",
                                 re.MULTILINE)

@@ -27,22 +27,11 @@ NO_MODEL = ("no model is configured: name a [model.profiles] profile in [coding]
             "CODEWARD_MODEL_API_KEY if it needs a key)")
 
 
-def settings_of(services: Services) -> CodingSettings:
-    """The ``[coding]`` table a context carries, or the defaults with the environment's overrides."""
-    return services.coding or _environment_settings()
-
-
-def _environment_settings() -> CodingSettings:
-    from codeward.config.loader import defaults_with_environment
-
-    return defaults_with_environment().coding
-
-
 class CodingRuntime:
     """Lazily probes the sandbox and toolchains; owns the warm pool and sessions."""
 
     def __init__(self, settings: CodingSettings | None = None) -> None:
-        self.settings = settings or _environment_settings()
+        self.settings = settings or CodingSettings.unconfigured()
         self._lock = threading.Lock()
         self._sandbox: Sandbox | None = None
         self._sandbox_notes: list[str] = []
@@ -135,4 +124,4 @@ class CodingRuntime:
 
 def runtime_of(services: Services) -> CodingRuntime:
     """The server's runtime, created on first use."""
-    return services.runtimes.get(CodingRuntime, lambda: CodingRuntime(settings_of(services)))
+    return services.runtimes.get(CodingRuntime, lambda: CodingRuntime(services.get(CodingSettings)))

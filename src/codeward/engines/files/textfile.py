@@ -11,19 +11,15 @@ import codecs
 import contextlib
 import errno
 import os
-import re
 import secrets
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from codeward.kernel.context import ChangeJournal
 from codeward.kernel.result import ErrorKind, Result
 from codeward.kernel.workspace import Access, Workspace, private_key_marker
-
-if TYPE_CHECKING:
-    from codeward.engines.checkpoints.journal import Journal
 
 _BOMS: tuple[tuple[bytes, str], ...] = (
     (codecs.BOM_UTF32_LE, "utf-32-le"),
@@ -37,7 +33,6 @@ TEMP_NAME_KEEP = 50
 """Characters of the file name kept in its temporary sibling's name (which must stay under 255 bytes)."""
 MAX_TEXT_FILE_BYTES = 32 * 1024 * 1024
 """Text tools refuse bigger files: each holds a file in memory several times over (text, lines, edits)."""
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,19 +53,6 @@ class TextFile:
 
     def with_text(self, text: str) -> TextFile:
         return replace(self, text=text)
-
-
-def displayable(text: str) -> str:
-    """``text`` safe to send as UTF-8 (JSON, a terminal): lone surrogates become U+FFFD.
-
-    Bytes that are not UTF-8 are decoded as lone surrogates so that writes give them back
-    unchanged; a JSON message carrying one is invalid and the client drops it whole.
-    """
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return _LONE_SURROGATE.sub("\ufffd", text)
-    return text
 
 
 def decode(data: bytes) -> TextFile | None:
@@ -298,7 +280,7 @@ def _check_opened(fd: int, expected: Path, name: str | None, workspace: Workspac
 
 
 def write_text(path: Path, original: TextFile, new_text: str, display: str,
-               workspace: Workspace | None = None, *, journal: Journal | None = None) -> Result[None]:
+               workspace: Workspace | None = None, *, journal: ChangeJournal | None = None) -> Result[None]:
     """Atomically write ``new_text`` in ``original``'s encoding, BOM and line endings.
 
     Pass the ``workspace`` the path was resolved in: the folder actually written to is checked

@@ -15,8 +15,8 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from codeward.config.web import WebSettings
 from codeward.engines.net.guard import Target, vet_url
-from codeward.engines.net.settings import WebSettings
 from codeward.kernel.result import ErrorKind, Result
 
 if TYPE_CHECKING:

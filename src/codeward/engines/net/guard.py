@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from codeward.engines.net.settings import WebSettings
+from codeward.config.web import WebSettings
 from codeward.kernel.result import ErrorKind, Result
 
 if TYPE_CHECKING:

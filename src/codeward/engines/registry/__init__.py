@@ -4,7 +4,7 @@ Tools are Python files whose metadata is read without importing them, signed wit
 hash, and run through executor chains down to a primitive (``subprocess`` or ``http_client``)
 — each in its own interpreter, with a virtual environment of its own when it imports
 third-party packages. Directives are served as MCP prompts, knowledge as MCP resources.
-The :class:`Meta` middleware serves any tool surface behind the four registry meta-tools.
+Meta mode (:mod:`codeward.tools.meta`) serves any tool surface behind the four registry meta-tools.
 """
 
 from __future__ import annotations
@@ -17,14 +17,12 @@ if TYPE_CHECKING:
     from codeward.engines.registry.providers import DirectivePrompts, KnowledgeResources, registry_providers
     from codeward.engines.registry.served import ServedTools
     from codeward.engines.registry.service import Registry
-    from codeward.engines.registry.settings import RegistrySettings, registry_settings_of
-    from codeward.tools.meta import Meta, meta_catalog
+    from codeward.engines.registry.settings import RegistrySettings
 
 _HOMES = {
     "Item": "items", "Kind": "items", "Problem": "items", "Space": "items", "ToolType": "items",
-    "Meta": "meta", "meta_catalog": "meta",
     "DirectivePrompts": "providers", "KnowledgeResources": "providers", "registry_providers": "providers",
-    "ServedTools": "served", "Registry": "service", "RegistrySettings": "settings", "registry_settings_of": "settings",
+    "ServedTools": "served", "Registry": "service", "RegistrySettings": "settings",
 }
 """Where each name lives: importing one part (a server's start imports a few) does not import them all."""
 
@@ -41,14 +39,11 @@ __all__ = [
     "Item",
     "Kind",
     "KnowledgeResources",
-    "Meta",
     "Problem",
     "Registry",
     "RegistrySettings",
     "ServedTools",
     "Space",
     "ToolType",
-    "meta_catalog",
     "registry_providers",
-    "registry_settings_of",
 ]

@@ -20,7 +20,7 @@ from codeward.engines.registry.chain import HTTP_CLIENT, SUBPROCESS, Chain
 from codeward.engines.registry.items import Item, Kind, Space, ToolType
 from codeward.engines.registry.outputs import preview, save_output
 from codeward.engines.registry.sandboxed import Declared
-from codeward.engines.registry.served import served_of
+from codeward.engines.registry.served import ServedTools
 from codeward.engines.registry.service import Registry, describe_covered
 from codeward.engines.registry.trust import Verified
 from codeward.kernel.context import CallInfo, ToolContext
@@ -266,7 +266,7 @@ def _http(registry: Registry, plan: _Prepared, ctx: ToolContext) -> Result[tuple
 
 
 def _mcp(registry: Registry, plan: _Prepared, ctx: ToolContext) -> Result[tuple[Any, str, float] | None]:
-    served = served_of(ctx.services)
+    served = ctx.services.find(ServedTools)
     config = plan.chain.config
     target = str(config.get("tool"))
     if served is None or not served.has(target):

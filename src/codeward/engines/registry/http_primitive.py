@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urljoin
 
+from codeward.config.web import WebSettings
 from codeward.engines.net.guard import vet_url
-from codeward.engines.net.settings import web_settings_of
 from codeward.kernel.context import ToolContext
 from codeward.kernel.result import ErrorKind, Result
 
@@ -55,7 +55,7 @@ def run_http(name: str, params: dict[str, Any], config: dict[str, Any], ctx: Too
     chain declares (``__env__``); any other reference is left empty."""
     import httpx2
 
-    settings = web_settings_of(ctx.services)
+    settings = ctx.services.get(WebSettings)
     method = str(config.get("method", "GET")).upper()
     used: set[str] = set()
     missing: list[str] = []

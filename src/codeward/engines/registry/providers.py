@@ -34,10 +34,9 @@ KNOWLEDGE_TEMPLATE = KNOWLEDGE_SCHEME + "{name}"
 def _open_registry(workspace: Workspace, settings: RegistrySettings | None) -> Registry:
     """The registry over a workspace, imported when first asked (a server's start lists no prompt)."""
     from codeward.engines.registry.service import Registry
-    from codeward.engines.registry.settings import registry_settings_of
     from codeward.kernel.context import Services
 
-    return Registry(workspace, settings or registry_settings_of(Services()))
+    return Registry(workspace, settings or Services().get(RegistrySettings))
 
 
 def _visible(registry: Registry, kind: Kind) -> list[Item]:

@@ -14,8 +14,8 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from codeward.kernel.catalog import ToolOutcome
-from codeward.kernel.context import Services, ToolContext
+from codeward.kernel.context import ToolContext
+from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.surface import CatalogSurface, CompositeSurface, ToolInfo, ToolSurface
 
 if TYPE_CHECKING:
@@ -104,10 +104,6 @@ class ServedTools:
             self._db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
             self._db.execute(f"CREATE VIRTUAL TABLE tools USING fts5({FTS_COLUMNS}, tokenize = 'porter unicode61')")
         return self._db
-
-
-def served_of(services: Services) -> ServedTools | None:
-    return services.served
 
 
 def toolsets_of(surface: ToolSurface) -> dict[str, str]:

@@ -21,7 +21,7 @@ from codeward.engines.registry.index import RegistryIndex
 from codeward.engines.registry.items import Item, Kind, Space
 from codeward.engines.registry.keys import KeyStore
 from codeward.engines.registry.loader import load_item
-from codeward.engines.registry.settings import RegistrySettings, key_store, registry_settings_of
+from codeward.engines.registry.settings import RegistrySettings, key_store
 from codeward.engines.registry.spaces import Spaces
 from codeward.engines.registry.tool_env import SandboxPython, ToolEnvironment, build, environment_for, sandbox_python
 from codeward.engines.registry.trust import Covered, Verified, check_imports, covered_by, verify
@@ -63,7 +63,7 @@ class Registry:
 
     @classmethod
     def for_context(cls, ctx: ToolContext) -> Registry:
-        return cls(ctx.workspace, registry_settings_of(ctx.services))
+        return cls(ctx.workspace, ctx.services.get(RegistrySettings))
 
     # -- the index -------------------------------------------------------------------------
 

@@ -1,8 +1,8 @@
 """Where the registry keeps things and how long it lets tools run: the ``[registry]`` table.
 
-The settings (:class:`codeward.config.RegistrySettings`) travel in
-``ToolContext.services.registry`` (see :func:`registry_settings_of`); a context
-without them gets the defaults with the environment's overrides (``CODEWARD_USER_AI_DIR``,
+The settings (:class:`codeward.config.RegistrySettings`) travel in the context's services
+(``ctx.services.get(RegistrySettings)``); a context without them gets the defaults with the
+environment's overrides (``CODEWARD_USER_AI_DIR``,
 ``CODEWARD_VENV_DIR``, ``CODEWARD_REGISTRY_HUB``), so a server started by a client picks them
 up without a config file.
 """
@@ -10,31 +10,18 @@ up without a config file.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from codeward.config.environment import variable_of
 from codeward.config.registry import PROJECT_DIR_NAME, RegistrySettings
 from codeward.engines.registry.keys import KeyStore
 from codeward.kernel.user_dirs import data_home
 
-if TYPE_CHECKING:
-    from codeward.kernel.context import Services
-
 USER_DIR_ENV = variable_of("registry", "user_dir")
 VENV_DIR_ENV = variable_of("registry", "venv_dir")
 HUB_DIR_ENV = variable_of("registry", "hub_dir")
 
 __all__ = ["HUB_DIR_ENV", "PROJECT_DIR_NAME", "SIGNING_FOLDER", "USER_DIR_ENV", "VENV_DIR_ENV", "RegistrySettings",
-           "key_store", "registry_settings_of"]
-
-
-def registry_settings_of(services: Services) -> RegistrySettings:
-    """The settings a context carries, or the defaults with the environment's overrides."""
-    if services.registry is not None:
-        return services.registry
-    from codeward.config.loader import defaults_with_environment
-
-    return defaults_with_environment().registry
+           "key_store"]
 
 
 SIGNING_FOLDER = "signing"

@@ -57,7 +57,7 @@ class ProjectReview:
 
 
 def config_of(ctx: ToolContext) -> ReviewSettings:
-    return ctx.services.review or ReviewSettings()
+    return ctx.services.get(ReviewSettings)
 
 
 def _types(requested: Sequence[AnalysisType] | None) -> Result[list[AnalysisType]]:

@@ -10,6 +10,6 @@
 """
 
 from codeward.engines.shell.runner import ShellCommand, run_command
-from codeward.engines.shell.settings import ShellSettings, shell_settings_of
+from codeward.engines.shell.settings import ShellSettings
 
-__all__ = ["ShellCommand", "ShellSettings", "run_command", "shell_settings_of"]
+__all__ = ["ShellCommand", "ShellSettings", "run_command"]

@@ -38,8 +38,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codeward.engines.checkpoints.journal import Journal
 from codeward.engines.sandbox.overlay import Overlays
+from codeward.kernel.context import ChangeJournal
 from codeward.kernel.workspace import (
     GIT_DIRECTORY_REASON,
     Access,
@@ -90,7 +90,7 @@ class Applied:
         return lines
 
 
-def apply_overlays(workspace: Workspace, overlays: Overlays, journal: Journal | None = None) -> Applied:
+def apply_overlays(workspace: Workspace, overlays: Overlays, journal: ChangeJournal | None = None) -> Applied:
     """Apply every layer of a finished run to the workspace (see the module docstring).
 
     New file contents are first written to temporary files beside their targets, then made
@@ -177,7 +177,7 @@ def protected_reason(workspace: Workspace, path: Path) -> str:
 
 class _Applier:
     def __init__(self, workspace: Workspace, root: Path, applied: Applied, staged: _Staged,
-                 journal: Journal | None = None) -> None:
+                 journal: ChangeJournal | None = None) -> None:
         self.workspace = workspace
         self.journal = journal
         self.root = root
@@ -377,7 +377,7 @@ class _Applier:
 
 
 def _apply_copy(workspace: Workspace, original: Path, copy: Path, applied: Applied, staged: _Staged,
-                journal: Journal | None = None) -> None:
+                journal: ChangeJournal | None = None) -> None:
     """A tracked file outside the roots, shown through a private copy: write back if changed."""
     try:
         info = copy.lstat()

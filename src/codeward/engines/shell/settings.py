@@ -1,7 +1,7 @@
 """How ``run_shell`` may run scripts: the ``[shell]`` table (:class:`codeward.config.ShellSettings`).
 
-The settings travel in ``ToolContext.services.shell`` (see :func:`shell_settings_of`);
-when absent, the safe defaults apply: sandboxed, no network, secrets hidden, no model asked.
+The settings travel in the context's services (``ctx.services.get(ShellSettings)``); when
+absent, the safe defaults apply: sandboxed, no network, secrets hidden, no model asked.
 """
 
 from __future__ import annotations
@@ -9,21 +9,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from codeward.config.shell import HARD_MAX_TIMEOUT_S, ShellSettings
 
-if TYPE_CHECKING:
-    from codeward.kernel.context import Services
-
-
-__all__ = ["HARD_MAX_TIMEOUT_S", "ShellSettings", "host_variables", "readable_dirs",
-           "shell_settings_of"]
-
-
-def shell_settings_of(services: Services) -> ShellSettings:
-    """The settings a context carries, or the safe defaults."""
-    return services.shell or ShellSettings()
+__all__ = ["HARD_MAX_TIMEOUT_S", "ShellSettings", "host_variables", "readable_dirs"]
 
 
 def host_variables(names: tuple[str, ...], environ: Mapping[str, str] | None = None) -> dict[str, str]:

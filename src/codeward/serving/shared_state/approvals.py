@@ -15,6 +15,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING
 
+from codeward.approval.askers import Abstain, ask_mcp_client, confirm_with_client
 from codeward.approval.policy import ApprovalRequest, ConfirmCallback
 from codeward.kernel.shared_state import StateUnavailable
 from codeward.serving.shared_state.backend import StateBackend
@@ -49,9 +50,6 @@ class SharedApprovals:
     """A confirm callback: local askers race an answer given on any replica."""
 
     def __init__(self, state: StateBackend, local: ConfirmCallback, timeout: float = APPROVAL_TIMEOUT_S) -> None:
-        from codeward.approval.elicitation import confirm_with_client
-        from codeward.apps.control.approval import ask_mcp_client
-
         self.state = state
         # The client's prompt says "no" when it cannot ask; here it must abstain, leaving the other replicas.
         self.local = ask_mcp_client if local is confirm_with_client else local
@@ -82,7 +80,7 @@ class SharedApprovals:
             if remote in done:
                 log.warning("%s; only this replica's askers can answer", remote.exception())
                 approved = bool(await local)
-            elif local.exception() is not None and type(local.exception()).__name__ == "Abstain":
+            elif local.exception() is not None and isinstance(local.exception(), Abstain):
                 done, _ = await asyncio.wait({remote}, timeout=self.timeout)
                 if remote in done and remote.exception() is None:
                     request.decided_by.append(str(remote.result().get("by", "another replica")))

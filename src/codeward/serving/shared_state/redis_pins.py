@@ -12,10 +12,19 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from codeward.serving.shared_state.redis_state import RedisState
+
+class RedisAccess(Protocol):
+    """What the pins need of the shared state's Redis (:class:`~codeward.serving.shared_state.redis_state.RedisState`)."""
+
+    @property
+    def where(self) -> str: ...
+
+    def key(self, *parts: str) -> str: ...
+
+    def _calling(self) -> AbstractAsyncContextManager[Any]: ...
 
 
 class RedisPins:
@@ -23,7 +32,7 @@ class RedisPins:
 
     shared = True
 
-    def __init__(self, state: RedisState) -> None:
+    def __init__(self, state: RedisAccess) -> None:
         self._state = state
         self.where = state.where
         self._hash = state.key("pins")
