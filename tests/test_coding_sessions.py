@@ -106,3 +106,11 @@ def test_idle_sessions_end_without_another_call() -> None:
         assert "NameError" in out and any("had expired" in note for note in notes)
     finally:
         runtime.close()
+
+
+def test_the_configuration_names_exactly_the_languages_that_have_a_recipe() -> None:
+    """``[coding] docker_images`` and a call's ``language`` are checked against the configuration's list,
+    which lives below the engine that runs them: it must name every recipe, and only those."""
+    from codeward.config.coding import LANGUAGE_NAMES
+
+    assert tuple(BY_NAME) == LANGUAGE_NAMES

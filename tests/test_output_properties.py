@@ -211,7 +211,7 @@ def arguments(spec: ToolSpec) -> st.SearchStrategy[dict[str, Any]]:
 def test_results_for_generated_arguments_fit_the_wire_schema(name: str, catalog: Catalog, tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     from codeward.config import load_config
-    from codeward.serving.assembly import services_for
+    from codeward.serving.stack import services_for
 
     spec = catalog.get(name)
     assert spec is not None and spec.examples

@@ -14,9 +14,9 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from codeward.kernel.catalog import ToolSpec, specs_in
+from codeward.kernel.schema_cache import CACHE_PREFIX, KEEP_FILES, SchemaCache, source_key
 from codeward.kernel.surface import ToolInfo
 from codeward.tools import TOOL_MODULES, default_catalog
-from codeward.tools.schema_cache import CACHE_PREFIX, KEEP_FILES, SchemaCache, source_key
 
 SENTINEL = {"type": "object", "properties": {"from_cache": {"type": "string"}}}
 

@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from codeward.tools import TOOL_MODULES
 from tests.serve_probe import RUN_AS_PYTHON_M_CODEWARD, probed_serve
 
 PROBE = textwrap.dedent("""
@@ -66,5 +65,5 @@ async def test_a_stdio_serve_answers_tools_list_without_what_it_leaves_for_first
     assert "codeward.serving.server" in imported and "codeward.kernel.catalog" in imported  # the probe saw the serve
     at_start = {name: why for name, why in LEFT_FOR_FIRST_USE.items() if name in imported}
     assert at_start == {}, f"imported at start-up, meant for first use: {at_start}"
-    tool_modules = sorted(name for name in imported if name in TOOL_MODULES)
+    tool_modules = sorted(name for name in imported if name.startswith("codeward.tools."))
     assert tool_modules == [], "a tool module imports with its first call, not at start (the saved listing)"

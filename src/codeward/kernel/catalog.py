@@ -31,8 +31,9 @@ from pydantic.fields import FieldInfo
 from codeward.kernel.content import RichContent, displayable
 from codeward.kernel.context import ToolContext
 from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.path_locks import PathLocks
 from codeward.kernel.result import ErrorKind, Result
-from codeward.kernel.steps import CallStep, RunningCall, kernel_steps, through
+from codeward.kernel.steps import CallStep, HoldWriteLocks, RunningCall, kernel_steps, through
 from codeward.kernel.validation_messages import annotation_name, problems
 from codeward.kernel.workspace import Access, git_marker_lock_key
 
@@ -85,7 +86,7 @@ class ToolSpec:
     The listing half (names, description, hints, schemas) is plain data; the code half
     (:class:`ToolCode`: ``func``, ``input_model``, ``output_model``, ``preview``) comes with
     importing ``module``. A spec made by :func:`tool` holds both; one listed from the schema cache
-    (:mod:`codeward.tools.schema_cache`) imports its module on first use of the code half, so a server
+    (:mod:`codeward.kernel.schema_cache`) imports its module on first use of the code half, so a server
     starts without importing tools it is never asked to run.
     """
 
@@ -163,7 +164,7 @@ class ToolSpec:
         return _drop_titles(self.output_model.model_json_schema(mode="serialization")) if self.output_model else None
 
     def prime_schemas(self, input_schema: dict[str, Any], output_schema: dict[str, Any] | None) -> None:
-        """Use schemas generated earlier from this very model (:mod:`codeward.tools.schema_cache`)."""
+        """Use schemas generated earlier from this very model (:mod:`codeward.kernel.schema_cache`)."""
         self.__dict__["input_schema"] = input_schema  # what cached_property stores
         self.__dict__["output_schema"] = output_schema
 
@@ -324,6 +325,11 @@ class Catalog:
 
     def merged(self, other: Iterable[ToolSpec]) -> Catalog:
         return Catalog([*self._table.values(), *self.hidden(), *other], self.steps)
+
+    @property
+    def locks(self) -> PathLocks | None:
+        """The file locks its calls hold (its :class:`~codeward.kernel.steps.HoldWriteLocks` step's), if any."""
+        return next((step.locks for step in self.steps if isinstance(step, HoldWriteLocks)), None)
 
     def with_steps(self, steps: Sequence[CallStep]) -> Catalog:
         """The same tools, each call run through ``steps`` (outermost first: :mod:`codeward.kernel.steps`)."""

@@ -36,11 +36,11 @@ TOOL_MODULES: tuple[str, ...] = (
 def default_catalog(toolsets: Iterable[str] | None = None) -> Catalog:
     """The catalog of every built-in tool, optionally limited to some toolsets.
 
-    When this build saved its listing before (:mod:`codeward.tools.schema_cache`), the catalog comes from
+    When this build saved its listing before (:mod:`codeward.kernel.schema_cache`), the catalog comes from
     it and no tool module is imported until one of its tools runs; otherwise the modules are
     imported and the listing saved for the next start.
     """
-    from codeward.tools.schema_cache import SchemaCache
+    from codeward.kernel.schema_cache import SchemaCache
 
     cache = SchemaCache.default()
     specs = cache.specs(TOOL_MODULES) if cache is not None else None

@@ -17,7 +17,8 @@ from typing import Any, Protocol
 
 
 class RedisAccess(Protocol):
-    """What the pins need of the shared state's Redis (:class:`~codeward.serving.shared_state.redis_state.RedisState`)."""
+    """What the pins need of the shared state's Redis
+    (:class:`~codeward.serving.shared_state.redis_state.RedisState`)."""
 
     @property
     def where(self) -> str: ...
