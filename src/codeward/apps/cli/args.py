@@ -12,12 +12,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from codeward.config import Config, load_config
+from codeward.serving.runtime import LOOPBACK
 
 if TYPE_CHECKING:
     from codeward.apps.agent.budget import CatalogChoice
     from codeward.apps.control.defaults import ControlOptions
 
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 class UsageError(Exception):

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codeward.apps.cli.args import (
-    LOOPBACK,
     add_config_argument,
     add_control_arguments,
     add_http_arguments,
@@ -22,15 +21,10 @@ from codeward.apps.cli.args import (
     exit_on_sigterm,
 )
 from codeward.apps.cli.common import load_configs, with_urls
-from codeward.audit.metrics import CallMetrics
 
 if TYPE_CHECKING:
-    from codeward.approval.policy import ConfirmCallback
     from codeward.apps.control.defaults import ControlOptions
-    from codeward.config import Config
-    from codeward.gateway.config import GatewayConfig
-    from codeward.serving.transport.http_stack import HttpStack
-    from codeward.serving.transport.http_token import HttpAuth
+    from codeward.serving.runtime import HttpEndpoint, PlaneFactory, Started
 
 
 def register(sub: Any) -> None:
@@ -49,22 +43,15 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import contextlib
+    from codeward.serving.runtime import HttpEndpoint
 
-    from codeward.serving.transport.http_token import HttpAuth, http_auth
-
-    auth: contextlib.AbstractContextManager[HttpAuth] = (
-        http_auth(host=args.host, port=args.port, token_env=args.token_env, no_auth=args.no_auth) if args.http
-        else contextlib.nullcontext(HttpAuth(None)))
     if args.http:
         exit_on_sigterm()
-    with auth as chosen:
-        if chosen.notice:
-            print(f"codeward gateway: {chosen.notice}", file=sys.stderr, flush=True)
-        _print_connect(args, chosen)
-        return run_gateway_cli(getattr(args, "config", None), "http" if args.http else "stdio", args.host,
-                               args.port, token=chosen.token, roots=args.root or (), urls=args.url, yes=args.yes,
-                               allow_remote=args.allow_remote, meta=args.meta, control=control_options(args))
+    endpoint = HttpEndpoint(args.host, args.port, token_env=args.token_env, no_auth=args.no_auth) if args.http else None
+    return run_gateway_cli(getattr(args, "config", None), "http" if args.http else "stdio", args.host, args.port,
+                           endpoint=endpoint, roots=args.root or (), urls=args.url, yes=args.yes,
+                           allow_remote=args.allow_remote, meta=args.meta, control=control_options(args),
+                           announce=lambda started: _print_connect(args, started))
 
 
 def run_gateway_cli(
@@ -80,6 +67,8 @@ def run_gateway_cli(
     allow_remote: bool = False,
     meta: bool = False,
     control: ControlOptions | None = None,
+    endpoint: HttpEndpoint | None = None,
+    announce: Callable[[Started], None] | None = None,
 ) -> int:
     """Serve every configured upstream's tools (and the native ones, as ``[mcp] native`` says) over MCP.
 
@@ -87,96 +76,64 @@ def run_gateway_cli(
     execute — are confirmed by the client's user through MCP elicitation; ``yes=True`` approves
     every call (for trusted, unattended setups only). ``meta=True`` lists only the four registry
     meta-tools, which find and run all the others. ``control`` serves the Hook API and console
-    beside it (approvals there race the client's) and/or writes session logs.
+    beside it (approvals there race the client's) and/or writes session logs. Over HTTP, ``token``
+    is the bearer token clients must send (None: no authentication); the command line passes its
+    ``endpoint`` instead (``--token-env``, a generated token, ``--no-auth``).
     """
-    import anyio
-
     from codeward.approval.askers import confirm_with_client
     from codeward.approval.policy import approve_everything
+    from codeward.serving.runtime import LOOPBACK, HttpEndpoint, Serving, serve_mcp
 
     config, gateway = load_configs(config_path)
     gateway = with_urls(gateway, urls)
     if transport not in ("stdio", "http"):
         raise ValueError(f"transport must be 'stdio' or 'http', got {transport!r}")
-    if transport == "http" and host not in LOOPBACK and (not allow_remote or not token):
-        raise ValueError(f"binding to {host} exposes every upstream tool to the network; "
+    if transport == "http" and endpoint is None:
+        endpoint = HttpEndpoint(host, port, token=token, chosen=True)
+    if endpoint is not None and endpoint.host not in LOOPBACK and (
+            not allow_remote or endpoint.no_auth or (endpoint.chosen and not endpoint.token)):
+        raise ValueError(f"binding to {endpoint.host} exposes every upstream tool to the network; "
                          "pass allow_remote (--allow-remote) and a bearer token (--token-env VAR) to do it")
-    confirm: ConfirmCallback = approve_everything if yes else confirm_with_client
-    if transport != "http":
-        anyio.run(_serve, config, gateway, transport, host, port, token, list(roots), confirm, meta, control)
-        return 0
-    from codeward.serving.transport.http_stack import configured_http_stack
-
-    runtime = configured_http_stack(config.server)
-    runtime.run(_serve, config, gateway, transport, host, port, token, list(roots), confirm, meta, control, runtime)
+    serving = Serving("gateway", roots, gateway=gateway, upstreams=True, native=gateway.native, meta=meta,
+                      confirm=approve_everything if yes else confirm_with_client, notify=_note,
+                      http=endpoint if transport == "http" else None)
+    serve_mcp(config, serving, plane=_plane(control), announce=announce or _summary)
     return 0
 
 
-async def _serve(config: Config, gateway: GatewayConfig, transport: str, host: str, port: int, token: str | None,
-                 roots: list[str | Path], confirm: ConfirmCallback, meta: bool = False,
-                 control: ControlOptions | None = None, runtime: HttpStack | None = None) -> None:
-    from codeward.approval.policy import approve_everything
-    from codeward.apps.cli.servers import print_summary
+def _plane(control: ControlOptions | None) -> PlaneFactory:
     from codeward.apps.control.plane import control_plane
-    from codeward.serving.shared_state import open_state
-    from codeward.serving.stack import Approver, build_stack
 
-    state = open_state(config.state) if transport == "http" else None
-    audit = None
-    if state is not None:
-        from codeward.serving.audit_setup import http_audit
-
-        audit = http_audit(config, state, host, port)
-    async with control_plane(control, "gateway") as plane:
-        approvals = plane.approvals(confirm, notify=_note)
-        if state is not None and state.shared and confirm is not approve_everything:  # answered on any replica
-            from codeward.serving.shared_state.approvals import SharedApprovals
-
-            approvals = SharedApprovals(state, approvals)
-        observers = plane.middleware()
-        if audit is not None:  # every call and decision, with its user
-            approvals, observers = audit.approvals(approvals), [audit.middleware(), *observers]
-        stack = build_stack(config, roots, gateway=gateway, upstreams=True, native=gateway.native, meta=meta,
-                            approver=Approver(approvals), observers=observers,
-                            pins=state.pins() if state is not None else None)
-        if plane.state is not None and state is not None and state.shared:  # the console sees every replica
-            import asyncio
-
-            from codeward.apps.control.replicas import ReplicaApprovals
-
-            plane.state.replicas = ReplicaApprovals(state, audit.log if audit else None, asyncio.get_running_loop(),
-                                                    stack.services.find(CallMetrics))
-        async with stack:
-            upstream = stack.gateway
-            assert upstream is not None  # with_urls made sure there is a server
-            print_summary(upstream.statuses(), len(upstream.tool_infos()), sys.stderr)
-            plane.watch_gateway(upstream, roots=[str(r) for r in stack.workspace.roots], transport=transport)
-            plane.drive(workspace=stack.workspace)
-            server = stack.server(name="codeward-gateway",
-                                  roots_from_client=not stack.roots_given and transport != "http")
-            if transport == "http":
-                assert runtime is not None
-                print(f"codeward gateway: serving at http://{host}:{port}/mcp (http: {runtime.summary})",
-                      file=sys.stderr, flush=True)
-                await server.run_http(host=host, port=port, token=token, state=state,
-                                      users=audit.users if audit is not None else None,
-                                      audit=audit.log if audit is not None else None, http_stack=runtime)
-            else:
-                await server.run_stdio()
+    return lambda: control_plane(control, "gateway")
 
 
-def _print_connect(args: argparse.Namespace, auth: HttpAuth) -> None:
-    """How to connect a client: the exact ``claude mcp add`` line (over stdio, only on a terminal)."""
-    from pathlib import Path
+def _summary(started: Started) -> None:
+    """The upstream servers' state as the gateway starts answering (on stderr)."""
+    from codeward.apps.cli.servers import print_summary
 
+    upstream = started.stack.gateway
+    assert upstream is not None  # with_urls made sure there is a server
+    print_summary(upstream.statuses(), len(upstream.tool_infos()), sys.stderr)
+    if started.serving.http is not None and started.http_stack is not None:
+        print(f"codeward gateway: serving at {started.serving.http.url} (http: {started.http_stack.summary})",
+              file=sys.stderr, flush=True)
+
+
+def _print_connect(args: argparse.Namespace, started: Started) -> None:
+    """The gateway's start: its token notice, the upstreams' state, and how to connect a client (the exact
+    ``claude mcp add`` line; over stdio only on a terminal)."""
     from codeward.apps.client_setup.banner import http_lines, stdio_lines
     from codeward.apps.client_setup.launch import display_command, installed_command
 
+    auth = started.auth
+    if auth is not None and auth.notice:
+        print(f"codeward gateway: {auth.notice}", file=sys.stderr, flush=True)
+    _summary(started)
     launch = display_command(installed_command())
-    if args.http:
-        url = f"http://{args.host}:{args.port}/mcp"
-        lines = http_lines("codeward-gateway", url, launch, token_env=args.token_env, token_file=auth.token_file,
-                           token=auth.token is not None,
+    if started.serving.http is not None:
+        assert auth is not None
+        lines = http_lines("codeward-gateway", started.serving.http.url, launch, token_env=args.token_env,
+                           token_file=auth.token_file, token=auth.token is not None,
                            install_args=[*(["--port", str(args.port)] if args.port != 8765 else []),
                                          *(["--token-env", args.token_env] if args.token_env else [])])
         print(f"codeward gateway: connect: {lines[0]}", file=sys.stderr, flush=True)

@@ -1,4 +1,4 @@
-"""The control plane of one command run (``chat``, ``ask``, ``gateway``): logs, API, glue.
+"""The control plane of one command run (``chat``, ``ask``, ``serve``, ``gateway``): logs, API, glue.
 
 :func:`control_plane` is entered around a session. Without ``--control`` or ``--logs`` it is
 inert and every method hands back what it was given, so the commands read the same either
@@ -25,9 +25,11 @@ from codeward.approval.policy import ConfirmCallback, approve_everything, deny_u
 from codeward.apps.control.approval import ApprovalDesk
 from codeward.apps.control.defaults import DEFAULT_APPROVAL_TIMEOUT, ControlOptions
 from codeward.apps.control.observe import Observe, ObservedModelClient, SessionObserver
+from codeward.apps.control.replicas import ReplicaApprovals
 from codeward.apps.control.server import ControlServer
 from codeward.apps.control.session_logs import Redactor, SessionLogs
 from codeward.apps.control.state import ControlState
+from codeward.audit.metrics import CallMetrics
 from codeward.kernel.chain import Middleware
 
 if TYPE_CHECKING:
@@ -35,8 +37,12 @@ if TYPE_CHECKING:
     from codeward.apps.agent.session import AgentSession
     from codeward.apps.agent.shell import ChatShell
     from codeward.apps.control.gui import GuiDriver, GuiQueue
+    from codeward.audit.setup import HttpAudit
     from codeward.gateway.gateway import Gateway
     from codeward.kernel.workspace import Workspace
+    from codeward.serving.runtime import Serving
+    from codeward.serving.shared_state.backend import StateBackend
+    from codeward.serving.stack import Stack
 
 SERVER_POLL_S = 1.0
 EXIT_CODE = re.compile(r"(?:\[exit code (-?\d+)\]|EXIT CODE: (-?\d+))\s*$")
@@ -142,6 +148,25 @@ class ControlPlane:
     def middleware(self) -> list[Middleware]:
         """What this plane adds to a stack's chain: the call observer, when anything is watching."""
         return [Observe(self.observer)] if self.active else []
+
+    def attach_server(self, stack: Stack, serving: Serving, state: StateBackend | None,
+                      audit: HttpAudit | None) -> None:
+        """Watch a serving runtime (:func:`codeward.serving.runtime.serve_mcp`): the project it serves, a
+        gateway's upstream servers, every replica's approvals (with shared state), ``/api/gui``."""
+        if self.state is None:
+            return
+        roots = [str(root) for root in stack.workspace.roots]
+        if state is not None and state.shared:  # the console answers approvals waiting on any replica
+            self.state.replicas = ReplicaApprovals(state, audit.log if audit is not None else None,
+                                                   asyncio.get_running_loop(), stack.services.find(CallMetrics))
+        if stack.gateway is not None and serving.upstreams:
+            self.watch_gateway(stack.gateway, roots=roots, transport=serving.transport)
+        else:
+            self.state.set_project({"label": self.label, "roots": roots, "tools": len(stack.catalog),
+                                    "transport": serving.transport, "approvals": serving.approvals,
+                                    "logs": str(self.logs.directory) if self.logs else None})
+            self.state.set_session({"id": self.session_id, "entries": []})
+        self.drive(workspace=stack.workspace)
 
     def watch_gateway(self, gateway: Gateway, **project: Any) -> None:
         """Keep the state's list of upstream servers current (polled on the gateway's own loop);
