@@ -55,20 +55,20 @@ async def test_an_approval_answered_through_a_plain_serve_replica_is_audited_wit
                       capture_stderr=True)
         try:
             results: list[Any] = []
+            gateway_url = f"http://127.0.0.1:{gateway_port}/mcp"
             async with httpx.AsyncClient(headers={"Authorization": f"Bearer {ALICE}"}, timeout=60) as http, \
-                    Client(streamable_http_client(f"http://127.0.0.1:{gateway_port}/mcp", http_client=http),
-                           mode="legacy") as client:
-                async with anyio.create_task_group() as group:
-                    async def call() -> None:
-                        results.append(await client.call_tool("peer__count", {}))
+                    Client(streamable_http_client(gateway_url, http_client=http), mode="legacy") as client, \
+                    anyio.create_task_group() as group:
+                async def call() -> None:
+                    results.append(await client.call_tool("peer__count", {}))
 
-                    group.start_soon(call)
-                    with anyio.fail_after(30):
-                        pending = await _pending(serve_port, "peer__count")  # the plain serve sees it too
-                    async with httpx.AsyncClient(headers=AUTH, timeout=10) as operator:
-                        answered = await operator.post(f"http://127.0.0.1:{serve_port}/approvals/{pending['id']}",
-                                                       json={"approved": True})
-                        assert answered.status_code == 200, answered.text
+                group.start_soon(call)
+                with anyio.fail_after(30):
+                    pending = await _pending(serve_port, "peer__count")  # the plain serve sees it too
+                async with httpx.AsyncClient(headers=AUTH, timeout=10) as operator:
+                    answered = await operator.post(f"http://127.0.0.1:{serve_port}/approvals/{pending['id']}",
+                                                   json={"approved": True})
+                    assert answered.status_code == 200, answered.text
         finally:
             stop(serve)
             stop(gateway)
