@@ -110,3 +110,49 @@ async def test_a_gateway_bound_beyond_loopback_refuses_another_host(tmp_path: Pa
         assert foreign.status_code == 403, foreign.text
     finally:
         stop(gateway)
+
+
+@pytest.mark.anyio
+async def test_resource_reads_and_prompt_gets_are_audited_measured_and_shown_in_the_console(tmp_path: Path) -> None:
+    """They pass the chain as tool calls do: the audit records each with its user, ``GET /metrics`` counts
+    them, the control plane lists them; a read refused by the gate is an error there too."""
+    import hashlib
+
+    from tests.process_support import codeward_http
+
+    bob = "bob-own-token"
+    project, home, console = tmp_path / "project", tmp_path / "home", free_port()
+    (project / ".ai" / "directives").mkdir(parents=True)
+    (project / "notes.txt").write_text("hello\n", encoding="utf-8")
+    (project / ".ai" / "directives" / "review.md").write_text("---\ndescription: Review a file\n---\nReview it.\n",
+                                                             encoding="utf-8")
+    (tmp_path / "users.toml").write_text(f'[users.bob]\ntoken_sha256 = "{hashlib.sha256(bob.encode()).hexdigest()}"\n',
+                                         encoding="utf-8")
+    (project / "codeward.toml").write_text(f'[audit]\nusers_file = "{tmp_path / "users.toml"}"\n'
+                                           f'log_dir = "{tmp_path / "audit"}"\n', encoding="utf-8")
+    with codeward_http(str(project), "--token-env", "SERVER_TOKEN", "--control", "--control-port", str(console),
+                       "--approvals", "none", env={"SERVER_TOKEN": TOKEN, "CODEWARD_HOME": str(home)},
+                       cwd=project) as url:
+        async with httpx.AsyncClient(headers={"Authorization": f"Bearer {bob}"}, timeout=60) as http, \
+                Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
+            read = await client.read_resource((project / "notes.txt").resolve().as_uri())
+            assert read.contents[0].text == "hello\n"  # type: ignore[union-attr]
+            prompt = await client.get_prompt("review", {})
+            assert "Review it." in prompt.messages[0].content.text  # type: ignore[union-attr]
+            with pytest.raises(Exception, match="is outside the workspace"):
+                await client.read_resource("file:///etc/passwd")
+        figures = httpx.get(url.removesuffix("/mcp") + "/metrics", headers=AUTH, timeout=10).json()
+        counted = {row["name"]: row for row in figures["tool_calls"]["by_name"]}
+        assert counted["resources/read"]["calls"] == 2 and counted["resources/read"]["errors"] == 1, counted
+        assert counted["prompts/get"]["calls"] == 1, counted
+        token = (home / "control" / f"{console}.token").read_text().strip()
+        calls = httpx.get(f"http://127.0.0.1:{console}/api/calls", headers={"Authorization": f"Bearer {token}"},
+                          timeout=10).json()["calls"]
+        shown = [(c["name"], c["source"], c["status"]) for c in calls]
+        assert shown == [("resources/read", "resources", "ok"), ("prompts/get", "prompts", "ok"),
+                         ("resources/read", "resources", "error")], shown
+    records = [json.loads(line) for path in (tmp_path / "audit").glob("audit-*.jsonl")
+               for line in path.read_text(encoding="utf-8").splitlines()]
+    assert [(r["event"], r["tool"], r["user"], r["outcome"]) for r in records] == [
+        ("read", "resources/read", "bob", "ok"), ("prompt", "prompts/get", "bob", "ok"),
+        ("read", "resources/read", "bob", "error")], records

@@ -9,11 +9,16 @@ from codeward.audit.log import AuditLog
 from codeward.kernel.chain import Middleware, ToolCall
 from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.result import ErrorKind
-from codeward.kernel.surface import ToolSurface
+from codeward.kernel.surface import GET_PROMPT, READ_RESOURCE, ToolSurface
+
+EVENTS = {READ_RESOURCE: "read", GET_PROMPT: "prompt"}
+"""The record's event for a resource read and a prompt get (the URI or the prompt's name hashed with
+the arguments); every tool call is a ``call``."""
 
 
 class Audit(Middleware):
-    """Outermost: records ``ok``, ``error`` or ``denied`` (a person or the policy said no) per call."""
+    """Outermost: records ``ok``, ``error`` or ``denied`` (a person or the policy said no) per call,
+    resource read and prompt get."""
 
     def __init__(self, log: AuditLog) -> None:
         self.log = log
@@ -22,7 +27,8 @@ class Audit(Middleware):
         outcome = await inner.call(call.name, call.arguments, call.ctx)
         denied = any(e.kind is ErrorKind.PERMISSION and "not approved" in e.message for e in outcome.errors)
         verdict = "denied" if denied else "error" if outcome.is_error else "ok"
-        await self.log.record("call", user=getattr(call.ctx.call, "user", None), tool=call.name,
+        event = EVENTS.get(call.name, "call")
+        await self.log.record(event, user=getattr(call.ctx.call, "user", None), tool=call.name,
                               arguments=call.arguments, outcome=verdict, seconds=round(outcome.seconds, 3))
         return outcome
 

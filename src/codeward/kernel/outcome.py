@@ -7,10 +7,13 @@ chain (:mod:`codeward.kernel.chain`) can name it without importing the catalog.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codeward.kernel.content import RichContent
 from codeward.kernel.result import ErrorInfo
+
+if TYPE_CHECKING:
+    from codeward.kernel.providers import PromptMessageData, ResourceData
 
 
 @dataclass
@@ -30,3 +33,6 @@ class ToolOutcome:
     """How long it waited for a person to approve it before running (not part of ``seconds``)."""
     checkpoint: int | None = None
     """The checkpoint recording what the call changed (``undo`` reverts it); None if nothing changed."""
+    served: ResourceData | tuple[PromptMessageData, ...] | None = None
+    """What a resource read or a prompt get returned (:class:`~codeward.kernel.surface.ContentSurface`),
+    for the server to put on the wire."""

@@ -1,7 +1,8 @@
 """Tool surfaces: what a server (or the agent) offers as tools, independent of where they live.
 
 The catalog's own tools, the gateway's upstream tools and the registry's meta-tools are each
-a :class:`ToolSurface`; a :class:`CompositeSurface` serves several as one. The MCP server,
+a :class:`ToolSurface`; a :class:`CompositeSurface` serves several as one; resource reads and prompt
+gets are a surface too (:class:`ContentSurface`), so they pass the same chain as tool calls. The MCP server,
 the agent and the CLI only ever talk to a surface.
 """
 
@@ -9,14 +10,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import anyio.to_thread
 
 from codeward.kernel.catalog import Catalog, ToolSpec
 from codeward.kernel.context import ToolContext
 from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.result import ErrorInfo, ErrorKind
+
+if TYPE_CHECKING:
+    from codeward.kernel.providers import PromptProvider, ResourceProvider
 
 
 @dataclass(frozen=True)
@@ -144,3 +151,69 @@ def unknown_tool(name: str, known: Sequence[str]) -> ToolOutcome:
     hint = f"Did you mean {', '.join(close)}?" if close else "List the available tools with tools/list."
     error = ErrorInfo(ErrorKind.NOT_FOUND, f"unknown tool {name!r}", hint)
     return ToolOutcome(name=name, text=error.render(), is_error=True, errors=[error])
+
+
+READ_RESOURCE = "resources/read"
+"""The chain's name for reading one resource (arguments: ``uri``): never a tool's name (tool names have no
+``/``), so the chain's middleware — the audit, the call figures, the control plane — see resource
+reads as calls of their own."""
+GET_PROMPT = "prompts/get"
+"""The chain's name for rendering one prompt (arguments: ``name``, ``arguments``)."""
+CONTENT_CALLS = (READ_RESOURCE, GET_PROMPT)
+
+
+class ContentSurface:
+    """Resources and prompts as a surface of the chain: two calls (:data:`READ_RESOURCE`,
+    :data:`GET_PROMPT`) answered by the providers, never listed as tools.
+
+    A server reads a resource or renders a prompt through the same chain as a tool call, so what
+    every call passes (observed, recorded, audited) a read passes too; the approval and meta mode
+    wrap only the tools and let these by. The data goes back in :attr:`ToolOutcome.served`.
+    """
+
+    def __init__(self, resources: Sequence[ResourceProvider] = (), prompts: Sequence[PromptProvider] = ()) -> None:
+        self.resources = tuple(resources)
+        self.prompts = tuple(prompts)
+
+    def tool_infos(self) -> Sequence[ToolInfo]:
+        return ()
+
+    def has(self, name: str) -> bool:
+        return name in CONTENT_CALLS
+
+    async def call(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext) -> ToolOutcome:
+        started = time.perf_counter()
+        given = dict(arguments or {})
+        if name == READ_RESOURCE:
+            outcome = await anyio.to_thread.run_sync(self._read, str(given.get("uri", "")), ctx)
+        else:
+            prompt_arguments = given.get("arguments") or {}
+            outcome = await anyio.to_thread.run_sync(self._prompt, str(given.get("name", "")),
+                                                     {str(k): str(v) for k, v in dict(prompt_arguments).items()}, ctx)
+        outcome.seconds = time.perf_counter() - started
+        return outcome
+
+    def _read(self, uri: str, ctx: ToolContext) -> ToolOutcome:
+        for provider in self.resources:
+            if provider.owns(uri):
+                read = provider.read(uri, ctx.workspace)
+                if not read.ok:
+                    return _failed(READ_RESOURCE, read.errors)
+                return ToolOutcome(READ_RESOURCE, text=read.data.text or "", is_error=False, served=read.data)
+        return _failed(READ_RESOURCE, [ErrorInfo(ErrorKind.NOT_FOUND, f"unknown resource {uri!r}",
+                                                 "List resources to see them.")])
+
+    def _prompt(self, name: str, arguments: dict[str, str], ctx: ToolContext) -> ToolOutcome:
+        for provider in self.prompts:
+            if any(prompt.name == name for prompt in provider.list_prompts(ctx.workspace)):
+                rendered = provider.get_prompt(name, arguments, ctx.workspace)
+                if not rendered.ok:
+                    return _failed(GET_PROMPT, rendered.errors)
+                messages = tuple(rendered.data)
+                return ToolOutcome(GET_PROMPT, text=f"{len(messages)} message(s)", is_error=False, served=messages)
+        return _failed(GET_PROMPT, [ErrorInfo(ErrorKind.NOT_FOUND, f"unknown prompt {name!r}",
+                                              "List prompts to see them.")])
+
+
+def _failed(name: str, errors: Sequence[ErrorInfo]) -> ToolOutcome:
+    return ToolOutcome(name, text="\n".join(error.render() for error in errors), is_error=True, errors=list(errors))

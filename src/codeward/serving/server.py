@@ -35,7 +35,7 @@ from codeward.audit.metrics import CallMetrics
 from codeward.kernel.content import BinaryBlock, Block, ResourceBlock, TextBlock
 from codeward.kernel.context import CallInfo, Services, Settings, ToolContext
 from codeward.kernel.outcome import ToolOutcome
-from codeward.kernel.surface import ToolSurface
+from codeward.kernel.surface import CONTENT_CALLS, GET_PROMPT, READ_RESOURCE, ContentSurface, ToolSurface, unknown_tool
 from codeward.kernel.workspace import Workspace
 from codeward.serving.file_resources import FileResources
 from codeward.serving.tool_changes import ToolListNotifier
@@ -242,6 +242,10 @@ class CodewardServer:
         self.settings = settings or Settings()
         self.resource_providers: list[ResourceProvider] = [FileResources(), *resource_providers]
         self.prompt_providers = list(prompt_providers)
+        self.content: ToolSurface = surface if surface.has(READ_RESOURCE) else \
+            ContentSurface(self.resource_providers, self.prompt_providers)
+        """Where resource reads and prompt gets go: the chain (a stack's surface serves them, so they are
+        observed and audited like tool calls), else these providers directly."""
         self.services = services or Services()
         self.roots_ttl = roots_ttl
         self._log_level = "info"
@@ -296,20 +300,28 @@ class CodewardServer:
         workspace = await self._current_workspace(ctx, answers)
         if isinstance(workspace, types.InputRequiredResult):
             return workspace
-        tool_ctx = ToolContext(
-            workspace=workspace,
-            settings=self.settings,
-            reporter=_RequestReporter(ctx, lambda: self._log_level),
-            peer=_SessionPeer(ctx, answers),
-            services=self.services,
-            call=CallInfo(close_sse_stream=ctx.close_sse_stream, client=client_of(ctx), user=user_of(ctx)),
-        )
+        tool_ctx = self._context(ctx, workspace, answers)
         try:
-            outcome = await self.surface.call(params.name, params.arguments, tool_ctx)
+            if params.name in CONTENT_CALLS:  # the chain's names for reads, never a tool's
+                outcome = unknown_tool(params.name, [info.name for info in self.surface.tool_infos()])
+            else:
+                outcome = await self.surface.call(params.name, params.arguments, tool_ctx)
         except InputRequired as needed:
             return types.InputRequiredResult(input_requests={needed.key: needed.request},
                                              result_type="input_required")
         return to_call_result(outcome)
+
+    def _context(self, ctx: ServerRequestContext[Any, Any], workspace: Workspace,
+                 answers: Mapping[str, Any] | None = None) -> ToolContext:
+        """What a call of this request carries: the workspace, settings, services, the client as peer."""
+        return ToolContext(
+            workspace=workspace,
+            settings=self.settings,
+            reporter=_RequestReporter(ctx, lambda: self._log_level),
+            peer=_SessionPeer(ctx, answers or {}),
+            services=self.services,
+            call=CallInfo(close_sse_stream=ctx.close_sse_stream, client=client_of(ctx), user=user_of(ctx)),
+        )
 
     # -- workspace and roots ---------------------------------------------------------------
 
@@ -396,22 +408,17 @@ class CodewardServer:
         from mcp.shared.exceptions import MCPError
 
         uri = str(params.uri)
-        workspace = await self._workspace(ctx)
-        for provider in self.resource_providers:
-            if provider.owns(uri):
-                result = await anyio.to_thread.run_sync(provider.read, uri, workspace)
-                if not result.ok:
-                    raise MCPError(code=types.INVALID_PARAMS, message=result.error_text(), data={"uri": uri})
-                data = result.data
-                content: types.TextResourceContents | types.BlobResourceContents
-                if data.blob is not None:
-                    content = types.BlobResourceContents(uri=uri, mime_type=data.mime_type,
-                                                         blob=base64.b64encode(data.blob).decode("ascii"))
-                else:
-                    content = types.TextResourceContents(uri=uri, mime_type=data.mime_type, text=data.text or "")
-                return types.ReadResourceResult(contents=[content])
-        raise MCPError(code=types.INVALID_PARAMS, message=f"unknown resource {uri!r}; list resources to see them",
-                       data={"uri": uri})
+        outcome = await self.content.call(READ_RESOURCE, {"uri": uri}, self._context(ctx, await self._workspace(ctx)))
+        data = outcome.served
+        if outcome.is_error or data is None or isinstance(data, tuple):
+            raise MCPError(code=types.INVALID_PARAMS, message=outcome.text, data={"uri": uri})
+        content: types.TextResourceContents | types.BlobResourceContents
+        if data.blob is not None:
+            content = types.BlobResourceContents(uri=uri, mime_type=data.mime_type,
+                                                 blob=base64.b64encode(data.blob).decode("ascii"))
+        else:
+            content = types.TextResourceContents(uri=uri, mime_type=data.mime_type, text=data.text or "")
+        return types.ReadResourceResult(contents=[content])
 
     async def _subscribe(self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams) -> Any:
         self.subscriptions.add(str(params.uri))
@@ -444,16 +451,13 @@ class CodewardServer:
     ) -> types.GetPromptResult:
         from mcp.shared.exceptions import MCPError
 
-        workspace = await self._workspace(ctx)
-        for provider in self.prompt_providers:
-            if any(p.name == params.name for p in provider.list_prompts(workspace)):
-                result = provider.get_prompt(params.name, dict(params.arguments or {}), workspace)
-                if not result.ok:
-                    raise MCPError(code=types.INVALID_PARAMS, message=result.error_text())
-                messages = [types.PromptMessage(role=m.role, content=to_content(m.content))  # type: ignore[arg-type]
-                            for m in result.data]
-                return types.GetPromptResult(messages=messages)
-        raise MCPError(code=types.INVALID_PARAMS, message=f"unknown prompt {params.name!r}; list prompts to see them")
+        arguments = {"name": params.name, "arguments": dict(params.arguments or {})}
+        outcome = await self.content.call(GET_PROMPT, arguments, self._context(ctx, await self._workspace(ctx)))
+        if outcome.is_error or not isinstance(outcome.served, tuple):
+            raise MCPError(code=types.INVALID_PARAMS, message=outcome.text)
+        messages = [types.PromptMessage(role=m.role, content=to_content(m.content))  # type: ignore[arg-type]
+                    for m in outcome.served]
+        return types.GetPromptResult(messages=messages)
 
     # -- completion ------------------------------------------------------------------------
 

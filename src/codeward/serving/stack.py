@@ -11,9 +11,12 @@ what they ask the builder for (upstreams, meta mode, who approves calls).
 
 The chain, outermost first::
 
-    observers (control plane) → RecordCalls (metrics) → Meta (--meta) → Approval → tools
+    observers (audit, control plane) → RecordCalls (metrics) → Meta (--meta) → Approval → tools
+                                                                          └→ resources/read, prompts/get
 
-(Meta's own tools — running or signing a registry item — pass the same Approval.)
+(Meta's own tools — running or signing a registry item — pass the same Approval; resource reads
+and prompt gets pass every layer but the approval and meta mode, which wrap the tools only.) Each
+native tool's run has its own steps inside the catalog (:func:`call_steps`).
 
 where *tools* are the native catalog (renamed by ``[mcp] native = "alias"`` on the gateway)
 and the gateway's upstream tools, first name wins.
@@ -36,8 +39,9 @@ from codeward.kernel.chain import Middleware, chain
 from codeward.kernel.context import Reporter, Services, ToolContext
 from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.steps import BoundOutput, CallStep, HoldWriteLocks, TrapErrors
-from codeward.kernel.surface import CatalogSurface, CompositeSurface, ToolInfo, ToolSurface
+from codeward.kernel.surface import CatalogSurface, CompositeSurface, ContentSurface, ToolInfo, ToolSurface
 from codeward.kernel.workspace import Workspace
+from codeward.serving.file_resources import FileResources
 
 if TYPE_CHECKING:
     from codeward.approval.policy import Approval, ConfirmCallback
@@ -80,6 +84,8 @@ class Stack:
     middleware: tuple[Middleware, ...] = field(default=())
     approved: ToolSurface | None = None
     """The tools behind the approval only (what :meth:`meta_surface` puts the meta-tools in front of)."""
+    content: ContentSurface | None = None
+    """Resource reads and prompt gets, beside the approved tools inside the chain (never asked about)."""
     approval: Approval | None = None
     meta: bool = False
     """The stack lists only the four meta-tools (``--meta``)."""
@@ -107,7 +113,8 @@ class Stack:
             outer = [m for m in self.middleware if m is not self.approval]
             from codeward.tools.meta import Meta
 
-            self._meta_surface = chain(self.approved, [*outer, Meta(guard=self.approval, steps=call_steps())])
+            inside = self.approved if self.content is None else CompositeSurface([self.approved, self.content])
+            self._meta_surface = chain(inside, [*outer, Meta(guard=self.approval, steps=call_steps())])
         return self._meta_surface
 
     def server(self, *, name: str = "codeward", roots_from_client: bool = False) -> CodewardServer:
@@ -275,8 +282,10 @@ def build_stack(
     from codeward.engines.registry.providers import registry_providers
 
     prompts, knowledge = registry_providers(services.get(RegistrySettings))
+    content = ContentSurface((FileResources(), knowledge), (prompts,))
     return Stack(config=config, workspace=workspace, roots_given=bool(roots) or bool(config.roots), catalog=catalog,
-                 services=services, gateway_config=gateway_config, surface=chain(approved, outer),
+                 services=services, gateway_config=gateway_config,
+                 surface=chain(CompositeSurface([approved, content]), outer), content=content,
                  native_names=native_names, gateway=upstream, resource_providers=(knowledge,),
                  prompt_providers=(prompts,), middleware=(*outer, *inner), approved=approved,
                  approval=approval, meta=meta)

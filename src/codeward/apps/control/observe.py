@@ -23,7 +23,7 @@ from codeward.engines.llm.client import Finished, ModelClient, StreamEvent, Stre
 from codeward.kernel.chain import Middleware, ToolCall, tool_info
 from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.result import ErrorKind
-from codeward.kernel.surface import ToolSurface
+from codeward.kernel.surface import GET_PROMPT, READ_RESOURCE, ToolSurface
 
 DENIAL_SOURCES = ("approval-policy",)
 
@@ -115,6 +115,10 @@ class SessionObserver:
                                       output=preview(stdout, 600))
 
 
+SOURCES = {READ_RESOURCE: "resources", GET_PROMPT: "prompts"}
+"""Where a resource read or a prompt get comes from, as the console's call list shows it."""
+
+
 class Observe(Middleware):
     """The chain's observer: reports each call's start and end (and hands its id to approvals).
 
@@ -126,7 +130,7 @@ class Observe(Middleware):
     async def call_tool(self, call: ToolCall, inner: ToolSurface) -> ToolOutcome:
         name, arguments = call.name, call.arguments
         info = tool_info(inner, name)
-        source = info.source if info is not None else "?"
+        source = info.source if info is not None else SOURCES.get(name, "?")
         call_id = self.observer.call_started(name, arguments, source)
         ctx = call.ctx.child(call=replace(call.ctx.call, call_id=call_id))
         started = time.perf_counter()
