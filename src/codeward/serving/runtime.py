@@ -15,8 +15,7 @@ observed and approvals go to the asker as they are.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,43 +26,15 @@ import anyio
 from codeward.config import Config, GatewayConfig
 from codeward.kernel.chain import Middleware
 from codeward.serving.stack import Approver, Stack, build_stack
+from codeward.serving.transport.http_endpoint import HttpEndpoint
 
 if TYPE_CHECKING:
     from codeward.approval.policy import ConfirmCallback
     from codeward.audit.setup import HttpAudit
+    from codeward.serving.http_server import HttpServing
     from codeward.serving.shared_state.backend import StateBackend
     from codeward.serving.transport.http_stack import HttpStack
     from codeward.serving.transport.http_token import HttpAuth
-
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
-"""Hosts only this machine reaches: a server bound to one needs no token and no Host check beyond the SDK's."""
-
-
-@dataclass(frozen=True)
-class HttpEndpoint:
-    """Where an HTTP server listens and how it is authenticated."""
-
-    host: str = "127.0.0.1"
-    port: int = 8765
-    token_env: str | None = None
-    """The variable holding the token (``--token-env``); unset, a token is generated and saved."""
-    no_auth: bool = False
-    """No token at all (``--no-auth``, loopback only)."""
-    token: str | None = None
-    """A token chosen by a caller of the library (``run_gateway_cli(token=...)``): used as it is, and
-    without one (and without ``token_env``) such a caller serves without authentication."""
-    chosen: bool = False
-    """The caller chose the token itself (``token``, possibly None): no token is generated or read."""
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}/mcp"
-
-    @property
-    def allowed_hosts(self) -> list[str]:
-        """The ``Host`` headers the server accepts beyond loopback's (DNS-rebinding protection): its own."""
-        return [f"{self.host}:*"] if self.host not in LOOPBACK else []
-
 
 @dataclass(frozen=True)
 class Serving:
@@ -143,44 +114,31 @@ def serve_mcp(config: Config, serving: Serving, *, plane: PlaneFactory | None = 
     if serving.http is None:
         anyio.run(_serve, config, serving, plane, announce, None)
         return
-    from codeward.serving.transport.http_stack import configured_http_stack  # only HTTP runs on it
+    from codeward.serving.http_server import http_serving  # HTTP only: the app, uvicorn, the fast stack, state
 
-    runtime = configured_http_stack(config.server)
-    runtime.run(_serve, config, serving, plane, announce, runtime)
+    http = http_serving(config, serving.http)
+    http.loop.run(_serve, config, serving, plane, announce, http)
 
 
 async def _serve(config: Config, serving: Serving, plane_factory: PlaneFactory | None,
-                 announce: Callable[[Started], None], runtime: HttpStack | None) -> None:
-    state, audit = _shared_state_and_audit(config, serving.http)
+                 announce: Callable[[Started], None], http: HttpServing | None) -> None:
+    state, audit = (http.state, http.audit) if http is not None else (None, None)
     async with (plane_factory() if plane_factory is not None else _no_plane()) as plane:
         stack = serving_stack(config, serving, plane, state, audit)
         server = stack.server(name=serving.name, roots_from_client=not stack.roots_given and serving.http is None)
         async with stack:
             plane.attach_server(stack, serving, state, audit)
-            if serving.http is None:
+            if http is None:
                 announce(Started(stack, serving))
                 await server.run_stdio()
                 return
-            endpoint = serving.http
-            with _auth(endpoint) as auth:
-                announce(Started(stack, serving, auth, runtime))
+            endpoint = http.endpoint
+            with http.auth() as auth:
+                announce(Started(stack, serving, auth, http.loop))
                 await server.run_http(host=endpoint.host, port=endpoint.port, token=auth.token,
                                       allowed_hosts=endpoint.allowed_hosts, state=state,
                                       users=audit.users if audit is not None else None,
-                                      audit=audit.log if audit is not None else None, http_stack=runtime)
-
-
-def _shared_state_and_audit(config: Config, http: HttpEndpoint | None
-                            ) -> tuple[StateBackend | None, HttpAudit | None]:
-    """What an HTTP server shares with its replicas (``[state]``) and its audit (``[audit]``): the users
-    file is read here, so a bad one stops the start with its problem. Nothing for stdio."""
-    if http is None:
-        return None, None
-    from codeward.audit.setup import http_audit  # HTTP only: users, the log file, the shared stream
-    from codeward.serving.shared_state import open_state
-
-    state = open_state(config.state)
-    return state, http_audit(config, state, http.host, http.port)
+                                      audit=audit.log if audit is not None else None, http_stack=http.loop)
 
 
 def serving_stack(config: Config, serving: Serving, plane: Plane, state: StateBackend | None,
@@ -203,18 +161,6 @@ def serving_stack(config: Config, serving: Serving, plane: Plane, state: StateBa
     return build_stack(config, serving.roots, gateway=serving.gateway, upstreams=serving.upstreams,
                        native=serving.native, meta=serving.meta, approver=approver, observers=observers,
                        pins=state.pins() if state is not None and serving.upstreams else None)
-
-
-@contextlib.contextmanager
-def _auth(endpoint: HttpEndpoint) -> Iterator[HttpAuth]:
-    from codeward.serving.transport.http_token import HttpAuth, http_auth
-
-    if endpoint.chosen:
-        yield HttpAuth(endpoint.token)
-        return
-    with http_auth(host=endpoint.host, port=endpoint.port, token_env=endpoint.token_env,
-                   no_auth=endpoint.no_auth) as auth:
-        yield auth
 
 
 @asynccontextmanager

@@ -31,7 +31,6 @@ from mcp.server.models import InitializationOptions
 from mcp_types.version import is_version_at_least
 
 from codeward import __version__
-from codeward.audit.metrics import CallMetrics
 from codeward.kernel.content import BinaryBlock, Block, ResourceBlock, TextBlock
 from codeward.kernel.context import CallInfo, Services, Settings, ToolContext
 from codeward.kernel.outcome import ToolOutcome
@@ -486,12 +485,12 @@ class CodewardServer:
         from codeward.serving.transport.stdio import fast_stdio_server, freeze_startup_heap
 
         freeze_startup_heap()
-        async with fast_stdio_server() as (read_stream, write_stream), self._announcing():
+        async with fast_stdio_server() as (read_stream, write_stream), self.announcing():
             await serve_stdio_connection(self.lowlevel, read_stream, write_stream,
                                          self.lowlevel.create_initialization_options())
 
     @asynccontextmanager
-    async def _announcing(self) -> AsyncIterator[None]:
+    async def announcing(self) -> AsyncIterator[None]:
         """Run the tool-list notifier beside a transport (nothing to run when tools cannot change)."""
         if self.notifier is None:
             yield
@@ -506,68 +505,20 @@ class CodewardServer:
     def http_app(self, *, host: str = "127.0.0.1", path: str = "/mcp", token: str | None = None,
                  allowed_hosts: Sequence[str] = (), state: StateBackend | None = None,
                  users: Mapping[str, str] | None = None, audit: AuditLog | None = None, **options: Any) -> Any:
-        """A Starlette app serving streamable HTTP, with DNS-rebinding protection and optional bearer auth;
-        resumable streams and calls in flight kept in ``state`` (this process's memory by default).
-        Each request is answered with one JSON body unless it asks for a stream
-        (:mod:`codeward.serving.transport.http_answers`); with shared state, always with a resumable stream."""
-        from mcp.server.transport_security import TransportSecuritySettings
+        """A Starlette app serving streamable HTTP (:func:`codeward.serving.http_server.http_app`)."""
+        from codeward.serving.http_server import http_app  # HTTP only: the transport's app and middleware
 
-        from codeward.serving.shared_state import MemoryState
-        from codeward.serving.shared_state.http import add_approvals, add_state
-        from codeward.serving.transport.http_auth import BearerTokenMiddleware
-        from codeward.serving.transport.http_guard import JsonRpcGuardMiddleware
-
-        state = state or MemoryState()
-        options.setdefault("event_store", state.events(""))
-        options.setdefault("retry_interval", 1000)
-        security = None
-        if allowed_hosts:
-            security = TransportSecuritySettings(
-                enable_dns_rebinding_protection=True,
-                allowed_hosts=list(allowed_hosts),
-                allowed_origins=[f"http://{h}" for h in allowed_hosts] + [f"https://{h}" for h in allowed_hosts],
-            )
-        app = self.lowlevel.streamable_http_app(
-            streamable_http_path=path, host=host, transport_security=security, **options
-        )
-        add_state(app, self.lowlevel, state, self.surface.tool_infos)
-        if not state.shared and "json_response" not in options:  # replicas keep every answer resumable
-            from codeward.serving.transport.http_answers import answer_by_need
-
-            answer_by_need(app, self.lowlevel)
-        app.add_middleware(JsonRpcGuardMiddleware)
-        add_approvals(app, state, self.services.find(CallMetrics), audit)
-        if users:  # added last, so outermost: nothing unauthenticated is read
-            from codeward.audit.users import UsersMiddleware
-
-            app.add_middleware(UsersMiddleware, users=users, token=token)
-        elif token:
-            app.add_middleware(BearerTokenMiddleware, token=token)
-        return app
+        return http_app(self, host=host, path=path, token=token, allowed_hosts=allowed_hosts, state=state,
+                        users=users, audit=audit, **options)
 
     async def run_http(self, *, host: str, port: int, token: str | None = None, state: StateBackend | None = None,
                        users: Mapping[str, str] | None = None, audit: AuditLog | None = None,
                        http_stack: HttpStack | None = None, **options: Any) -> None:
-        """Serve :meth:`http_app` with uvicorn on ``http_stack``'s parser (default: the fast one when
-        installed); the caller started the event loop, with :meth:`HttpStack.run` for uvloop."""
-        import uvicorn
+        """Serve over streamable HTTP until stopped (:func:`codeward.serving.http_server.run_http`)."""
+        from codeward.serving.http_server import run_http  # HTTP only: uvicorn and the app
 
-        from codeward.serving.transport.http_stack import http_stack as choose_stack
-        from codeward.serving.transport.stdio import freeze_startup_heap
-
-        app = self.http_app(host=host, token=token, state=state, users=users, audit=audit, **options)
-        freeze_startup_heap()
-        chosen = http_stack or choose_stack()
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
-                                **chosen.uvicorn_options())
-        async with self._announcing(), anyio.create_task_group() as group:
-            metrics = self.services.find(CallMetrics)
-            if state is not None and state.shared and metrics is not None:
-                from codeward.serving.shared_state.metrics import MetricsPublisher  # every replica's figures, added up
-
-                group.start_soon(MetricsPublisher(state, metrics).run)
-            await uvicorn.Server(config).serve()
-            group.cancel_scope.cancel()
+        await run_http(self, host=host, port=port, token=token, state=state, users=users, audit=audit,
+                       http_stack=http_stack, **options)
 
 
 class _LowLevelServer(Server[Any]):

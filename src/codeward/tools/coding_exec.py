@@ -19,6 +19,8 @@ from codeward.engines.execution.execute import Execution, Limits, execute
 from codeward.engines.execution.languages import docker_image
 from codeward.engines.execution.monitor import Sampler
 from codeward.engines.execution.runtime import NO_MODEL, runtime_of
+from codeward.engines.llm.client import ask_text_sync
+from codeward.engines.sandbox import SandboxUnavailable
 from codeward.kernel.catalog import tool
 from codeward.kernel.context import ToolContext
 from codeward.kernel.result import ErrorKind, Result
@@ -339,7 +341,6 @@ def coding_run_in_docker(
     if refused is not None:
         return refused.cast(None)  # type: ignore[arg-type]
     from codeward.engines.execution.docker_exec import run_code_in_docker
-    from codeward.engines.sandbox import SandboxUnavailable
     from codeward.engines.sandbox.docker import DockerSandbox, engine_client
 
     try:
@@ -480,8 +481,6 @@ def coding_debug_code(
 
     def report(number: int, attempt: Attempt) -> None:
         ctx.progress(number, max_retries, f"attempt {number}: {attempt.status}")
-
-    from codeward.engines.llm.client import ask_text_sync
 
     def ask(messages: list[dict[str, str]]) -> str:
         return ask_text_sync(profile, list(messages), api_key=settings.model_api_key or "not-needed")

@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.table import Table
 
 from codeward.approval.policy import ApprovalRequest
-from codeward.apps.agent.conversation import Conversation
+from codeward.apps.agent.conversation import Conversation, Turn
 from codeward.apps.agent.history import SessionLog, list_sessions, sessions_dir
 from codeward.apps.agent.loop import ToolLoop
 from codeward.apps.agent.render import RichView
@@ -295,8 +295,6 @@ class ChatShell:
 
     def _repair_after_cancel(self) -> None:
         """A cancelled round may leave calls unanswered: answer them so the context stays valid."""
-        from codeward.apps.agent.conversation import Turn
-
         for call_id in sorted(self.conversation.pending_call_ids()):
             self.conversation.append(Turn("tool", "[codeward] cancelled by the user before it finished",
                                           tool_call_id=call_id))

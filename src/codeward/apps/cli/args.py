@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from codeward.config import Config, load_config
-from codeward.serving.runtime import LOOPBACK
+from codeward.serving.transport.http_endpoint import LOOPBACK
 
 if TYPE_CHECKING:
     from codeward.apps.agent.budget import CatalogChoice

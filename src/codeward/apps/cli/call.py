@@ -17,6 +17,10 @@ from typing import IO, TYPE_CHECKING, Any
 from codeward.apps.cli.args import UsageError, parse_assignments
 from codeward.apps.cli.common import configs_of, load_configs, with_urls
 from codeward.apps.cli.output import add_json_argument, command_name, print_json, result_object
+from codeward.config import ConfigError
+from codeward.gateway.names import split_name
+from codeward.kernel.chain import tool_info
+from codeward.serving.stack import Approver, build_stack
 
 if TYPE_CHECKING:
     from codeward.approval.policy import ConfirmCallback
@@ -74,9 +78,6 @@ def call_tool(config: Config, gateway: GatewayConfig, name: str, assignments: Se
     import anyio
 
     from codeward.approval.askers import terminal_confirm, yes_confirm
-    from codeward.config import ConfigError
-    from codeward.gateway.names import split_name
-    from codeward.serving.stack import Approver, build_stack
 
     split = split_name(name)
     alias = split[0] if split else None
@@ -94,8 +95,6 @@ def call_tool(config: Config, gateway: GatewayConfig, name: str, assignments: Se
 
 async def _call(stack: Stack, name: str, assignments: list[str], as_json: bool, command: str, out: IO[str],
                 err: IO[str]) -> int:
-    from codeward.kernel.chain import tool_info
-
     async with stack:
         info = tool_info(stack.surface, name)
         arguments = parse_assignments(assignments, info.input_schema if info else {})
@@ -109,8 +108,6 @@ async def _call(stack: Stack, name: str, assignments: list[str], as_json: bool, 
 
 
 def _unknown(name: str, stack: Stack, gateway: GatewayConfig) -> str:
-    from codeward.gateway.names import split_name
-
     if split_name(name) is not None:
         known = ", ".join(s.alias for s in gateway.servers) or "none configured"
         native = f" or the native alias {gateway.native!r}" if isinstance(gateway.native, str) else ""

@@ -12,6 +12,8 @@ import argparse
 import sys
 from typing import Any, NoReturn
 
+from codeward.serving.stack import catalog_for
+
 SHELLS = ("bash", "zsh", "fish")
 
 INSTALL = {
@@ -51,7 +53,6 @@ def tool_names(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> list[s
     """``codeward call`` completions: the native tools of this configuration, then ``alias__`` of
     each configured server (listing an upstream's tools would start it, too slow for a TAB)."""
     from codeward.apps.cli.common import configs_of
-    from codeward.serving.stack import catalog_for
 
     try:
         config, gateway = configs_of(parsed_args)

@@ -21,10 +21,13 @@ from codeward.apps.cli.args import (
     exit_on_sigterm,
 )
 from codeward.apps.cli.common import load_configs, with_urls
+from codeward.serving.runtime import Serving, serve_mcp
+from codeward.serving.transport.http_endpoint import LOOPBACK, HttpEndpoint
 
 if TYPE_CHECKING:
     from codeward.apps.control.defaults import ControlOptions
-    from codeward.serving.runtime import HttpEndpoint, PlaneFactory, Started
+    from codeward.serving.runtime import PlaneFactory, Started
+    from codeward.serving.transport.http_endpoint import HttpEndpoint
 
 
 def register(sub: Any) -> None:
@@ -43,8 +46,6 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from codeward.serving.runtime import HttpEndpoint
-
     if args.http:
         exit_on_sigterm()
     endpoint = HttpEndpoint(args.host, args.port, token_env=args.token_env, no_auth=args.no_auth) if args.http else None
@@ -82,7 +83,6 @@ def run_gateway_cli(
     """
     from codeward.approval.askers import confirm_with_client
     from codeward.approval.policy import approve_everything
-    from codeward.serving.runtime import LOOPBACK, HttpEndpoint, Serving, serve_mcp
 
     config, gateway = load_configs(config_path)
     gateway = with_urls(gateway, urls)

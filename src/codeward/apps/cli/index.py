@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 from codeward.apps.cli.common import configs_of
 from codeward.apps.cli.output import add_json_argument, print_json, result_object
 from codeward.apps.cli.parser import quiet as is_quiet
+from codeward.config import load_config
+from codeward.serving.stack import build_stack
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -46,9 +48,7 @@ def run_index_cli(path: str, *, rebuild: bool, references: bool = True, config: 
     """
     from rich.console import Console
 
-    from codeward.config import load_config
     from codeward.engines.code_intel.symbol_index import SymbolIndex
-    from codeward.serving.stack import build_stack
 
     console = Console(stderr=True, soft_wrap=True)
     notes = Console(stderr=True, soft_wrap=True, quiet=quiet)

@@ -20,6 +20,7 @@ from codeward.apps.cli.common import configs_of
 from codeward.apps.cli.output import add_json_argument, command_name, print_json, print_outcome, result_object
 from codeward.apps.cli.parser import quiet
 from codeward.config.registry import RegistrySettings
+from codeward.serving.stack import build_stack
 
 KINDS = ("tool", "directive", "knowledge")
 SPACES = ("project", "user", "hub")
@@ -131,8 +132,6 @@ def _context(args: argparse.Namespace) -> Any:
 
     Its served tools (what ``search``, ``help`` and ``run`` reach besides the registry) are the
     configured native tools."""
-    from codeward.serving.stack import build_stack
-
     config, gateway = configs_of(args)
     stack = build_stack(config, args.root or (), gateway=gateway)
     return stack.context(reporter=StderrReporter(quiet(args)))

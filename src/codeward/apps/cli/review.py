@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from codeward.apps.cli.common import configs_of
 from codeward.apps.cli.parser import quiet
+from codeward.config import ReviewSettings, load_config
+from codeward.kernel.result import ErrorKind, Result
+from codeward.serving.stack import build_stack
 
 if TYPE_CHECKING:
     from codeward.config import Config, ReviewSettings
@@ -77,7 +80,6 @@ class StderrProgress:
 def parse_timeout(raw: str | float | None) -> Result[float]:
     """``--timeout``: seconds each analyzer may run, a number in (0, MAX_TIMEOUT_SECONDS]."""
     from codeward.engines.review.runner import DEFAULT_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS
-    from codeward.kernel.result import ErrorKind, Result
 
     if raw is None:
         return Result.success(DEFAULT_TIMEOUT_SECONDS)
@@ -120,12 +122,10 @@ def run_review_cli(paths: str | Sequence[str], fmt: str, gates: list[str] | None
     from the working directory). Without ``root``, paths outside the working directory make
     their folder the root (:func:`review_root`).
     """
-    from codeward.config import ReviewSettings, load_config
     from codeward.engines.review import service
     from codeward.engines.review.gates import evaluate, parse_cli_gates
     from codeward.engines.review.report import check_output_path, from_review, write_report
     from codeward.engines.review.report.formats import FORMAT_NAMES, render_format
-    from codeward.serving.stack import build_stack
 
     out = stdout or sys.stdout
     err = stderr or sys.stderr

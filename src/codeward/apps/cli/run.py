@@ -13,6 +13,9 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from codeward.apps.cli.common import configs_of
+from codeward.config import load_config
+from codeward.config.coding import LANGUAGE_NAMES
+from codeward.serving.stack import build_stack
 
 if TYPE_CHECKING:
     from codeward.config import CodingSettings, Config
@@ -49,7 +52,6 @@ def run_file_cli(
     config: Config | None = None,
 ) -> int:
     """Run the file (``-``: source from stdin) and return the exit status to exit with."""
-    from codeward.config.coding import LANGUAGE_NAMES
     from codeward.engines.execution.debug import detect_language
     from codeward.engines.execution.execute import Limits, execute
     from codeward.engines.execution.runtime import CodingRuntime
@@ -101,8 +103,5 @@ def run_file_cli(
 
 def _coding_settings(config: Config | None) -> CodingSettings:
     """The execution settings the stack of this configuration would use (sandbox backend, model)."""
-    from codeward.config import load_config
-    from codeward.serving.stack import build_stack
-
     stack = build_stack(config or load_config())
     return stack.services.get(CodingSettings)

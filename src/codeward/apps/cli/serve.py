@@ -18,6 +18,8 @@ from codeward.apps.cli.args import (
     exit_on_sigterm,
 )
 from codeward.apps.cli.common import configs_of
+from codeward.serving.runtime import Serving, serve_mcp
+from codeward.serving.transport.http_endpoint import HttpEndpoint
 
 if TYPE_CHECKING:
     from codeward.approval.policy import ConfirmCallback
@@ -44,8 +46,6 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from codeward.serving.runtime import HttpEndpoint, Serving, serve_mcp
-
     config, gateway = configs_of(args)
     if args.http:
         check_bind(args.host, allow_remote=args.allow_remote, no_auth=args.no_auth)

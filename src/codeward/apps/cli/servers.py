@@ -11,6 +11,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from codeward.apps.cli.args import add_config_argument
 from codeward.apps.cli.common import load_configs, with_urls
+from codeward.serving.stack import build_stack
 
 if TYPE_CHECKING:
     from codeward.gateway.upstream import ServerStatus
@@ -43,8 +44,6 @@ def list_servers_cli(
 ) -> int:
     """Connect every server, then print its state, tool count and latency. 1 if any failed."""
     import anyio
-
-    from codeward.serving.stack import build_stack
 
     config, gateway = load_configs(config_path)
     pins = None

@@ -8,6 +8,8 @@ import sys
 from typing import Any
 
 from codeward.apps.cli.common import configs_of
+from codeward.kernel.surface import CatalogSurface
+from codeward.serving.stack import catalog_for
 
 
 def register(sub: Any) -> None:
@@ -19,8 +21,6 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from codeward.serving.stack import catalog_for
-
     config, _gateway = configs_of(args)
     catalog = catalog_for(config)
     if args.markdown:
@@ -29,8 +29,6 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(tools_markdown(catalog))
         return 0
     if args.json:
-        from codeward.kernel.surface import CatalogSurface
-
         infos = CatalogSurface(catalog).tool_infos()
         specs = {spec.name: spec for spec in catalog}
         print(json.dumps([{"name": i.name, "description": i.description, "inputSchema": i.input_schema,

@@ -14,6 +14,7 @@ from typing import IO, TYPE_CHECKING, Any
 from codeward.apps.cli.args import UsageError
 from codeward.apps.cli.common import configs_of
 from codeward.apps.cli.output import add_json_argument, print_outcome
+from codeward.serving.stack import build_stack
 
 if TYPE_CHECKING:
     from codeward.serving.stack import Stack
@@ -42,8 +43,6 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace, stdin: IO[str] | None = None, out: IO[str] | None = None,
         err: IO[str] | None = None) -> int:
     import anyio
-
-    from codeward.serving.stack import build_stack
 
     if args.steps is not None and args.checkpoint is not None:
         raise UsageError("give either a number of steps or --to ID, not both")

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from codeward.apps.control.asks import AskTimeout
-from codeward.apps.control.gui import PROTECTED_PROJECT_KEYS
+from codeward.apps.control.gui import PROTECTED_PROJECT_KEYS, GuiError, StateDriver, diagnostics, mma_status, parse_task
 from codeward.apps.control.security import ControlGuard
 from codeward.apps.control.state import ControlState
 
@@ -126,8 +126,6 @@ class _Api:
 
     def _changes(self, tasks_of: Any) -> list[int]:
         """Tasks a project or session post makes for the run, all checked before any is queued."""
-        from codeward.apps.control.gui import GuiError
-
         gui = self.state.gui
         try:
             tasks = tasks_of(self._driver())
@@ -138,15 +136,11 @@ class _Api:
             raise BadRequest(str(exc), exc.hint, status=exc.status) from None
 
     def _driver(self) -> Any:
-        from codeward.apps.control.gui import StateDriver
-
         gui = self.state.gui
         return gui.driver if gui is not None else StateDriver(self.state)
 
     async def gui(self, request: Request) -> Response:
         """Check a task and queue it for the session's loop: ``{"status": "queued", "task": n}``."""
-        from codeward.apps.control.gui import GuiError, parse_task
-
         body = await _body(request)
         gui = self.state.gui
         try:
@@ -171,13 +165,9 @@ class _Api:
         return _json({"item": item, "value": values[item]})
 
     async def gui_diagnostics(self, request: Request) -> Response:
-        from codeward.apps.control.gui import diagnostics
-
         return _json(diagnostics(self.state))
 
     async def gui_mma_status(self, request: Request) -> Response:
-        from codeward.apps.control.gui import mma_status
-
         return _json(await asyncio.to_thread(mma_status, self.state, self.state.board))
 
     async def performance(self, request: Request) -> Response:

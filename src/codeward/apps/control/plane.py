@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codeward.approval.askers import ask_mcp_client
+from codeward.approval.askers import ask_mcp_client, confirm_with_client
 from codeward.approval.policy import ConfirmCallback, approve_everything, deny_unlisted
 from codeward.apps.control.approval import ApprovalDesk
 from codeward.apps.control.defaults import DEFAULT_APPROVAL_TIMEOUT, ControlOptions
@@ -83,8 +83,6 @@ class ControlPlane:
                   notify: Callable[[str], None] | None = None) -> ConfirmCallback:
         """The confirm callback for this run: the terminal raced against the console when the
         API is served, else the terminal (or ``fallback`` when there is none)."""
-        from codeward.approval.askers import confirm_with_client
-
         if self.state is None or terminal is approve_everything:  # nobody needs asking
             return terminal or fallback
         if terminal is confirm_with_client:  # it says "no" when it cannot ask; in a race it must abstain

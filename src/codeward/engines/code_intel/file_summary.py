@@ -20,7 +20,7 @@ from pathlib import PurePath
 from types import MappingProxyType
 from typing import Any
 
-from codeward.engines.code_intel.treesitter import language_for_path
+from codeward.engines.code_intel.treesitter import GrammarUnavailable, language_for_path, language_info
 from codeward.kernel.result import ErrorKind, Result
 
 MAX_ITEMS = 200
@@ -222,7 +222,6 @@ def _shape(value: Any) -> str:
 
 def _outline_summary(text: str, name: str, language: str) -> Result[str]:
     from codeward.engines.code_intel.outline_model import parse_source
-    from codeward.engines.code_intel.treesitter import GrammarUnavailable, language_info
 
     try:
         parsed = parse_source(text, language)

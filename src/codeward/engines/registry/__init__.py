@@ -14,14 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from codeward.engines.registry.items import Item, Kind, Problem, Space, ToolType
-    from codeward.engines.registry.providers import DirectivePrompts, KnowledgeResources, registry_providers
+    from codeward.engines.registry.providers import registry_providers
     from codeward.engines.registry.served import ServedTools
+    from codeward.engines.registry.served_content import DirectivePrompts, KnowledgeResources
     from codeward.engines.registry.service import Registry
     from codeward.engines.registry.settings import RegistrySettings
 
 _HOMES = {
     "Item": "items", "Kind": "items", "Problem": "items", "Space": "items", "ToolType": "items",
-    "DirectivePrompts": "providers", "KnowledgeResources": "providers", "registry_providers": "providers",
+    "DirectivePrompts": "served_content", "KnowledgeResources": "served_content", "registry_providers": "providers",
     "ServedTools": "served", "Registry": "service", "RegistrySettings": "settings",
 }
 """Where each name lives: importing one part (a server's start imports a few) does not import them all."""

@@ -19,9 +19,10 @@ from typing import Any
 from codeward.engines.registry.chain import HTTP_CLIENT, SUBPROCESS, Chain
 from codeward.engines.registry.items import Item, Kind, Space, ToolType
 from codeward.engines.registry.outputs import preview, save_output
-from codeward.engines.registry.sandboxed import Declared
+from codeward.engines.registry.sandboxed import Declared, run_sandboxed
 from codeward.engines.registry.served import ServedTools
 from codeward.engines.registry.service import Registry, describe_covered
+from codeward.engines.registry.tool_env import build
 from codeward.engines.registry.trust import Verified
 from codeward.kernel.context import CallInfo, ToolContext
 from codeward.kernel.result import ErrorInfo, ErrorKind, Result
@@ -225,8 +226,6 @@ def _allowed(host: str, allowed: tuple[str, ...]) -> bool:
 
 def _subprocess(registry: Registry, plan: _Prepared, ctx: ToolContext) -> Result[tuple[Any, str, float] | None]:
     from codeward.engines.registry.consent import ask_person
-    from codeward.engines.registry.sandboxed import run_sandboxed
-    from codeward.engines.registry.tool_env import build
 
     tool = plan.chain.tool
     covered = plan.verified.covered

@@ -1,10 +1,8 @@
-"""Directives as MCP prompts and knowledge items as MCP resources (``registry://knowledge/<name>``).
+"""The registry's prompts (directives) and resources (knowledge items) as a server makes them at start.
 
-Both providers are MCP-free (see :mod:`codeward.kernel.providers`); the server maps them to the
-protocol. They read through the same index as the meta-tools, so they see both spaces,
-project first, and an edited file shows up at the next list. A server makes both at start and
-lists nothing before a client asks, so the registry's documents, items and signatures, and the
-provider records, are imported on first use.
+These fronts hold only the settings: the registry's documents, items, signatures and the provider
+records (:mod:`codeward.engines.registry.served_content`) are imported with the first prompt or
+resource a client lists or reads — a server's start lists nothing, and most sessions never ask.
 """
 
 from __future__ import annotations
@@ -13,12 +11,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from codeward.config.registry import RegistrySettings
-from codeward.kernel.result import ErrorKind, Result
+from codeward.engines.registry.uris import KNOWLEDGE_SCHEME
+from codeward.kernel.result import Result
 from codeward.kernel.workspace import Workspace
 
 if TYPE_CHECKING:
-    from codeward.engines.registry.items import Item, Kind
-    from codeward.engines.registry.service import Registry
+    from codeward.engines.registry.served_content import DirectivePrompts, KnowledgeResources
     from codeward.kernel.providers import (
         PromptInfo,
         PromptMessageData,
@@ -27,132 +25,63 @@ if TYPE_CHECKING:
         ResourceTemplateInfo,
     )
 
-KNOWLEDGE_SCHEME = "registry://knowledge/"
-KNOWLEDGE_TEMPLATE = KNOWLEDGE_SCHEME + "{name}"
-
-
-def _open_registry(workspace: Workspace, settings: RegistrySettings | None) -> Registry:
-    """The registry over a workspace, imported when first asked (a server's start lists no prompt)."""
-    from codeward.engines.registry.service import Registry
-    from codeward.kernel.context import Services
-
-    return Registry(workspace, settings or Services().get(RegistrySettings))
-
-
-def _visible(registry: Registry, kind: Kind) -> list[Item]:
-    """Items of a kind as names resolve: a project item hides a user item of the same name."""
-    seen: set[str] = set()
-    items: list[Item] = []
-    with registry.index() as index:
-        for item in index.items(kind):
-            if item.name not in seen:
-                seen.add(item.name)
-                items.append(item)
-    return items
-
-
-class DirectivePrompts:
-    """Each valid directive is a prompt; its front matter ``arguments`` are the prompt's arguments."""
+class RegistryPrompts:
+    """Each valid directive is a prompt (:class:`~codeward.engines.registry.served_content.DirectivePrompts`)."""
 
     def __init__(self, settings: RegistrySettings | None = None) -> None:
         self.settings = settings
+        self._made: DirectivePrompts | None = None
 
-    def _registry(self, workspace: Workspace) -> Registry:
-        return _open_registry(workspace, self.settings)
+    def _content(self) -> DirectivePrompts:
+        if self._made is None:
+            # Deferred: the registry's modules come with the first prompt a client lists or asks for.
+            from codeward.engines.registry.served_content import DirectivePrompts
+
+            self._made = DirectivePrompts(self.settings)
+        return self._made
 
     def list_prompts(self, workspace: Workspace) -> Sequence[PromptInfo]:
-        from codeward.engines.registry.items import Kind
-        from codeward.kernel.providers import PromptArgumentInfo, PromptInfo
-
-        prompts = []
-        for item in _visible(self._registry(workspace), Kind.DIRECTIVE):
-            if item.problems:
-                continue
-            arguments = [PromptArgumentInfo(str(a.get("name")), str(a.get("description", "")),
-                                            bool(a.get("required", False)))
-                         for a in item.meta.get("arguments") or []]
-            prompts.append(PromptInfo(item.name, item.description, arguments))
-        return prompts
+        return self._content().list_prompts(workspace)
 
     def get_prompt(self, name: str, arguments: dict[str, str], workspace: Workspace
                    ) -> Result[list[PromptMessageData]]:
-        from codeward.engines.registry.documents import fill_placeholders, read_document
-        from codeward.engines.registry.items import Kind
-        from codeward.kernel.content import TextBlock
-        from codeward.kernel.providers import PromptMessageData
-
-        registry = self._registry(workspace)
-        found = registry.find(name, Kind.DIRECTIVE)
-        if not found.ok or found.data is None:
-            return found.cast([])
-        read = registry.fresh(found.data)
-        if not read.ok or read.data is None:
-            return read.cast([])
-        item, data = read.data
-        declared = item.meta.get("arguments") or []
-        missing = [str(a.get("name")) for a in declared if a.get("required") and not arguments.get(str(a.get("name")))]
-        if missing:
-            return Result.fail(ErrorKind.INVALID_INPUT, f"prompt {name!r} needs the argument(s) {', '.join(missing)}",
-                               "Pass them as prompt arguments.", data=[])
-        body = read_document(data.decode("utf-8", "replace")).body
-        known = {str(a.get("name")) for a in declared}
-        filled = fill_placeholders(body, {k: v for k, v in arguments.items() if k in known})
-        return Result.success([PromptMessageData("user", TextBlock(filled))])
+        return self._content().get_prompt(name, arguments, workspace)
 
     def complete(self, prompt: str, argument: str, prefix: str, workspace: Workspace) -> list[str]:
-        return []
+        return self._content().complete(prompt, argument, prefix, workspace)
 
 
-class KnowledgeResources:
-    """Each knowledge item is a Markdown resource; a template lets clients complete names."""
+class RegistryKnowledge:
+    """Each knowledge item is a resource (:class:`~codeward.engines.registry.served_content.KnowledgeResources`)."""
 
     def __init__(self, settings: RegistrySettings | None = None) -> None:
         self.settings = settings
+        self._made: KnowledgeResources | None = None
 
-    def _registry(self, workspace: Workspace) -> Registry:
-        return _open_registry(workspace, self.settings)
+    def _content(self) -> KnowledgeResources:
+        if self._made is None:
+            # Deferred: the registry's modules come with the first resource a client lists or reads.
+            from codeward.engines.registry.served_content import KnowledgeResources
+
+            self._made = KnowledgeResources(self.settings)
+        return self._made
 
     def list_resources(self, workspace: Workspace) -> Sequence[ResourceInfo]:
-        from codeward.engines.registry.items import Kind
-        from codeward.kernel.providers import ResourceInfo
-
-        return [ResourceInfo(KNOWLEDGE_SCHEME + item.name, item.name, item.description, "text/markdown")
-                for item in _visible(self._registry(workspace), Kind.KNOWLEDGE)]
+        return self._content().list_resources(workspace)
 
     def list_templates(self, workspace: Workspace) -> Sequence[ResourceTemplateInfo]:
-        from codeward.kernel.providers import ResourceTemplateInfo
-
-        return [ResourceTemplateInfo(KNOWLEDGE_TEMPLATE, "knowledge", "A knowledge item of the registry by name",
-                                     "text/markdown")]
+        return self._content().list_templates(workspace)
 
     def owns(self, uri: str) -> bool:
         return uri.startswith(KNOWLEDGE_SCHEME)
 
     def read(self, uri: str, workspace: Workspace) -> Result[ResourceData]:
-        from codeward.engines.registry.items import Kind
-        from codeward.engines.registry.signing import split_signature
-        from codeward.kernel.providers import ResourceData
-
-        name = uri.removeprefix(KNOWLEDGE_SCHEME)
-        empty = ResourceData(uri, "text/markdown", text="")
-        registry = self._registry(workspace)
-        found = registry.find(name, Kind.KNOWLEDGE)
-        if not found.ok or found.data is None:
-            return found.cast(empty)
-        read = registry.fresh(found.data)
-        if not read.ok or read.data is None:
-            return read.cast(empty)
-        text = split_signature(read.data[1], markdown=True)[1].decode("utf-8", "replace")
-        return Result.success(ResourceData(uri, "text/markdown", text=text))
+        return self._content().read(uri, workspace)
 
     def complete(self, uri_template: str, argument: str, prefix: str, workspace: Workspace) -> list[str]:
-        if uri_template != KNOWLEDGE_TEMPLATE or argument != "name":
-            return []
-        from codeward.engines.registry.items import Kind
-
-        return [i.name for i in _visible(self._registry(workspace), Kind.KNOWLEDGE) if i.name.startswith(prefix)]
+        return self._content().complete(uri_template, argument, prefix, workspace)
 
 
-def registry_providers(settings: RegistrySettings | None = None) -> tuple[DirectivePrompts, KnowledgeResources]:
+def registry_providers(settings: RegistrySettings | None = None) -> tuple[RegistryPrompts, RegistryKnowledge]:
     """The prompt and resource providers to hand to :class:`codeward.serving.server.CodewardServer`."""
-    return DirectivePrompts(settings), KnowledgeResources(settings)
+    return RegistryPrompts(settings), RegistryKnowledge(settings)

@@ -17,15 +17,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from codeward.engines.files.textfile import atomic_write
+from codeward.engines.registry.deps import provided_names
 from codeward.engines.registry.index import RegistryIndex
 from codeward.engines.registry.items import Item, Kind, Space
 from codeward.engines.registry.keys import KeyStore
-from codeward.engines.registry.loader import load_item
+from codeward.engines.registry.loader import RESERVED_NAMES, load_item
 from codeward.engines.registry.settings import RegistrySettings, key_store
 from codeward.engines.registry.spaces import Spaces
 from codeward.engines.registry.tool_env import SandboxPython, ToolEnvironment, build, environment_for, sandbox_python
 from codeward.engines.registry.trust import Covered, Verified, check_imports, covered_by, verify
 from codeward.engines.registry.trust import sign as sign_covered
+from codeward.engines.registry.validation import check_name
 from codeward.kernel import state_dir
 from codeward.kernel.context import ToolContext
 from codeward.kernel.result import ErrorKind, Result
@@ -292,7 +294,6 @@ class Registry:
                 built = build(env, python.data, ctx, self.settings.install_timeout, item.name)
                 if not built.ok:
                     return built.cast(None)
-                from codeward.engines.registry.deps import provided_names
 
                 provided = provided_names(env.site)
             problems += check_imports(covered, provided, display)
@@ -312,9 +313,6 @@ class Registry:
 
     def create(self, name: str, kind: Kind, space: Space, text: str, category: str = "") -> Result[Path]:
         """Write a new item file (``category`` is its folder); refuses to replace one."""
-        from codeward.engines.registry.loader import RESERVED_NAMES
-        from codeward.engines.registry.validation import check_name
-
         problems = check_name(name, name, RESERVED_NAMES if kind is Kind.TOOL else frozenset())
         if problems:
             return Result.fail(ErrorKind.INVALID_INPUT, f"cannot create {name!r}: {problems[0].message}",

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codeward.engines.sandbox import Sandbox, SandboxRequest, SandboxResult, SandboxUnavailable, Status
+from codeward.engines.sandbox import Sandbox, SandboxRequest, SandboxResult, SandboxUnavailable, Status, probe_sandbox
+from codeward.engines.sandbox.cgroups import detect_layout
 from codeward.engines.sandbox.model import DEFAULT_PATH
 from codeward.engines.sandbox.overlay import overlay_failure
 from codeward.engines.sandbox.runner import minimal_env
@@ -69,8 +70,6 @@ class ShellRuntime:
 
     def sandbox(self) -> Result[Sandbox | None]:
         """The bwrap sandbox, or why there is none (probed once; a failure is remembered)."""
-        from codeward.engines.sandbox import probe_sandbox
-
         with self._lock:
             if self._sandbox is None and not self._sandbox_error:
                 try:
@@ -85,8 +84,6 @@ class ShellRuntime:
             "or set `[shell] sandbox = false` in codeward.toml to run scripts unsandboxed.")
 
     def host_cgroups(self) -> CgroupLayout | None:
-        from codeward.engines.sandbox.cgroups import detect_layout
-
         with self._lock:
             if not self._cgroups_probed:
                 self._cgroups = detect_layout()
