@@ -10,6 +10,7 @@ from codeward.kernel.chain import Middleware, ToolCall
 from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.result import ErrorKind
 from codeward.kernel.surface import GET_PROMPT, READ_RESOURCE, ToolSurface
+from codeward.kernel.user_dirs import data_home
 
 EVENTS = {READ_RESOURCE: "read", GET_PROMPT: "prompt"}
 """The record's event for a resource read and a prompt get (the URI or the prompt's name hashed with
@@ -51,6 +52,4 @@ class AuditedApprovals:
 
 def audit_log_path(directory: Path | None, host: str, port: int) -> Path:
     """One file per replica: ``audit-<host>-<port>.jsonl`` in ``[audit] log_dir`` (or the data folder)."""
-    from codeward.kernel.user_dirs import data_home
-
     return (directory or data_home() / "audit") / f"audit-{host}-{port}.jsonl"

@@ -24,6 +24,8 @@ from typing import IO, Any
 import anyio
 import sniffio
 
+from codeward.engines.jsonrpc.line_streams import LineReaderProtocol, MessageReader, MessageWriter, WriterProtocol
+
 EXIT_GRACE = 2.0
 """Seconds a server gets to exit after its stdin closes (as the SDK transport allows)."""
 KILL_GRACE = 2.0
@@ -43,8 +45,6 @@ async def fast_stdio_client(
 ) -> AsyncIterator[tuple[Any, Any]]:
     """Start ``command`` and yield ``(read_stream, write_stream)`` over its stdout/stdin."""
     from mcp.client.stdio import get_default_environment
-
-    from codeward.engines.jsonrpc.line_streams import LineReaderProtocol, MessageReader, MessageWriter, WriterProtocol
 
     loop = asyncio.get_running_loop()
     full_env = get_default_environment() | dict(env)

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codeward.kernel.result import ErrorKind, Result
+from codeward.kernel.user_dirs import data_home
 
 if TYPE_CHECKING:
     import pathspec
@@ -179,8 +180,6 @@ class Workspace:
         ``~/.local/share/codeward``, where the registry's signing key lives).
         """
         if private is None:
-            from codeward.kernel.user_dirs import data_home
-
             private = (data_home(),)
         hidden = tuple(dict.fromkeys(Path(p).expanduser().resolve() for p in private))
         resolved: list[Path] = []

@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Any
 from codeward.audit.metrics import CallMetrics, RecordCalls
 from codeward.config import Config, ConfigError, GatewayConfig, RegistrySettings
 from codeward.engines.checkpoints.step import RecordChanges
+from codeward.engines.registry.providers import registry_providers
+from codeward.engines.registry.served import ServedTools
 from codeward.gateway.native import Alias
 from codeward.kernel.catalog import Catalog
 from codeward.kernel.chain import Middleware, chain
@@ -42,6 +44,7 @@ from codeward.kernel.steps import BoundOutput, CallStep, HoldWriteLocks, TrapErr
 from codeward.kernel.surface import CatalogSurface, CompositeSurface, ContentSurface, ToolInfo, ToolSurface
 from codeward.kernel.workspace import Workspace
 from codeward.serving.file_resources import FileResources
+from codeward.tools import default_catalog
 
 if TYPE_CHECKING:
     from codeward.approval.policy import Approval, ConfirmCallback
@@ -183,8 +186,6 @@ def services_for(config: Config) -> Services:
 def catalog_for(config: Config) -> Catalog:
     """The default catalog with the config's toolset filter (an unknown toolset is an error), each call
     run through :func:`call_steps`."""
-    from codeward.tools import default_catalog
-
     catalog = default_catalog(config.toolsets).with_steps(call_steps())
     if config.toolsets is not None:
         unknown = set(config.toolsets) - set(catalog.toolsets())
@@ -276,10 +277,7 @@ def build_stack(
 
         outer.append(Meta(guard=approval, steps=call_steps()))
     else:
-        from codeward.engines.registry.served import ServedTools
-
         services = services.with_values(ServedTools(approved))
-    from codeward.engines.registry.providers import registry_providers
 
     prompts, knowledge = registry_providers(services.get(RegistrySettings))
     content = ContentSurface((FileResources(), knowledge), (prompts,))

@@ -9,6 +9,7 @@ import importlib
 from collections.abc import Iterable
 
 from codeward.kernel.catalog import Catalog, specs_in
+from codeward.kernel.schema_cache import SchemaCache
 
 TOOL_MODULES: tuple[str, ...] = (
     "codeward.tools.files",
@@ -40,8 +41,6 @@ def default_catalog(toolsets: Iterable[str] | None = None) -> Catalog:
     it and no tool module is imported until one of its tools runs; otherwise the modules are
     imported and the listing saved for the next start.
     """
-    from codeward.kernel.schema_cache import SchemaCache
-
     cache = SchemaCache.default()
     specs = cache.specs(TOOL_MODULES) if cache is not None else None
     if specs is None:

@@ -18,6 +18,7 @@ from codeward.config.index import IndexSettings
 from codeward.engines.code_intel.call_graph import CallGraphBuilder, CallNode
 from codeward.engines.code_intel.file_summary import summarize
 from codeward.engines.code_intel.index_rows import Symbol
+from codeward.engines.code_intel.python_symbols import parse_module
 from codeward.engines.code_intel.repo_map import build_repo_map
 from codeward.engines.code_intel.symbol_index import CALLABLE_KINDS, CLASS_KINDS, SymbolIndex, index_root_for
 from codeward.engines.code_intel.tags import Extractors, tagged_language
@@ -447,7 +448,6 @@ def _member_lines(text: str, name: str) -> set[int]:
     """The ``def``/``class`` lines of the file's definitions named exactly ``name`` (dotted), if any."""
     if "." not in name:
         return set()
-    from codeward.engines.code_intel.python_symbols import parse_module
 
     try:
         module = parse_module(text)

@@ -11,12 +11,12 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from codeward.apps.control.defaults import DEFAULT_APPROVAL_TIMEOUT, DEFAULT_HOST, DEFAULT_PORT, ControlOptions
 from codeward.config import Config, load_config
 from codeward.serving.transport.http_endpoint import LOOPBACK
 
 if TYPE_CHECKING:
     from codeward.apps.agent.budget import CatalogChoice
-    from codeward.apps.control.defaults import ControlOptions
 
 
 
@@ -100,8 +100,6 @@ def add_meta_argument(parser: argparse.ArgumentParser) -> None:
 
 def add_control_arguments(parser: argparse.ArgumentParser) -> None:
     """The control-plane flags, shared by ``chat``, ``ask`` and ``gateway``."""
-    from codeward.apps.control.defaults import DEFAULT_APPROVAL_TIMEOUT, DEFAULT_HOST, DEFAULT_PORT
-
     group = parser.add_argument_group("control plane (Hook API, web console, session logs)")
     group.add_argument("--control", action="store_true",
                        help=f"serve the Hook API and web console (default {DEFAULT_HOST}:{DEFAULT_PORT}); "
@@ -122,8 +120,6 @@ def add_control_arguments(parser: argparse.ArgumentParser) -> None:
 
 def control_options(args: argparse.Namespace) -> ControlOptions:
     """A :class:`~codeward.apps.control.defaults.ControlOptions` from the flags of :func:`add_control_arguments`."""
-    from codeward.apps.control.defaults import DEFAULT_APPROVAL_TIMEOUT, DEFAULT_HOST, DEFAULT_PORT, ControlOptions
-
     return ControlOptions(serve=bool(getattr(args, "control", False)), logs=bool(getattr(args, "logs", False)),
                           host=getattr(args, "control_host", DEFAULT_HOST),
                           port=getattr(args, "control_port", DEFAULT_PORT),

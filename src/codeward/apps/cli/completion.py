@@ -12,6 +12,7 @@ import argparse
 import sys
 from typing import Any, NoReturn
 
+from codeward.apps.cli.common import configs_of
 from codeward.serving.stack import catalog_for
 
 SHELLS = ("bash", "zsh", "fish")
@@ -52,8 +53,6 @@ def complete(parser: argparse.ArgumentParser) -> NoReturn:
 def tool_names(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> list[str]:
     """``codeward call`` completions: the native tools of this configuration, then ``alias__`` of
     each configured server (listing an upstream's tools would start it, too slow for a TAB)."""
-    from codeward.apps.cli.common import configs_of
-
     try:
         config, gateway = configs_of(parsed_args)
     except (ValueError, OSError):

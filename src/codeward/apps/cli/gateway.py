@@ -27,7 +27,6 @@ from codeward.serving.transport.http_endpoint import LOOPBACK, HttpEndpoint
 if TYPE_CHECKING:
     from codeward.apps.control.defaults import ControlOptions
     from codeward.serving.runtime import PlaneFactory, Started
-    from codeward.serving.transport.http_endpoint import HttpEndpoint
 
 
 def register(sub: Any) -> None:

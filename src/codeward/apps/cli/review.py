@@ -21,8 +21,7 @@ from codeward.kernel.result import ErrorKind, Result
 from codeward.serving.stack import build_stack
 
 if TYPE_CHECKING:
-    from codeward.config import Config, ReviewSettings
-    from codeward.kernel.result import Result
+    from codeward.config import Config
 
 EXIT_PASS, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
 

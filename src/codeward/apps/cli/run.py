@@ -13,12 +13,12 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from codeward.apps.cli.common import configs_of
-from codeward.config import load_config
+from codeward.config import CodingSettings, load_config
 from codeward.config.coding import LANGUAGE_NAMES
 from codeward.serving.stack import build_stack
 
 if TYPE_CHECKING:
-    from codeward.config import CodingSettings, Config
+    from codeward.config import Config
 
 EXTENSIONS = {
     ".py": "python", ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".sh": "bash",

@@ -20,6 +20,7 @@ from codeward.apps.control.asks import AskTimeout
 from codeward.apps.control.gui import PROTECTED_PROJECT_KEYS, GuiError, StateDriver, diagnostics, mma_status, parse_task
 from codeward.apps.control.security import ControlGuard
 from codeward.apps.control.state import ControlState
+from codeward.kernel.shared_state import StateUnavailable
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -271,8 +272,6 @@ class _Api:
 
     async def replica_approvals(self, request: Request) -> Response:
         """Every replica's pending approvals (``replica``: this one's id; null when there are no replicas)."""
-        from codeward.kernel.shared_state import StateUnavailable
-
         replicas = self.state.replicas
         if replicas is None:
             return _json({"replica": None, "approvals": []})
@@ -284,8 +283,6 @@ class _Api:
 
     async def answer_replica(self, request: Request) -> Response:
         """``{"approved": true|false}``: answer an approval wherever its call waits (audited as the console)."""
-        from codeward.kernel.shared_state import StateUnavailable
-
         replicas = self.state.replicas
         approval_id = request.path_params["approval_id"]
         body = await _body(request)

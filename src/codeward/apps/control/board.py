@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from codeward.engines.beads.store import open_store
+from codeward.engines.beads.tracker import BuiltinTracker
 from codeward.kernel.workspace import Access, Workspace
 
 
 def beads_board(workspace: Workspace) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(tracks, tickets) of the workspace's primary root; both empty without a tracker."""
-    from codeward.engines.beads.store import open_store
-    from codeward.engines.beads.tracker import BuiltinTracker
-
     store = open_store(workspace, Access.READ)
     if not store.ok or store.data is None:
         return [], []

@@ -21,6 +21,8 @@ from codeward.apps.control.gui import (
     StateDriver,
 )
 from codeward.apps.control.state import ControlState
+from codeward.config.mcp import GatewayConfig
+from codeward.config.model_profile import ModelConfigError
 
 if TYPE_CHECKING:
     from codeward.apps.agent.conversation import Turn
@@ -139,8 +141,6 @@ class ChatDriver(StateDriver):
         """``value`` checked for ``item``, in the form it is applied; a :class:`GuiError` otherwise."""
         session = self.shell.session
         if item in ("model", "profile"):
-            from codeward.config.model_profile import ModelConfigError
-
             if not isinstance(value, str) or not value.strip():
                 raise GuiError(f"{item} must be a profile name or model id, got {value!r}", 'e.g. "gpt-4o".')
             try:
@@ -305,8 +305,6 @@ def _strings(item: str, value: Any) -> list[str]:
 def _config_value(key: str, value: Any) -> Any:
     """``value`` checked by the typed config's own rule for ``[mcp] key``."""
     from pydantic import ValidationError
-
-    from codeward.config.mcp import GatewayConfig
 
     if isinstance(value, bool):
         raise GuiError(f"{key} must be an integer, got {value!r}", f"e.g. {key} = 8.")

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from codeward.kernel.user_dirs import data_home
+
 TOKEN_ENV = "CODEWARD_CONTROL_TOKEN"
 RETRYABLE_STATUS = frozenset({502, 503})
 SEED_FIELDS = {"current_model": "model", "current_provider": "model", "ai_system_prompt": "system_prompt"}
@@ -39,8 +41,6 @@ class HookError(Exception):
 
 def token_file(port: int, home: Path | None = None) -> Path:
     """Where a server on ``port`` writes its token (under codeward's data folder)."""
-    from codeward.kernel.user_dirs import data_home
-
     return (home or data_home()) / "control" / f"{port}.token"
 
 

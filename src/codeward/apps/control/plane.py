@@ -23,7 +23,11 @@ from typing import TYPE_CHECKING, Any
 from codeward.approval.askers import ask_mcp_client, confirm_with_client
 from codeward.approval.policy import ConfirmCallback, approve_everything, deny_unlisted
 from codeward.apps.control.approval import ApprovalDesk
+from codeward.apps.control.board import beads_board
+from codeward.apps.control.chat_driver import ChatDriver
+from codeward.apps.control.client import token_file
 from codeward.apps.control.defaults import DEFAULT_APPROVAL_TIMEOUT, ControlOptions
+from codeward.apps.control.gui import GuiQueue, StateDriver
 from codeward.apps.control.observe import Observe, ObservedModelClient, SessionObserver
 from codeward.apps.control.replicas import ReplicaApprovals
 from codeward.apps.control.server import ControlServer
@@ -31,12 +35,13 @@ from codeward.apps.control.session_logs import Redactor, SessionLogs
 from codeward.apps.control.state import ControlState
 from codeward.audit.metrics import CallMetrics
 from codeward.kernel.chain import Middleware
+from codeward.kernel.user_dirs import data_home as default_home
 
 if TYPE_CHECKING:
     from codeward.apps.agent.conversation import Conversation
     from codeward.apps.agent.session import AgentSession
     from codeward.apps.agent.shell import ChatShell
-    from codeward.apps.control.gui import GuiDriver, GuiQueue
+    from codeward.apps.control.gui import GuiDriver
     from codeward.audit.setup import HttpAudit
     from codeward.gateway.gateway import Gateway
     from codeward.kernel.workspace import Workspace
@@ -123,9 +128,6 @@ class ControlPlane:
     def drive(self, driver: GuiDriver | None = None, workspace: Workspace | None = None) -> None:
         """Let ``/api/gui`` drive this run through ``driver`` (approvals, tabs and events only when
         None), its tasks applied on the running loop; ``workspace``'s beads become the board."""
-        from codeward.apps.control.board import beads_board
-        from codeward.apps.control.gui import GuiQueue, StateDriver
-
         if self.state is None:
             return
         if self._gui is not None:
@@ -138,8 +140,6 @@ class ControlPlane:
 
     def drive_chat(self, shell: ChatShell) -> None:
         """``/api/gui`` drives this chat: its fields, messages, cancel, reset and approvals."""
-        from codeward.apps.control.chat_driver import ChatDriver
-
         if self.state is not None:
             self.drive(ChatDriver(self.state, shell), shell.session.workspace)
 
@@ -229,9 +229,6 @@ async def control_plane(options: ControlOptions | None, label: str, *,
                         announce: Callable[[str], None] | None = None,
                         data_home: Path | None = None) -> AsyncIterator[ControlPlane]:
     """The plane for a command run; inert unless ``options`` ask to serve the API or write logs."""
-    from codeward.apps.control.client import token_file
-    from codeward.kernel.user_dirs import data_home as default_home
-
     options = options or ControlOptions()
     session_id = new_session_id()
     if not (options.serve or options.logs):

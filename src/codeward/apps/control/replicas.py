@@ -13,6 +13,9 @@ import asyncio
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from codeward.serving.shared_state.approvals import answer_pending
+from codeward.serving.shared_state.metrics import deployment_metrics
+
 if TYPE_CHECKING:
     from codeward.audit.log import AuditLog
     from codeward.audit.metrics import CallMetrics
@@ -39,14 +42,10 @@ class ReplicaApprovals:
         return await self._on_owner(self.state.pending_approvals())
 
     async def answer(self, approval_id: str, approved: bool, by: str) -> bool | None:
-        from codeward.serving.shared_state.approvals import answer_pending
-
         return await self._on_owner(answer_pending(self.state, approval_id, approved, by, self.audit))
 
     async def figures(self) -> dict[str, Any] | None:
         """Every replica's call figures added up (``GET /metrics``'s answer), or None without a recorder."""
-        from codeward.serving.shared_state.metrics import deployment_metrics
-
         if self.metrics is None:
             return None
         return await self._on_owner(deployment_metrics(self.state, self.metrics))

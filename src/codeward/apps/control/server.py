@@ -17,10 +17,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from codeward.apps.control.app import create_app
 from codeward.apps.control.defaults import DEFAULT_HOST, DEFAULT_PORT
 from codeward.apps.control.security import check_bind, is_loopback, new_token, write_token_file
 from codeward.apps.control.session_logs import SessionLogs
 from codeward.apps.control.state import ControlState
+from codeward.serving.transport.http_head_deadline import DeadlineH11Protocol
 
 START_TIMEOUT_S = 10.0
 
@@ -71,9 +73,6 @@ class ControlServer:
 
     def start(self) -> ControlServer:
         import uvicorn
-
-        from codeward.apps.control.app import create_app
-        from codeward.serving.transport.http_head_deadline import DeadlineH11Protocol
 
         self._socket = _bind(self.host, self._requested_port)
         self._port = int(self._socket.getsockname()[1])

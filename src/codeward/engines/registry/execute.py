@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from codeward.engines.registry.chain import HTTP_CLIENT, SUBPROCESS, Chain
+from codeward.engines.registry.consent import ask_person
 from codeward.engines.registry.items import Item, Kind, Space, ToolType
 from codeward.engines.registry.outputs import preview, save_output
 from codeward.engines.registry.sandboxed import Declared, run_sandboxed
@@ -225,8 +226,6 @@ def _allowed(host: str, allowed: tuple[str, ...]) -> bool:
 
 
 def _subprocess(registry: Registry, plan: _Prepared, ctx: ToolContext) -> Result[tuple[Any, str, float] | None]:
-    from codeward.engines.registry.consent import ask_person
-
     tool = plan.chain.tool
     covered = plan.verified.covered
     python = registry.python()

@@ -20,6 +20,7 @@ from mcp.server.streamable_http import StreamableHTTPServerTransport
 
 from codeward.kernel.surface import ToolInfo
 from codeward.serving.shared_state.backend import StateBackend
+from codeward.serving.shared_state.metrics import MetricsEndpoint
 from codeward.serving.shared_state.resume import ApprovalsEndpoint, SharedStateMiddleware
 
 if TYPE_CHECKING:
@@ -119,6 +120,4 @@ def add_approvals(app: Any, state: StateBackend, metrics: CallMetrics | None = N
     token); answers given on ``/approvals`` go to ``audit`` with the user who gave them."""
     app.add_middleware(ApprovalsEndpoint, state=state, audit=audit)
     if metrics is not None:
-        from codeward.serving.shared_state.metrics import MetricsEndpoint
-
         app.add_middleware(MetricsEndpoint, state=state, metrics=metrics)

@@ -20,6 +20,7 @@ from starlette.types import Receive, Scope, Send
 from codeward.audit.metrics import CallMetrics, ToolStats, ToolTotals, merged_stats
 from codeward.kernel.shared_state import StateUnavailable
 from codeward.serving.shared_state.backend import StateBackend
+from codeward.serving.shared_state.resume import _json, _naming
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +123,6 @@ class MetricsEndpoint:
         if scope["type"] != "http" or scope.get("path", "").rstrip("/") != METRICS:
             await self.app(scope, receive, send)
             return
-        from codeward.serving.shared_state.resume import _json, _naming
 
         named = _naming(send, self.state.replica)
         if scope["method"] != "GET":

@@ -24,6 +24,7 @@ from urllib.parse import parse_qsl
 import anyio
 from anyio.abc import TaskGroup
 
+from codeward.audit.users import USER_KEY
 from codeward.kernel.shared_state import StateUnavailable
 from codeward.serving.shared_state.backend import CallRecord, EventLog, StateBackend
 
@@ -258,7 +259,6 @@ class ApprovalsEndpoint:
                 await _json(send, 400, {"error": "bad answer",
                                         "message": 'send {"approved": true} or {"approved": false} as JSON'})
                 return
-            from codeward.audit.users import USER_KEY
             from codeward.serving.shared_state.approvals import answer_pending
 
             by = str(scope.get(USER_KEY) or f"replica {self.state.replica}")  # the user whose token answered
