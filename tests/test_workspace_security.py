@@ -328,7 +328,8 @@ def test_a_folder_swapped_for_a_symlink_after_resolving_is_not_used(root: Path, 
 
 def test_a_resource_read_checks_what_it_opened(root: Path, outside: Path) -> None:
     from codeward.engines.files.textfile import read_checked
-    from codeward.serving.file_resources import MAX_RESOURCE_BYTES, FileResources, file_uri
+    from codeward.serving.file_content import MAX_RESOURCE_BYTES, file_uri
+    from codeward.serving.file_resources import FileResources
 
     workspace = Workspace.create([root])
     (root / "sub").mkdir()

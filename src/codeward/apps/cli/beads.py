@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from codeward.engines.beads.store import beads_init
+
 
 def register(sub: Any) -> None:
     beads = sub.add_parser("beads", help="the Beads issue tracker workspace")
@@ -17,7 +19,5 @@ def register(sub: Any) -> None:
 
 
 def init(args: argparse.Namespace) -> int:
-    from codeward.engines.beads.store import beads_init
-
     print(beads_init(Path(args.root).resolve(), args.prefix))
     return 0

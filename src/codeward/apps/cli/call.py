@@ -16,6 +16,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from codeward.apps.cli.args import UsageError, parse_assignments
 from codeward.apps.cli.common import configs_of, load_configs, with_urls
+from codeward.apps.cli.completion import tool_names
 from codeward.apps.cli.output import add_json_argument, command_name, print_json, result_object
 from codeward.config import ConfigError
 from codeward.gateway.names import split_name
@@ -33,7 +34,6 @@ def register(sub: Any) -> None:
     call = sub.add_parser("call", help="run one tool directly (no server) and print its result",
                           description="Run one tool directly: codeward call read_file path=README.md. "
                           "Values are JSON when the argument is not a string (n=3, flag=true, items='[1,2]').")
-    from codeward.apps.cli.completion import tool_names
 
     call.add_argument("tool", help="tool name (see `codeward tools`)").completer = tool_names  # type: ignore[attr-defined]
     call.add_argument("arguments", nargs="*", metavar="key=value", help="tool arguments")

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from codeward.apps.cli.args import add_agent_arguments, catalog_choice, config_of, control_options
+from codeward.kernel.user_dirs import data_home
 
 if TYPE_CHECKING:
     from codeward.approval.policy import ApprovalRequest
@@ -42,7 +43,6 @@ async def _chat(args: argparse.Namespace, config: Config) -> int:
     from codeward.apps.agent.session import open_session
     from codeward.apps.agent.shell import ChatShell
     from codeward.apps.control.plane import control_plane
-    from codeward.kernel.user_dirs import data_home
 
     home = data_home()
     home.mkdir(parents=True, exist_ok=True)

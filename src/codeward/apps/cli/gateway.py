@@ -21,6 +21,7 @@ from codeward.apps.cli.args import (
     exit_on_sigterm,
 )
 from codeward.apps.cli.common import load_configs, with_urls
+from codeward.apps.cli.servers import print_summary
 from codeward.serving.runtime import Serving, serve_mcp
 from codeward.serving.transport.http_endpoint import LOOPBACK, HttpEndpoint
 
@@ -108,8 +109,6 @@ def _plane(control: ControlOptions | None) -> PlaneFactory:
 
 def _summary(started: Started) -> None:
     """The upstream servers' state as the gateway starts answering (on stderr)."""
-    from codeward.apps.cli.servers import print_summary
-
     upstream = started.stack.gateway
     assert upstream is not None  # with_urls made sure there is a server
     print_summary(upstream.statuses(), len(upstream.tool_infos()), sys.stderr)

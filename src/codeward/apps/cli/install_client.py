@@ -16,11 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from codeward.apps.cli.args import UsageError
+from codeward.apps.client_setup.clients import (
+    CLIENTS,
+    ClientSetupError,
+    HttpEntry,
+    StdioEntry,
+    client_named,
+    render,
+    target,
+)
 
 
 def register(sub: Any) -> None:
-    from codeward.apps.client_setup.clients import CLIENTS
-
     parser = sub.add_parser(
         "install-client", help="add codeward to Claude Code, Claude Desktop, Cursor or VS Code",
         description="Write codeward's entry into an MCP client's config file (other servers and keys are kept; "
@@ -44,7 +51,6 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from codeward.apps.client_setup.clients import ClientSetupError, HttpEntry, client_named, render, target
     from codeward.apps.client_setup.config_file import install_entry
     from codeward.apps.client_setup.launch import ephemeral_environment
 
@@ -96,7 +102,6 @@ def _roots(given: list[str] | None) -> list[Path]:
 def _entry(args: argparse.Namespace, roots: list[Path]) -> tuple[Any, str, str | None]:
     """The entry to write; for HTTP, the command that starts the server it expects and a token to save
     once the entry is written (None: the saved one or ``--token-env``'s is used)."""
-    from codeward.apps.client_setup.clients import HttpEntry, StdioEntry
     from codeward.apps.client_setup.launch import installed_command
 
     launch = installed_command()

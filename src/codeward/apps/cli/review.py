@@ -17,6 +17,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 from codeward.apps.cli.common import configs_of
 from codeward.apps.cli.parser import quiet
 from codeward.config import ReviewSettings, load_config
+from codeward.engines.review.gates import evaluate, gates_help, parse_cli_gates
+from codeward.engines.review.report import check_output_path, from_review, write_report
+from codeward.engines.review.report.formats import FORMAT_NAMES, render_format
 from codeward.kernel.result import ErrorKind, Result
 from codeward.serving.stack import build_stack
 
@@ -27,9 +30,6 @@ EXIT_PASS, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
 
 
 def register(sub: Any) -> None:
-    from codeward.engines.review.gates import gates_help
-    from codeward.engines.review.report.formats import FORMAT_NAMES
-
     review = sub.add_parser("review", help="static review with quality gates (CI-ready exit code)",
                             description="Analyze files or folders (ruff, mypy, bandit, radon/lizard, vulture; "
                             "shellcheck, cppcheck, biome when installed) with the project's own analyzer "
@@ -122,9 +122,6 @@ def run_review_cli(paths: str | Sequence[str], fmt: str, gates: list[str] | None
     their folder the root (:func:`review_root`).
     """
     from codeward.engines.review import service
-    from codeward.engines.review.gates import evaluate, parse_cli_gates
-    from codeward.engines.review.report import check_output_path, from_review, write_report
-    from codeward.engines.review.report.formats import FORMAT_NAMES, render_format
 
     out = stdout or sys.stdout
     err = stderr or sys.stderr

@@ -11,6 +11,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from codeward.apps.cli.args import add_config_argument
 from codeward.apps.cli.common import load_configs, with_urls
+from codeward.kernel.shared_state import StateUnavailable
 from codeward.serving.stack import build_stack
 
 if TYPE_CHECKING:
@@ -60,7 +61,6 @@ async def _list_servers(stack: Stack, as_json: bool, show_tools: bool, repin: bo
     import anyio
 
     from codeward.gateway.upstream import ServerState
-    from codeward.kernel.shared_state import StateUnavailable
 
     async with stack:
         gateway = stack.gateway

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from codeward.apps.cli.common import configs_of
+from codeward.apps.docs import tools_markdown
 from codeward.kernel.surface import CatalogSurface
 from codeward.serving.stack import catalog_for
 
@@ -24,8 +25,6 @@ def run(args: argparse.Namespace) -> int:
     config, _gateway = configs_of(args)
     catalog = catalog_for(config)
     if args.markdown:
-        from codeward.apps.docs import tools_markdown
-
         sys.stdout.write(tools_markdown(catalog))
         return 0
     if args.json:
