@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from codeward.approval.desk import ApprovalDesk, is_approval
 from codeward.approval.policy import ApprovalRequest
-from codeward.apps.control.approval import ApprovalDesk, is_approval
 from codeward.apps.control.client import ApiHookClient
 from codeward.apps.control.server import ControlServer
 from codeward.apps.control.state import ControlState

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from codeward.approval.desk import ask_data
 from codeward.approval.policy import Approval, ApprovalPolicy, ApprovalRequest
 from codeward.approval.previews import command_preview, preview_call
-from codeward.apps.control.approval import ask_data
 from codeward.kernel.catalog import Catalog
 from codeward.kernel.chain import chain
 from codeward.kernel.context import ToolContext

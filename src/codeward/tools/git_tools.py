@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from codeward.approval.consent import person_refuses
 from codeward.engines.files.textfile import read_text
 from codeward.engines.git import EMPTY_TREE, Repository, check_revision
 from codeward.engines.git.blame import check_content, content_lines, read_blame
@@ -489,16 +490,7 @@ def git_commit(
 
 def _approved_by_client(ctx: ToolContext, paths: list[str], message: str, diff: str) -> bool:
     """Ask the client's user (MCP elicitation) to approve the commit; False when no one can be asked."""
-    if ctx.peer is None:
-        return False
     shown = diff if len(diff) <= 8_000 else diff[:8_000] + f"\n[... {len(diff) - 8_000:,} more characters]\n"
     text = (f"codeward: commit {', '.join(paths)} with the message:\n\n{message.strip()}\n\n"
             f"the change it would record:\n{shown}")
-    schema = {"type": "object", "properties": {"commit": {"type": "boolean", "title": "Commit", "default": False}},
-              "required": ["commit"]}
-    try:
-        answer = ctx.peer.elicit(text, schema)
-    except Exception:  # no elicitation support, a closed session: the answer is no
-        return False
-    content = answer.get("content") or {}
-    return answer.get("action") == "accept" and content.get("commit") is True
+    return person_refuses(ctx, text, field="commit", title="Commit") is None

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from codeward.engines.registry.consent import ask_person
+from codeward.approval.consent import ask_person
 from codeward.engines.registry.describe import Hit, item_help, item_hit, overview, render_hits, served_help, served_hit
 from codeward.engines.registry.execute import run_tool
 from codeward.engines.registry.items import Kind, Space
@@ -108,7 +108,7 @@ def registry_execute(
     if source is None and served is not None and served.has(name):
         return call_served(served, name, params, dry_run, ctx)
     ran = run_tool(Registry.for_context(ctx), name, params, ctx, space=Space(source) if source else None,
-                   dry_run=dry_run, timeout=timeout)
+                   dry_run=dry_run, timeout=timeout, consent=ask_person)
     if not ran.ok or ran.data is None:
         return ran.cast("")
     return Result(data=ran.data.render(), notes=list(ran.notes))

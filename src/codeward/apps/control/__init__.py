@@ -3,7 +3,7 @@
 - :class:`~codeward.apps.control.state.ControlState` — what the API shows, behind one lock
 - :class:`~codeward.apps.control.server.ControlServer` — the Starlette app served by uvicorn
 - :class:`~codeward.apps.control.client.ApiHookClient` — a synchronous client for scripts
-- :class:`~codeward.apps.control.approval.ApprovalDesk` — tool approvals raced between terminal and console
+- approvals raced between the terminal and the console: :mod:`codeward.approval.desk` (the approval floor)
 - :func:`~codeward.apps.control.plane.control_plane` — the glue the ``chat``/``ask``/``gateway`` commands use
 
 See ``docs/control.md``.

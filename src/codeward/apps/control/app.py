@@ -16,7 +16,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from codeward.apps.control.asks import AskTimeout
+from codeward.approval.asks import AskTimeout
 from codeward.apps.control.gui import PROTECTED_PROJECT_KEYS, GuiError, StateDriver, diagnostics, mma_status, parse_task
 from codeward.apps.control.security import ControlGuard
 from codeward.apps.control.state import ControlState

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codeward.approval.askers import ask_mcp_client, confirm_with_client
+from codeward.approval.desk import ApprovalDesk
 from codeward.approval.policy import ConfirmCallback, approve_everything, deny_unlisted
-from codeward.apps.control.approval import ApprovalDesk
 from codeward.apps.control.board import beads_board
 from codeward.apps.control.chat_driver import ChatDriver
 from codeward.apps.control.client import token_file

@@ -18,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from codeward.apps.control.asks import AskBook
+from codeward.approval.asks import AskBook
 from codeward.apps.control.events import EventHub
 from codeward.audit.metrics import CallMetrics, MetricsSnapshot
 

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from codeward.engines.registry.chain import HTTP_CLIENT, SUBPROCESS, Chain
-from codeward.engines.registry.consent import ask_person
 from codeward.engines.registry.items import Item, Kind, Space, ToolType
 from codeward.engines.registry.outputs import preview, save_output
 from codeward.engines.registry.sandboxed import Declared, run_sandboxed
@@ -62,12 +61,19 @@ class RunReport:
         return "\n".join(lines)
 
 
+class Consent(Protocol):
+    """Asks the person behind a call for what only a person may decide (``ok`` when they said yes)."""
+
+    def __call__(self, ctx: ToolContext, question: str, *, what: str, command: str) -> Result[None]: ...
+
+
 @dataclass(frozen=True)
 class _Prepared:
     chain: Chain
     verified: Verified
     params: dict[str, Any]
     timeout: float
+    consent: Consent | None = None
 
     @property
     def declared(self) -> Declared:
@@ -85,16 +91,18 @@ Primitive = Callable[[Registry, _Prepared, ToolContext], Result[tuple[Any, str, 
 
 
 def run_tool(registry: Registry, name: str, params: dict[str, Any] | None, ctx: ToolContext, *,
-             space: Space | None = None, dry_run: bool = False,
-             timeout: float | None = None) -> Result[RunReport | None]:
-    """Run (or, with ``dry_run``, check and describe) the registry tool ``name``."""
+             space: Space | None = None, dry_run: bool = False, timeout: float | None = None,
+             consent: Consent | None = None) -> Result[RunReport | None]:
+    """Run (or, with ``dry_run``, check and describe) the registry tool ``name``. ``consent`` asks a person
+    for what only a person may decide (a tool's first install: :func:`codeward.approval.consent.ask_person`);
+    without it, such a run is refused."""
     if params is not None and not isinstance(params, dict):
         return Result.fail(ErrorKind.INVALID_INPUT, f"params must be a JSON object, got {type(params).__name__}",
                            'Pass params as an object, e.g. {"name": "x"}.', data=None)
     prepared = _prepare(registry, name, dict(params or {}), space, timeout)
     if not prepared.ok or prepared.data is None:
         return prepared.cast(None)
-    plan = prepared.data
+    plan = replace(prepared.data, consent=consent)
     chain = plan.chain
     if dry_run:
         return Result.success(RunReport(chain.tool.name, chain.names(), dry_run=True,
@@ -236,7 +244,11 @@ def _subprocess(registry: Registry, plan: _Prepared, ctx: ToolContext) -> Result
         env = registry.environment(tool, covered.requirements, python.data)
         if not env.ready:
             listed = ", ".join(covered.requirements)
-            asked = ask_person(ctx, f"codeward: {tool.name} (signed by {plan.verified.key.shown()}) declares the "
+            if plan.consent is None:
+                return Result.fail(ErrorKind.PERMISSION, f"installing {listed} for {tool.name} the first time needs "
+                                   "a person's approval, and nobody can be asked here",
+                                   f"Ask the user to run `codeward registry run {tool.name}` in a terminal.", data=None)
+            asked = plan.consent(ctx, f"codeward: {tool.name} (signed by {plan.verified.key.shown()}) declares the "
                                f"packages {listed}. Install them from PyPI (wheels only, exactly these pins) into "
                                "its own environment? Later runs reuse them.",
                                what=f"installing {listed} for {tool.name} the first time",

@@ -263,7 +263,7 @@ class Registry:
     def sign(self, name: str, ctx: ToolContext, kind: Kind | None = None,
              space: Space | None = None) -> Result[Signed | None]:
         """Sign an item with the user's key (made on first use). Callers make sure a person decided
-        this (:func:`codeward.engines.registry.consent.ask_person`); this method signs what it is told to.
+        this (:func:`codeward.approval.consent.ask_person`); this method signs what it is told to.
 
         Refused while the item has problems, while anything its closure imports is neither standard,
         local nor provided by a declared pin. A tool with pins gets its packages installed first

@@ -14,12 +14,11 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from codeward.approval.askers import Abstain
+from codeward.approval.asks import AskBook, AskTimeout
 from codeward.approval.policy import ApprovalRequest, ConfirmCallback
-from codeward.apps.control.asks import AskTimeout
-from codeward.apps.control.state import ControlState
 
 CANCEL_GRACE_S = 1.0
 APPROVING_WORDS = frozenset({"approve", "approved", "allow", "allowed", "yes", "y", "ok", "true", "accept"})
@@ -56,10 +55,21 @@ def ask_data(request: ApprovalRequest) -> dict[str, Any]:
     }
 
 
+class DeskState(Protocol):
+    """Where the desk opens its asks and marks the call waiting (the control plane's state)."""
+
+    @property
+    def asks(self) -> AskBook: ...
+
+    def call_waiting(self, call_id: str, ask_id: str) -> None: ...
+
+    def call_resumed(self, call_id: str, approved: bool, by: str) -> None: ...
+
+
 class ApprovalDesk:
     """A confirm callback answering from the terminal or the control API, whichever is first."""
 
-    def __init__(self, state: ControlState, *, terminal: ConfirmCallback | None = None,
+    def __init__(self, state: DeskState, *, terminal: ConfirmCallback | None = None,
                  notify: Callable[[str], None] | None = None, timeout: float | None = None) -> None:
         self.state = state
         self.terminal = terminal

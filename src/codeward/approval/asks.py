@@ -17,9 +17,13 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from codeward.apps.control.events import EventHub
+
+class Announcer(Protocol):
+    """Where asks are announced (the control plane's event hub: ``ask_received``, ``ask_resolved``...)."""
+
+    def publish(self, kind: str, **payload: Any) -> Any: ...
 
 
 class AskTimeout(TimeoutError):
@@ -40,7 +44,7 @@ class PendingAsk:
 class AskBook:
     """The open asks of one session, keyed by request id."""
 
-    def __init__(self, events: EventHub, lock: threading.RLock | None = None) -> None:
+    def __init__(self, events: Announcer, lock: threading.RLock | None = None) -> None:
         self._events = events
         self._lock = lock or threading.RLock()
         self._pending: dict[str, PendingAsk] = {}
