@@ -37,7 +37,7 @@ from codeward.gateway.upstream import ServerState, ServerStatus, Upstream
 from codeward.kernel.context import NullReporter, ToolContext
 from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.result import ErrorInfo, ErrorKind
-from codeward.kernel.shared_state import StateUnavailable
+from codeward.kernel.state_unavailable import StateUnavailable
 from codeward.kernel.surface import ToolInfo, ToolOrigin, unknown_tool
 
 logger = logging.getLogger("codeward.gateway")

@@ -1,10 +1,10 @@
 """Import paths that scripts use from before the layered layout, kept working.
 
-The modules moved into their floors (docs/architecture.md): ``codeward.control`` is
-``codeward.apps.control`` now, ``codeward.workspace`` is ``codeward.kernel.workspace``, and so on.
+The modules moved into their floors (docs/architecture.md): ``codeward.apps.control`` is
+``codeward.apps.control`` now, ``codeward.kernel.workspace`` is ``codeward.kernel.workspace``, and so on.
 For the paths in :data:`MOVED`, an import finder hands out the module under its new name —
 the same module object, so ``isinstance`` and identity hold across both names — and warns once with
-a :class:`DeprecationWarning` naming the new path. Submodules follow (``codeward.coding.sandbox.overlay``
+a :class:`DeprecationWarning` naming the new path. Submodules follow (``codeward.engines.sandbox.overlay``
 is ``codeward.engines.sandbox.overlay``). Only these documented paths are kept; everything else moved
 with no alias, and its new home is in docs/architecture.md.
 """
@@ -21,15 +21,15 @@ from collections.abc import Sequence
 from types import ModuleType
 
 MOVED: dict[str, str] = {
-    "codeward.catalog": "codeward.kernel.catalog",
-    "codeward.cli": "codeward.apps.cli",
-    "codeward.coding": "codeward.engines.execution",
-    "codeward.coding.sandbox": "codeward.engines.sandbox",
-    "codeward.context": "codeward.kernel.context",
-    "codeward.control": "codeward.apps.control",
-    "codeward.result": "codeward.kernel.result",
-    "codeward.stack": "codeward.serving.stack",
-    "codeward.workspace": "codeward.kernel.workspace",
+    "codeward.kernel.catalog": "codeward.kernel.catalog",
+    "codeward.apps.cli": "codeward.apps.cli",
+    "codeward.engines.execution": "codeward.engines.execution",
+    "codeward.engines.sandbox": "codeward.engines.sandbox",
+    "codeward.kernel.context": "codeward.kernel.context",
+    "codeward.apps.control": "codeward.apps.control",
+    "codeward.kernel.result": "codeward.kernel.result",
+    "codeward.serving.stack": "codeward.serving.stack",
+    "codeward.kernel.workspace": "codeward.kernel.workspace",
 }
 """An old module path → where it lives now (a package's submodules follow it)."""
 

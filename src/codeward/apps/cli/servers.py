@@ -11,7 +11,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from codeward.apps.cli.args import add_config_argument
 from codeward.apps.cli.common import load_configs, with_urls
-from codeward.kernel.shared_state import StateUnavailable
+from codeward.kernel.state_unavailable import StateUnavailable
 from codeward.serving.stack import build_stack
 
 if TYPE_CHECKING:

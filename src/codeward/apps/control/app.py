@@ -20,7 +20,7 @@ from codeward.approval.asks import AskTimeout
 from codeward.apps.control.gui import PROTECTED_PROJECT_KEYS, GuiError, StateDriver, diagnostics, mma_status, parse_task
 from codeward.apps.control.security import ControlGuard
 from codeward.apps.control.state import ControlState
-from codeward.kernel.shared_state import StateUnavailable
+from codeward.kernel.state_unavailable import StateUnavailable
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from codeward.kernel.shared_state import StateUnavailable
+from codeward.kernel.state_unavailable import StateUnavailable
 from codeward.serving.shared_state.backend import CallRecord, StateBackend
 from codeward.serving.shared_state.memory import MemoryState
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from codeward.approval.askers import Abstain, ask_mcp_client, confirm_with_client
 from codeward.approval.policy import ApprovalRequest, ConfirmCallback
-from codeward.kernel.shared_state import StateUnavailable
+from codeward.kernel.state_unavailable import StateUnavailable
 from codeward.serving.shared_state.backend import StateBackend
 
 if TYPE_CHECKING:

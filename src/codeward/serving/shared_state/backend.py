@@ -78,7 +78,7 @@ class StateBackend(Protocol):
         ...
 
     async def check(self) -> None:
-        """Raise :class:`~codeward.kernel.shared_state.StateUnavailable` unless the backend answers now."""
+        """Raise :class:`~codeward.kernel.state_unavailable.StateUnavailable` unless the backend answers now."""
         ...
 
     async def remember_session(self, session_id: str, initialize: dict[str, Any]) -> None:

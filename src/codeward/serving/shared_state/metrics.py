@@ -18,7 +18,7 @@ import anyio
 from starlette.types import Receive, Scope, Send
 
 from codeward.audit.metrics import CallMetrics, ToolStats, ToolTotals, merged_stats
-from codeward.kernel.shared_state import StateUnavailable
+from codeward.kernel.state_unavailable import StateUnavailable
 from codeward.serving.shared_state.backend import StateBackend
 from codeward.serving.shared_state.resume import _json, _naming
 

@@ -4,7 +4,7 @@ Keys (under ``[state] key_prefix``): ``pins`` a hash ``alias/tool`` → ``{"sha2
 ``pins-version`` a counter raised by every change, which replicas poll to refresh their tool lists.
 The first pin of a tool is ``HSETNX`` inside a ``MULTI`` with the ``HGET`` that reads it back, so
 two replicas pinning the same tool at once agree on one definition. Every Redis error becomes
-:class:`~codeward.kernel.shared_state.StateUnavailable`.
+:class:`~codeward.kernel.state_unavailable.StateUnavailable`.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from redis import asyncio as aioredis
 from redis.exceptions import RedisError
 
 from codeward.config.state import StateSettings
-from codeward.kernel.shared_state import StateUnavailable
+from codeward.kernel.state_unavailable import StateUnavailable
 from codeward.serving.shared_state.backend import CallRecord, EventLog, StoredEvent
 from codeward.serving.shared_state.redis_pins import RedisPins
 

@@ -25,7 +25,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from codeward.audit.users import USER_KEY
-from codeward.kernel.shared_state import StateUnavailable
+from codeward.kernel.state_unavailable import StateUnavailable
 from codeward.serving.shared_state.backend import CallRecord, EventLog, StateBackend
 
 if TYPE_CHECKING:
