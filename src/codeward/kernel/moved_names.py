@@ -20,18 +20,20 @@ import warnings
 from collections.abc import Sequence
 from types import ModuleType
 
+# codemod: keep (the old names stay old: the layout's codemod leaves this table alone)
 MOVED: dict[str, str] = {
-    "codeward.kernel.catalog": "codeward.kernel.catalog",
-    "codeward.apps.cli": "codeward.apps.cli",
-    "codeward.engines.execution": "codeward.engines.execution",
-    "codeward.engines.sandbox": "codeward.engines.sandbox",
-    "codeward.kernel.context": "codeward.kernel.context",
-    "codeward.apps.control": "codeward.apps.control",
-    "codeward.kernel.result": "codeward.kernel.result",
-    "codeward.serving.stack": "codeward.serving.stack",
-    "codeward.kernel.workspace": "codeward.kernel.workspace",
+    "codeward.catalog": "codeward.kernel.catalog",
+    "codeward.cli": "codeward.apps.cli",
+    "codeward.coding": "codeward.engines.execution",
+    "codeward.coding.sandbox": "codeward.engines.sandbox",
+    "codeward.context": "codeward.kernel.context",
+    "codeward.control": "codeward.apps.control",
+    "codeward.result": "codeward.kernel.result",
+    "codeward.stack": "codeward.serving.stack",
+    "codeward.workspace": "codeward.kernel.workspace",
 }
 """An old module path → where it lives now (a package's submodules follow it)."""
+# codemod: end
 
 
 _LONGEST_FIRST = tuple(sorted(MOVED, key=len, reverse=True))
