@@ -160,7 +160,7 @@ class CallInfo:
     close_sse_stream: Callable[[], Awaitable[None]] | None = None
     """Over streamable HTTP, ends the response stream early (the client resumes it)."""
     journal: ChangeJournal | None = None
-    """The checkpoint recorder of this call (set by the catalog for tools that write): a tool
+    """The checkpoint recorder of this call (set by the checkpoint step for tools that write): a tool
     writing a file its arguments do not name calls ``journal.before(path)`` first."""
     client: str | None = ""
     """Whose call it is (``codeward.serving.server.client_of``), for state a tool keeps per client (Python
@@ -170,7 +170,8 @@ class CallInfo:
     """The authenticated user of an HTTP call (``[audit] users_file``; ``operator`` for the server's own
     token), None where the transport names nobody — what the audit record says."""
     locks: PathLocks | None = None
-    """The server's write locks (set by the catalog for tools that may write): see :meth:`hold_writes`."""
+    """The server's write locks (set by the catalog's locks step for tools that may write): see
+    :meth:`hold_writes`."""
     approved: bool = False
     """A person approved this very call: at an approval prompt (terminal, console, the client's
     elicitation form) or by typing it on the command line — set by the approval layer that asked

@@ -1,7 +1,8 @@
 """Locks that serialise writes within one server: one per file path, and one shared by every
 write that adds a name which can make a folder a git repository.
 
-The catalog holds the locks of the paths a call's arguments name while the call runs. A tool
+The catalog's locks step (:class:`~codeward.kernel.steps.HoldWriteLocks`) holds the locks of the paths a
+call's arguments name while the call runs. A tool
 that writes files its arguments do not name (``apply_patch``'s diff, ``run_shell``'s
 write-back) takes them itself through :meth:`codeward.kernel.context.CallInfo.hold_writes`, so that two
 concurrent calls cannot each add half of a repository after both were checked.
