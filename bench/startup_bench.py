@@ -49,7 +49,8 @@ from stdio_latency import MCPSERVER  # the same thin SDK server as the latency b
 REPO = Path(__file__).resolve().parent.parent
 NODE_EVERYTHING = REPO / "tests/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 BASELINE = "sdk-mcpserver"
-FIRST_CALL = {"codeward": ("read_file", {"path": "sample.txt"}), "codeward-against": ("read_file", {"path": "sample.txt"}),
+FIRST_CALL = {"codeward": ("read_file", {"path": "sample.txt"}),
+              "codeward-against": ("read_file", {"path": "sample.txt"}),
               BASELINE: ("read_file", {"path": "sample.txt"}),
               "node-everything": ("echo", {"message": "hello"})}
 """The call timed after ``tools/list``: what a server built lazily for its first call shows up there."""
