@@ -80,6 +80,7 @@ DEFERRED: dict[str, tuple[str, str]] = {
     "codeward.engines.sandbox.runner": (SERVE, "a registry tool's install: its first run"),
     "codeward.engines.shell.runner": (SERVE, "a registry tool run in the shell's sandbox: its first run"),
     "codeward.engines.shell.workspace_run": (SERVE, "a registry tool run in the shell's sandbox: its first run"),
+    "codeward.gateway.config": (SERVE, "a server named on the command line: only --url"),
     "codeward.gateway.gateway": (SERVE, "upstream servers: only the gateway"),
     "codeward.gateway.stdio_client": (SERVE, "an upstream server over stdio: only the gateway"),
     "codeward.serving.file_content": (SERVE, "the files as resources: the first resource listed or read"),

@@ -12,13 +12,15 @@ with no alias, and its new home is in docs/architecture.md.
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.machinery
 import importlib.util
 import sys
 import warnings
 from collections.abc import Sequence
 from types import ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
 
 # codemod: keep (the old names stay old: the layout's codemod leaves this table alone)
 MOVED: dict[str, str] = {
@@ -49,14 +51,15 @@ def new_name(old: str) -> str | None:
     return None
 
 
-class _Alias(importlib.abc.Loader):
-    """Loads an old name as the module under its new name, unchanged."""
+class _Alias:
+    """Loads an old name as the module under its new name, unchanged (a loader by protocol: importing
+    ``importlib.abc`` would cost every start its ``importlib.resources``)."""
 
     def __init__(self, new: str) -> None:
         self.new = new
-        self._spec: importlib.machinery.ModuleSpec | None = None
+        self._spec: ModuleSpec | None = None
 
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+    def create_module(self, spec: ModuleSpec) -> ModuleType:
         module = importlib.import_module(self.new)
         self._spec = module.__spec__
         warnings.warn(f"{spec.name} moved to {self.new}; import it from there (the old name is kept working)",
@@ -67,18 +70,19 @@ class _Alias(importlib.abc.Loader):
         module.__spec__ = self._spec  # the import system set the alias's spec on the module: put its own back
 
 
-class MovedNames(importlib.abc.MetaPathFinder):
+class MovedNames:
     """The finder for :data:`MOVED` (installed by :func:`install`)."""
 
     def find_spec(self, fullname: str, path: Sequence[str] | None,
-                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+                  target: ModuleType | None = None) -> ModuleSpec | None:
         new = new_name(fullname)
         if new is None:
             return None
         found = importlib.util.find_spec(new)
         if found is None:
             return None
-        return importlib.util.spec_from_loader(fullname, _Alias(new),
+        alias = _Alias(new)  # typeshed asks loaders for the legacy load_module; the import system uses exec_module
+        return importlib.util.spec_from_loader(fullname, alias,  # type: ignore[arg-type]
                                                is_package=found.submodule_search_locations is not None)
 
 

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codeward.config import Config, ConfigError, load_config
-from codeward.gateway.config import server_from_url
 
 if TYPE_CHECKING:
     from codeward.gateway.config import GatewayConfig
@@ -27,6 +26,8 @@ def configs_of(args: argparse.Namespace) -> tuple[Config, GatewayConfig]:
 
 def with_urls(gateway: GatewayConfig, urls: Sequence[str] = (), *, require: bool = True) -> GatewayConfig:
     """The configured servers plus those given by URL on the command line (``require``: at least one)."""
+    from codeward.gateway.config import server_from_url  # only with --url
+
     for url in urls:
         gateway = gateway.with_server(server_from_url(url, taken=[s.alias for s in gateway.servers]))
     if require and not gateway.servers:
