@@ -103,6 +103,8 @@ class HoldWriteLocks:
         self.locks = locks if locks is not None else PathLocks()
 
     def __call__(self, call: RunningCall, proceed: Proceed) -> ToolOutcome:
+        if call.read_only and not call.write_targets:  # a read names no file to lock
+            return proceed(call)
         keys = [str(path) if isinstance(path, Path) else path for path in call.write_targets]
         holding = self.locks.hold(keys) if keys else contextlib.nullcontext()  # a read names no file to lock
         with holding:

@@ -25,8 +25,10 @@ class RecordChanges:
     """Record what each call of a writing tool changes (see the module)."""
 
     def __call__(self, call: RunningCall, proceed: Proceed) -> ToolOutcome:
+        if call.read_only:
+            return proceed(call)
         settings = call.ctx.services.get(CheckpointSettings)
-        if call.read_only or not settings.enabled:
+        if not settings.enabled:
             return proceed(call)
         # Deferred: a server imports the journal (and the store's record models) with its first writing call.
         from codeward.engines.checkpoints.journal import Journal
