@@ -126,7 +126,6 @@ def _print_connect(args: argparse.Namespace, started: Started) -> None:
     auth = started.auth
     if auth is not None and auth.notice:
         print(f"codeward gateway: {auth.notice}", file=sys.stderr, flush=True)
-    _summary(started)
     launch = display_command(installed_command())
     if started.serving.http is not None:
         assert auth is not None
@@ -135,16 +134,15 @@ def _print_connect(args: argparse.Namespace, started: Started) -> None:
                            install_args=[*(["--port", str(args.port)] if args.port != 8765 else []),
                                          *(["--token-env", args.token_env] if args.token_env else [])])
         print(f"codeward gateway: connect: {lines[0]}", file=sys.stderr, flush=True)
-        return
-    if not sys.stdin.isatty():
-        return
-    config = getattr(args, "config", None)
-    words = ["gateway", *(["--config", str(Path(config).expanduser().absolute())] if config else []),
-             *(word for root in args.root or () for word in ("--root", str(Path(root).expanduser().absolute()))),
-             *(word for url in args.url for word in ("--url", url))]
-    lines = stdio_lines("codeward-gateway", launch, words)
-    print("codeward gateway: an MCP server over stdio; a client starts it. To connect one:\n"
-          f"  {lines[0]}", file=sys.stderr, flush=True)
+    elif sys.stdin.isatty():
+        config = getattr(args, "config", None)
+        words = ["gateway", *(["--config", str(Path(config).expanduser().absolute())] if config else []),
+                 *(word for root in args.root or () for word in ("--root", str(Path(root).expanduser().absolute()))),
+                 *(word for url in args.url for word in ("--url", url))]
+        lines = stdio_lines("codeward-gateway", launch, words)
+        print("codeward gateway: an MCP server over stdio; a client starts it. To connect one:\n"
+              f"  {lines[0]}", file=sys.stderr, flush=True)
+    _summary(started)  # the upstreams' state last: the line a reader of the banner waits for after connect
 
 
 def _note(text: str) -> None:
