@@ -125,7 +125,9 @@ async def _serve(config: Config, serving: Serving, plane_factory: PlaneFactory |
     state, audit = (http.state, http.audit) if http is not None else (None, None)
     async with (plane_factory() if plane_factory is not None else _no_plane()) as plane:
         stack = serving_stack(config, serving, plane, state, audit)
-        server = stack.server(name=serving.name, roots_from_client=not stack.roots_given and serving.http is None)
+        # the client's roots are the native tools' workspace: without native tools, nothing to ask it
+        server = stack.server(name=serving.name, roots_from_client=not stack.roots_given and serving.http is None
+                              and stack.native_tools)
         async with stack:
             plane.attach_server(stack, serving, state, audit)
             if http is None:
