@@ -190,3 +190,22 @@ def test_checkpoints_and_kept_outputs_are_set_in_the_file(tmp_path: Path) -> Non
     refused = codeward("call", "read_file", "path=big.txt", cwd=root)
     assert refused.returncode == 2 and "[checkpoints] keep must be an integer of at least 1" in refused.stderr, \
         refused.stderr
+
+
+def test_every_environment_override_reaches_a_context_built_without_a_configuration(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A context built by hand (a test, a script) reads a table missing from its services as its defaults
+    with the environment's overrides: every override variable reaches ``ctx.services.get(Table)``."""
+    from codeward.config.environment import OVERRIDES
+    from codeward.config.root import Config
+    from codeward.kernel.context import Services
+
+    for override in OVERRIDES:
+        table = type(getattr(Config(), override.table))
+        value = "1" if override.boolean else {("sandbox", "backend"): "process", ("state", "url"): "memory://",
+                                              ("coding", "model_base_url"): "http://127.0.0.1:9/v1"}.get(
+            (override.table, override.key), "/made-up/by-the-test")
+        monkeypatch.setenv(override.variable, value)
+        read = getattr(Services().get(table), override.key)
+        assert str(read) in (value, "True"), f"{override.variable} does not reach [{override.table}] {override.key}"
+        monkeypatch.delenv(override.variable)
