@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from codeward.kernel.catalog import Catalog, ToolSpec
+from codeward.tools import OPT_IN_TOOLSETS
 
 
 def tools_markdown(catalog: Catalog) -> str:
@@ -26,7 +27,6 @@ def tools_markdown(catalog: Catalog) -> str:
         "the MCP Inspector and the gateway.",
         "",
     ]
-    from codeward.tools import OPT_IN_TOOLSETS
 
     for toolset in catalog.toolsets():
         specs = [s for s in catalog if s.toolset == toolset]

@@ -163,6 +163,8 @@ reads as calls of their own."""
 GET_PROMPT = "prompts/get"
 """The chain's name for rendering one prompt (arguments: ``name``, ``arguments``)."""
 CONTENT_CALLS = (READ_RESOURCE, GET_PROMPT)
+UNKNOWN_CONTENT = "unknown-content"
+"""The error source of a read or prompt get naming nothing a provider serves."""
 
 
 class ContentSurface:
@@ -203,8 +205,8 @@ class ContentSurface:
                 if not read.ok:
                     return _failed(READ_RESOURCE, read.errors)
                 return ToolOutcome(READ_RESOURCE, text=read.data.text or "", is_error=False, served=read.data)
-        return _failed(READ_RESOURCE, [ErrorInfo(ErrorKind.NOT_FOUND, f"unknown resource {uri!r}",
-                                                 "List resources to see them.")])
+        return _failed(READ_RESOURCE, [ErrorInfo(ErrorKind.NOT_FOUND, f"unknown resource {uri!r}; list resources "
+                                                 "to see them", source=UNKNOWN_CONTENT)])
 
     def _prompt(self, name: str, arguments: dict[str, str], ctx: ToolContext) -> ToolOutcome:
         for provider in self.prompts:
@@ -214,8 +216,16 @@ class ContentSurface:
                     return _failed(GET_PROMPT, rendered.errors)
                 messages = tuple(rendered.data)
                 return ToolOutcome(GET_PROMPT, text=f"{len(messages)} message(s)", is_error=False, served=messages)
-        return _failed(GET_PROMPT, [ErrorInfo(ErrorKind.NOT_FOUND, f"unknown prompt {name!r}",
-                                              "List prompts to see them.")])
+        return _failed(GET_PROMPT, [ErrorInfo(ErrorKind.NOT_FOUND, f"unknown prompt {name!r}; list prompts to see them",
+                                              source=UNKNOWN_CONTENT)])
+
+
+def content_error(outcome: ToolOutcome) -> str:
+    """What a client is told of a failed read or prompt get: an unknown name plainly (``unknown resource
+    '...'; list resources to see them``), a provider's refusal as its errors render."""
+    if outcome.errors and outcome.errors[0].source == UNKNOWN_CONTENT:
+        return outcome.errors[0].message
+    return outcome.text
 
 
 def _failed(name: str, errors: Sequence[ErrorInfo]) -> ToolOutcome:

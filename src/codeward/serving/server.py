@@ -35,7 +35,15 @@ from codeward.kernel.client_link import InputRequired
 from codeward.kernel.content import BinaryBlock, Block, ResourceBlock, TextBlock
 from codeward.kernel.context import CallInfo, Services, Settings, ToolContext
 from codeward.kernel.outcome import ToolOutcome
-from codeward.kernel.surface import CONTENT_CALLS, GET_PROMPT, READ_RESOURCE, ContentSurface, ToolSurface, unknown_tool
+from codeward.kernel.surface import (
+    CONTENT_CALLS,
+    GET_PROMPT,
+    READ_RESOURCE,
+    ContentSurface,
+    ToolSurface,
+    content_error,
+    unknown_tool,
+)
 from codeward.kernel.workspace import Workspace
 from codeward.serving.change_notices import ChangeNotifier
 from codeward.serving.file_resources import FileResources
@@ -434,7 +442,7 @@ class CodewardServer:
         outcome = await self.content.call(READ_RESOURCE, {"uri": uri}, self._context(ctx, await self._workspace(ctx)))
         data = outcome.served
         if outcome.is_error or data is None or isinstance(data, tuple):
-            raise MCPError(code=types.INVALID_PARAMS, message=outcome.text, data={"uri": uri})
+            raise MCPError(code=types.INVALID_PARAMS, message=content_error(outcome), data={"uri": uri})
         content: types.TextResourceContents | types.BlobResourceContents
         if data.blob is not None:
             content = types.BlobResourceContents(uri=uri, mime_type=data.mime_type,
@@ -512,7 +520,7 @@ class CodewardServer:
         arguments = {"name": params.name, "arguments": dict(params.arguments or {})}
         outcome = await self.content.call(GET_PROMPT, arguments, self._context(ctx, workspace))
         if outcome.is_error or not isinstance(outcome.served, tuple):
-            raise MCPError(code=types.INVALID_PARAMS, message=outcome.text)
+            raise MCPError(code=types.INVALID_PARAMS, message=content_error(outcome))
         messages = [types.PromptMessage(role=m.role, content=to_content(m.content))  # type: ignore[arg-type]
                     for m in outcome.served]
         return types.GetPromptResult(messages=messages)

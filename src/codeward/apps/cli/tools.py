@@ -11,7 +11,7 @@ from codeward.apps.cli.common import configs_of
 from codeward.apps.docs import tools_markdown
 from codeward.kernel.surface import CatalogSurface
 from codeward.serving.stack import catalog_for
-from codeward.tools import default_catalog
+from codeward.tools import OPT_IN_TOOLSETS, default_catalog
 
 
 def register(sub: Any) -> None:
@@ -40,7 +40,6 @@ def run(args: argparse.Namespace) -> int:
     for spec in catalog:
         summary = spec.description.splitlines()[0]
         print(f"{spec.name:<{width}}  [{spec.toolset}] {summary}")
-    from codeward.tools import OPT_IN_TOOLSETS
 
     unserved = sorted(OPT_IN_TOOLSETS - set(catalog.toolsets()))
     if unserved and config.toolsets is None:
