@@ -95,7 +95,7 @@ def median_ms(run: Callable[[], Any], runs: int) -> float:
 
 
 def context(root: Path, *more: Path, **settings: Any) -> ToolContext:
-    return ToolContext(Workspace.create([root, *more]), services=Services(lsp=LspSettings(**settings)))
+    return ToolContext(Workspace.create([root, *more]), services=Services(LspSettings(**settings)))
 
 
 def bare_server(case: Case, root: Path, line: int, column: int) -> Callable[[], Any]:

@@ -146,7 +146,7 @@ def main() -> int:
         print(f"symbol index built in {time.perf_counter() - started:.2f} s (once per project, then incremental)")
         catalog = default_catalog()
         # codeward's jedi path (where basedpyright is not installed): bench/lsp_latency.py times basedpyright's
-        ctx = ToolContext(workspace, services=Services(lsp=LspSettings(enabled=False)))
+        ctx = ToolContext(workspace, services=Services(LspSettings(enabled=False)))
         for label, rel, name, new_name in CASES:
             line, column = position(root, rel, name)
             ours_time, ours = timed(partial(catalog.call, "py_rename_symbol",

@@ -53,7 +53,7 @@ def workspace(root: Path) -> Workspace:
 def ctx(workspace: Workspace) -> Iterator[ToolContext]:
     """A context over the workspace, with language servers off (the tests that drive them turn them on);
     whatever helper processes its calls started are stopped afterwards."""
-    context = ToolContext(workspace, services=Services(lsp=LspSettings(enabled=False)))
+    context = ToolContext(workspace, services=Services(LspSettings(enabled=False)))
     yield context
     context.services.runtimes.close()
 

@@ -70,7 +70,7 @@ def copy_fixture(name: str, destination: Path) -> Path:
 def waiting_context(root: Path, *more_roots: Path, **settings: Any) -> ToolContext:
     """A context whose calls wait for their language server to be ready (its answers, not the index's)."""
     lsp = LspSettings(startup_wait_s=SERVER_WAIT_S, **settings)
-    return ToolContext(Workspace.create([root, *more_roots]), services=Services(lsp=lsp))
+    return ToolContext(Workspace.create([root, *more_roots]), services=Services(lsp))
 
 
 @dataclass
