@@ -984,17 +984,66 @@ def _git_dir_listing(names: set[str]) -> bool:
     return "HEAD" in names and ({"objects", "refs"} <= names or "commondir" in names)
 
 
+@dataclass(frozen=True)
+class FolderSecrets:
+    """What one folder holds for :func:`secret_paths`: its secrets, the folders to look into
+    next (with whether they lie inside a ``.git``), whether it is a git directory, and how many
+    entries it has. The step a whole walk repeats, and what a kept scan redoes for a changed folder."""
+
+    secrets: tuple[Path, ...] = ()
+    folders: tuple[tuple[str, bool], ...] = ()
+    git_dir: bool = False
+    entries: int = 0
+    linked: bool = False
+    """A file here has other hard links: a write through one elsewhere raises no file event here."""
+
+
+def folder_secrets(workspace: Workspace, directory: str, in_git: bool, sniff_keys: bool = True) -> FolderSecrets:
+    """The secrets directly in ``directory`` and its folders to descend into (none when it
+    cannot be listed). Symlinks are not followed; a blacklisted folder is a secret, not descended."""
+    try:
+        with os.scandir(directory) as listing:
+            entries = list(listing)
+    except OSError:
+        return FolderSecrets()
+    found: list[Path] = []
+    folders: list[tuple[str, bool]] = []
+    linked = False
+    for entry in entries:
+        if entry.is_symlink():
+            continue
+        path = Path(entry.path)
+        if workspace.blacklist_reason(path):
+            found.append(path)
+            continue
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                if not (in_git and entry.name in _SCAN_SKIPPED):
+                    folders.append((entry.path, in_git or _fold(entry.name) == ".git"))
+            elif sniff_keys and not in_git:
+                info = entry.stat(follow_symlinks=False)
+                linked = linked or info.st_nlink > 1
+                if info.st_size <= KEY_SNIFF_MAX_SIZE and workspace.holds_private_key(path, info):
+                    found.append(path)
+        except OSError:
+            continue
+    return FolderSecrets(tuple(found), tuple(folders), _git_dir_listing({entry.name for entry in entries}),
+                         len(entries), linked)
+
+
 def secret_paths(workspace: Workspace, *, sniff_keys: bool = True,
                  git_dirs: list[Path] | None = None) -> tuple[list[Path], bool]:
     """Every secret under the roots — blacklisted names at any depth (``.git`` included, case
     folded as the gate compares) and, with ``sniff_keys``, small files that begin like a private
-    key — and whether the scan covered everything.
+    key — and whether the scan covered everything (it stops after :data:`SECRET_SCAN_LIMIT` entries).
 
     For executors that must hide what the file tools refuse (the shell sandbox covers each with
     an empty stand-in): one source, so a script sees no secret that ``read_file`` would refuse.
     A blacklisted directory is listed once, not descended into. Symlinks are not followed.
     ``git_dirs``, when given, receives every git directory the same walk passes (``.git``
     folders at any depth, submodules' under ``.git/modules/``, bare repositories), whose histories may hold secrets.
+    A server keeps this answer current by file events instead of walking again
+    (:mod:`codeward.engines.contained.secret_index`).
     """
     found: list[Path] = []
     scanned = 0
@@ -1002,31 +1051,12 @@ def secret_paths(workspace: Workspace, *, sniff_keys: bool = True,
         pending = [(str(root), False)]
         while pending:
             directory, in_git = pending.pop()
-            try:
-                entries = list(os.scandir(directory))
-            except OSError:
-                continue
-            if git_dirs is not None and _git_dir_listing({entry.name for entry in entries}):
+            folder = folder_secrets(workspace, directory, in_git, sniff_keys)
+            scanned += folder.entries
+            found += folder.secrets
+            if git_dirs is not None and folder.git_dir:
                 git_dirs.append(Path(directory))
-            for entry in entries:
-                scanned += 1
-                if scanned > SECRET_SCAN_LIMIT:
-                    return sorted(found), False
-                if entry.is_symlink():
-                    continue
-                path = Path(entry.path)
-                if workspace.blacklist_reason(path):
-                    found.append(path)
-                    continue
-                try:
-                    is_dir = entry.is_dir(follow_symlinks=False)
-                    if is_dir:
-                        if not (in_git and entry.name in _SCAN_SKIPPED):
-                            pending.append((entry.path, in_git or _fold(entry.name) == ".git"))
-                    elif sniff_keys and not in_git:
-                        info = entry.stat(follow_symlinks=False)
-                        if info.st_size <= KEY_SNIFF_MAX_SIZE and workspace.holds_private_key(path, info):
-                            found.append(path)
-                except OSError:
-                    continue
+            if scanned > SECRET_SCAN_LIMIT:
+                return sorted(found), False
+            pending += folder.folders
     return sorted(found), True

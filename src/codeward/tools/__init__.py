@@ -31,6 +31,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "codeward.tools.beads",
     "codeward.tools.coding_review",
     "codeward.tools.coding_exec",
+    "codeward.tools.processes",
     "codeward.tools.shell",
     "codeward.tools.tests",
     "codeward.tools.registry_tools",

@@ -16,10 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from codeward.engines.contained.secret_index import SecretIndex, walk_secrets
 from codeward.engines.git.history import HistoryVerdict, check_history
 from codeward.engines.git.repository import alternates
 from codeward.kernel import state_dir
-from codeward.kernel.workspace import SECRET_SCAN_LIMIT, Workspace, secret_paths
+from codeward.kernel.workspace import SECRET_SCAN_LIMIT, Workspace
 
 STORE_PARTS = ("objects", "rr-cache")
 """What of a git directory holds file contents: the object store, and rerere's recorded conflicts
@@ -45,8 +46,9 @@ class Confinement:
     notes: list[str] = field(default_factory=list)
 
 
-def confine(workspace: Workspace, hide_secrets: bool) -> Confinement:
-    """The workspace as a script sees it: overlaid roots and files, secrets covered."""
+def confine(workspace: Workspace, hide_secrets: bool, secrets: SecretIndex | None = None) -> Confinement:
+    """The workspace as a script sees it: overlaid roots and files, secrets covered (the list kept
+    by ``secrets``, a server's index of this workspace, when given; else a fresh walk)."""
     plan = Confinement()
     roots = sorted(workspace.roots, key=lambda p: len(p.parts))
     for root in roots:
@@ -58,7 +60,9 @@ def confine(workspace: Workspace, hide_secrets: bool) -> Confinement:
     private = [p for p in workspace.private_dirs if under_a_root(workspace, p) and p.exists()]
     plan.hidden = [str(p) for p in private]  # codeward's per-user data (signing keys): always, whatever is asked
     if hide_secrets:
-        hidden, complete = secret_paths(workspace, git_dirs=plan.git_dirs)
+        scan = secrets.scan() if secrets is not None else walk_secrets(workspace)
+        hidden, complete = scan.secrets, scan.complete
+        plan.git_dirs += scan.git_dirs
         plan.secrets = hidden
         plan.hidden += [str(p) for p in hidden if not any(p.is_relative_to(d) for d in private)]
         if hidden:

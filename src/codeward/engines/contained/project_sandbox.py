@@ -35,6 +35,7 @@ choice (:meth:`BackendChoice.for_code`), with the same refusal.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import threading
@@ -60,9 +61,13 @@ from codeward.kernel.result import ErrorKind, Result
 
 if TYPE_CHECKING:
     from codeward.engines.contained.confine import Confinement
+    from codeward.engines.contained.secret_index import SecretIndex
     from codeward.engines.sandbox.cgroups import RunCgroup
     from codeward.engines.sandbox.model import BindSpec
+    from codeward.engines.sandbox.runner import Launch
+    from codeward.engines.sandbox.shared_net import SharedNetwork
     from codeward.kernel.context import Services, ToolContext
+    from codeward.kernel.workspace import Workspace
 
 NOT_ISOLATED = "the workspace's secrets were not hidden from it (the process backend cannot hide files)"
 NOT_CHECKED = "its writes went straight to the project, without codeward's write checks"
@@ -96,6 +101,8 @@ class Program:
     """More host paths to show read-only (a tool's staged files, an analyzer's interpreter)."""
     network: bool = False
     network_hosts: Mapping[str, tuple[str, ...]] | None = None
+    shared_network: SharedNetwork | None = None
+    """A loopback-only namespace shared by one client's runs (see :mod:`codeward.engines.sandbox.shared_net`)."""
     file_size_mb: int | None = 64
     open_files: int | None = 256
     cpu_seconds: int | None = None
@@ -140,6 +147,13 @@ def backends_of(services: Services) -> BackendChoice:
     return services.runtimes.get(BackendChoice, make)
 
 
+def secret_index_of(services: Services, workspace: Workspace) -> SecretIndex:
+    """The server's secret list of ``workspace``, kept current by file events (made on first use)."""
+    from codeward.engines.contained.secret_index import SecretIndexes
+
+    return services.runtimes.get(SecretIndexes, SecretIndexes).of(workspace)
+
+
 class ProjectSandbox:
     """A contained view of one call's workspace (see the module docstring). Open it once and run
     several programs in it: the secret scan and the backend choice are done once."""
@@ -172,7 +186,7 @@ class ProjectSandbox:
             return Result.fail(ErrorKind.PERMISSION, f"the working directory {primary} is not inside a workspace "
                                "root (this session allows only tracked files), so the sandbox cannot show it",
                                "Serve the project directory as a root to run programs in it.", data=None)
-        plan = confine(ctx.workspace, hide_secrets and sandbox.isolated)
+        plan = confine(ctx.workspace, hide_secrets and sandbox.isolated, secret_index_of(ctx.services, ctx.workspace))
         if hide_secrets and hide_history and sandbox.isolated:
             hide_secret_history(ctx.workspace, plan)
         return Result.success(cls(ctx, executor, access, sandbox, plan, ctx.services.get(SandboxSettings)))
@@ -211,17 +225,56 @@ class ProjectSandbox:
         proc, launch = start(self._request(program, overlays=None))
         return Started(proc, launch, self.sandbox.name, self.sandbox.isolated)
 
+    def start_writing(self, program: Program) -> Result[Running | None]:
+        """Start ``program`` and return at once (a dev server, a REPL, a watcher): the same box as
+        :meth:`run` — overlays with the disk cap, secrets hidden, limits — whose writes come back
+        through the gate when `Running.stop` ends it. Only where the box isolates (bubblewrap)."""
+        start = getattr(self.sandbox, "start", None)
+        if self.access is not ProjectAccess.WRITE or not self.sandbox.isolated or start is None:
+            return Result.fail(ErrorKind.UNAVAILABLE, f"long-running processes need an isolating sandbox; this server "
+                               f"runs programs with the {self.sandbox.name} backend",
+                               "Use run_shell, or run codeward where bubblewrap works (`codeward doctor`).", data=None)
+        choice = backends_of(self.ctx.services)
+        owner = project_owner(self.ctx.workspace.primary)
+        made = self._overlays(choice, owner)
+        if not made.ok or made.data is None:
+            return made.cast(None)
+        overlays = made.data
+        request = self._request(program, overlays, run_as=owner)
+        try:
+            proc, launch = start(request)
+        except OSError as exc:
+            overlays.close()
+            return Result.fail(ErrorKind.UNAVAILABLE, f"could not start the process in the sandbox: {exc}",
+                               "`codeward doctor` checks the sandbox.", data=None)
+        notes = list(self.notes)
+        self._note_unenforced_disk_text(notes, choice.disk_cap_problem)
+        return Result.success(Running(self, proc, launch, overlays, notes))
+
     # -- the parts -----------------------------------------------------------------------
+
+    def _note_unenforced_disk_text(self, notes: list[str], problem: str | None) -> None:
+        if problem is not None:
+            why = f"no size-limited tmpfs here ({problem})"
+            notes.append(DISK_UNENFORCED.format(mb=self.settings.disk_mb, why=why))
+
+    def _overlays(self, choice: BackendChoice, owner: tuple[int, int] | None) -> Result[Overlays | None]:
+        """A run's layers, on its disk unless this machine cannot mount one (an error naming the fix)."""
+        disk_mb = self.settings.disk_mb if choice.disk_cap_problem is None else None
+        try:
+            return Result.success(Overlays.create(self.plan.directories, self.plan.files, owner, disk_mb=disk_mb))
+        except OSError as exc:
+            return Result.fail(ErrorKind.UNAVAILABLE, f"could not prepare the workspace overlay: {exc.strerror or exc}",
+                               "Check that the temporary directory is writable and has space.", data=None)
 
     def _run_overlaid(self, program: Program, cancelled: threading.Event | None) -> Result[Contained | None]:
         choice = backends_of(self.ctx.services)
         disk_mb = self.settings.disk_mb if choice.disk_cap_problem is None else None
         owner = project_owner(self.ctx.workspace.primary)
-        try:
-            overlays = Overlays.create(self.plan.directories, self.plan.files, owner, disk_mb=disk_mb)
-        except OSError as exc:
-            return Result.fail(ErrorKind.UNAVAILABLE, f"could not prepare the workspace overlay: {exc.strerror or exc}",
-                               "Check that the temporary directory is writable and has space.", data=None)
+        made = self._overlays(choice, owner)
+        if not made.ok or made.data is None:
+            return made.cast(None)
+        overlays = made.data
         notes = list(self.notes)
         try:
             request = self._request(program, overlays, run_as=owner)
@@ -242,10 +295,11 @@ class ProjectSandbox:
             overlays.close()
         return Result.success(Contained(result, notes, watch.cancelled))
 
-    def _bring_back(self, overlays: Overlays) -> list[str]:
+    def _bring_back(self, overlays: Overlays, ctx: ToolContext | None = None) -> list[str]:
         """The run's writes applied through the gate under the write lock every codeward process on
-        the root shares (the paths are known as it walks); what the host runs later asked of a person."""
-        ctx = self.ctx
+        the root shares (the paths are known as it walks); what the host runs later asked of a person.
+        ``ctx``: the call that applies them (recorded in its checkpoint), by default the one that opened the box."""
+        ctx = ctx or self.ctx
         return bring_back(ctx.workspace, overlays, journal=ctx.call.journal, ask=ctx.call.ask_person,
                           hold=lambda: ctx.call.hold_writes([], any_name=True, workspace=ctx.workspace)).notes()
 
@@ -260,7 +314,8 @@ class ProjectSandbox:
             argv=list(program.argv), stdin=program.stdin, env=dict(program.env),
             workdir=program.workdir or str(self.ctx.workspace.primary), ro_binds=ro_binds, rw_binds=rw_binds,
             hidden=self.plan.hidden, overlays=overlays, run_as=run_as, network=program.network,
-            network_hosts=program.network_hosts, timeout_s=program.timeout_s, memory_mb=program.memory_mb,
+            network_hosts=program.network_hosts, shared_network=program.shared_network,
+            timeout_s=program.timeout_s, memory_mb=program.memory_mb,
             max_processes=program.max_processes, file_size_mb=program.file_size_mb, open_files=program.open_files,
             cpu_seconds=program.cpu_seconds, scratch_mb=program.scratch_mb, max_output_bytes=program.max_output_bytes)
 
@@ -274,6 +329,53 @@ class ProjectSandbox:
         else:
             return
         result.unenforced_limits.append(DISK_UNENFORCED.format(mb=self.settings.disk_mb, why=why))
+
+
+class Running:
+    """A program started in a writable :class:`ProjectSandbox` that runs until stopped (a dev server,
+    a REPL): its pipes, and :meth:`stop`, which kills its whole tree and brings its writes back
+    through the gate."""
+
+    def __init__(self, box: ProjectSandbox, proc: subprocess.Popen[bytes], launch: Launch, overlays: Overlays,
+                 notes: list[str]) -> None:
+        self.box = box
+        self.proc = proc
+        self.launch = launch
+        self.overlays = overlays
+        self.notes = notes
+        self._stopped: list[str] | None = None
+        self._lock = threading.Lock()
+
+    def disk_full(self) -> bool:
+        disk = self.overlays.disk
+        return disk is not None and disk.fd is not None and disk.full()
+
+    def kill(self) -> None:
+        """End the program and everything it started (its writes stay in its layer until :meth:`stop`)."""
+        kill_tree(self.proc, self.launch.cgroup)
+
+    def stop(self, ctx: ToolContext | None) -> list[str]:
+        """Kill it (if it still runs), apply its writes through the gate as part of the call ``ctx``
+        (none: they are dropped — the server is ending), release everything; what came back or did
+        not, as notes. Idempotent."""
+        with self._lock:
+            if self._stopped is not None:
+                return self._stopped
+            self.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=10)
+            notes: list[str] = []
+            try:
+                if self.disk_full():
+                    notes.append(f"nothing this process wrote was applied to the workspace: it filled its "
+                                 f"{self.box.settings.disk_mb} MiB disk cap")
+                elif ctx is not None:
+                    notes += self.box._bring_back(self.overlays, ctx)
+            finally:
+                self.launch.release()
+                self.overlays.close()
+            self._stopped = notes
+            return notes
 
 
 STDERR_TAIL_CHARS = 600

@@ -106,12 +106,13 @@ class BwrapSandbox:
                 "--hostname", SANDBOX_HOSTNAME, "--disable-userns",
                 "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv"]
         network = IsolatedNetwork.prepare(request.network_hosts) if request.network else None
+        shared = request.shared_network if network is None else None  # one client's loopback-only namespace
         if network is not None:
             launch.cleanups.append(network.close)
             launch.network = network
             launch.pass_fds = (network.go_read,)  # the network closes it (once) when released
-        else:
-            args.append("--unshare-net")
+        elif shared is None:
+            args.append("--unshare-net")  # with a shared one, bwrap keeps the namespace its child joined
         env = minimal_env(request.env, "/tmp", DEFAULT_PATH)
         for key, value in env.items():
             args += ["--setenv", key, value]
@@ -122,9 +123,9 @@ class BwrapSandbox:
                 args += ["--ro-bind", str(network.hosts_file), "/etc/hosts"]
         args += ["--proc", "/proc", "--dev", "/dev"]
         scratch = str(min(request.scratch_mb, self.scratch_cap_mb or request.scratch_mb) * 1024 * 1024)
-        shared = request.overlays.scratch if request.overlays is not None else None
-        if shared is not None:  # on the run's disk, with its overlay layers: one cap for all it writes
-            args += ["--bind", str(shared), "/tmp"]
+        scratch_dir = request.overlays.scratch if request.overlays is not None else None
+        if scratch_dir is not None:  # on the run's disk, with its overlay layers: one cap for all it writes
+            args += ["--bind", str(scratch_dir), "/tmp"]
         else:
             args += ["--size", scratch, "--tmpfs", "/tmp"]
         if request.workdir is None:
@@ -141,9 +142,9 @@ class BwrapSandbox:
             for original, copy in request.overlays.copies:
                 args += ["--bind", str(copy), str(original)]
         if request.overlays is not None:
-            launch.enter_namespaces = request.overlays.mounter(new_network=network is not None)
-        elif network is not None:
-            launch.enter_namespaces = namespace_entry([], new_network=True)
+            launch.enter_namespaces = request.overlays.mounter(new_network=network is not None, join=shared)
+        elif network is not None or shared is not None:
+            launch.enter_namespaces = namespace_entry([], new_network=network is not None, join=shared)
         for bind in (Bind.of(b) for b in request.protected):
             args += ["--ro-bind", bind.source, bind.target]
         args += hide_args([Bind.of(b) for b in request.hidden])
@@ -154,7 +155,7 @@ class BwrapSandbox:
         fds = [write_status, *request.inherit_fds]
         args += ["--json-status-fd", str(write_status)]
         if self.seccomp is not None:
-            program = filter_fd(self.seccomp[request.network])
+            program = filter_fd(self.seccomp[request.network or shared is not None])
             launch.parent_fds.append(program)
             fds.append(program)
             args += ["--seccomp", str(program)]

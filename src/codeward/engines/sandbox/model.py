@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from codeward.engines.sandbox.overlay import Overlays
+    from codeward.engines.sandbox.shared_net import SharedNetwork
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
@@ -115,6 +116,9 @@ class SandboxRequest:
     """(uid, gid) of the host user to run as, when codeward runs as root (bwrap and process): a
     project's owner, so the program has that user's rights rather than root's."""
     overlays: Overlays | None = None
+    shared_network: SharedNetwork | None = None
+    """Join this loopback-only namespace (shared by one client's runs) instead of a fresh empty one;
+    sockets are then allowed (the namespace has no route out). Ignored when ``network`` is on."""
     """Host directories (and files) shown writable at their own paths, whose writes land in
     private layers the caller applies afterwards (bwrap only; see :mod:`.overlay`)."""
 

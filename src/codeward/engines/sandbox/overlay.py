@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import os
 import shutil
 import socket
@@ -39,6 +38,10 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from codeward.engines.sandbox.shared_net import SharedNetwork
 
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNS = 0x00020000
@@ -127,12 +130,12 @@ class Overlays:
             self.disk.release()
         shutil.rmtree(self.base, ignore_errors=True)
 
-    def mounter(self, new_network: bool = False) -> Callable[[], None]:
+    def mounter(self, new_network: bool = False, join: SharedNetwork | None = None) -> Callable[[], None]:
         """What the child runs before exec: see :func:`namespace_entry`."""
         if self.disk is not None:
             self.disk.open_channel()
         staged = [(self.base / f"{index}.file", copy) for index, (_original, copy) in enumerate(self.copies)]
-        return namespace_entry(self.layers, new_network, self.disk, staged if self.disk is not None else [])
+        return namespace_entry(self.layers, new_network, self.disk, staged if self.disk is not None else [], join)
 
     @property
     def scratch(self) -> Path | None:
@@ -220,18 +223,19 @@ class Disk:
 
 
 def namespace_entry(layers: Sequence[Layer], new_network: bool = False, disk: Disk | None = None,
-                    staged: Sequence[tuple[Path, Path]] = ()) -> Callable[[], None]:
+                    staged: Sequence[tuple[Path, Path]] = (), join: SharedNetwork | None = None) -> Callable[[], None]:
     """What the child runs between fork and exec: enter a new user and mount namespace (and a
     network namespace with ``new_network``), map its own uid and gid to root there, make every
     mount private, mount the run's disk (with ``disk``: a tmpfs holding the layers, ``/tmp`` and
     the ``staged`` (host file, copy on the disk) pairs, its descriptor sent to the parent) and the
-    overlay of each layer.
+    overlay of each layer. With ``join``, first enter that shared network (and the user namespace
+    owning it, inside which the new ones are made).
 
     Everything is prepared here, in the parent; the child only makes system calls. On failure
     it writes the reason to stderr and exits with :data:`OVERLAY_UNAVAILABLE_EXIT`.
     """
     libc = _libc()
-    unshare, mount, prctl = libc.unshare, libc.mount, libc.prctl
+    unshare, mount, prctl, setns = libc.unshare, libc.mount, libc.prctl, libc.setns
     flags = CLONE_NEWUSER | CLONE_NEWNS | (CLONE_NEWNET if new_network else 0)
     mounts = [(str(layer.merged).encode(),
                f"lowerdir={_escape(layer.lower)},upperdir={_escape(layer.upper)},"
@@ -260,6 +264,8 @@ def namespace_entry(layers: Sequence[Layer], new_network: bool = False, disk: Di
     def enter() -> None:
         uid, gid = os.geteuid(), os.getegid()  # after any switch to an unprivileged user
         prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # a switch from root made /proc/self root's: take it back
+        if join is not None and (setns(join.user_fd, CLONE_NEWUSER) != 0 or setns(join.net_fd, CLONE_NEWNET) != 0):
+            _die(b"cannot join the session's shared network", ctypes.get_errno())
         if unshare(flags) != 0:
             _die(b"cannot create a user namespace for the overlay", ctypes.get_errno())
         for path, data in ((b"/proc/self/setgroups", b"deny"), (b"/proc/self/uid_map", b"0 %d 1" % uid),
@@ -307,9 +313,12 @@ def _die(message: bytes, error: int) -> None:
 
 
 def _libc() -> ctypes.CDLL:
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+    """The C library's calls the child makes, from the interpreter's own process image (``dlopen(NULL)``:
+    no ``ldconfig`` run, which ``ctypes.util.find_library`` costs every run)."""
+    libc = ctypes.CDLL(None, use_errno=True)
     libc.unshare.argtypes = [ctypes.c_int]
     libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+    libc.setns.argtypes = [ctypes.c_int, ctypes.c_int]
     libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
     return libc
 

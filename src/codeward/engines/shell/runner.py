@@ -13,7 +13,7 @@ import os
 import shutil
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -108,23 +108,43 @@ def execute(ctx: ToolContext, command: ShellCommand, settings: ShellSettings,
         return env_file.cast(None)
     if not settings.sandbox:
         return _execute_on_host(ctx, command, settings, env_file.data)
-    opened = ProjectSandbox.open(ctx, executor, ProjectAccess.WRITE, hide_secrets=settings.hide_secrets,
-                                 hide_history=not settings.allow_secret_history)
-    if not opened.ok or opened.data is None:
-        return opened.cast(None)
-    box = opened.data
-    program = _program(ctx, command, settings, env_file.data)
-    if not program.ok or program.data is None:
-        return program.cast(None)
-    ran = box.run(program.data)
+    boxed = boxed_command(ctx, command, settings, env_file.data, executor)
+    if not boxed.ok or boxed.data is None:
+        return boxed.cast(None)
+    box, program = boxed.data
+    ran = box.run(_joined(ctx, program))
     if not ran.ok or ran.data is None:
         return ran.cast(None)
     run = ran.data
-    notes = [*program.notes, *run.notes]
+    notes = [*boxed.notes, *run.notes]
     _record(ctx, command, settings, run.result)
     if run.result.status is Status.SETUP_ERROR:
         return report(command, settings, run.result, notes, run.cancelled).cast(None)
     return Result.success(Executed(run.result, notes, run.cancelled))
+
+
+def boxed_command(ctx: ToolContext, command: ShellCommand, settings: ShellSettings, env_file: EnvFile,
+                  executor: Executor = Executor.SHELL) -> Result[tuple[ProjectSandbox, Program] | None]:
+    """The box a script runs in and the script as it runs there (for ``run_shell`` and for a
+    long-running process alike): the project overlaid, secrets hidden, the ``[shell]`` limits."""
+    opened = ProjectSandbox.open(ctx, executor, ProjectAccess.WRITE, hide_secrets=settings.hide_secrets,
+                                 hide_history=not settings.allow_secret_history)
+    if not opened.ok or opened.data is None:
+        return opened.cast(None)
+    program = _program(ctx, command, settings, env_file)
+    if not program.ok or program.data is None:
+        return program.cast(None)
+    return Result(data=(opened.data, program.data), notes=list(program.notes))
+
+
+def _joined(ctx: ToolContext, program: Program) -> Program:
+    """The program in the client's shared loopback network when its processes made one (a dev
+    server it started is then reachable at 127.0.0.1 from this run), else as it was."""
+    from codeward.engines.shell.processes import ProcessTable
+
+    table = ctx.services.runtimes.peek(ProcessTable)
+    shared = table.network(ctx, make=False).data if table is not None and not program.network else None
+    return replace(program, shared_network=shared) if shared is not None else program
 
 
 def _execute_on_host(ctx: ToolContext, command: ShellCommand, settings: ShellSettings,
