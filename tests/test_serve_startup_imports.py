@@ -71,6 +71,9 @@ DEFERRED: dict[str, tuple[str, str]] = {
     "codeward.apps.cli.completion": (SERVE, "shell completion: only while a shell completes"),
     "codeward.apps.client_setup.launch": (SERVE, "this installation's command: only a banner prints it"),
     "codeward.engines.code_intel.outline_model": (SERVE, "tree-sitter outlines: the first file summary of code"),
+    "codeward.engines.contained.secret_index": (SERVE, "the kept secret list (file events): the first program run"),
+    "codeward.engines.sandbox.shared_net": (SERVE, "a client's shared loopback network: the first process started"),
+    "codeward.engines.shell.processes": (SERVE, "long-running processes: the first process_start or shell run"),
     "codeward.engines.contained.project_sandbox": (SERVE, "the one entry point for programs: the first run "
                                                           "(or the sandbox line of a banner, not over a pipe)"),
     "codeward.engines.sandbox.doctor": (SERVE, "the machine's checks: codeward doctor, a banner's sandbox line"),
