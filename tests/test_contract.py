@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from codeward.catalog import Catalog
+from codeward.kernel.catalog import Catalog
 from tests.conftest import node_tool
 from tests.contract_support import (
     CallRecord,

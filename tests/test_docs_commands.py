@@ -11,9 +11,9 @@ import io
 
 import pytest
 
-from codeward.cli import build_parser
-from codeward.cli import parse as parse_command_line
-from codeward.cli.parser import CodewardParser
+from codeward.apps.cli import build_parser
+from codeward.apps.cli import parse as parse_command_line
+from codeward.apps.cli.parser import CodewardParser
 from tests.conftest import REPO
 from tests.docs_commands import DocCommand, commands_in
 

@@ -16,9 +16,9 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters, types
 
-from codeward.context import ToolContext
 from codeward.gateway.gateway import Gateway
 from codeward.gateway.upstream import ServerState
+from codeward.kernel.context import ToolContext
 from tests.gateway_support import PEER, config
 
 pytestmark = pytest.mark.anyio

@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from codeward.apps.mcp_client import McpClient
 from codeward.config import load_config
-from codeward.mcp_client import McpClient
 
 
 def test_the_five_entry_points(tmp_path: Path) -> None:

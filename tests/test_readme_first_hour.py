@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from codeward.cli import main
+from codeward.apps.cli import main
 from tests.conftest import REPO
 from tests.docs_commands import DocCommand, commands_in
 

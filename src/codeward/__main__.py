@@ -3,7 +3,7 @@
 SIGTERM (``kill``, ``systemctl stop``, ``docker stop``, ``timeout``) and SIGINT (Ctrl-C) are turned
 into a clean exit before anything else is imported, so a stop that lands while the command line's
 modules still import exits 143 or 130 like one that lands later, without a traceback. The rest of
-the exit-code contract (``docs/cli.md``) is :func:`codeward.cli.main`'s.
+the exit-code contract (``docs/cli.md``) is :func:`codeward.apps.cli.main`'s.
 """
 
 import gc
@@ -23,7 +23,7 @@ def main() -> int:
     stop_on_signals()
     gc.disable()  # while the command line's modules import: cli.main turns it on (a server: once it serves)
     try:
-        from codeward.cli import main as command_line
+        from codeward.apps.cli import main as command_line
 
         return command_line()
     except KeyboardInterrupt:  # while the command line imported

@@ -3,7 +3,7 @@
 The SDK's ``stdio_client`` moves every message through a reader task, a text decoder and a
 memory stream (and the same on the way out). The gateway sits in the middle of every call,
 so it uses codeward's line streams instead (the ones the server's own stdio uses): the event
-loop reads the pipe and :class:`~codeward.transport.line_streams.MessageReader` parses whole
+loop reads the pipe and :class:`~codeward.engines.jsonrpc.line_streams.MessageReader` parses whole
 lines. Behaviour matches the SDK transport, but for the environment (the documented inherited
 set of :mod:`codeward.gateway.upstream_env` plus the configured one): its own process group, and
 on exit stdin closed, a grace period, then SIGTERM and SIGKILL to the whole group. Off asyncio
@@ -25,6 +25,8 @@ from typing import IO, Any
 import anyio
 import sniffio
 
+from codeward.engines.jsonrpc.line_streams import LineReaderProtocol, MessageReader, MessageWriter, WriterProtocol
+
 EXIT_GRACE = 2.0
 """Seconds a server gets to exit after its stdin closes (as the SDK transport allows)."""
 KILL_GRACE = 2.0
@@ -44,8 +46,6 @@ async def fast_stdio_client(
 ) -> AsyncIterator[tuple[Any, Any]]:
     """Start ``command`` with ``env`` (the whole environment) and yield ``(read_stream, write_stream)``
     over its stdout/stdin."""
-    from codeward.transport.line_streams import LineReaderProtocol, MessageReader, MessageWriter, WriterProtocol
-
     loop = asyncio.get_running_loop()
     full_env = dict(env)
     executable = shutil.which(command, path=full_env.get("PATH")) or command

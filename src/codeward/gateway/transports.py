@@ -21,6 +21,7 @@ from typing import IO, Any, TextIO, cast
 import anyio
 
 from codeward.gateway.config import ServerConfig
+from codeward.gateway.upstream_env import upstream_environment
 
 READ_TIMEOUT = 300.0
 """How long an HTTP response stream may stay silent (SSE streams idle between events)."""
@@ -118,7 +119,6 @@ async def open_transport(
     async with AsyncExitStack() as stack:
         if server.transport == "stdio":
             from codeward.gateway.stdio_client import event_loop_usable, fast_stdio_client
-            from codeward.gateway.upstream_env import upstream_environment
 
             assert server.command is not None
             env = upstream_environment(server.env, environ)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import importlib
 from collections.abc import Collection, Iterable
 
-from codeward.catalog import Catalog, specs_in
+from codeward.kernel.catalog import Catalog, specs_in
+from codeward.kernel.schema_cache import SchemaCache
 
 TOOL_MODULES: tuple[str, ...] = (
     "codeward.tools.files",
@@ -59,12 +60,10 @@ def served_toolsets(requested: Collection[str] | None, known: Iterable[str]) -> 
 def default_catalog(toolsets: Iterable[str] | None = None) -> Catalog:
     """The catalog of every built-in tool, optionally limited to some toolsets.
 
-    When this build saved its listing before (:mod:`codeward.schema_cache`), the catalog comes from
+    When this build saved its listing before (:mod:`codeward.kernel.schema_cache`), the catalog comes from
     it and no tool module is imported until one of its tools runs; otherwise the modules are
     imported and the listing saved for the next start.
     """
-    from codeward.schema_cache import SchemaCache
-
     cache = SchemaCache.default()
     specs = cache.specs(TOOL_MODULES) if cache is not None else None
     if specs is None:

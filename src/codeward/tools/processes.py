@@ -1,5 +1,5 @@
 """Long-running processes in the project's sandbox: ``process_start``, ``process_read``,
-``process_write``, ``process_list``, ``process_stop`` (see :mod:`codeward.shell.processes`)."""
+``process_write``, ``process_list``, ``process_stop`` (see :mod:`codeward.engines.shell.processes`)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from codeward.catalog import tool
-from codeward.context import ToolContext
-from codeward.result import ErrorKind, Result
-from codeward.shell.envfile import load_env_file
-from codeward.shell.processes import MAX_READ_WAIT_S, BoxProcess, process_table_of
-from codeward.shell.runner import MAX_SCRIPT_CHARS, ShellCommand, boxed_command, check_command
-from codeward.shell.settings import shell_settings_of
+from codeward.config.shell import ShellSettings
+from codeward.engines.shell.envfile import load_env_file
+from codeward.engines.shell.processes import MAX_READ_WAIT_S, BoxProcess, process_table_of
+from codeward.engines.shell.runner import MAX_SCRIPT_CHARS, ShellCommand, boxed_command, check_command
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import ErrorKind, Result
 
 NameArg = Annotated[str, Field(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9_.-]+$",
                                description="The process's name, chosen at process_start (e.g. \"dev-server\").")]
@@ -88,7 +88,7 @@ def process_start(
     Read its output with process_read, send input with process_write, end it with process_stop —
     which also applies the files it changed to the project (through the same checks as run_shell).
     """
-    settings = shell_settings_of(ctx.services)
+    settings = ctx.services.get(ShellSettings)
     if not settings.sandbox:
         return Result.fail(ErrorKind.UNAVAILABLE, "long-running processes run only in the sandbox, and "
                            "[shell] sandbox = false in codeward.toml", "Use run_shell, or turn the shell's "

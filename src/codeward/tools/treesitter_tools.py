@@ -1,6 +1,6 @@
 """Structural code tools over tree-sitter: outline, skeleton, definition, signature, update.
 
-Two families share one engine (:mod:`codeward.code.outline_ops`):
+Two families share one engine (:mod:`codeward.engines.code_intel.outline_ops`):
 
 * ``ts_c_*`` and ``ts_cpp_*`` (toolset ``cpp``) parse any file as C or C++ — headers
   without an extension (``<vector>``) included;
@@ -19,9 +19,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from codeward.catalog import tool
-from codeward.code.outline_model import OutlineCache, ParsedSource, Symbol
-from codeward.code.outline_ops import (
+from codeward.engines.code_intel.outline_model import OutlineCache, ParsedSource, Symbol
+from codeward.engines.code_intel.outline_ops import (
     C_FAMILY,
     definition_text,
     find_symbol,
@@ -29,11 +28,12 @@ from codeward.code.outline_ops import (
     signature_text,
     skeleton,
 )
-from codeward.code.textfile import TextFile, read_text, write_text
-from codeward.code.treesitter import GrammarUnavailable, extensions_text, language_for_path, language_info
-from codeward.context import ToolContext
-from codeward.result import ErrorKind, Result
-from codeward.workspace import Access
+from codeward.engines.code_intel.treesitter import GrammarUnavailable, extensions_text, language_for_path, language_info
+from codeward.engines.files.textfile import TextFile, read_text, write_text
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import ErrorKind, Result
+from codeward.kernel.workspace import Access
 
 PathArg = Annotated[str, Field(description="Source file (relative to the workspace root).")]
 NameArg = Annotated[str, Field(description=(
