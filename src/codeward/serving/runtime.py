@@ -4,13 +4,15 @@
 them over HTTP on a shared ``[state] url``) differ only in what they ask for (:class:`Serving`).
 The order is always the same::
 
-    shared state → audit → control plane → approvals → observers → build_stack → server → transport
+    shared state → audit → drain → control plane → approvals → observers → build_stack → server → transport
 
 so an HTTP server always has its audit — an approval answered through its ``/approvals`` endpoint
-records who answered, on ``serve`` as on ``gateway`` — and always its DNS-rebinding protection for
-a host that is not loopback. The control plane belongs to the applications above this floor; a
-command hands one in (:class:`Plane`: what the runtime needs of it), and without one nothing is
-observed and approvals go to the asker as they are.
+records who answered, on ``serve`` as on ``gateway`` —, its roles, its probes (``/healthz``,
+``/readyz``), its drain (:mod:`codeward.serving.drain`: SIGTERM stops it without losing a call, the
+approvals it holds handed back) and always its DNS-rebinding protection for a host that is not
+loopback. The control plane belongs to the applications above this floor; a command hands one in
+(:class:`Plane`: what the runtime needs of it), and without one nothing is observed and approvals
+go to the asker as they are.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import anyio
 
 from codeward.config import Config, GatewayConfig
 from codeward.kernel.chain import Middleware
+from codeward.serving.drain import Drain
 from codeward.serving.stack import Approver, Stack, build_stack
 from codeward.serving.transport.http_endpoint import HttpEndpoint
 
@@ -123,8 +126,9 @@ def serve_mcp(config: Config, serving: Serving, *, plane: PlaneFactory | None = 
 async def _serve(config: Config, serving: Serving, plane_factory: PlaneFactory | None,
                  announce: Callable[[Started], None], http: HttpServing | None) -> None:
     state, audit = (http.state, http.audit) if http is not None else (None, None)
+    drain = Drain(config.server.drain_timeout)
     async with (plane_factory() if plane_factory is not None else _no_plane()) as plane:
-        stack = serving_stack(config, serving, plane, state, audit)
+        stack = serving_stack(config, serving, plane, state, audit, drain)
         server = stack.server(name=serving.name, roots_from_client=not stack.roots_given and serving.http is None)
         async with stack:
             plane.attach_server(stack, serving, state, audit)
@@ -138,11 +142,12 @@ async def _serve(config: Config, serving: Serving, plane_factory: PlaneFactory |
                 await server.run_http(host=endpoint.host, port=endpoint.port, token=auth.token,
                                       allowed_hosts=endpoint.allowed_hosts, state=state,
                                       users=audit.users if audit is not None else None,
-                                      audit=audit.log if audit is not None else None, http_stack=http.loop)
+                                      audit=audit.log if audit is not None else None, http_stack=http.loop,
+                                      drain=drain)
 
 
 def serving_stack(config: Config, serving: Serving, plane: Plane, state: StateBackend | None,
-                  audit: HttpAudit | None) -> Stack:
+                  audit: HttpAudit | None, drain: Drain | None = None) -> Stack:
     """Approvals (the plane's race, any replica's answer, the audit of each decision), the observers
     (the audit outermost, then the plane's), and the one stack built from them."""
     approver = None
@@ -153,7 +158,7 @@ def serving_stack(config: Config, serving: Serving, plane: Plane, state: StateBa
         if state is not None and state.shared and serving.confirm is not approve_everything:
             from codeward.serving.shared_state.approvals import SharedApprovals  # answered on any replica
 
-            approvals = SharedApprovals(state, approvals)
+            approvals = SharedApprovals(state, approvals, drain=drain)
         if audit is not None:
             approvals = audit.approvals(approvals)
         approver = Approver(approvals)
