@@ -3,6 +3,7 @@ codeward gateway replicas behind them (each in its own process group, so a test 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -16,6 +17,25 @@ from tests.process_support import free_port, start, stop
 
 TOKEN = "replica-test-token"
 ALICE = "alice-own-token"
+BOB = "bob-own-token"
+CAROL = "carol-own-token"
+DAVE = "dave-own-token"
+USERS = {"alice": (ALICE, None), "bob": (BOB, ["agent", "approver"]), "carol": (CAROL, ["approver"]),
+         "dave": (DAVE, ["auditor"])}
+"""The team of the replica tests: alice calls tools (no roles named: an agent), bob calls tools and
+approves, carol only approves, dave only reads the audit and the figures."""
+
+
+def users_file(path: Path, users: Mapping[str, tuple[str, Sequence[str] | None]] = USERS) -> Path:
+    """A users file: each user's token hash and roles."""
+
+    lines = []
+    for name, (token, roles) in users.items():
+        lines.append(f'[users.{name}]\ntoken_sha256 = "{hashlib.sha256(token.encode()).hexdigest()}"')
+        if roles is not None:
+            lines.append(f"roles = {list(roles)!r}".replace("'", '"'))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
 
 
 def have(*programs: str) -> str | None:
@@ -68,13 +88,9 @@ def nginx(directory: Path, replicas: Sequence[int]) -> Iterator[int]:
 
 
 def gateway_config(directory: Path, redis_port: int, extra: str = "", mcp: str = "") -> Path:
-    """A replica's codeward.toml: user alice, the audit, Redis state, the peer server (``extra``: more of
-    its table; ``mcp``: more of ``[mcp]``)."""
-    import hashlib
-
-    users = directory / "users.toml"
-    users.write_text(f'[users.alice]\ntoken_sha256 = "{hashlib.sha256(ALICE.encode()).hexdigest()}"\n',
-                     encoding="utf-8")
+    """A replica's codeward.toml: the team's users (:data:`USERS`), the audit, Redis state, the peer server
+    (``extra``: more of its table; ``mcp``: more of ``[mcp]``)."""
+    users_file(directory / "users.toml")
     path = directory / "codeward.toml"
     path.write_text(f"""
 [audit]

@@ -20,6 +20,7 @@ import anyio
 import uvicorn
 from mcp.server.lowlevel import Server
 from mcp.server.transport_security import TransportSecuritySettings
+from sse_starlette.sse import EventSourceResponse
 
 from codeward.audit.log import AuditLog
 from codeward.audit.metrics import CallMetrics
@@ -114,6 +115,7 @@ async def run_http(server: ServedApp, *, host: str, port: int, token: str | None
     :meth:`HttpStack.run` for uvloop."""
     drain = drain or Drain(deadline=0.0)
     users = users or Directory(None)
+    EventSourceResponse.DEFAULT_PING_INTERVAL = SSE_PING_S  # the SDK makes its streams without a ping argument
     app = http_app(server, host=host, token=token, state=state, users=users, audit=audit, drain=drain, **options)
     freeze_startup_heap()
     chosen = http_stack or choose_stack()
@@ -131,6 +133,10 @@ async def run_http(server: ServedApp, *, host: str, port: int, token: str | None
 GRACE_AFTER_DRAIN_S = 2
 """Once drained, what is left are idle connections and standing event streams (a client's ``GET``): they
 get this long to close before they are cut (the client reconnects to another replica)."""
+SSE_PING_S = 1
+"""Every event stream carries a comment this often while it has nothing to say, so a balancer's read
+timeout can be short (``deploy/nginx.conf``: 4 s) — a hung replica is noticed within seconds — while
+calls that run for an hour keep their stream."""
 
 
 def _say(text: str) -> None:
