@@ -1,7 +1,8 @@
-"""What the gateway adds per call: p50 direct to an upstream vs through the gateway, same run.
+"""What the gateway adds per call: p50 direct to an upstream, through codeward's gateway and
+through FastMCP's proxy, same run.
 
 One stdio upstream (the node ``@modelcontextprotocol/server-everything``, tool ``echo``, when
-installed under tests/node/node_modules; else codeward's test peer) is measured three ways:
+installed under tests/node/node_modules; else codeward's test peer) is measured these ways:
 
 - ``direct``: the official Python client talks to the upstream itself — the baseline;
 - ``gateway-inproc``: :meth:`Gateway.call` in this process (naming, policy, the upstream
@@ -9,10 +10,17 @@ installed under tests/node/node_modules; else codeward's test peer) is measured 
 - ``server-hop``: the official client talks to codeward's MCP server answering an echo tool
   itself (no upstream) — what the extra hop through codeward's server costs on its own;
 - ``gateway-stdio``: the official client talks to ``codeward gateway`` over stdio, which
-  forwards to the upstream over stdio — the real two-hop set-up.
+  forwards to the upstream over stdio — the real two-hop set-up;
+- ``gateway-modern``: the same, the client speaking 2026-07-28 (the official client's default);
+- ``fastmcp-stdio``: the official client talks to FastMCP's proxy (``fastmcp.server.create_proxy``
+  over the same upstream, served over stdio) — the same two hops through the best-known Python
+  gateway. Measured when ``fastmcp`` is installed: ``pip install -e '.[bench]'`` (an extra, not a
+  dependency of codeward).
 
-Each gets ``--warmup`` untimed calls, then ``--calls`` timed ones, one at a time. The target
-is at most 0.5 ms added at p50 for ``gateway-stdio`` over ``direct``.
+Every client speaks the handshake era but ``gateway-modern``'s (FastMCP's proxy lists no tools to a
+2026-07-28 client). Each path gets ``--warmup`` untimed calls, then ``--calls`` timed ones, one at a
+time, the paths taking turns in ``--rounds`` rounds. The targets: at most 0.5 ms added at p50 for
+``gateway-stdio`` over ``direct``, and at most half of what FastMCP's proxy adds.
 
     .venv/bin/python bench/gateway_bench.py [--calls 2000] [--warmup 200]
 """
@@ -37,6 +45,8 @@ REPO = Path(__file__).resolve().parent.parent
 EVERYTHING = REPO / "tests/node/node_modules/.bin/mcp-server-everything"
 PEER = REPO / "tests/gateway_peer.py"
 TARGET_MS = 0.5
+TARGET_RATIO = 0.5
+"""codeward's gateway adds at most this share of what FastMCP's proxy adds (p50, same run)."""
 
 SERVE = """
 import sys
@@ -101,14 +111,41 @@ async def gateway_inproc(stack: AsyncExitStack, command: list[str], tool: str, a
     return call
 
 
-async def gateway_stdio(stack: AsyncExitStack, command: list[str], tool: str, args: dict[str, Any]) -> Call:
+async def gateway_stdio(stack: AsyncExitStack, command: list[str], tool: str, args: dict[str, Any],
+                        mode: str = "legacy") -> Call:
     scratch = stack.enter_context(tempfile.TemporaryDirectory())
     config = Path(scratch) / "codeward.toml"
     config.write_text(f'[mcp]\nauto_approve = ["up__*"]\n[mcp.servers.up]\ncommand = {json.dumps(command[0])}\n'
                       f"args = {json.dumps(command[1:])}\n")
     params = StdioServerParameters(command=sys.executable, args=["-c", SERVE, str(config)], cwd=scratch)
-    client = await stack.enter_async_context(Client(params, mode="legacy"))
+    client = await stack.enter_async_context(Client(params, mode=mode))
     return lambda: client.call_tool(f"up__{tool}", args)
+
+
+async def gateway_modern(stack: AsyncExitStack, command: list[str], tool: str, args: dict[str, Any]) -> Call:
+    return await gateway_stdio(stack, command, tool, args, mode="2026-07-28")
+
+
+FASTMCP_PROXY = """
+import json, sys, warnings
+warnings.simplefilter("ignore")
+from fastmcp.server import create_proxy
+command = json.loads(sys.argv[1])
+create_proxy({"mcpServers": {"up": {"command": command[0], "args": command[1:]}}}).run(show_banner=False)
+"""
+
+
+async def fastmcp_stdio(stack: AsyncExitStack, command: list[str], tool: str, args: dict[str, Any]) -> Call:
+    """FastMCP's proxy over the same upstream: a single server is mounted without a prefix."""
+    params = StdioServerParameters(command=sys.executable, args=["-c", FASTMCP_PROXY, json.dumps(command)])
+    client = await stack.enter_async_context(Client(params, mode="legacy"))
+    return lambda: client.call_tool(tool, args)
+
+
+def fastmcp_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("fastmcp") is not None
 
 
 async def server_hop(stack: AsyncExitStack, command: list[str], tool: str, args: dict[str, Any]) -> Call:
@@ -148,10 +185,15 @@ async def main() -> None:
     command, tool, args = upstream()
     print(f"upstream: {' '.join(Path(c).name for c in command)} (tool {tool}); {options.calls} calls per path "
           f"in {options.rounds} rounds taking turns, after {options.warmup} warm-up calls each\n")
+    paths: list[tuple[str, Callable[..., Awaitable[Call]]]] = [
+        ("direct", direct), ("gateway-inproc", gateway_inproc), ("server-hop", server_hop),
+        ("gateway-stdio", gateway_stdio), ("gateway-modern", gateway_modern)]
+    if fastmcp_installed():
+        paths.append(("fastmcp-stdio", fastmcp_stdio))
+    else:
+        print("fastmcp is not installed (pip install -e '.[bench]'): FastMCP's proxy is not measured\n")
     async with AsyncExitStack() as stack:
-        calls = {label: await open_path(stack, command, tool, args)
-                 for label, open_path in (("direct", direct), ("gateway-inproc", gateway_inproc),
-                                          ("server-hop", server_hop), ("gateway-stdio", gateway_stdio))}
+        calls = {label: await open_path(stack, command, tool, args) for label, open_path in paths}
         results = await measure(calls, options.warmup, options.calls, options.rounds)
     base = statistics.median(results["direct"])
     print(f"{'path':<16} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'added p50':>10} {'x direct':>9}")
@@ -162,6 +204,12 @@ async def main() -> None:
     added = statistics.median(results["gateway-stdio"]) - base
     verdict = "meets" if added <= TARGET_MS else "misses"
     print(f"\ngateway over stdio adds {added:.3f} ms at p50 ({verdict} the {TARGET_MS} ms target)")
+    if "fastmcp-stdio" in results:
+        theirs = statistics.median(results["fastmcp-stdio"]) - base
+        ratio = added / theirs if theirs > 0 else float("inf")
+        verdict = "meets" if ratio <= TARGET_RATIO else "misses"
+        print(f"FastMCP's proxy adds {theirs:.3f} ms: codeward's gateway adds {ratio:.2f}x that "
+              f"({verdict} the {TARGET_RATIO}x target)")
 
 
 if __name__ == "__main__":

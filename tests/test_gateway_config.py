@@ -210,3 +210,22 @@ def test_environment_references_are_expanded(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setenv("PEER_PORT", "4321")
     config = load_gateway_config(_toml(tmp_path, '[mcp.servers.p]\nurl = "http://127.0.0.1:${PEER_PORT}/mcp"\n'))
     assert config.servers[0].url == "http://127.0.0.1:4321/mcp"
+
+
+def test_what_a_server_passes_on_is_switched_per_server(tmp_path: Path) -> None:
+    config = load_gateway_config(_toml(tmp_path, """
+[mcp.servers.quiet]
+command = "quiet-server"
+sampling = false
+resources = false
+
+[mcp.servers.open]
+command = "open-server"
+"""))
+    quiet, open_ = config.servers
+    assert (quiet.sampling, quiet.resources, quiet.prompts) == (False, False, True)
+    assert (open_.sampling, open_.resources, open_.prompts) == (True, True, True)
+    with pytest.raises(ConfigError, match=r"sampling.*(bool|true or false)"):
+        load_gateway_config(_toml(tmp_path, '[mcp.servers.x]\ncommand = "x"\nsampling = "sometimes"\n'))
+    with pytest.raises(ConfigError, match=r"promts.*did you mean 'prompts'"):
+        load_gateway_config(_toml(tmp_path, '[mcp.servers.x]\ncommand = "x"\npromts = false\n'))

@@ -63,3 +63,37 @@ async def test_the_agent_asks_with_the_diff_and_a_denial_changes_nothing(root: P
     assert "the change it would make" in request.details()
     data: dict[str, Any] = ask_data(request)
     assert data["preview"] == {"kind": "diff", "text": request.preview.text}
+
+
+def test_moves_deletions_folders_and_the_executable_bit_are_previewed(root: Path, catalog: Catalog,
+                                                                      ctx: ToolContext) -> None:
+    (root / "tools").mkdir()
+    (root / "tools/check.sh").write_text("#!/bin/sh\necho checking\n")
+    (root / "tools/check.sh").chmod(0o755)
+    (root / "tools/notes.txt").write_text("a note\n")
+    (root / "tools/latest").symlink_to("check.sh")
+    before = snapshot(root)
+    moved = preview_call(catalog, "move_path", {"source": "tools/check.sh", "destination": ".githooks/pre-push"}, ctx)
+    assert moved is not None and moved.kind == "diff"
+    assert "deleted file mode 100755\n--- a/tools/check.sh" in moved.text
+    assert "new file mode 100755\n--- /dev/null\n+++ b/.githooks/pre-push" in moved.text
+    folder = preview_call(catalog, "move_path", {"source": "tools", "destination": "scripts"}, ctx)
+    assert folder is not None and "+++ b/scripts/notes.txt" in folder.text and "--- a/tools/notes.txt" in folder.text
+    assert "new file mode 120000\n--- /dev/null\n+++ b/scripts/latest\n@@ -0,0 +1 @@\n+check.sh" in folder.text
+    deleted = preview_call(catalog, "delete_path", {"path": "tools", "recursive": True}, ctx)
+    assert deleted is not None and "-a note" in deleted.text and "+++ /dev/null" in deleted.text
+    assert snapshot(root) == before
+
+
+def test_a_mode_change_alone_is_named_as_git_names_it(tmp_path: Path) -> None:
+    from codeward.engines.files.tree_diff import tree_diff
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.write_text("same\n")
+    new.write_text("same\n")
+    new.chmod(0o755)
+    old.chmod(0o644)
+    assert tree_diff(old, new, "hook") == "diff --git a/hook b/hook\nold mode 100644\nnew mode 100755\n"
+    assert tree_diff(old, old, "hook") == ""
+    (tmp_path / "blob").write_bytes(b"\x00\x01binary")
+    assert "(binary file blob would change)" in tree_diff(tmp_path / "missing", tmp_path / "blob", "blob")

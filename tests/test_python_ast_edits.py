@@ -293,11 +293,57 @@ def test_set_var_declaration_refuses_other_names_and_functions(py: Py, root: Pat
     write(root, "m.py", SAMPLE, VARIANTS[0])
     before = snapshot(root)
     assert_refused(py("py_set_var_declaration", path="m.py", name="LIMIT", new_declaration="OTHER = 1"),
-                   root, before, "assigning 'LIMIT'")
+                   root, before, "defines the variable 'OTHER', not the variable 'LIMIT'", "py_rename_symbol")
+    assert_refused(py("py_set_var_declaration", path="m.py", name="LIMIT", new_declaration="def LIMIT(): pass"),
+                   root, before, "defines the function 'LIMIT', not the variable 'LIMIT'")
     assert_refused(py("py_set_var_declaration", path="m.py", name="plain", new_declaration="plain = 1"),
                    root, before, "is a function", "py_get_definition")
     assert_refused(py("py_set_var_declaration", path="m.py", name="LIMIT", new_declaration="LIMIT = ("),
                    root, before, "not valid Python")
+
+
+# -- definitions swapped for another name -----------------------------------------------------
+
+
+@pytest.mark.parametrize(("tool_name", "args", "words"), [
+    ("py_update_definition", {"name": "plain", "new_content": "x = 1"},
+     ("new_content defines the variable 'x', not the function 'plain'", "py_set_var_declaration")),
+    ("py_update_definition", {"name": "Outer.method", "new_content": "def other(self, value):\n    return value"},
+     ("new_content defines the function 'other', not the method 'method'", "rename=true", "py_add_def")),
+    ("py_set_signature", {"name": "plain", "new_signature": "def simple(x):"},
+     ("new_signature defines the function 'simple', not the function 'plain'", "py_rename_symbol")),
+    ("py_set_signature", {"name": "Outer", "new_signature": "class Inner2:"},
+     ("defines the class 'Inner2', not the class 'Outer'",)),
+], ids=["variable-for-def", "other-method", "other-signature", "other-class"])
+def test_new_text_naming_another_symbol_is_refused(
+        py: Py, root: Path, variant: Variant, tool_name: str, args: dict[str, Any], words: tuple[str, ...]) -> None:
+    write(root, "m.py", SAMPLE, variant)
+    write(root, "user.py", "from m import plain\n\nprint(plain(1))\n", variant)
+    before = snapshot(root)
+    assert_refused(py(tool_name, path="m.py", **args), root, before, *words)
+
+
+def test_rename_true_renames_the_callers_with_the_edit(py: Py, root: Path) -> None:
+    write(root, "m.py", SAMPLE, VARIANTS[1])
+    write(root, "user.py", "from m import plain\n\nprint(plain(1))\n", VARIANTS[0])
+    outcome = py("py_set_signature", path="m.py", name="plain", new_signature="def incremented(x: int) -> int:",
+                 rename=True)
+    assert not outcome.is_error, outcome.text
+    assert "Renamed plain to incremented and its references in 1 other file (user.py)" in outcome.text
+    assert (root / "user.py").read_text() == "from m import incremented\n\nprint(incremented(1))\n"
+    expected = SAMPLE.replace("def plain(x):", "def incremented(x: int) -> int:")
+    assert (root / "m.py").read_bytes() == VARIANTS[1].encode(expected)
+
+
+def test_rename_true_with_a_broken_edit_renames_nothing(py: Py, root: Path) -> None:
+    write(root, "m.py", SAMPLE, VARIANTS[0])
+    write(root, "user.py", "from m import plain\n\nprint(plain(1))\n", VARIANTS[0])
+    before = snapshot(root)
+    outcome = py("py_update_definition", path="m.py", name="plain", rename=True,
+                 new_content="def incremented(x):\n    return await x\n")  # parses alone, does not compile
+    assert outcome.is_error and "'await' outside async function" in outcome.text
+    after = {name: data for name, data in snapshot(root).items() if not name.startswith(".codeward/")}
+    assert after == before, "the rename was applied without the edit"
 
 
 # -- py_remove_def --------------------------------------------------------------------------
@@ -388,7 +434,8 @@ def test_add_def_into_an_empty_file_and_one_without_final_newline(py: Py, root: 
     [
         pytest.param({"name": "plain", "new_content": "def plain():\n    pass"}, ("already exists", "line 10"),
                      id="duplicate"),
-        pytest.param({"name": "g", "new_content": "def f():\n    pass"}, ("does not define 'g'",), id="name-mismatch"),
+        pytest.param({"name": "g", "new_content": "def f():\n    pass"}, ("defines the function 'f', not 'g'",),
+                     id="name-mismatch"),
         pytest.param({"name": "g", "new_content": "def g(:\n    pass"}, ("not valid Python", "line 1"),
                      id="syntax-error"),
         pytest.param({"name": "g", "new_content": "def g():\n    pass\nreturn 1"}, ("outside function",),
@@ -453,14 +500,14 @@ def test_move_def_across_files_keeps_each_files_encoding(py: Py, root: Path) -> 
     assert_exact_change(dest, dest_text, "def existing():", moved + "def existing():", VARIANTS[1])
 
 
-def test_move_def_to_a_new_file_notes_missing_imports(py: Py, root: Path) -> None:
+def test_move_def_to_a_new_file_takes_its_imports_and_is_imported_back(py: Py, root: Path) -> None:
     src = write(root, "m.py", "import os\n\n\ndef where():\n    return os.getcwd()\n\n\nprint(where())\n", VARIANTS[0])
     outcome = py("py_move_def", src_path="m.py", dest_path="pkg/new.py", name="where")
     assert not outcome.is_error, outcome.text
-    assert (root / "pkg" / "new.py").read_text() == "def where():\n    return os.getcwd()\n"
-    assert src.read_text() == "import os\n\n\nprint(where())\n"
-    assert "Check imports: os" in outcome.text
-    assert "m.py still uses where" in outcome.text
+    assert (root / "pkg" / "new.py").read_text() == "import os\n\n\ndef where():\n    return os.getcwd()\n"
+    assert src.read_text() == "import os\nfrom pkg.new import where\n\n\nprint(where())\n"
+    assert "pkg/new.py gets the imports the moved code needs: import os" in outcome.text
+    assert "m.py imports where back from pkg/new.py (it still uses it)" in outcome.text
 
 
 def test_move_def_refused_on_one_side_writes_neither(py: Py, root: Path) -> None:

@@ -192,7 +192,7 @@ def test_codeward_s_data_folder_is_off_limits_even_inside_a_root(tmp_path: Path,
             refused = workspace.resolve(str(path), access)
             assert not refused.ok and "codeward's per-user data" in refused.error_text(), (path, access)
     assert not workspace.visible(data_home())
-    from codeward.engines.shell.confine import confine
+    from codeward.engines.contained.confine import confine
 
     assert str(data_home().resolve()) in confine(workspace, hide_secrets=False).hidden
 

@@ -66,10 +66,15 @@ SERVE, CALL, HELP = "a stdio serve", "codeward call", "the whole command line (-
 DEFERRED: dict[str, tuple[str, str]] = {
     # left out of a stdio serve's start (checked with LEFT_FOR_FIRST_USE above)
     "codeward.approval.askers": (SERVE, "who is asked: a command with someone to ask (--control, gateway, call)"),
+    "codeward.approval.previews": (SERVE, "what a person is shown: the first write of a host-run path"),
     "codeward.approval.registry_items": (SERVE, "registry approvals: only a stack with an approver"),
     "codeward.apps.cli.completion": (SERVE, "shell completion: only while a shell completes"),
     "codeward.apps.client_setup.launch": (SERVE, "this installation's command: only a banner prints it"),
     "codeward.engines.code_intel.outline_model": (SERVE, "tree-sitter outlines: the first file summary of code"),
+    "codeward.engines.contained.project_sandbox": (SERVE, "the one entry point for programs: the first run "
+                                                          "(or the sandbox line of a banner, not over a pipe)"),
+    "codeward.engines.sandbox.doctor": (SERVE, "the machine's checks: codeward doctor, a banner's sandbox line"),
+    "codeward.engines.sandbox.probe": (SERVE, "the backend probe: the first call that runs a program"),
     "codeward.engines.execution.docker_exec": (SERVE, "Docker: only a call that runs code in Docker"),
     "codeward.engines.llm.client": (SERVE, "the model client (openai): only a shell run asked to explain itself"),
     "codeward.engines.registry.http_primitive": (SERVE, "the registry's http_client primitive: its first run"),
@@ -78,8 +83,6 @@ DEFERRED: dict[str, tuple[str, str]] = {
     "codeward.engines.sandbox.docker": (SERVE, "the Docker backend (its SDK): only where Docker is chosen"),
     "codeward.engines.sandbox.process": (SERVE, "the plain-process backend: only where nothing else runs"),
     "codeward.engines.sandbox.runner": (SERVE, "a registry tool's install: its first run"),
-    "codeward.engines.shell.runner": (SERVE, "a registry tool run in the shell's sandbox: its first run"),
-    "codeward.engines.shell.workspace_run": (SERVE, "a registry tool run in the shell's sandbox: its first run"),
     "codeward.gateway.config": (SERVE, "a server named on the command line: only --url"),
     "codeward.gateway.gateway": (SERVE, "upstream servers: only the gateway"),
     "codeward.gateway.stdio_client": (SERVE, "an upstream server over stdio: only the gateway"),
@@ -116,6 +119,7 @@ DEFERRED: dict[str, tuple[str, str]] = {
     "codeward.engines.registry.keys": (HELP, "signing keys (cryptography): only registry sign/keys"),
     "codeward.engines.registry.scaffold": (HELP, "a new registry item: only registry new"),
     "codeward.engines.registry.settings": (HELP, "the user's key store: only registry keys"),
+    "codeward.engines.sandbox.choice": (HELP, "the backend choice: only doctor (a server makes it at its first run)"),
     "codeward.engines.review.runner": (HELP, "the analyzers: only review runs them"),
     "codeward.engines.review.service": (HELP, "the review: only review runs it"),
     "codeward.engines.sandbox": (HELP, "the sandbox: only run"),

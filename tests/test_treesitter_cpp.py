@@ -274,3 +274,137 @@ def test_deeply_nested_source_is_outlined_without_crashing(run: Run, root: Path)
     outcome = run("ts_c_get_code_outline", path="deep.c")
     assert not outcome.is_error, outcome.text
     assert "[Function] f (Lines 2-2)" in outcome.text
+
+
+# -- macros the grammar cannot expand, and edits in files it cannot parse whole ---------------------
+
+CODEC = """\
+#include "codec.h"
+
+static FASTCALL_ATTR PyObject *FASTCALL_MSVC decode_true(struct State *ds)
+{
+  return ds->yes;
+}
+
+static FASTCALL_ATTR INLINE_PREFIX void FASTCALL_MSVC strreverse(char *begin, char *end)
+{
+  char aux;
+  while (end > begin) aux = *end, *end-- = *begin, *begin++ = aux;
+}
+
+BOOL WINAPI DllMain(HINSTANCE instance, DWORD reason, LPVOID reserved)
+{
+  return TRUE;
+}
+
+static PyObject *decode_any(struct State *ds) FASTCALL_ATTR;
+
+enum { SMALL_VALUE, LARGE_VALUE };
+"""
+
+
+@pytest.mark.parametrize(("name", "start"), [
+    ("decode_true", "static FASTCALL_ATTR PyObject *FASTCALL_MSVC decode_true(struct State *ds)\n{"),
+    ("strreverse", "static FASTCALL_ATTR INLINE_PREFIX void FASTCALL_MSVC strreverse(char *begin, char *end)\n{"),
+    ("DllMain", "BOOL WINAPI DllMain(HINSTANCE instance, DWORD reason, LPVOID reserved)\n{"),
+    ("decode_any", "static PyObject *decode_any(struct State *ds) FASTCALL_ATTR;"),
+])
+def test_definitions_keep_their_macro_prefixes_and_names(run: Run, root: Path, name: str, start: str) -> None:
+    (root / "codec.c").write_text(CODEC)
+    definition = run("ts_c_get_definition", path="codec.c", name=name)
+    assert not definition.is_error, definition.text
+    assert definition.text.startswith(start)
+    outline = run("ts_c_get_code_outline", path="codec.c")
+    assert outline.structured is not None
+    assert [s["name"] for s in outline.structured["symbols"]] == ["decode_true", "strreverse", "DllMain",
+                                                                  "decode_any"]
+
+
+HEADER = """\
+namespace opts {
+
+CXXOPTS_DIAGNOSTIC_PUSH
+CXXOPTS_IGNORE_WARNING("-Weffc++")
+class Value
+{
+  public:
+  CXXOPTS_NODISCARD
+  std::size_t
+  count() const noexcept
+  {
+    return m_count;
+  }
+
+  template <typename T, typename std::enable_if<std::is_integral<T>::value>::type* = nullptr>
+  T parsed() const { return T(); }
+
+  std::size_t m_count = 0;
+};
+CXXOPTS_DIAGNOSTIC_POP
+
+}  // namespace opts
+"""
+
+
+def test_a_member_in_a_file_with_parse_errors_elsewhere_is_edited_and_checked_alone(run: Run, root: Path) -> None:
+    path = root / "opts.hpp"
+    path.write_text(HEADER)
+    definition = run("ts_cpp_get_definition", path="opts.hpp", name="Value::count")
+    assert definition.text == ("  CXXOPTS_NODISCARD\n  std::size_t\n  count() const noexcept\n  {\n"
+                               "    return m_count;\n  }")
+    edited = definition.text.replace("return m_count;", "return m_count + 0;")
+    outcome = run("ts_cpp_update_definition", path="opts.hpp", name="Value::count", new_content=edited)
+    assert not outcome.is_error, outcome.text
+    assert path.read_text() == HEADER.replace("return m_count;", "return m_count + 0;")
+    before = snapshot(root)
+    broken = run("ts_cpp_update_definition", path="opts.hpp", name="Value::count",
+                 new_content=edited.replace("m_count + 0;", "m_count + ;"))
+    assert broken.is_error and snapshot(root) == before
+    assert "syntax error at line 12" in broken.text and "(line 5 of new_content)" in broken.text
+    assert "already had parse errors elsewhere" in broken.text  # and the template line is not blamed
+    assert "enable_if" not in broken.text
+
+
+def test_an_unparseable_definition_is_checked_by_its_brackets(run: Run, root: Path) -> None:
+    source = "int g(void) { return 1 }\n\nint k(int n) {\n  return n SQUARED;\n}\n"
+    path = root / "odd.c"
+    path.write_text(source)
+    changed = "int k(int n) {\n  return (n + 1) SQUARED;\n}"
+    outcome = run("ts_c_update_definition", path="odd.c", name="k", new_content=changed)
+    assert not outcome.is_error, outcome.text
+    assert "checked for balanced brackets, strings and comments only" in outcome.text
+    assert path.read_text() == source.replace("return n SQUARED", "return (n + 1) SQUARED")
+    path.write_text(source)
+    before = snapshot(root)
+    unbalanced = run("ts_c_update_definition", path="odd.c", name="k",
+                     new_content=changed.replace("(n + 1)", "(n + 1"))
+    assert unbalanced.is_error and snapshot(root) == before
+    assert "does not balance its brackets as the old one did: 1 more '(' than ')'" in unbalanced.text
+
+
+def test_new_content_defining_another_function_is_refused(run: Run, root: Path) -> None:
+    (root / "m.c").write_text("int one(void) { return 1; }\nint two(void) { return 2; }\n")
+    before = snapshot(root)
+    outcome = run("ts_c_update_definition", path="m.c", name="one", new_content="int three(void) { return 3; }")
+    assert outcome.is_error and snapshot(root) == before
+    assert "new_content defines the function 'three', not the function 'one'" in outcome.text
+    assert "rename it and its callers first" in outcome.text
+    (root / "cart.js").write_text("export function total(cart) {\n  return cart.sum;\n}\n")
+    before = snapshot(root)
+    other = run("code_update_definition", path="cart.js", name="total",
+                new_content="export function subtotal(cart) {\n  return cart.sum;\n}")
+    assert other.is_error and snapshot(root) == before
+    assert "defines the function 'subtotal', not the function 'total'" in other.text
+
+
+def test_a_definition_given_back_with_preprocessor_lines_at_column_zero_changes_nothing(run: Run, root: Path) -> None:
+    source = ("struct J {\n    void set_parents()\n    {\n#if DIAGNOSTICS\n        check();\n#endif\n    }\n};\n")
+    path = root / "j.hpp"
+    path.write_text(source)
+    definition = run("ts_cpp_get_definition", path="j.hpp", name="J::set_parents")
+    outcome = run("ts_cpp_update_definition", path="j.hpp", name="J::set_parents", new_content=definition.text)
+    assert not outcome.is_error and "already exactly that" in outcome.text
+    unindented = "void set_parents()\n{\n#if DIAGNOSTICS\n    check();\n#endif\n}"
+    outcome = run("ts_cpp_update_definition", path="j.hpp", name="J::set_parents", new_content=unindented)
+    assert not outcome.is_error, outcome.text
+    assert path.read_text() == source

@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 import pwd
+import shlex
 import shutil
 import socket
 import subprocess
@@ -64,13 +65,25 @@ SECRET_FILES = (".env", "deploy/server.key", "notes/private.txt", "prod.env", ".
 """Strings planted in files the agent must never read; none may appear in any output."""
 
 CODEWARD_OWN_WRITES = ("index.sqlite", "registry.sqlite3", "outputs", "logs", "venvs", "checkpoints",
-                       "git-history.json")
+                       "git-history.json", "locks")
 """What codeward writes in ``.codeward/`` as it works (not the agent's doing)."""
 
 CODEWARD_HOME_DIRS = ((".local", "share", "codeward"), (".cache", "codeward"))
 """What codeward keeps in its user's home (and the folders above them)."""
 SIGNING_DIR = (".local", "share", "codeward", "signing")
 """The person's signing key and the keys they trust: checked like any file outside the roots."""
+
+HOST_RUN_NAMES = frozenset({
+    ".githooks", ".husky", ".pre-commit-config.yaml", ".gitmodules", ".gitattributes", ".gitconfig", ".vscode", ".idea",
+    ".devcontainer", ".devcontainer.json", ".mcp.json", ".cursor", ".claude", ".envrc", ".bashrc", ".bash_profile",
+    ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout"})
+"""Names (compared case-insensitively, at any depth) of what the person's own tools run later: git
+hooks, pre-commit, editors, MCP clients, shells. The harness's own list, kept apart from
+codeward's on purpose: a file under one changes only when a test approves it (:meth:`Host.approve`)."""
+TOOL_CACHES = "tool-caches"
+"""Beside ``home/``: where the person's tools keep caches (pre-commit's), so that ``home/`` stays a canary."""
+HOOKS_FOLDER = ".githooks"
+"""``core.hooksPath`` of the person's repository after :meth:`Host.install_hooks`."""
 
 PROJECT_CONFIG = """\
 # The operator's policy for this project: a tool may never change it.
@@ -97,8 +110,9 @@ class Principal:
         return ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups", "--", *argv]
 
     def env(self, home: Path) -> dict[str, str]:
-        env = {key: value for key, value in os.environ.items() if not key.startswith(("XDG_", "GIT_"))}
-        env.update(HOME=str(home), PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
+        env = {key: value for key, value in os.environ.items() if not key.startswith(("XDG_", "GIT_", "PRE_COMMIT"))}
+        env.update(HOME=str(home), PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1",
+                   PRE_COMMIT_HOME=str(home.parent / TOOL_CACHES / "pre-commit"))
         if self.pythonpath:
             env["PYTHONPATH"] = self.pythonpath
         return env
@@ -166,6 +180,23 @@ def _python_for(uid: int, gid: int) -> tuple[tuple[str, ...], str | None]:
             return (candidate,), pythonpath
     pytest.skip(f"no {version} the user {USER_NAME!r} may run imports codeward (this interpreter lives where "
                 "the user cannot read it, and no system interpreter of the same version exists)")
+
+
+@cache
+def _hook_python(who: Principal) -> tuple[str, str]:
+    """An interpreter (and ``PYTHONPATH``) a hook the principal's git runs can start with pre-commit
+    importable: started from a shell, as git starts hooks (a path through a home folder the user
+    may not enter fails there even where a direct start works)."""
+    paths = os.pathsep.join(dict.fromkeys([sysconfig.get_path("purelib"), sysconfig.get_path("platlib")]))
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    candidates = ((sys.executable, ""), (f"/usr/bin/{version}", paths), (f"/usr/local/bin/{version}", paths))
+    for python, pythonpath in candidates:
+        probe = f"exec {shlex.quote(python)} -c 'import pre_commit'"
+        env = {**os.environ, "HOME": "/", **({"PYTHONPATH": pythonpath} if pythonpath else {})}
+        if subprocess.run(who.wrap(["sh", "-c", probe]), cwd="/", env=env, capture_output=True,
+                          check=False).returncode == 0:
+            return python, pythonpath
+    pytest.skip(f"no {version} the principal can start from a hook imports pre-commit")
 
 
 class Listener:
@@ -248,7 +279,7 @@ class Host:
 
     def _build(self) -> None:
         project, outside, home, markers = self.project, self.outside, self.home, self.markers
-        for folder in (project, outside, home, markers):
+        for folder in (project, outside, home, markers, self.base / TOOL_CACHES):
             folder.mkdir()
         (home / ".gitconfig").write_text("[user]\n\tname = Host User\n\temail = host@example.invalid\n"
                                          "[init]\n\tdefaultBranch = main\n")
@@ -275,7 +306,7 @@ class Host:
         self.git("commit", "-q", "-m", "initial")
         (project / ".git" / ".env").write_text(f"{SECRET_NAMED}\n")
         if self.principal.uid != os.geteuid():
-            for path in (project, outside, home, markers):
+            for path in (project, outside, home, markers, self.base / TOOL_CACHES):
                 _chown_tree(path, self.principal.uid, self.principal.gid)
 
     # -- running things -----------------------------------------------------------------
@@ -305,17 +336,58 @@ class Host:
 
     @asynccontextmanager
     async def serve(self, *extra: str, config: Path | None = None, elicitation: Any = None,
-                    gateway: bool = False) -> AsyncIterator[Session]:
+                    gateway: bool = False, mode: str = "auto") -> AsyncIterator[Session]:
         """A real ``codeward serve`` over stdio (as the principal) and an official SDK client on it.
 
         ``gateway=True`` runs ``codeward gateway --root <project>`` instead (approval rules apply);
-        ``elicitation`` answers the server's questions to the person (``None``: nobody can be asked)."""
+        ``elicitation`` answers the server's questions to the person (``None``: nobody can be asked);
+        ``mode="legacy"`` speaks the handshake era (a question reaches the person mid-call)."""
         argv = self.server_argv(*extra, config=config) if not gateway else self.principal.wrap(
             [*self.principal.python, "-m", "codeward", "gateway", "--root", str(self.project), *extra])
         params = StdioServerParameters(command=argv[0], args=argv[1:], env=self.principal.env(self.home),
                                        cwd=str(self.project))
-        async with Client(params, read_timeout_seconds=SERVER_TIMEOUT_S, elicitation_callback=elicitation) as client:
+        async with Client(params, read_timeout_seconds=SERVER_TIMEOUT_S, elicitation_callback=elicitation,
+                          mode=mode) as client:
             yield Session(client, self)
+
+    def place(self, rel: str, text: str, mode: int = 0o644) -> Path:
+        """Put a file in the project as its owner would (the scene, not the attack)."""
+        path = self.project / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        path.chmod(mode)
+        for each in [path, *[p for p in path.parents if p.is_relative_to(self.project) and p != self.project]]:
+            os.chown(each, self.principal.uid, self.principal.gid)
+        return path
+
+    def install_hooks(self) -> None:
+        """The person's hooks, as a developer has them: ``core.hooksPath = .githooks``, whose
+        ``pre-commit`` runs the pre-commit framework on ``.pre-commit-config.yaml`` (what ``pre-commit
+        install`` writes). The host's ``git commit`` of every check then runs what those name: a
+        hook or a ``repo: local`` hook planted there leaves its marker."""
+        python, pythonpath = _hook_python(self.principal)
+        setting = f"PYTHONPATH={shlex.quote(pythonpath)} " if pythonpath else ""
+        self.place(f"{HOOKS_FOLDER}/pre-commit", "#!/bin/sh\n# the person's hook: pre-commit, as `pre-commit install` "
+                   f"runs it\n{setting}exec {shlex.quote(python)} -m pre_commit hook-impl "
+                   "--config=.pre-commit-config.yaml --hook-type=pre-commit "
+                   '--hook-dir "$(cd "$(dirname "$0")" && pwd)" -- "$@"\n', 0o755)
+        self.place(".pre-commit-config.yaml", "# the person's pre-commit hooks\nrepos: []\n")
+        done = self.git("config", "core.hooksPath", HOOKS_FOLDER)
+        assert done.returncode == 0, done.stderr
+        self.rebaseline()
+
+    def approve(self, *rels: str) -> None:
+        """What a person approved (or did themselves) is the new state of these paths (and what is
+        under them): the checks compare with it from now on, the rest with the scene."""
+        now = self._state()
+        for rel in rels:
+            prefix = str(self.project / rel)
+            for path in {*self._before, *now}:
+                if path == prefix or path.startswith(prefix + "/"):
+                    if path in now:
+                        self._before[path] = now[path]
+                    else:
+                        self._before.pop(path, None)
 
     @contextmanager
     def raw_stdio(self, *extra: str) -> Iterator[RawServer]:
@@ -353,7 +425,9 @@ class Host:
         return text
 
     def protected_paths(self) -> list[Path]:
-        """Files the agent may never change: git metadata at any depth, codeward's config and state.
+        """Files the agent may never change: git metadata at any depth, codeward's config and state,
+        and — unless a person approves it (:meth:`approve`) — what the host runs later
+        (:data:`HOST_RUN_NAMES` at any depth).
 
         What codeward itself keeps in ``.codeward/`` (caches, saved outputs, logs) changes as the
         server works; an attack on those checks them itself.
@@ -365,7 +439,9 @@ class Host:
                 continue
             if rel.parts == (".codeward", ".gitignore") and path.read_bytes() == GITIGNORE.encode():
                 continue  # what codeward writes with its first cache
-            if ".git" in rel.parts or rel.parts[0] in ("codeward.toml", ".codeward") or path.name == "mcp_env.toml":
+            host_run = any(part.casefold() in HOST_RUN_NAMES for part in rel.parts)
+            if ".git" in rel.parts or rel.parts[0] in ("codeward.toml", ".codeward") or path.name == "mcp_env.toml" \
+                    or host_run:
                 found.append(path)
         return found
 

@@ -24,6 +24,7 @@ from codeward.gateway.names import matches, plain_name
 from codeward.kernel.catalog import Catalog
 from codeward.kernel.chain import Middleware, ToolCall, tool_info
 from codeward.kernel.context import ToolContext
+from codeward.kernel.host_run import EVERY_WRITE
 from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.result import ErrorInfo, ErrorKind
 from codeward.kernel.surface import ToolInfo, ToolOrigin, ToolSurface
@@ -200,7 +201,7 @@ class Approval(Middleware):
         origin = info.origin
         ctx = call.ctx
         if origin is not None and origin.native and not self.native:  # the person typed this call
-            return await inner.call(call.name, call.arguments, _by_person(ctx))
+            return await inner.call(call.name, call.arguments, by_person(ctx, writes=True))
         arguments: Mapping[str, Any] = dict(call.arguments or {})
         always_ask = replaced = False
         if self.underlying is not None and origin is not None and origin.native:
@@ -235,7 +236,9 @@ class Approval(Middleware):
                 denied.name = call.name
                 denied.waited = waited
                 return denied
-            ctx = _by_person(ctx)  # a tool asking a person itself does not ask again
+            # a tool asking a person itself does not ask again; having seen the whole diff, the person
+            # approved its host-run writes too (a command's text does not show what it will write)
+            ctx = by_person(ctx, writes=preview is not None and preview.kind == "diff")
         outcome = await inner.call(call.name, call.arguments, ctx)
         outcome.waited += waited
         return outcome
@@ -248,9 +251,11 @@ class Approval(Middleware):
             return False
 
 
-def _by_person(ctx: ToolContext) -> ToolContext:
-    """The call's context marked as approved by a person (who typed it or said yes to it)."""
-    return ctx.child(call=replace(ctx.call, approved=True))
+def by_person(ctx: ToolContext, *, writes: bool) -> ToolContext:
+    """The call's context marked as approved by a person (who typed it or said yes to it); with
+    ``writes``, its writes of files the host runs later too (they typed it, or saw its whole diff)."""
+    workspace = ctx.workspace.with_host_run_consent(EVERY_WRITE) if writes else ctx.workspace
+    return ctx.child(call=replace(ctx.call, approved=True), workspace=workspace)
 
 
 def _denied(name: str, hint: str, changed: bool) -> ToolOutcome:

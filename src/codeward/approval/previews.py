@@ -2,17 +2,21 @@
 
 A person asked to approve ``edit_file({"path": ..., "old_string": ..., ...})`` judges JSON
 poorly and a diff well. For codeward's own tools that write files, :func:`preview_call` runs the
-call for real — on copies: the files it names for writing are copied into a scratch workspace
-(same relative paths), the call runs there with checkpoints off, and what changed is shown as a
-unified diff. The project is never touched, and no tool needs a preview of its own. For
-tools that execute something (a shell script, code, a test command) the command is shown;
-for anything else, nothing beyond the arguments.
+call for real — on copies: the files and folders it names for writing are copied into a scratch
+workspace (same relative paths; links and modes kept), the call runs there, and what changed is
+shown as a unified diff, with git's mode lines where a file's executable bit changes or a link
+appears. The project is never touched, and no tool needs a preview of its own. For tools that
+execute something (a shell script, code, a test command) the command is shown; for anything
+else, nothing beyond the arguments.
+
+The diff itself is :func:`codeward.engines.files.tree_diff.tree_diff`.
 """
 
 from __future__ import annotations
 
-import difflib
+import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,13 +24,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 from codeward.config.checkpoints import CheckpointSettings
-from codeward.engines.files.textfile import decode
+from codeward.engines.files.tree_diff import MAX_READ, tree_diff
 from codeward.kernel.catalog import Catalog
 from codeward.kernel.context import ToolContext
+from codeward.kernel.host_run import EVERY_WRITE
 from codeward.kernel.workspace import Access, Workspace
 
 MAX_PREVIEW_CHARS = 20_000
-MAX_COPIED_BYTES = 8 << 20
+MAX_COPIED_BYTES = MAX_READ
+"""The most a preview copies (in all) to run a call on; a bigger call is asked about without a diff."""
+MAX_COPIED_ENTRIES = 2_000
 COMMAND_ARGUMENTS = ("script", "command", "code", "cmd", "shell_command", "patch")
 """Arguments that hold what a call runs (or, for a patch, the diff itself): shown as they are."""
 
@@ -66,7 +73,9 @@ def preview_call(catalog: Catalog | None, name: str, arguments: Mapping[str, Any
 
 
 def _own_diff(catalog: Catalog, name: str, arguments: Mapping[str, Any], ctx: ToolContext) -> Preview | None:
-    outcome = catalog.call(name, dict(arguments), replace_context(ctx, ctx.workspace))
+    # a dry run (apply=False) writes nothing: host-run files it would change are shown like the rest
+    dry = replace_context(ctx, ctx.workspace.with_host_run_consent(EVERY_WRITE))
+    outcome = catalog.call(name, dict(arguments), dry)
     diff = (outcome.structured or {}).get("diff")
     return Preview("diff", _bounded(diff)) if isinstance(diff, str) and diff.strip() and not outcome.is_error \
         else None
@@ -84,12 +93,14 @@ def command_preview(arguments: Mapping[str, Any]) -> Preview | None:
 def _diff_on_copies(catalog: Catalog, name: str, arguments: Mapping[str, Any], ctx: ToolContext) -> Preview | None:
     spec = catalog.get(name)
     assert spec is not None
-    workspace = ctx.workspace
+    # the preview only reads the project: host-run paths it names are copied like any other
+    workspace = ctx.workspace.with_host_run_consent(EVERY_WRITE)
     primary = workspace.primary
     with tempfile.TemporaryDirectory(prefix="codeward-preview-") as scratch:
         copy_root = Path(scratch) / "root"
         copy_root.mkdir()
         targets: list[tuple[str, Path]] = []
+        budget = _Budget()
         for param in spec.write_paths:
             raw = arguments.get(param)
             if not isinstance(raw, str):
@@ -97,33 +108,65 @@ def _diff_on_copies(catalog: Catalog, name: str, arguments: Mapping[str, Any], c
             resolved = workspace.resolve(raw, Access.WRITE, param=param)
             if not resolved.ok or not resolved.data.is_relative_to(primary):
                 return None  # the call itself will be refused; nothing to preview
-            rel = resolved.data.relative_to(primary).as_posix()
-            copy = copy_root / rel
-            copy.parent.mkdir(parents=True, exist_ok=True)
-            if resolved.data.is_file():
-                if resolved.data.stat().st_size > MAX_COPIED_BYTES:
+            lexical = Path(os.path.normpath(raw if os.path.isabs(raw) else primary / raw))
+            originals = [resolved.data]
+            if os.path.islink(lexical) and lexical.is_relative_to(primary):  # the link itself (a move, a
+                originals.insert(0, lexical)  # deletion) and what it leads to (a write through it)
+            for original in originals:
+                rel = original.relative_to(primary).as_posix()
+                if (rel, original) in targets:
+                    continue
+                if not _copy(original, copy_root / rel, budget):
                     return None
-                shutil.copy2(resolved.data, copy)
-            targets.append((rel, resolved.data))
+                targets.append((rel, original))
         if not targets:
             return None
-        scratch_ctx = replace_context(ctx, Workspace.create([copy_root], blacklist=workspace.blacklist_globs))
+        scratch_ctx = _scratch_context(ctx, Workspace.create([copy_root], blacklist=workspace.blacklist_globs,
+                                                             host_run=workspace.host_run
+                                                             ).with_host_run_consent(EVERY_WRITE))
         outcome = catalog.call(name, dict(arguments), scratch_ctx)
         if outcome.is_error:
             return None
-        chunks: list[str] = []
-        for rel, original in targets:
-            before = _text(original) if original.is_file() else ""
-            after_path = copy_root / rel
-            after = _text(after_path) if after_path.is_file() else ""
-            if before is None or after is None:
-                chunks.append(f"(binary file {rel} would change)\n")
-                continue
-            old_name = f"a/{rel}" if original.exists() else "/dev/null"
-            chunks.append("".join(difflib.unified_diff(before.splitlines(keepends=True),
-                                                       after.splitlines(keepends=True), old_name, f"b/{rel}")))
-        text = "".join(chunks)
+        text = "".join(tree_diff(original, copy_root / rel, rel) for rel, original in targets)
         return Preview("diff", _bounded(text)) if text.strip() else None
+
+
+@dataclass
+class _Budget:
+    """What a preview may still copy."""
+
+    bytes: int = MAX_COPIED_BYTES
+    entries: int = MAX_COPIED_ENTRIES
+
+    def take(self, size: int) -> bool:
+        self.bytes -= size
+        self.entries -= 1
+        return self.bytes >= 0 and self.entries >= 0
+
+
+def _copy(original: Path, copy: Path, budget: _Budget) -> bool:
+    """Copy a file, link or folder (links as links, modes kept) within the budget; False when over it."""
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        info = original.lstat()
+    except FileNotFoundError:
+        return True  # the call creates it
+    if stat.S_ISLNK(info.st_mode):
+        os.symlink(os.readlink(original), copy)
+        return budget.take(0)
+    if stat.S_ISREG(info.st_mode):
+        if not budget.take(info.st_size):
+            return False
+        shutil.copy2(original, copy)
+        return True
+    if not stat.S_ISDIR(info.st_mode):
+        return True  # a special file: nothing a diff shows
+    copy.mkdir()
+    os.chmod(copy, stat.S_IMODE(info.st_mode))
+    for entry in sorted(os.listdir(original)):
+        if not _copy(original / entry, copy / entry, budget):
+            return False
+    return budget.take(0)
 
 
 def replace_context(ctx: ToolContext, workspace: Workspace) -> ToolContext:
@@ -132,14 +175,10 @@ def replace_context(ctx: ToolContext, workspace: Workspace) -> ToolContext:
                        services=ctx.services.with_values(CheckpointSettings(enabled=False)))
 
 
-def _text(path: Path) -> str | None:
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_COPIED_BYTES)
-    except OSError:
-        return ""
-    decoded = decode(data)
-    return None if decoded is None else decoded.text
+def _scratch_context(ctx: ToolContext, workspace: Workspace) -> ToolContext:
+    """``ctx`` over a scratch copy, talking to no client; checkpoints are kept (in the copy), since
+    moving and deleting keep what they remove there."""
+    return ToolContext(workspace, settings=ctx.settings, services=ctx.services)
 
 
 def _bounded(text: str) -> str:

@@ -168,6 +168,13 @@ class ServerConfig(Table):
     """Seconds one tool call may take."""
     enabled: Bool = True
     """``false`` keeps the server configured but not connected (``disabled = true`` is read too)."""
+    sampling: Bool = True
+    """Pass the server's sampling requests to the client of the call they belong to; ``false`` refuses
+    them (the server is told why)."""
+    resources: Bool = True
+    """Serve the server's resources and resource templates (URIs mapped to ``scheme://alias/...``)."""
+    prompts: Bool = True
+    """Serve the server's prompts (as ``alias__prompt``)."""
 
     @model_validator(mode="before")
     @classmethod

@@ -1,4 +1,5 @@
-"""``[server]``: what every surface serves — roots, extra protected globs, toolsets, output cap, HTTP stack."""
+"""``[server]``: what every surface serves — roots, extra protected and host-run globs, toolsets, output cap, HTTP
+stack."""
 
 from __future__ import annotations
 
@@ -21,6 +22,12 @@ class ServerSettings(Table):
     client's MCP roots, else the command line, else the current directory."""
     blacklist: Strings = Field(default=(), json_schema_extra={ADDITIVE: True})
     """Extra glob patterns no tool may read or write (on top of the built-in protected names)."""
+    host_run_paths: Strings = Field(default=(), json_schema_extra={ADDITIVE: True})
+    """Extra glob patterns (gitignore style, case-insensitive) of files the human's tools run later, on
+    top of the built-in list (hook folders, ``.pre-commit-config.yaml``, ``.vscode/``, ``.mcp.json``,
+    shell rc files...: see docs/security.md), e.g. ``[".github/workflows/", "Makefile"]``. A write to
+    one asks a person with the diff, whatever ``auto_approve`` says, and is refused when nobody can be
+    asked."""
     toolsets: Strings | None = None
     """Toolsets to serve (``codeward tools`` shows each tool's); unset serves every toolset."""
     output_cap_tokens: Int = 25_000

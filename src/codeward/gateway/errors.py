@@ -82,7 +82,8 @@ class UpstreamRpcError(UpstreamError):
     layer = "upstream-rpc"
 
     def __init__(self, alias: str, code: int, message: str, data: object = None) -> None:
-        super().__init__(alias, f"JSON-RPC error {code}: {message}", _rpc_hint(code))
+        detail = f" (data: {_compact(data)})" if data is not None else ""
+        super().__init__(alias, f"JSON-RPC error {code}: {message}{detail}", _rpc_hint(code))
         self.code = code
         self.rpc_message = message
         self.data = data
@@ -108,6 +109,14 @@ _RPC_KINDS = {
     -32600: ErrorKind.INVALID_INPUT,
     -32700: ErrorKind.INVALID_INPUT,
 }
+
+
+def _compact(data: object) -> str:
+    """An error's data as one line of JSON, cut at :data:`BODY_SNIPPET` characters."""
+    import json
+
+    text = json.dumps(data, ensure_ascii=False, separators=(", ", ": "), default=str)
+    return text if len(text) <= BODY_SNIPPET else text[:BODY_SNIPPET] + "..."
 
 
 def _status_hint(status: int) -> str:

@@ -17,24 +17,30 @@ refused here too, and a call whose pin cannot be checked (Redis down) is refused
 
 from __future__ import annotations
 
+import json
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import anyio
 import anyio.abc
 import mcp_types as types
 
 from codeward.gateway.config import GatewayConfig, ServerConfig
+from codeward.gateway.content import UpstreamContent
 from codeward.gateway.errors import UpstreamError
 from codeward.gateway.names import ToolFilter, ToolRef, assign_names, plain_name, split_name
+from codeward.gateway.pending import PendingRequests, RoundExpired
 from codeward.gateway.pins import PinFile, PinStore, PinVerdict, tool_fingerprint
-from codeward.gateway.results import outcome_from_error, outcome_from_result
+from codeward.gateway.relay import Relay, link_of
+from codeward.gateway.results import outcome_from_error, outcome_from_result, outcome_from_upstream_error
 from codeward.gateway.upstream import ServerState, ServerStatus, Upstream
-from codeward.kernel.context import NullReporter, ToolContext
+from codeward.gateway.uris import expose_uri
+from codeward.kernel.client_link import ClientLink
+from codeward.kernel.context import ToolContext
 from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.result import ErrorInfo, ErrorKind
 from codeward.kernel.state_unavailable import StateUnavailable
@@ -42,9 +48,27 @@ from codeward.kernel.surface import ToolInfo, ToolOrigin, unknown_tool
 
 logger = logging.getLogger("codeward.gateway")
 
+T = TypeVar("T")
+
 PIN_POLL_S = 2.0
 """How often a gateway on shared pins looks for pins taken or re-approved on other replicas (its calls
 are checked against the store every time; this only refreshes its tool list)."""
+
+
+class Notices(Protocol):
+    """Who hears of the upstreams' changes besides the tool list (the MCP server, for its clients)."""
+
+    def changed(self, kind: str) -> None:
+        """The ``resources`` or ``prompts`` list changed (called on the event loop)."""
+
+    def updated(self, uri: str) -> None:
+        """The resource the gateway serves as ``uri`` changed."""
+
+    def forward(self, method: str, params: dict[str, Any]) -> None:
+        """An upstream's notification for the gateway's clients at large (``notifications/elicitation/complete``)."""
+
+    async def log(self, level: str, data: Any, logger_name: str | None) -> None:
+        """An upstream logged outside any call (``logger_name`` is namespaced ``alias__name``)."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +112,11 @@ class Gateway:
         self._store_down = False
         self._subscribers: list[Callable[[], None]] = []
         self._tg: anyio.abc.TaskGroup | None = None
+        self._pending = PendingRequests()
+        self._notices: list[Notices] = []
+        self._ready: set[str] = set()
+        self.content = UpstreamContent(lambda: self._upstreams, self.relayed, name_limit=config.max_name_length)
+        """The upstreams' resources, templates, prompts and completions (:mod:`codeward.gateway.content`)."""
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -116,8 +145,9 @@ class Gateway:
 
     def _start(self, server: ServerConfig) -> Upstream:
         assert self._tg is not None, "use the gateway inside 'async with'"
-        upstream = Upstream(server, on_change=self._upstream_changed, retries=self._retries,
-                            backoff=self._backoff, environ=self._environ)
+        upstream = Upstream(server, on_change=self._upstream_changed, on_event=self._upstream_event,
+                            out_of_call_log=self._out_of_call_log, retries=self._retries, backoff=self._backoff,
+                            environ=self._environ)
         self._upstreams[server.alias] = upstream
         self._filters[server.alias] = ToolFilter.of(server)
         scope = anyio.CancelScope()
@@ -167,6 +197,11 @@ class Gateway:
     def subscribe(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` whenever the exposed tool list changes (to send ``list_changed``)."""
         self._subscribers.append(callback)
+
+    def notify_to(self, notices: Notices) -> None:
+        """Tell ``notices`` of the upstreams' other changes: their resource and prompt lists, a resource
+        updated (by the URI the gateway serves it under), a log message sent outside any call."""
+        self._notices.append(notices)
 
     # -- introspection -------------------------------------------------------------------------
 
@@ -222,12 +257,28 @@ class Gateway:
         upstream = self._upstreams.get(ref.alias)
         if upstream is None:
             return self._not_served(name, started)
+
+        async def call(relay: Relay | None) -> tuple[dict[str, Any], types.CallToolResult]:
+            return await upstream.call(ref.tool, arguments, relay=relay, idempotent=entry.idempotent)
+
         try:
-            result = await upstream.call(ref.tool, arguments, progress=_progress_to(ctx), elicit=_elicit_via(ctx),
-                                         idempotent=entry.idempotent)
+            target = ("tools/call", lambda: _target(ref.alias, ref.tool, arguments))
+            raw, result = await self.relayed(link_of(ctx), name, target, call)
+        except RoundExpired:
+            return outcome_from_error(name, _expired(name), started)
         except UpstreamError as error:
-            return outcome_from_error(name, error.info(), started)
-        return outcome_from_result(name, result, ctx, started)
+            return outcome_from_upstream_error(name, error, started)
+        return outcome_from_result(name, raw, result, ctx, started)
+
+    async def relayed(self, link: ClientLink | None, label: str, target: tuple[str, Callable[[], str]],
+                      run: Callable[[Relay | None], Awaitable[T]]) -> T:
+        """Run one upstream request for the client behind ``link``: what the upstream asks or reports
+        meanwhile goes to that client — at once in the handshake era, in input rounds for a 2026-07-28
+        client (the request then runs in the gateway's own task group, :mod:`codeward.gateway.pending`).
+        ``target`` names the request (method, and what a later round must repeat, made when needed)."""
+        if link is not None and link.modern and self._tg is not None:
+            return await self._pending.run(self._tg, (target[0], target[1]()), link, label, run)
+        return await run(Relay(link, label=label))  # a call with no client to ask is still told apart
 
     def _not_served(self, name: str, started: float) -> ToolOutcome:
         if name in self._withheld:
@@ -250,6 +301,43 @@ class Gateway:
 
     def _upstream_changed(self, upstream: Upstream) -> None:
         self._rebuild()
+        ready = upstream.state == ServerState.READY
+        if ready != (upstream.alias in self._ready):  # its resources and prompts came or went with it
+            (self._ready.add if ready else self._ready.discard)(upstream.alias)
+            for kind in ("resources", "prompts"):
+                if upstream.offers(kind) or not ready:
+                    self._tell_changed(kind)
+
+    def _upstream_event(self, upstream: Upstream, notification: types.ServerNotification) -> None:
+        """An upstream's resource or prompt list changed, or one of its resources, or a URL elicitation ended."""
+        if isinstance(notification, types.ResourceUpdatedNotification):
+            exposed = expose_uri(upstream.alias, str(notification.params.uri))
+            if exposed is not None:
+                self._tell(lambda notices: notices.updated(exposed))
+        elif isinstance(notification, types.ResourceListChangedNotification):
+            self._tell_changed("resources")
+        elif isinstance(notification, types.PromptListChangedNotification):
+            self._tell_changed("prompts")
+        elif isinstance(notification, types.ElicitCompleteNotification):  # the person finished at the URL
+            params = {"elicitationId": notification.params.elicitation_id}
+            self._tell(lambda notices: notices.forward("notifications/elicitation/complete", params))
+
+    async def _out_of_call_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        for notices in list(self._notices):
+            try:
+                await notices.log(str(params.level), params.data, params.logger)
+            except Exception:  # a listener must never break the gateway
+                logger.exception("gateway: passing an upstream's log message on failed")
+
+    def _tell_changed(self, kind: str) -> None:
+        self._tell(lambda notices: notices.changed(kind))
+
+    def _tell(self, tell: Callable[[Notices], None]) -> None:
+        for notices in list(self._notices):
+            try:
+                tell(notices)
+            except Exception:  # a listener must never break the gateway
+                logger.exception("gateway: change listener failed")
 
     def _rebuild(self) -> None:
         offered: list[tuple[ToolRef, types.Tool]] = []
@@ -284,14 +372,13 @@ class Gateway:
         table: dict[str, _Entry] = {}
         for ref, tool in offered:
             name = by_ref[ref]
-            table[name] = _entry(name, ref, tool)
+            table[name] = _entry(name, ref, tool, self._upstreams[ref.alias].tool_wire.get(tool.name))
         self._withheld = withheld
         self._withheld_refs = withheld_refs
-        before = [(i.name, i.description, i.input_schema) for i in self._infos]
+        before = self._infos
         self._table = table
         self._infos = [entry.info for entry in table.values()]
-        after = [(i.name, i.description, i.input_schema) for i in self._infos]
-        if before != after:
+        if before != self._infos:  # any field a client sees (schemas, annotations, _meta, icons...)
             for notify in list(self._subscribers):
                 try:
                     notify()
@@ -402,7 +489,7 @@ def _fingerprint(tool: types.Tool) -> str:
     return tool_fingerprint(tool.model_dump(by_alias=True, mode="json", exclude_none=True))
 
 
-def _entry(name: str, ref: ToolRef, tool: types.Tool) -> _Entry:
+def _entry(name: str, ref: ToolRef, tool: types.Tool, wire: Mapping[str, Any] | None) -> _Entry:
     hints = tool.annotations
     annotations = None
     if hints is not None:
@@ -426,27 +513,17 @@ def _entry(name: str, ref: ToolRef, tool: types.Tool) -> _Entry:
         title=tool.title or (hints.title if hints else None),
         source=ref.alias,
         origin=ToolOrigin(ref.alias, ref.tool, digest),
+        wire=wire if wire is not None else tool.model_dump(by_alias=True, mode="json", exclude_none=True),
     )
     return _Entry(info, ref, read_only, idempotent)
 
 
-def _progress_to(ctx: ToolContext) -> Any:
-    if isinstance(ctx.reporter, NullReporter):
-        return None
-
-    async def forward(progress: float, total: float | None, message: str | None) -> None:
-        await anyio.to_thread.run_sync(ctx.progress, progress, total, message)
-
-    return forward
+def _target(alias: str, name: str, arguments: Mapping[str, Any] | None) -> str:
+    """What a 2026-07-28 round must repeat to continue a pending request: server, name and arguments."""
+    return json.dumps([alias, name, arguments or {}], sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _elicit_via(ctx: ToolContext) -> Any:
-    peer = ctx.peer
-    if peer is None:
-        return None
-
-    async def ask(message: str, schema: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
-        answer = await anyio.to_thread.run_sync(peer.elicit, message, schema)
-        return str(answer.get("action", "decline")), answer.get("content")
-
-    return ask
+def _expired(label: str) -> ErrorInfo:
+    return ErrorInfo(ErrorKind.CONFLICT, f"this answer continues a call of {label} that is no longer waiting here "
+                     "(it ended, was abandoned, or ran on another replica of the gateway)",
+                     "Call the tool again.", source="gateway")

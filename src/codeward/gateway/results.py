@@ -1,30 +1,40 @@
 """Upstream answers as codeward :class:`ToolOutcome` values, the shape every surface serves.
 
-A tool result keeps its content blocks (text, images, audio, embedded resources) and its
-structured content; a tool-level failure (``isError``) keeps the upstream's own words and
-carries no :class:`ErrorInfo` (the tool ran; its message is for the model). Gateway-side
-failures (HTTP, JSON-RPC, timeouts, denied approval) carry one ``ErrorInfo`` whose ``source``
-names the layer.
+A result is kept exactly as the upstream sent it (:attr:`ToolOutcome.wire`), which is what MCP
+clients get; for every other surface (the agent, the command line, the control plane) its
+content blocks (text, images, audio, embedded resources, resource links) and structured content
+are described as codeward's own. A tool-level failure (``isError``) keeps the upstream's own
+words and carries no :class:`ErrorInfo` (the tool ran; its message is for the model). A result
+longer than the output cap is served cut, as codeward's text, with the marker saying where the
+whole is saved. Gateway-side failures (HTTP, JSON-RPC, timeouts, denied approval) carry one
+``ErrorInfo`` whose ``source`` names the layer.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import json
 import time
 from typing import Any
 
 import mcp_types as types
 
+from codeward.gateway.errors import UpstreamError, UpstreamRpcError
 from codeward.kernel.content import BinaryBlock, Block, ResourceBlock, RichContent, TextBlock
 from codeward.kernel.context import ToolContext
 from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.result import ErrorInfo
 from codeward.kernel.steps import bound_output
 
+PASSED_AS_ERRORS = frozenset({types.URL_ELICITATION_REQUIRED})
+"""JSON-RPC error codes an MCP client acts on itself (URL elicitation required: it opens the URLs the
+error names, then calls again): such an answer reaches MCP clients as that same error."""
 
-def outcome_from_result(name: str, result: types.CallToolResult, ctx: ToolContext, started: float) -> ToolOutcome:
-    """A finished upstream call (successful or ``isError``) as an outcome."""
+
+def outcome_from_result(name: str, raw: dict[str, Any], result: types.CallToolResult, ctx: ToolContext,
+                        started: float) -> ToolOutcome:
+    """A finished upstream call (successful or ``isError``) as an outcome; ``raw`` is what the server sent."""
     blocks = [to_block(item) for item in result.content]
     rich: RichContent | None = None
     if all(isinstance(b, TextBlock) for b in blocks):
@@ -33,8 +43,6 @@ def outcome_from_result(name: str, result: types.CallToolResult, ctx: ToolContex
         rich = RichContent(blocks)
         text = rich.render()
     if not blocks and result.structured_content is not None:
-        import json
-
         text = json.dumps(result.structured_content, indent=2, ensure_ascii=False)
     text, truncated = bound_output(text, ctx, name)
     if truncated:
@@ -47,12 +55,21 @@ def outcome_from_result(name: str, result: types.CallToolResult, ctx: ToolContex
         rich=rich,
         truncated=truncated,
         seconds=time.perf_counter() - started,
+        wire=None if truncated else raw,
     )
 
 
 def outcome_from_error(name: str, error: ErrorInfo, started: float) -> ToolOutcome:
     return ToolOutcome(name=name, text=error.render(), is_error=True, errors=[error],
                        seconds=time.perf_counter() - started)
+
+
+def outcome_from_upstream_error(name: str, error: UpstreamError, started: float) -> ToolOutcome:
+    """A failed upstream request as an outcome; an error the client must act on is kept for MCP clients."""
+    outcome = outcome_from_error(name, error.info(), started)
+    if isinstance(error, UpstreamRpcError) and error.code in PASSED_AS_ERRORS:
+        outcome.wire_error = {"code": error.code, "message": error.rpc_message, "data": error.data}
+    return outcome
 
 
 def to_block(item: Any) -> Block:

@@ -21,9 +21,8 @@ import logging
 import math
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from contextlib import AsyncExitStack
-from contextvars import ContextVar
+from collections.abc import Callable, Mapping
+from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import IO, Any
@@ -32,15 +31,15 @@ import anyio
 import mcp_types as types
 from mcp import ClientSession
 from mcp.shared.dispatcher import CallOptions
-from mcp.shared.dispatcher import ProgressFnT as ProgressHandler
 from mcp.shared.exceptions import MCPError
-from mcp.shared.inbound import MCP_NAME_HEADER, MCP_PROTOCOL_VERSION_HEADER, encode_header_value
+from mcp.shared.inbound import MCP_NAME_HEADER, MCP_PROTOCOL_VERSION_HEADER, NAME_BEARING_METHODS, encode_header_value
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
-from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, REQUEST_TIMEOUT
+from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, methods
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from codeward import __version__
+from codeward.gateway.callbacks import OutOfCallLog, UpstreamCallbacks
 from codeward.gateway.config import ServerConfig
 from codeward.gateway.errors import (
     UpstreamDisconnected,
@@ -51,6 +50,7 @@ from codeward.gateway.errors import (
     UpstreamTimeout,
     UpstreamUnreachable,
 )
+from codeward.gateway.relay import Relay, RelayBoard
 from codeward.gateway.transports import HttpFailures, open_transport
 
 logger = logging.getLogger("codeward.gateway")
@@ -61,11 +61,20 @@ STABLE_AFTER = 5.0
 """A connection that lasted this long (seconds) resets the reconnect backoff; a shorter one counts as a failure."""
 STDERR_TAIL = 1200
 
-ElicitHandler = Callable[[str, dict[str, Any]], Awaitable[tuple[str, dict[str, Any] | None]]]
-"""Asks the person behind the current call: (message, JSON schema) → (action, content)."""
+CAPABILITIES = types.ClientCapabilities(
+    sampling=types.SamplingCapability(context=types.SamplingContextCapability(), tools=types.SamplingToolsCapability()),
+    elicitation=types.ElicitationCapability(form=types.FormElicitationCapability(),
+                                            url=types.UrlElicitationCapability()),
+    roots=types.RootsCapability(list_changed=False),
+)
+"""What the gateway tells every upstream it can do: whatever its clients can, by passing the request
+to the client of the call it belongs to (:mod:`codeward.gateway.relay`). A client that cannot is
+named in the error the upstream gets; the upstream's tools for it are listed all the same."""
+_RAW: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
+"""A result kept as the JSON the server sent (after the SDK checked it against the protocol version)."""
 
-_CALL_ELICIT: ContextVar[ElicitHandler | None] = ContextVar("codeward_gateway_call_elicit", default=None)
-"""The elicitation handler of the call running in this context (HTTP transports carry it along)."""
+UpstreamEvent = Callable[["Upstream", types.ServerNotification], None]
+"""Told of an upstream's change notifications (resources, prompts) by the gateway."""
 
 
 class ServerState(StrEnum):
@@ -112,6 +121,8 @@ class Upstream:
         config: ServerConfig,
         *,
         on_change: Callable[[Upstream], None] | None = None,
+        on_event: UpstreamEvent | None = None,
+        out_of_call_log: OutOfCallLog | None = None,
         retries: int = 6,
         backoff: float = 0.25,
         environ: Mapping[str, str] | None = None,
@@ -123,6 +134,10 @@ class Upstream:
         self.environ = environ
         self.state = ServerState.CONNECTING if config.enabled else ServerState.DISABLED
         self.tools: tuple[types.Tool, ...] = ()
+        self.tool_wire: dict[str, dict[str, Any]] = {}
+        """Each tool's definition as the server sent it, by its name there."""
+        self.capabilities: types.ServerCapabilities | None = None
+        """What the server announced it offers (tools, resources, prompts, completions, logging)."""
         self.error: UpstreamError | None = None
         self.protocol_version: str | None = None
         self.server_name: str | None = None
@@ -130,13 +145,17 @@ class Upstream:
         self.reconnects = 0
         self.settled = anyio.Event()
         """Set once the first connection attempt has ended (ready or failed)."""
+        self.board = RelayBoard()
+        """The requests running here, and which one a request from the server belongs to."""
         self._on_change = on_change
+        self._on_event = on_event
+        self._callbacks = UpstreamCallbacks(self.alias, self.board, sampling=config.sampling,
+                                            out_of_call_log=out_of_call_log or _drop_log)
         self._conn: _Connection | None = None
         self._changed = anyio.Event()
         self._wake = anyio.Event()
         self._refresh = anyio.Event()
         self._ever_ready = False
-        self._elicitors: list[ElicitHandler] = []
         self._stderr: IO[str] | None = None
         self._stderr_mark = 0
 
@@ -155,6 +174,10 @@ class Upstream:
             error=self.error.message if self.error and self.state != ServerState.READY else None,
             reconnects=self.reconnects,
         )
+
+    def offers(self, feature: str) -> bool:
+        """Whether the live server announced ``feature`` (``resources``, ``prompts``, ``completions``, ``logging``)."""
+        return self.state == ServerState.READY and getattr(self.capabilities, feature, None) is not None
 
     def _set_state(self, state: ServerState, error: UpstreamError | None = None) -> None:
         self.state = state
@@ -207,6 +230,7 @@ class Upstream:
         error = error or UpstreamUnreachable(self.alias, "could not connect")
         had_tools = bool(self.tools)
         self.tools = ()
+        self.tool_wire = {}
         self._set_state(ServerState.FAILED, error)
         self.settled.set()
         again = f" after {attempts} reconnect attempts" if self._ever_ready else ""
@@ -238,18 +262,21 @@ class Upstream:
                         open_transport(self.config, failures=failures, ended=lost, errlog=self._stderr,
                                        environ=self.environ))
                     dispatcher: JSONRPCDispatcher[Any] = JSONRPCDispatcher(read, write)
+                    callbacks = self._callbacks
                     session = await stack.enter_async_context(ClientSession(
-                        dispatcher=dispatcher, message_handler=self._on_message, elicitation_callback=self._on_elicit,
+                        dispatcher=dispatcher, message_handler=self._on_message,
+                        sampling_callback=callbacks.sampling, elicitation_callback=callbacks.elicitation,
+                        list_roots_callback=callbacks.roots, logging_callback=callbacks.logging,
                         client_info=types.Implementation(name=CLIENT_NAME, version=__version__)))
                     version = await self._handshake(session)
                     offers_tools = session.server_capabilities is None or session.server_capabilities.tools
-                    tools = await self._list_tools(session) if offers_tools else ()
+                    tools = await self._list_tools(session) if offers_tools else ((), {})
                     scope.deadline = math.inf
                     conn = _Connection(session, dispatcher, version, failures, lost)
                     self._conn = conn
                     self._ever_ready = True
                     self.latency_ms = (time.perf_counter() - started) * 1000
-                    self.tools = tools
+                    self.tools, self.tool_wire = tools
                     self._set_state(ServerState.READY)
                     self.settled.set()
                     await self._serve(conn)
@@ -279,10 +306,8 @@ class Upstream:
 
     async def _handshake(self, session: ClientSession) -> str:
         """``initialize`` that logs and tolerates a protocol version this SDK does not know."""
-        capabilities = types.ClientCapabilities(
-            elicitation=types.ElicitationCapability(form=types.FormElicitationCapability()))
         params = types.InitializeRequestParams(
-            protocol_version=LATEST_HANDSHAKE_VERSION, capabilities=capabilities,
+            protocol_version=LATEST_HANDSHAKE_VERSION, capabilities=CAPABILITIES,
             client_info=types.Implementation(name=CLIENT_NAME, version=__version__))
         result = await session.send_request(types.InitializeRequest(params=params), types.InitializeResult)
         answered = result.protocol_version
@@ -296,18 +321,25 @@ class Upstream:
         await session.send_notification(types.InitializedNotification())
         self.protocol_version = answered
         self.server_name = result.server_info.name if result.server_info else None
+        self.capabilities = result.capabilities
         return result.protocol_version
 
-    async def _list_tools(self, session: ClientSession) -> tuple[types.Tool, ...]:
+    async def _list_tools(self, session: ClientSession) -> tuple[tuple[types.Tool, ...], dict[str, dict[str, Any]]]:
+        """Every page of ``tools/list``: the tools, and each one as the server sent it."""
         tools: list[types.Tool] = []
+        wire: dict[str, dict[str, Any]] = {}
         cursor: str | None = None
         for _ in range(MAX_PAGES):
-            page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor))
-            tools.extend(page.tools)
-            cursor = page.next_cursor
-            if not cursor:
+            page = await session.send_request(
+                types.ListToolsRequest(params=types.PaginatedRequestParams(cursor=cursor)), _RAW)  # type: ignore[type-var]
+            for raw in page.get("tools") or ():
+                tool = types.Tool.model_validate(raw, by_name=False)
+                tools.append(tool)
+                wire[tool.name] = raw
+            cursor = page.get("nextCursor")
+            if not cursor or not isinstance(cursor, str):
                 break
-        return tuple(tools)
+        return tuple(tools), wire
 
     async def _follow_tool_changes(self, conn: _Connection) -> None:
         while True:
@@ -316,34 +348,27 @@ class Upstream:
             try:
                 started = time.perf_counter()
                 with anyio.fail_after(self.config.timeout):
-                    tools = await self._list_tools(conn.session)
+                    tools, wire = await self._list_tools(conn.session)
                 self.latency_ms = (time.perf_counter() - started) * 1000
             except Exception as exc:
                 logger.warning("gateway: server %r announced new tools but listing them failed: %s", self.alias, exc)
                 continue
-            self.tools = tools
+            self.tools, self.tool_wire = tools, wire
             logger.info("gateway: server %r now offers %d tools", self.alias, len(tools))
             self._set_state(ServerState.READY)
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             self._refresh.set()
+        elif isinstance(message, types.ResourceListChangedNotification | types.PromptListChangedNotification |
+                        types.ResourceUpdatedNotification | types.ElicitCompleteNotification):
+            if self._on_event is not None:
+                try:
+                    self._on_event(self, message)
+                except Exception:  # a listener must never break the connection
+                    logger.exception("gateway: handling %s of server %r failed", type(message).__name__, self.alias)
         elif isinstance(message, Exception):
             logger.debug("gateway: server %r transport fault: %s", self.alias, message)
-
-    async def _on_elicit(self, context: Any, params: Any) -> types.ElicitResult | types.ErrorData:
-        handler = _CALL_ELICIT.get() or (self._elicitors[0] if len(self._elicitors) == 1 else None)
-        if handler is None or getattr(params, "mode", "form") != "form":
-            return types.ElicitResult(action="decline")
-        schema = dict(params.requested_schema)
-        try:
-            action, content = await handler(params.message, schema)
-        except Exception as exc:
-            logger.info("gateway: elicitation from %r could not be forwarded: %s", self.alias, exc)
-            return types.ElicitResult(action="decline")
-        if action != "accept":
-            return types.ElicitResult(action="cancel" if action == "cancel" else "decline")
-        return types.ElicitResult(action="accept", content=with_defaults(content, schema))
 
     def _closed_error(self) -> UpstreamError:
         return UpstreamUnreachable(self.alias, "the server closed the connection",
@@ -387,58 +412,89 @@ class Upstream:
         self.latency_ms = (time.perf_counter() - started) * 1000
         return self.latency_ms
 
-    # -- calls ------------------------------------------------------------------------------
+    # -- requests ----------------------------------------------------------------------------
 
     async def call(
         self,
         tool: str,
         arguments: Mapping[str, Any] | None,
         *,
-        progress: ProgressHandler | None = None,
-        elicit: ElicitHandler | None = None,
+        relay: Relay | None = None,
         idempotent: bool = False,
-    ) -> types.CallToolResult:
-        """Call ``tool`` upstream. A tool-level failure comes back as a result with ``is_error``.
+    ) -> tuple[dict[str, Any], types.CallToolResult]:
+        """Call ``tool`` upstream: the result as the server sent it, and as a ``CallToolResult``.
 
-        Raises an :class:`UpstreamError` subclass for HTTP-level, JSON-RPC and timeout failures.
-        A call is sent again once (after reconnecting) only when it provably did not arrive
-        (connection refused, session unknown to the server) or the tool is idempotent.
+        A tool-level failure comes back as a result with ``isError``. Raises an
+        :class:`UpstreamError` subclass for HTTP-level, JSON-RPC and timeout failures.
         """
+        raw = await self.request("tools/call", {"name": tool, "arguments": dict(arguments or {})}, relay=relay,
+                                 idempotent=idempotent, what=f"tool {tool!r}")
+        try:
+            return raw, types.CallToolResult.model_validate(raw, by_name=False)
+        except ValidationError as exc:
+            raise UpstreamProtocolError(self.alias, f"tool {tool!r} returned an invalid result: {exc}",
+                                        "The server broke the MCP protocol; report it to its authors.") from exc
+
+    async def request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        *,
+        relay: Relay | None = None,
+        idempotent: bool = False,
+        what: str | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """Send one request to the server; its result as the server sent it.
+
+        ``relay`` is the client the request is made for: what the server asks or reports while it
+        runs goes there. The request is bounded by ``timeout`` (``call_timeout`` by default), timed
+        here — a JSON-RPC error with any code is the server's own answer. It is sent again once,
+        after reconnecting, only when it provably did not arrive (connection refused, session
+        unknown to the server) or ``idempotent`` says running it twice is harmless. Raises an
+        :class:`UpstreamError` subclass for HTTP-level, JSON-RPC, protocol and timeout failures.
+        """
+        what = what or method
+        limit = self.config.call_timeout if timeout is None else timeout
         for attempt in range(2):
             conn = await self._ready()
             seen = conn.failures.count
-            token = _CALL_ELICIT.set(elicit)
-            if elicit is not None:
-                self._elicitors.append(elicit)
             try:
-                return await self._send_call(conn, tool, arguments, progress)
+                with self.board.running(relay), anyio.fail_after(limit):
+                    raw = await self._send(conn, method, params, relay)
+                if relay is not None:
+                    await relay.drain()
+                return raw
+            except TimeoutError:
+                raise UpstreamTimeout(self.alias, f"{what} did not answer within {limit:g}s",
+                                      "Raise the server's 'call_timeout', or ask for less work per call.") from None
             except MCPError as exc:
-                error, retry = await self._call_error(conn, tool, exc, seen, idempotent)
+                error, retry = await self._request_error(conn, what, exc, seen, idempotent)
                 if retry and attempt == 0:
                     continue
                 raise error from exc
             except (RuntimeError, ValidationError) as exc:
-                raise UpstreamProtocolError(self.alias, f"tool {tool!r} returned an invalid result: {exc}",
+                raise UpstreamProtocolError(self.alias, f"{what} returned an invalid result: {exc}",
                                             "The server broke the MCP protocol; report it to its authors.") from exc
-            finally:
-                _CALL_ELICIT.reset(token)
-                if elicit is not None:
-                    self._elicitors.remove(elicit)
         raise AssertionError("unreachable")
 
-    async def _send_call(self, conn: _Connection, tool: str, arguments: Mapping[str, Any] | None,
-                         progress: ProgressHandler | None) -> types.CallToolResult:
-        """``tools/call`` straight through the dispatcher: the gateway forwards the result as it
-        came (validated as a ``CallToolResult``), so the session's extra passes are skipped."""
-        options: CallOptions = {
-            "timeout": self.config.call_timeout,
-            "headers": {MCP_PROTOCOL_VERSION_HEADER: conn.version, MCP_NAME_HEADER: encode_header_value(tool)},
-        }
-        if progress is not None:
-            options["on_progress"] = progress
-        raw = await conn.dispatcher.send_raw_request("tools/call", {"name": tool, "arguments": dict(arguments or {})},
-                                                     options)
-        return types.CallToolResult.model_validate(raw, by_name=False)
+    async def _send(self, conn: _Connection, method: str, params: Mapping[str, Any] | None,
+                    relay: Relay | None) -> dict[str, Any]:
+        """One request straight through the dispatcher; the gateway passes the result on as it came, so
+        the session's typed passes are skipped (``tools/call``), or kept to check the result's shape."""
+        headers = {MCP_PROTOCOL_VERSION_HEADER: conn.version}
+        name_key = NAME_BEARING_METHODS.get(method)
+        name = (params or {}).get(name_key) if name_key else None
+        if isinstance(name, str):
+            headers[MCP_NAME_HEADER] = encode_header_value(name)
+        options: CallOptions = {"headers": headers}
+        if relay is not None and relay.wants_progress:
+            options["on_progress"] = relay.progress
+        raw = await conn.dispatcher.send_raw_request(method, dict(params) if params is not None else None, options)
+        if method != "tools/call":
+            with suppress(KeyError):  # a method this version does not define: nothing to check it against
+                methods.validate_server_result(method, conn.version, raw)
+        return raw
 
     async def _ready(self) -> _Connection:
         """The live connection, waiting (bounded) while the server connects or reconnects."""
@@ -466,11 +522,11 @@ class Upstream:
         return self.error.restated(f"the server is unavailable: {self.error.message}",
                                    f"{self.error.hint} `codeward servers` shows every server's state.".strip())
 
-    async def _call_error(self, conn: _Connection, tool: str, exc: MCPError, seen: int,
-                          idempotent: bool) -> tuple[UpstreamError, bool]:
-        """Map an SDK error to a typed one, and say whether sending the call again is safe."""
+    async def _request_error(self, conn: _Connection, what: str, exc: MCPError, seen: int,
+                             idempotent: bool) -> tuple[UpstreamError, bool]:
+        """Map an SDK error to a typed one, and say whether sending the request again is safe."""
         http = conn.failures.last if conn.failures.count > seen else None
-        if exc.code == CONNECTION_CLOSED:
+        if exc.code == CONNECTION_CLOSED and _connection_gone(conn):
             conn.lost.set()
             with anyio.move_on_after(5):
                 await conn.closed.wait()
@@ -481,7 +537,7 @@ class Upstream:
                 return loss or self._closed_error(), True
             why = f" ({loss.message})" if loss else ""
             return UpstreamDisconnected(
-                self.alias, f"the connection was lost while {tool!r} was running{why}; it may or may not have run",
+                self.alias, f"the connection was lost while {what} was running{why}; it may or may not have run",
                 "The server is being reconnected; check whether the action happened before calling again."), False
         forgotten = (http is not None and http.status == 404) or "session terminated" in exc.message.lower()
         if exc.code == INVALID_REQUEST and forgotten:
@@ -492,14 +548,20 @@ class Upstream:
             with anyio.move_on_after(5):
                 await conn.closed.wait()
             return loss, True
-        if exc.code == REQUEST_TIMEOUT:
-            return UpstreamTimeout(
-                self.alias, f"tool {tool!r} did not answer within {self.config.call_timeout:g}s",
-                "Raise the server's 'call_timeout', or ask for less work per call."), False
         if http is not None:
             return UpstreamHttpError(self.alias, http.status, http.body, http.url,
                                      _auth_hint(self.config, self.environ, http.status)), False
         return UpstreamRpcError(self.alias, exc.code, exc.message, exc.data), False
+
+
+async def _drop_log(params: types.LoggingMessageNotificationParams) -> None:
+    return None
+
+
+def _connection_gone(conn: _Connection) -> bool:
+    """Whether a ``-32000`` error is the connection closing (the SDK's own) rather than the server's answer:
+    the read stream ended, or the dispatcher stopped, before the error reached the caller."""
+    return conn.lost.is_set() or bool(getattr(conn.dispatcher, "_closed", False))
 
 
 def closest_known_version(answered: str) -> str:
@@ -514,17 +576,6 @@ def closest_known_version(answered: str) -> str:
         return HANDSHAKE_PROTOCOL_VERSIONS[0]
     older = [v for v in HANDSHAKE_PROTOCOL_VERSIONS if v <= answered]
     return older[-1] if older and answered[:2].isdigit() else LATEST_HANDSHAKE_VERSION
-
-
-def with_defaults(content: Mapping[str, Any] | None, schema: Mapping[str, Any]) -> dict[str, Any]:
-    """Elicited form content with the schema's ``default`` filled in for omitted fields (SEP-1034)."""
-    filled = dict(content or {})
-    properties = schema.get("properties", {})
-    if isinstance(properties, Mapping):
-        for name, spec in properties.items():
-            if name not in filled and isinstance(spec, Mapping) and "default" in spec:
-                filled[name] = spec["default"]
-    return filled
 
 
 def classify(alias: str, config: ServerConfig, exc: BaseException, failures: HttpFailures,

@@ -398,7 +398,9 @@ class Catalog:
             if isinstance(raw, str):
                 resolved = ctx.workspace.resolve(raw, Access.WRITE, param=param)
                 targets.append(resolved.data if resolved.ok else raw)
-                shown = Path(ctx.workspace.display(resolved.data)) if resolved.ok else Path(raw)
+                if not resolved.ok:
+                    continue  # the call is refused: nothing of it is written
+                shown = Path(ctx.workspace.display(resolved.data))
                 marker = git_marker_lock_key(Path(raw)) or git_marker_lock_key(shown)
                 if marker is not None and marker not in targets:  # the repository test must see such writes done
                     targets.append(marker)

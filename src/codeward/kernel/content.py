@@ -62,7 +62,8 @@ class RichContent:
         return "\n".join(parts)
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+"""A code point UTF-8 cannot carry: how bytes that were not UTF-8 read (surrogate escapes)."""
 
 
 def displayable(text: str) -> str:
@@ -74,5 +75,5 @@ def displayable(text: str) -> str:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return _LONE_SURROGATE.sub("\ufffd", text)
+        return LONE_SURROGATE.sub("\ufffd", text)
     return text

@@ -14,17 +14,33 @@ reaches every tool without a field, an accessor or an assembly step of its own.
 from __future__ import annotations
 
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from codeward.kernel.path_locks import PathLocks, write_lock_keys
-from codeward.kernel.workspace import Workspace
+from codeward.kernel.path_locks import PathLocks, hold_roots, write_lock_keys
+from codeward.kernel.repository_guard import RepositoryCompleted, RepositoryGuard
+from codeward.kernel.workspace import GIT_MARKER_LOCK, Workspace
+
+if TYPE_CHECKING:
+    from codeward.kernel.client_link import ClientLink
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class HostRunQuestion:
+    """What a person is asked about host-run writes found during a call: which paths and why, and the diff."""
+
+    summary: str
+    diff: str
+
+
+AskPerson = Callable[[HostRunQuestion], bool]
+"""Ask a person a :class:`HostRunQuestion` from a tool's thread; True only for their yes."""
 
 
 class Reporter(Protocol):
@@ -51,6 +67,10 @@ class Peer(Protocol):
     def sample(self, prompt: str, max_tokens: int = 256) -> str: ...
 
     def elicit(self, message: str, schema: dict[str, Any]) -> dict[str, Any]: ...
+
+    # A peer may also say ``asks_during_call = False``: its questions end the call and the client
+    # retries it with the answer (2026-07-28 input rounds), so a tool that cannot run twice (a
+    # shell run's write-back) must not ask it mid-way. Read with getattr (default True).
 
 
 @dataclass(frozen=True)
@@ -177,16 +197,40 @@ class CallInfo:
     elicitation form) or by typing it on the command line — set by the approval layer that asked
     them or by the command line, never by a tool or the model. A tool marked ``ask_always``, a
     registry signature or a tool's first install then asks nobody again."""
+    ask_person: AskPerson | None = None
+    """Asks a person, during the call, to approve writing host-run files the call did not know it
+    would write until it ran (a shell run's write-back): set by the approval layer
+    (:class:`codeward.approval.host_run.HostRunApproval`); None when nobody can be asked."""
 
 
-    def hold_writes(self, paths: Iterable[Path], *, any_name: bool = False) -> AbstractContextManager[None]:
+    @contextmanager
+    def hold_writes(self, paths: Iterable[Path], *, any_name: bool = False,
+                    workspace: Workspace | None = None) -> Iterator[RepositoryGuard | None]:
         """Hold the locks for writing ``paths`` that the call's arguments do not name (a patch's
-        files, a shell run's write-back): check and write under it, so a concurrent call cannot
-        add the other half of a repository in between. ``any_name`` for a writer that learns its
-        paths only while it writes. Nothing to hold outside a catalog call."""
-        if self.locks is None:
-            return nullcontext()
-        return self.locks.hold(write_lock_keys(paths, any_name=any_name))
+        files, a shell run's write-back): check and write under it, so a concurrent call — of this
+        server, or of another codeward process on ``workspace``'s roots — cannot add the other half
+        of a repository in between. ``any_name`` for a writer that learns its paths only while it
+        writes. Outside a catalog call only the cross-process lock is taken.
+
+        Given the ``workspace``, a write of ``paths`` that adds a repository-making name is checked
+        again when the block ends (:class:`~codeward.kernel.repository_guard.RepositoryGuard`, yielded for a
+        writer that checks itself first): a repository completed with another writer's files loses
+        what this write created there, and :class:`~codeward.kernel.repository_guard.RepositoryCompleted` says so."""
+        listed = list(paths)
+        keys = write_lock_keys(listed, any_name=any_name)
+        roots = workspace.roots if workspace is not None else ()
+        if self.locks is not None:
+            holding: AbstractContextManager[None] = self.locks.hold(keys, roots)
+        else:
+            holding = hold_roots(roots) if GIT_MARKER_LOCK in keys else nullcontext()
+        with holding:
+            guard = RepositoryGuard(workspace, listed) if workspace is not None and listed and GIT_MARKER_LOCK in \
+                keys else None
+            yield guard
+            if guard is not None and not guard.checked:
+                problem = guard.check()
+                if problem:
+                    raise RepositoryCompleted(problem)
 
 @dataclass
 class ToolContext:
@@ -199,6 +243,9 @@ class ToolContext:
     cancelled: threading.Event = field(default_factory=threading.Event)
     services: Services = field(default_factory=Services)
     call: CallInfo = field(default_factory=CallInfo)
+    link: ClientLink | None = None
+    """The MCP client behind this call, for a surface that relays another server's questions and reports
+    to it (the gateway); None outside an MCP server (the agent, the command line)."""
 
     def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
         self.reporter.progress(done, total, message)

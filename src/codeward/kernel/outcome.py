@@ -33,6 +33,12 @@ class ToolOutcome:
     """How long it waited for a person to approve it before running (not part of ``seconds``)."""
     checkpoint: int | None = None
     """The checkpoint recording what the call changed (``undo`` reverts it); None if nothing changed."""
+    wire: dict[str, Any] | None = None
+    """The result exactly as another MCP server sent it (a gateway's upstream), served to MCP clients as
+    it is; ``text`` and the rest describe it for every other surface. None for codeward's own results."""
+    wire_error: dict[str, Any] | None = None
+    """A JSON-RPC error another MCP server answered with that an MCP client must get as that error (URL
+    elicitation required: the client acts on it), as ``{"code", "message", "data"}``."""
     served: ResourceData | tuple[PromptMessageData, ...] | None = None
     """What a resource read or a prompt get returned (:class:`~codeward.kernel.surface.ContentSurface`),
     for the server to put on the wire."""

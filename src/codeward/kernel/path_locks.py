@@ -1,22 +1,39 @@
-"""Locks that serialise writes within one server: one per file path, and one shared by every
-write that adds a name which can make a folder a git repository.
+"""Locks that serialise writes: one per file path within one server, and one shared by every write
+that adds a name which can make a folder a git repository — within the server, and across every
+codeward process on the same root.
 
 The catalog's locks step (:class:`~codeward.kernel.steps.HoldWriteLocks`) holds the locks of the paths a
 call's arguments name while the call runs. A tool
 that writes files its arguments do not name (``apply_patch``'s diff, ``run_shell``'s
 write-back) takes them itself through :meth:`codeward.kernel.context.CallInfo.hold_writes`, so that two
 concurrent calls cannot each add half of a repository after both were checked.
+
+Two ``codeward serve`` processes on one project (two agent sessions, replicas on shared storage)
+do not share memory, so :data:`GIT_MARKER_LOCK` is also an ``flock`` on
+``<root>/.codeward/locks/repository-names.lock`` of every root (:meth:`codeward.kernel.state_dir.StateDir.locked`),
+taken in one order by everyone. What holds where the kernel cannot lock (NFS without ``lockd``,
+roots nested differently in two processes) is the re-check after the write
+(:meth:`codeward.kernel.workspace.Workspace.completed_repository`).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from codeward.kernel.state_dir import WRITE_LOCK, LockBusy, StateDir, StateDirError
 from codeward.kernel.workspace import GIT_MARKER_LOCK, git_marker_lock_key
+
+logger = logging.getLogger("codeward.locks")
+
+CROSS_PROCESS_WAIT_SECONDS = 120.0
+"""How long a write waits for another process's repository-making write or write-back."""
+
+__all__ = ["CROSS_PROCESS_WAIT_SECONDS", "LockBusy", "PathLocks", "hold_roots", "write_lock_keys"]
 
 
 class PathLocks:
@@ -33,7 +50,9 @@ class PathLocks:
         self._locks: dict[str, _PathLock] = {}
 
     @contextmanager
-    def hold(self, paths: Iterable[str]) -> Iterator[None]:
+    def hold(self, paths: Iterable[str], roots: Iterable[Path] = ()) -> Iterator[None]:
+        """Hold every key; with :data:`GIT_MARKER_LOCK` among them, also the cross-process lock of
+        each of ``roots`` (see :func:`hold_roots`)."""
         keys = sorted(set(paths))  # one order for everyone: two calls never wait on each other crosswise
         with self._guard:
             locks = [self._locks.setdefault(key, _PathLock()) for key in keys]
@@ -43,6 +62,8 @@ class PathLocks:
             with ExitStack() as stack:
                 for lock in locks:
                     stack.enter_context(lock.lock)
+                if GIT_MARKER_LOCK in keys:
+                    stack.enter_context(hold_roots(roots))
                 yield
         finally:
             with self._guard:
@@ -54,6 +75,24 @@ class PathLocks:
     def __len__(self) -> int:
         """Keys locked or waited for right now."""
         return len(self._locks)
+
+
+@contextmanager
+def hold_roots(roots: Iterable[Path], timeout: float | None = None) -> Iterator[None]:
+    """The repository-names lock of every root, shared with every codeward process on the machine,
+    taken in path order. A root where the lock file cannot be made (read-only, ``.codeward`` not
+    codeward's) is passed over with a warning: the writes there are re-checked afterwards anyway.
+    Raises :class:`LockBusy` when another process holds one for more than ``timeout`` seconds
+    (default :data:`CROSS_PROCESS_WAIT_SECONDS`)."""
+    wait = CROSS_PROCESS_WAIT_SECONDS if timeout is None else timeout
+    with ExitStack() as stack:
+        for root in sorted(set(roots), key=str):
+            try:
+                stack.enter_context(StateDir(root).locked(WRITE_LOCK, wait))
+            except (OSError, StateDirError) as exc:
+                logger.warning("no cross-process write lock in %s (%s); writes there rely on the re-check", root,
+                               exc)
+        yield
 
 
 @dataclass

@@ -5,13 +5,16 @@ The server asks each registered provider for its items and maps them to the prot
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from codeward.kernel.content import Block
 from codeward.kernel.result import Result
 from codeward.kernel.workspace import Workspace
+
+if TYPE_CHECKING:
+    from codeward.kernel.client_link import ClientLink
 
 
 @dataclass(frozen=True)
@@ -82,3 +85,35 @@ class PromptProvider(Protocol):
         ...
 
     def complete(self, prompt: str, argument: str, prefix: str, workspace: Workspace) -> list[str]: ...
+
+
+class RelayedProvider(Protocol):
+    """Resources, templates, prompts and completions another MCP server serves, passed on as its JSON
+    (a gateway's upstreams, :class:`codeward.gateway.content.UpstreamContent`). Reads, prompts and
+    completions run for the client behind ``link``: what the other server asks meanwhile goes there."""
+
+    def offers(self, feature: str) -> bool: ...
+
+    async def list_resources(self) -> list[dict[str, Any]]: ...
+
+    async def list_templates(self) -> list[dict[str, Any]]: ...
+
+    def owns_uri(self, uri: str) -> bool: ...
+
+    async def read_resource(self, uri: str, link: ClientLink | None) -> dict[str, Any]: ...
+
+    async def watch(self, uri: str) -> bool: ...
+
+    async def unwatch(self, uri: str) -> bool: ...
+
+    async def list_prompts(self, reserved: set[str] | frozenset[str] = frozenset()) -> list[dict[str, Any]]: ...
+
+    def owns_prompt(self, name: str) -> bool: ...
+
+    async def get_prompt(self, name: str, arguments: Mapping[str, Any] | None,
+                         link: ClientLink | None) -> dict[str, Any]: ...
+
+    async def complete(self, ref: Mapping[str, Any], params: Mapping[str, Any],
+                       link: ClientLink | None) -> dict[str, Any] | None: ...
+
+    async def set_level(self, level: str) -> None: ...

@@ -40,6 +40,11 @@ PINS = "gateway-pins.json"
 CHECKPOINTS = "checkpoints"
 GIT_HISTORY = "git-history.json"
 """Which repositories' histories hold a secret, by the state of their refs (:mod:`codeward.engines.git.history`)."""
+LOCKS = "locks"
+WRITE_LOCK = "locks/repository-names.lock"
+"""The lock every codeward process on a root takes around a write that could make a folder a git
+repository, and around a sandboxed run's write-back (see :meth:`StateDir.locked`)."""
+LOCK_POLL_SECONDS = 0.02
 
 GITIGNORE = f"""\
 # Written by codeward: its caches, outputs, logs and environments, rebuilt as needed.
@@ -51,6 +56,7 @@ GITIGNORE = f"""\
 {VENVS}/
 {CHECKPOINTS}/
 {GIT_HISTORY}
+{LOCKS}/
 """
 OUTPUTS_GITIGNORE = "# Written by codeward: saved tool outputs are not tracked.\n*\n"
 """A ``.gitignore`` for an outputs folder outside ``.codeward`` (the registry's ``.ai/outputs``)."""
@@ -63,6 +69,10 @@ _NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CL
 
 class StateDirError(OSError):
     """A part of ``.codeward`` is not what codeward made (a link, a file where a folder should be)."""
+
+
+class LockBusy(Exception):
+    """Another process held a ``.codeward`` lock for longer than the caller would wait."""
 
 
 @dataclass(frozen=True)
@@ -173,6 +183,30 @@ class StateDir:
                     os.unlink(temp, dir_fd=dir_fd)
                 raise
 
+    @contextmanager
+    def locked(self, rel: str, timeout: float) -> Iterator[None]:
+        """Hold an exclusive advisory lock (``flock``) on ``.codeward/rel``, shared by every process
+        on this machine that takes it; wait up to ``timeout`` seconds, then raise :class:`LockBusy`.
+
+        The file is opened read-only (any user who can read it can lock it, so a server run as
+        root and one run as the project's owner exclude each other) and never through a link.
+        The kernel drops the lock when the holder exits, however it ends. On NFS, ``flock`` is
+        carried over the network lock manager (``lockd``): without one it locks nothing beyond
+        this machine. Raises ``OSError``/:class:`StateDirError` when the file cannot be made.
+        """
+        folder, _, name = rel.rpartition("/")
+        with self.open_folder(folder) as dir_fd:
+            fd = os.open(name, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o644,
+                         dir_fd=dir_fd)
+        try:
+            _require_regular(fd, self / rel)
+            if not flock_within(fd, timeout):
+                raise LockBusy(f"another codeward process has held {self / rel} for more than {timeout:g} s "
+                               "(a long write-back, or a stuck process)")
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+
     def database(self, rel: str) -> Path:
         """The path of a SQLite database in ``.codeward/rel``, its folder created safely.
 
@@ -191,6 +225,23 @@ class StateDir:
                     raise StateDirError(f"{self / (rel + suffix)} is not a regular file (a link or a folder); "
                                         "codeward will not open a database through it — delete it")
         return self / rel
+
+
+def flock_within(fd: int, timeout: float, poll: float = LOCK_POLL_SECONDS) -> bool:
+    """Take an exclusive ``flock`` on ``fd``, waiting up to ``timeout`` seconds; False when another
+    holder kept it that long. (Closing ``fd``, or the process ending, releases it.)"""
+    import fcntl
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(poll)
 
 
 def of(root: Path) -> StateDir:

@@ -28,9 +28,11 @@ from codeward.kernel import state_dir
 from codeward.kernel.content import displayable
 from codeward.kernel.context import ToolContext
 from codeward.kernel.outcome import ToolOutcome
-from codeward.kernel.path_locks import PathLocks
+from codeward.kernel.path_locks import LockBusy, PathLocks
+from codeward.kernel.repository_guard import RepositoryCompleted, RepositoryGuard
 from codeward.kernel.result import ErrorKind, Result
 from codeward.kernel.state_dir import StateDir
+from codeward.kernel.workspace import GIT_MARKER_LOCK, POLICY_HINT
 
 
 @dataclass(frozen=True)
@@ -82,11 +84,17 @@ def _bind(step: CallStep, proceed: Proceed) -> Proceed:
 
 
 class TrapErrors:
-    """A bug in a tool (an exception) becomes an ``internal`` error naming it; the server stays up."""
+    """A bug in a tool (an exception) becomes an ``internal`` error naming it; the server stays up. A
+    write the repository re-check took back (:class:`RepositoryCompleted`) and a cross-process lock
+    another codeward process did not let go of (:class:`LockBusy`) are said as what they are."""
 
     def __call__(self, call: RunningCall, proceed: Proceed) -> ToolOutcome:
         try:
             return proceed(call)
+        except RepositoryCompleted as exc:
+            return call.render(Result.fail(ErrorKind.PERMISSION, str(exc), POLICY_HINT))
+        except LockBusy as exc:
+            return call.render(lock_busy(exc))
         except Exception as exc:  # a bug in a tool: report it, keep the server alive
             return call.render(Result.fail(
                 ErrorKind.INTERNAL,
@@ -97,7 +105,10 @@ class TrapErrors:
 
 class HoldWriteLocks:
     """Calls writing the same file run one after another: a call holds the locks of its write targets
-    while it runs, and a writing tool gets them (``ctx.call.locks``) for paths it learns later."""
+    while it runs, and a writing tool gets them (``ctx.call.locks``) for paths it learns later. A call
+    adding a repository-making name also holds the cross-process lock of the roots, and what it wrote
+    is checked again before the lock is let go (:class:`RepositoryGuard`): a repository completed
+    with another writer's files loses what this call created there."""
 
     def __init__(self, locks: PathLocks | None = None) -> None:
         self.locks = locks if locks is not None else PathLocks()
@@ -106,11 +117,28 @@ class HoldWriteLocks:
         if call.read_only and not call.write_targets:  # a read names no file to lock
             return proceed(call)
         keys = [str(path) if isinstance(path, Path) else path for path in call.write_targets]
-        holding = self.locks.hold(keys) if keys else contextlib.nullcontext()  # a read names no file to lock
-        with holding:
-            if call.read_only:
-                return proceed(call)
-            return proceed(call.with_context(call.ctx.child(call=replace(call.ctx.call, locks=self.locks))))
+        workspace = call.ctx.workspace
+        try:
+            with self.locks.hold(keys, workspace.roots) if keys else contextlib.nullcontext():
+                guard = RepositoryGuard(workspace, [p for p in call.write_targets if isinstance(p, Path)]) \
+                    if GIT_MARKER_LOCK in call.write_targets else None
+                if not call.read_only:
+                    call = call.with_context(call.ctx.child(call=replace(call.ctx.call, locks=self.locks)))
+                outcome = proceed(call)
+                problem = guard.check() if guard is not None and not outcome.is_error else ""  # still under the lock
+        except LockBusy as exc:
+            return call.render(lock_busy(exc))
+        if not problem:
+            return outcome
+        refused = call.render(Result.fail(ErrorKind.PERMISSION, problem, POLICY_HINT))
+        refused.checkpoint = outcome.checkpoint  # what the call did write is still undone by ``undo``
+        return refused
+
+
+def lock_busy(exc: LockBusy) -> Result[None]:
+    """The refusal of a call that could not take the cross-process write lock: nothing was written."""
+    return Result.fail(ErrorKind.UNAVAILABLE, f"nothing was written: {exc}",
+                       "Try again in a moment; if it persists, look for a stuck codeward process on this project.")
 
 
 class BoundOutput:

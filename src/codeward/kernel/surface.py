@@ -12,7 +12,7 @@ import hashlib
 import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import anyio.to_thread
@@ -67,6 +67,9 @@ class ToolInfo:
     ask_always: bool = False
     """Every call asks a person, whatever the policy auto-approves (codeward's own tools only)."""
     origin: ToolOrigin | None = None
+    wire: Mapping[str, Any] | None = field(default=None, repr=False)
+    """The definition exactly as another MCP server published it (a gateway's upstream, in its wire
+    shape): listed as it is, under :attr:`name`. None for codeward's own tools."""
 
     @property
     def read_only(self) -> bool:

@@ -10,6 +10,8 @@ that two sessions with different roots can run side by side in one process:
    paths no tool may *write* (:meth:`Workspace.write_protection`): git metadata at any depth,
    codeward's configuration files and its ``.codeward/`` state folder. Nothing an agent writes
    may run on the host or change what it is allowed to do; changing policy is a human act.
+   Files the human's tools run later (hook folders, ``.vscode/``, client MCP configs...:
+   :mod:`codeward.kernel.host_run`) are writable only with a person's yes (:meth:`Workspace.write_verdict`).
 3. **Resolution** — relative paths are joined to the primary root, symlinks are resolved
    *before* any check, and whatever lands outside the allowlist is refused. Listings,
    searches and trees use :meth:`Workspace.visible` so that entries resolving outside never
@@ -24,12 +26,13 @@ import re
 import stat
 import unicodedata
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from codeward.kernel.host_run import BUILTIN_RULES, NEEDS_PERSON, NO_CONSENT, Consent, HostRunRules, hooks_reason
 from codeward.kernel.result import ErrorKind, Result
 from codeward.kernel.user_dirs import data_home
 
@@ -108,16 +111,22 @@ GIT_DIR_NAMES = ("HEAD", "objects", "refs", "commondir", "gitdir")
 """The same names as git looks them up on disk (it asks for ``HEAD``; a case-insensitive file
 system answers for ``head`` too)."""
 GIT_DIRECTORY_REASON = "inside a folder git would open as a repository"
-"""How :meth:`Workspace.write_protection` begins its answer for such a folder."""
+"""How :meth:`Workspace.write_verdict` begins its refusal for such a folder."""
 GIT_MARKER_LOCK = "codeward:git-directory-names"
 """One lock key for every write that adds one of those names, so that two concurrent calls
-cannot each add half of a repository after both were checked (see :func:`git_marker_lock_key`)."""
+cannot each add half of a repository after both were checked (see :func:`git_marker_lock_key`;
+:mod:`codeward.kernel.path_locks` makes it a lock every codeward process on the root shares)."""
 CONFIG_FILE_NAMES = frozenset({"codeward.toml", "mcp_env.toml"})
 """codeward's configuration files, protected at any depth (codeward finds them by searching upward)."""
 PRIVATE_REASON = ("codeward's per-user data (signing keys, trusted keys, tokens, sessions), which no tool reads "
                   "or writes")
 POLICY_HINT = ("Changing codeward's policy, its state or the repository's git metadata is a human act: ask the "
                "user to do it themselves (an editor, the codeward command, git on their own machine).")
+HOST_RUN_REASON = "a file the host runs later"
+"""How a host-run verdict begins (the rest says which rule, and why)."""
+HOST_RUN_HINT = ("A person must approve this write, seeing its diff: codeward asks them when a client that supports "
+                 "elicitation, codeward chat or the control console is there; otherwise ask the user to make this "
+                 "change themselves.")
 MAX_PATH_CHARS = 4096
 MAX_COMPONENT_BYTES = 255
 _DRIVE = re.compile(r"^[A-Za-z]:")
@@ -133,6 +142,23 @@ _DIR_HANDLE_FLAGS = (os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) if hasattr(os, "
 _MAX_READ = 0x7FFFF000
 """The most one read returns on Linux; a read that long may not be the end of the file."""
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+@dataclass(frozen=True, slots=True)
+class WriteVerdict:
+    """What the gate says about writing one path: ``refused`` (never, by any tool), or
+    ``needs_person`` (a host-run path: a person's yes lifts it), or neither (write away)."""
+
+    refused: str = ""
+    needs_person: str = ""
+
+    @property
+    def reason(self) -> str:
+        """Any reason not to write now ("" when the write may go ahead)."""
+        return self.refused or self.needs_person
+
+
+WRITABLE = WriteVerdict()
 
 
 class Access(StrEnum):
@@ -160,6 +186,10 @@ class Workspace:
     private_dirs: tuple[Path, ...] = ()
     """Folders no tool may read or write, listings never show, and sandboxes hide, even inside a
     root: codeward's per-user data (the registry's signing key and trusted keys, tokens, sessions)."""
+    host_run: HostRunRules = BUILTIN_RULES
+    """Which paths the host runs later (:mod:`codeward.kernel.host_run`): writing one needs a person's yes."""
+    host_run_consent: Consent = NO_CONSENT
+    """The host-run writes a person approved for the call this workspace was given to."""
 
     @classmethod
     def create(
@@ -171,13 +201,15 @@ class Workspace:
         blacklist: Sequence[str] = DEFAULT_BLACKLIST_GLOBS,
         protected: Iterable[str | Path] = (),
         private: Iterable[str | Path] | None = None,
+        host_run: HostRunRules | None = None,
     ) -> Workspace:
         """A workspace over ``roots`` (the first is primary); raises ``ValueError`` for a bad root.
 
         ``protected`` names files no tool may write (the configuration files codeward read, such
         as the one given with ``--config``), in addition to the names protected everywhere.
         ``private`` names folders off limits altogether (default: codeward's data folder,
-        ``~/.local/share/codeward``, where the registry's signing key lives).
+        ``~/.local/share/codeward``, where the registry's signing key lives). ``host_run`` says
+        which paths need a person's yes (default: the built-in globs, no hooks folder read).
         """
         if private is None:
             private = (data_home(),)
@@ -192,7 +224,7 @@ class Workspace:
         allowed = frozenset(Path(f).expanduser().resolve() for f in files)
         guarded = frozenset(Path(p).expanduser().resolve() for p in protected)
         return cls(tuple(resolved), allowed, tuple(blacklist) + tuple(extra_blacklist), protected_files=guarded,
-                   private_dirs=hidden)
+                   private_dirs=hidden, host_run=host_run or BUILTIN_RULES)
 
     def with_files(self, files: Iterable[str | Path], base_dirs: Sequence[str | Path] | None = None) -> Workspace:
         """Layer 1 rebuilt: the given tracked files plus base directories (default: these roots).
@@ -202,16 +234,24 @@ class Workspace:
         """
         if base_dirs is None:
             return Workspace.create(self.roots, files=files, blacklist=self.blacklist_globs,
-                                    protected=self.protected_files, private=self.private_dirs)
+                                    protected=self.protected_files, private=self.private_dirs, host_run=self.host_run)
         dirs = tuple(Path(d).expanduser().resolve() for d in base_dirs)
         allowed = frozenset(Path(f).expanduser().resolve() for f in files)
         return Workspace(dirs, allowed, self.blacklist_globs, anchor=self.primary, protected_files=self.protected_files,
-                         private_dirs=self.private_dirs)
+                         private_dirs=self.private_dirs, host_run=self.host_run)
 
     def with_roots(self, roots: Sequence[str | Path]) -> Workspace:
         """The same policy over other roots (e.g. after the client's roots changed)."""
         return Workspace.create(roots, files=self.allowed_files, blacklist=self.blacklist_globs,
-                                protected=self.protected_files, private=self.private_dirs)
+                                protected=self.protected_files, private=self.private_dirs, host_run=self.host_run)
+
+    def with_host_run_consent(self, consent: Consent) -> Workspace:
+        """This policy for one call a person approved: the host-run writes ``consent`` covers pass.
+
+        Only the approval layers make one (after a person's yes, or for a call a person typed);
+        nothing a tool or a model sends can.
+        """
+        return replace(self, host_run_consent=consent)
 
     @property
     def primary(self) -> Path:
@@ -295,11 +335,16 @@ class Workspace:
                 return Result.fail(ErrorKind.PERMISSION, f"{param} {text!r} is {reason}",
                                    "These files are never readable or writable by tools.", data=self.primary)
         if access is Access.WRITE:
-            for path in (lexical, real):
-                reason = self.write_protection(path)
-                if reason:
-                    return Result.fail(ErrorKind.PERMISSION, f"{param} {text!r} is {reason}; tools may not write it",
-                                       POLICY_HINT, data=self.primary)
+            verdicts = [self.write_verdict(path) for path in dict.fromkeys((lexical, real))]
+            for verdict in verdicts:
+                if verdict.refused:
+                    return Result.fail(ErrorKind.PERMISSION, f"{param} {text!r} is {verdict.refused}; tools may not "
+                                       "write it", POLICY_HINT, data=self.primary)
+            for verdict in verdicts:
+                if verdict.needs_person:
+                    return Result.fail(ErrorKind.PERMISSION, f"{param} {text!r} is {verdict.needs_person}; writing it "
+                                       "needs a person's approval", HOST_RUN_HINT, data=self.primary,
+                                       source=NEEDS_PERSON)
         return Result.success(real)
 
     def plain_path(self, raw: object) -> str | None:
@@ -534,16 +579,46 @@ class Workspace:
         return None
 
     def write_protection(self, path: Path) -> str:
-        """Why no tool may write ``path`` (an absolute, normalized path), or "" when it may.
+        """Why ``path`` may not be written now ("" when it may): :meth:`write_verdict`'s reason,
+        refusal or host-run alike — for a writer that does not ask anyone, a host-run path is
+        simply not written."""
+        return self.write_verdict(path).reason
+
+    def write_verdict(self, path: Path) -> WriteVerdict:
+        """What the gate says about writing ``path`` (an absolute, normalized path).
 
         The one rule every writer applies — the file tools through :meth:`resolve`, and any
-        executor whose changes come back to the project (the shell's write-back): git metadata
-        at any depth (a ``.git`` folder or ``gitdir:`` file, creating one included), a folder git
-        would open as a repository by itself (a bare one, built file by file or already there),
-        codeward's configuration files (``codeward.toml``, ``mcp_env.toml`` anywhere, and the
-        files this server was configured with) and its ``.codeward/`` state folder. Reads the disk
-        (a few ``lstat`` calls) for the repository test; everything else is judged on the path.
+        executor whose changes come back to the project (the shell's write-back). Refused: git
+        metadata at any depth (a ``.git`` folder or ``gitdir:`` file, creating one included), a
+        folder git would open as a repository by itself (a bare one, built file by file or
+        already there), codeward's configuration files (``codeward.toml``, ``mcp_env.toml``
+        anywhere, and the files this server was configured with) and its ``.codeward/`` state
+        folder. Needing a person: a host-run path (:meth:`host_run_reason`) this call's consent
+        does not cover. Reads the disk (a few ``lstat`` calls) for the repository test and the
+        hooks folders; everything else is judged on the path.
         """
+        refused = self._hard_protection(path)
+        if refused:
+            return WriteVerdict(refused=refused)
+        if self.host_run_consent.covers(path):
+            return WRITABLE
+        host_run = self.host_run_reason(path)
+        return WriteVerdict(needs_person=f"{HOST_RUN_REASON} — {host_run}") if host_run else WRITABLE
+
+    def host_run_reason(self, path: Path) -> str:
+        """Why ``path`` is a file the host runs later ("" when it is not): its name matches a
+        host-run glob (relative to its root, case-insensitively, at any depth), or it lies in a
+        hooks folder a repository around it configures (``core.hooksPath``)."""
+        rel = self._relative(path)
+        text = rel if rel is not None else str(path).lstrip("/")
+        if text and text != ".":
+            reason = self.host_run.glob_reason(text)
+            if reason:
+                return reason
+        return hooks_reason(self.host_run, path)
+
+    def _hard_protection(self, path: Path) -> str:
+        """Why no tool may ever write ``path`` ("" when none forbids it): see :meth:`write_verdict`."""
         rel = self._relative(path)
         parts = Path(rel).parts if rel else path.parts
         for part in parts:
@@ -604,6 +679,17 @@ class Workspace:
         (:func:`looks_like_git_dir`). Only folders gaining one of the repository names are read.
         """
         added: dict[Path, set[str]] = {}
+        for folder, entry in self.repository_name_entries(paths):
+            added.setdefault(folder, set()).add(entry.name)
+        for folder, names in sorted(added.items()):
+            if looks_like_git_dir((git_dir_names(folder) or set()) | names):
+                return self._git_dir_text(folder)
+        return ""
+
+    def repository_name_entries(self, paths: Iterable[Path]) -> list[tuple[Path, Path]]:
+        """(folder, entry) for each repository-making name (``HEAD``, ``objects``...) that writing
+        ``paths`` puts in a folder: the entry itself or a folder on its way, from its root down."""
+        found: list[tuple[Path, Path]] = []
         for path in paths:
             root = self._root_of(path)
             rel = self._relative(path)
@@ -612,13 +698,14 @@ class Workspace:
             else:
                 folder, steps = root, rel.split("/")
             for step in steps:
-                if is_git_dir_name(step):
-                    added.setdefault(folder, set()).add(step)
+                if is_git_dir_name(step) and (folder, folder / step) not in found:
+                    found.append((folder, folder / step))
                 folder = folder / step
-        for folder, names in sorted(added.items()):
-            if looks_like_git_dir((git_dir_names(folder) or set()) | names):
-                return self._git_dir_text(folder)
-        return ""
+        return found
+
+    def git_dir_text(self, folder: Path) -> str:
+        """How a refusal names ``folder`` as a repository (or one a write would make)."""
+        return self._git_dir_text(folder)
 
     def _root_of(self, path: Path) -> Path | None:
         text = str(path)

@@ -3,12 +3,15 @@
 lists or reads.
 
 Reads go through the Workspace gate like every tool; listings use the gated walker, so
-nothing outside the roots or blacklisted ever appears.
+nothing outside the roots or blacklisted ever appears. codeward's own configuration — the files
+the server was started with (a gateway's, which may hold upstream tokens) and every
+``codeward.toml`` — is neither listed nor read.
 """
 
 from __future__ import annotations
 
 import mimetypes
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote, unquote, urlparse
@@ -18,11 +21,16 @@ from codeward.engines.files.walk import walk
 from codeward.kernel.content import displayable
 from codeward.kernel.providers import ResourceData, ResourceInfo, ResourceTemplateInfo
 from codeward.kernel.result import ErrorKind, Result
-from codeward.kernel.workspace import Workspace
+from codeward.kernel.workspace import CONFIG_FILE_NAMES, Workspace
 
 MAX_LISTED_RESOURCES = 500
 MAX_RESOURCE_BYTES = 10 * 1024 * 1024
 MAX_COMPLETIONS = 100
+
+
+def configuration(path: Path, workspace: Workspace) -> bool:
+    """Whether ``path`` (resolved) is codeward's configuration, which no resource shows."""
+    return path in workspace.protected_files or path.name.casefold() in CONFIG_FILE_NAMES
 
 
 def file_uri(path: Path) -> str:
@@ -42,6 +50,8 @@ class FileContent:
         found: list[ResourceInfo] = []
         for root in workspace.roots:
             for entry in walk(workspace, root, include_dirs=False):
+                if configuration(Path(os.path.realpath(entry.path)), workspace):
+                    continue
                 try:
                     size = entry.path.stat().st_size
                 except OSError:
@@ -75,6 +85,9 @@ class FileContent:
             return resolved.cast(empty)
         path = resolved.data
         display = workspace.display(path)
+        if configuration(path, workspace):
+            return Result.fail(ErrorKind.PERMISSION, f"{display} is codeward's configuration, which is not served as "
+                               "a resource", "Ask the user for the setting you need.", data=empty)
         if not path.is_file():
             return Result.fail(ErrorKind.NOT_FOUND, f"no such file: {display}",
                                "List resources to see the available files.", data=empty)

@@ -129,7 +129,9 @@ async def _serve(config: Config, serving: Serving, plane_factory: PlaneFactory |
     drain = Drain(config.server.drain_timeout)
     async with (plane_factory() if plane_factory is not None else _no_plane()) as plane:
         stack = serving_stack(config, serving, plane, state, audit, drain)
-        server = stack.server(name=serving.name, roots_from_client=not stack.roots_given and serving.http is None)
+        # the client's roots are the native tools' workspace: without native tools, nothing to ask it
+        server = stack.server(name=serving.name, roots_from_client=not stack.roots_given and serving.http is None
+                              and stack.native_tools)
         async with stack:
             plane.attach_server(stack, serving, state, audit)
             if http is None:

@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,19 +31,21 @@ from mcp.server.models import InitializationOptions
 from mcp_types.version import is_version_at_least
 
 from codeward import __version__
+from codeward.kernel.client_link import InputRequired
 from codeward.kernel.content import BinaryBlock, Block, ResourceBlock, TextBlock
 from codeward.kernel.context import CallInfo, Services, Settings, ToolContext
 from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.surface import CONTENT_CALLS, GET_PROMPT, READ_RESOURCE, ContentSurface, ToolSurface, unknown_tool
 from codeward.kernel.workspace import Workspace
+from codeward.serving.change_notices import ChangeNotifier
 from codeward.serving.file_resources import FileResources
-from codeward.serving.tool_changes import ToolListNotifier
+from codeward.serving.request_link import LOG_LEVELS, MODERN_ERA, RequestLink, RoundState, as_json, input_round
 from codeward.serving.tool_listing import ToolListing
 
 if TYPE_CHECKING:
     from codeward.audit.log import AuditLog
     from codeward.audit.users import Directory
-    from codeward.kernel.providers import PromptProvider, ResourceProvider
+    from codeward.kernel.providers import PromptProvider, RelayedProvider, ResourceProvider
     from codeward.serving.drain import Drain
     from codeward.serving.shared_state.backend import StateBackend
     from codeward.serving.transport.http_stack import HttpStack
@@ -56,8 +58,6 @@ INSTRUCTIONS = (
     "when they would break the file."
 )
 ROOTS_REQUEST_KEY = "codeward.roots"
-MODERN_ERA = "2026-07-28"
-LOG_LEVELS: tuple[str, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 T = TypeVar("T")
 
@@ -139,21 +139,6 @@ class _RequestReporter:
                 coro.close()
 
 
-class InputRequired(BaseException):
-    """A tool asked the client something on a 2026-07-28 session: answer with an input round.
-
-    Modern sessions have no back-channel for server requests; the call returns an
-    ``InputRequiredResult`` and the client retries it with the answer, which the peer then
-    finds. A BaseException on purpose: the "a broken prompt means no" handlers of the approval
-    paths must let it through rather than turn it into a denial.
-    """
-
-    def __init__(self, key: str, request: types.ElicitRequest | types.CreateMessageRequest) -> None:
-        super().__init__(key)
-        self.key = key
-        self.request = request
-
-
 class _SessionPeer:
     """Sampling and elicitation through the client, callable from a tool thread.
 
@@ -169,10 +154,16 @@ class _SessionPeer:
         self._answers = answers
         self._modern = is_version_at_least(ctx.protocol_version, MODERN_ERA)
 
+    @property
+    def asks_during_call(self) -> bool:
+        """Whether a question reaches the person while the call runs (handshake-era sessions); a
+        2026-07-28 session's question ends the call, which the client then runs again."""
+        return not self._modern
+
     def _answer(self, kind: str, payload: Any, request: types.ElicitRequest | types.CreateMessageRequest) -> Any:
         key = f"codeward.{kind}.{hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]}"
         if key not in self._answers:
-            raise InputRequired(key, request)
+            raise InputRequired({key: request})
         return self._answers[key]
 
     def _require(self, capability: str) -> None:
@@ -233,15 +224,20 @@ class CodewardServer:
         name: str = "codeward",
         roots_ttl: float = 10.0,
         tools_can_change: bool = False,
+        relayed: RelayedProvider | None = None,
+        files: bool = True,
     ) -> None:
         """``tools_can_change``: the surface's tool list may change while serving (a gateway);
-        clients are then told, and :meth:`tools_changed` is how to tell them."""
+        clients are then told, and :meth:`tools_changed` is how to tell them. ``relayed``: another
+        server's resources, prompts and completions served beside these (a gateway's upstreams).
+        ``files``: serve the workspace's files as resources (not on a gateway without native tools)."""
         self.surface = surface
         self.listing = ToolListing(surface)
-        self.notifier = ToolListNotifier() if tools_can_change else None
+        self.relayed = relayed
         self.holder = WorkspaceHolder(workspace, roots_from_client, stale=roots_from_client)
         self.settings = settings or Settings()
-        self.resource_providers: list[ResourceProvider] = [FileResources(), *resource_providers]
+        self.resource_providers: list[ResourceProvider] = [*([FileResources()] if files else []),
+                                                           *resource_providers]
         self.prompt_providers = list(prompt_providers)
         self.content: ToolSurface = surface if surface.has(READ_RESOURCE) else \
             ContentSurface(self.resource_providers, self.prompt_providers)
@@ -251,6 +247,8 @@ class CodewardServer:
         self.roots_ttl = roots_ttl
         self._log_level = "info"
         self.subscriptions: set[str] = set()
+        changes = tools_can_change or relayed is not None
+        self.notifier = ChangeNotifier(self._watch_all, self._unwatch_all) if changes else None
         handlers: dict[str, Any] = {
             "on_list_tools": self._list_tools,
             "on_call_tool": self._call_tool,
@@ -261,7 +259,7 @@ class CodewardServer:
             "on_subscribe_resource": self._subscribe,
             "on_unsubscribe_resource": self._unsubscribe,
         }
-        if self.prompt_providers:
+        if self.prompt_providers or relayed is not None:
             handlers["on_list_prompts"] = self._list_prompts
             handlers["on_get_prompt"] = self._get_prompt
         if self.notifier is not None:
@@ -269,7 +267,7 @@ class CodewardServer:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self.lowlevel: Server[Any] = _LowLevelServer(
-                tools_can_change,
+                changes,
                 name,
                 version=__version__,
                 instructions=INSTRUCTIONS,
@@ -296,32 +294,38 @@ class CodewardServer:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult | types.InputRequiredResult:
-        answers = getattr(params, "input_responses", None) or {}
-        workspace = await self._current_workspace(ctx, answers)
+    ) -> types.CallToolResult | dict[str, Any]:
+        # 2026-07-28: the answers of every round of this call so far (request_link.RoundState)
+        state = RoundState.decode(getattr(params, "request_state", None)).joined(
+            getattr(params, "input_responses", None))
+        workspace = await self._current_workspace(ctx, state.answers)
         if isinstance(workspace, types.InputRequiredResult):
-            return workspace
-        tool_ctx = self._context(ctx, workspace, answers)
+            return input_round(workspace.input_requests or {}, state)
+        tool_ctx = self._context(ctx, workspace, state)
         try:
             if params.name in CONTENT_CALLS:  # the chain's names for reads, never a tool's
                 outcome = unknown_tool(params.name, [info.name for info in self.surface.tool_infos()])
             else:
                 outcome = await self.surface.call(params.name, params.arguments, tool_ctx)
         except InputRequired as needed:
-            return types.InputRequiredResult(input_requests={needed.key: needed.request},
-                                             result_type="input_required")
-        return to_call_result(outcome)
+            return input_round(needed.requests, RoundState(state.answers, needed.resume or state.resume))
+        return call_result(outcome)
 
     def _context(self, ctx: ServerRequestContext[Any, Any], workspace: Workspace,
-                 answers: Mapping[str, Any] | None = None) -> ToolContext:
-        """What a call of this request carries: the workspace, settings, services, the client as peer."""
+                 state: RoundState | None = None) -> ToolContext:
+        """What a call of this request carries: the workspace, settings, services, the client as peer
+        and as the link a relaying surface answers through (with the answers of the call's earlier
+        2026-07-28 input rounds, ``state``)."""
+        state = state if state is not None else RoundState()
+        client = client_of(ctx)
         return ToolContext(
             workspace=workspace,
             settings=self.settings,
             reporter=_RequestReporter(ctx, lambda: self._log_level),
-            peer=_SessionPeer(ctx, answers or {}),
+            peer=_SessionPeer(ctx, state.answers),
             services=self.services,
-            call=CallInfo(close_sse_stream=ctx.close_sse_stream, client=client_of(ctx), user=user_of(ctx)),
+            call=CallInfo(close_sse_stream=ctx.close_sse_stream, client=client, user=user_of(ctx)),
+            link=RequestLink(ctx, client=client, state=state),
         )
 
     # -- workspace and roots ---------------------------------------------------------------
@@ -374,12 +378,23 @@ class CodewardServer:
 
     async def _set_level(self, ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams) -> Any:
         self._log_level = str(params.level)
+        if self.notifier is not None:
+            self.notifier.set_level(ctx, self._log_level)  # an upstream's log lines outside any call reach it
+        if self.relayed is not None and self.relayed.offers("logging"):
+            await self.relayed.set_level(self._log_level)
         return types.EmptyResult()
+
+    def _link(self, ctx: ServerRequestContext[Any, Any], params: Any) -> tuple[RequestLink, RoundState]:
+        """The client of a request that may run on an upstream, and the answers of its earlier rounds."""
+        state = RoundState.decode(getattr(params, "request_state", None)).joined(
+            getattr(params, "input_responses", None))
+        return RequestLink(ctx, client=client_of(ctx), state=state), state
 
     # -- resources -----------------------------------------------------------------------
 
-    async def _list_resources(self, ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListResourcesResult:
+    async def _list_resources(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         workspace = await self._workspace(ctx)
+        self._remember(ctx)
 
         def collect() -> list[types.Resource]:
             out: list[types.Resource] = []
@@ -389,11 +404,12 @@ class CodewardServer:
                                               mime_type=info.mime_type, size=info.size))
             return out
 
-        return types.ListResourcesResult(resources=await anyio.to_thread.run_sync(collect))
+        native = await anyio.to_thread.run_sync(collect) if self.resource_providers else []
+        relayed = await self.relayed.list_resources() if self.relayed is not None else []
+        return {**_json(types.ListResourcesResult(resources=[])),
+                "resources": [*(_json(resource) for resource in native), *relayed]}
 
-    async def _list_templates(
-        self, ctx: ServerRequestContext[Any, Any], params: Any
-    ) -> types.ListResourceTemplatesResult:
+    async def _list_templates(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         workspace = await self._workspace(ctx)
         templates = [
             types.ResourceTemplate(uri_template=t.uri_template, name=t.name, description=t.description or None,
@@ -401,14 +417,22 @@ class CodewardServer:
             for provider in self.resource_providers
             for t in provider.list_templates(workspace)
         ]
-        return types.ListResourceTemplatesResult(resource_templates=templates)
+        relayed = await self.relayed.list_templates() if self.relayed is not None else []
+        return {**_json(types.ListResourceTemplatesResult(resource_templates=[])),
+                "resourceTemplates": [*(_json(template) for template in templates), *relayed]}
 
     async def _read_resource(
         self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
-    ) -> types.ReadResourceResult:
+    ) -> types.ReadResourceResult | dict[str, Any]:
         from mcp.shared.exceptions import MCPError
 
         uri = str(params.uri)
+        if self.relayed is not None and self.relayed.owns_uri(uri):
+            link, state = self._link(ctx, params)
+            try:
+                return _complete(await self.relayed.read_resource(uri, link), types.ReadResourceResult(contents=[]))
+            except InputRequired as needed:
+                return input_round(needed.requests, RoundState(state.answers, needed.resume or state.resume))
         outcome = await self.content.call(READ_RESOURCE, {"uri": uri}, self._context(ctx, await self._workspace(ctx)))
         data = outcome.served
         if outcome.is_error or data is None or isinstance(data, tuple):
@@ -422,19 +446,42 @@ class CodewardServer:
         return types.ReadResourceResult(contents=[content])
 
     async def _subscribe(self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams) -> Any:
-        self.subscriptions.add(str(params.uri))
+        uri = str(params.uri)
+        if self.relayed is not None and await self.relayed.watch(uri) and self.notifier is not None:
+            self.notifier.subscribe(ctx, uri)
+        self.subscriptions.add(uri)
         return types.EmptyResult()
 
     async def _unsubscribe(
         self, ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams
     ) -> Any:
-        self.subscriptions.discard(str(params.uri))
+        uri = str(params.uri)
+        if self.notifier is not None and self.notifier.unsubscribe(ctx, uri) and self.relayed is not None:
+            await self.relayed.unwatch(uri)
+        self.subscriptions.discard(uri)
         return types.EmptyResult()
+
+    async def _watch_all(self, uris: Iterable[str]) -> None:
+        """A 2026-07-28 listen stream opened on these URIs: the upstreams' among them are subscribed."""
+        if self.relayed is not None:
+            for uri in uris:
+                await self.relayed.watch(uri)
+
+    async def _unwatch_all(self, uris: Iterable[str]) -> None:
+        if self.relayed is not None:
+            for uri in uris:
+                await self.relayed.unwatch(uri)
+
+    def _remember(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        """Note a handshake-era session that listed something, to tell it when the list changes."""
+        if self.notifier is not None and not is_version_at_least(ctx.protocol_version, MODERN_ERA):
+            self.notifier.remember(ctx)
 
     # -- prompts ---------------------------------------------------------------------------
 
-    async def _list_prompts(self, ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListPromptsResult:
+    async def _list_prompts(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         workspace = await self._workspace(ctx)
+        self._remember(ctx)
         prompts = [
             types.Prompt(
                 name=p.name,
@@ -445,15 +492,27 @@ class CodewardServer:
             for provider in self.prompt_providers
             for p in provider.list_prompts(workspace)
         ]
-        return types.ListPromptsResult(prompts=prompts)
+        relayed = (await self.relayed.list_prompts(reserved={p.name for p in prompts})
+                   if self.relayed is not None else [])
+        return {**_json(types.ListPromptsResult(prompts=[])),
+                "prompts": [*(_json(prompt) for prompt in prompts), *relayed]}
 
     async def _get_prompt(
         self, ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams
-    ) -> types.GetPromptResult:
+    ) -> types.GetPromptResult | dict[str, Any]:
         from mcp.shared.exceptions import MCPError
 
+        workspace = await self._workspace(ctx)
+        if self.relayed is not None and self.relayed.owns_prompt(params.name) and not any(
+                p.name == params.name for provider in self.prompt_providers for p in provider.list_prompts(workspace)):
+            link, state = self._link(ctx, params)
+            try:
+                return _complete(await self.relayed.get_prompt(params.name, params.arguments, link),
+                                 types.GetPromptResult(messages=[]))
+            except InputRequired as needed:
+                return input_round(needed.requests, RoundState(state.answers, needed.resume or state.resume))
         arguments = {"name": params.name, "arguments": dict(params.arguments or {})}
-        outcome = await self.content.call(GET_PROMPT, arguments, self._context(ctx, await self._workspace(ctx)))
+        outcome = await self.content.call(GET_PROMPT, arguments, self._context(ctx, workspace))
         if outcome.is_error or not isinstance(outcome.served, tuple):
             raise MCPError(code=types.INVALID_PARAMS, message=outcome.text)
         messages = [types.PromptMessage(role=m.role, content=to_content(m.content))  # type: ignore[arg-type]
@@ -464,7 +523,12 @@ class CodewardServer:
 
     async def _complete(
         self, ctx: ServerRequestContext[Any, Any], params: types.CompleteRequestParams
-    ) -> types.CompleteResult:
+    ) -> types.CompleteResult | dict[str, Any]:
+        if self.relayed is not None:
+            wire = {key: value for key, value in _json(params).items() if key != "_meta"}
+            relayed = await self.relayed.complete(wire.get("ref") or {}, wire, self._link(ctx, params)[0])
+            if relayed is not None:
+                return _complete(relayed, types.CompleteResult(completion=types.Completion(values=[])))
         workspace = await self._workspace(ctx)
         ref = params.ref
         name, prefix = params.argument.name, params.argument.value
@@ -524,8 +588,8 @@ class CodewardServer:
 
 
 class _LowLevelServer(Server[Any]):
-    """The SDK's server, announcing ``tools.listChanged`` to handshake-era clients when the
-    tool list can change (2026-07-28 clients learn it from the ``subscriptions/listen`` handler)."""
+    """The SDK's server, announcing ``listChanged`` (tools, prompts, resources) to handshake-era clients
+    when those lists can change (2026-07-28 clients learn it from the ``subscriptions/listen`` handler)."""
 
     def __init__(self, tools_can_change: bool, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -537,8 +601,8 @@ class _LowLevelServer(Server[Any]):
         experimental_capabilities: dict[str, dict[str, Any]] | None = None,
         extensions: dict[str, dict[str, Any]] | None = None,
     ) -> InitializationOptions:
-        if notification_options is None and self._tools_can_change:
-            notification_options = NotificationOptions(tools_changed=True)
+        if notification_options is None and self._tools_can_change:  # a gateway: its upstreams' lists change
+            notification_options = NotificationOptions(tools_changed=True, prompts_changed=True, resources_changed=True)
         return super().create_initialization_options(notification_options, experimental_capabilities, extensions)
 
 
@@ -562,6 +626,18 @@ def user_of(ctx: ServerRequestContext[Any, Any]) -> str | None:
     scope = getattr(ctx.request, "scope", None)
     user = scope.get("codeward.user") if isinstance(scope, dict) else None
     return user if isinstance(user, str) else None
+
+
+def call_result(outcome: ToolOutcome) -> types.CallToolResult | dict[str, Any]:
+    """What ``tools/call`` answers: an upstream's result as its server sent it (the SDK checks it
+    against the client's protocol version), else :func:`to_call_result`. An upstream's JSON-RPC error
+    that the client must act on is raised as that error."""
+    if outcome.wire_error is not None:
+        from mcp.shared.exceptions import MCPError
+
+        error = outcome.wire_error
+        raise MCPError(code=int(error["code"]), message=str(error.get("message", "")), data=error.get("data"))
+    return _complete(outcome.wire) if outcome.wire is not None else to_call_result(outcome)
 
 
 def to_call_result(outcome: ToolOutcome) -> types.CallToolResult:
@@ -592,6 +668,18 @@ def to_content(block: Block) -> types.TextContent | types.ImageContent | types.A
     else:
         resource = types.TextResourceContents(uri=block.uri, mime_type=block.mime_type, text=block.text or "")
     return types.EmbeddedResource(type="resource", resource=resource)
+
+
+def _complete(result: Mapping[str, Any], empty: types.Result | None = None) -> dict[str, Any]:
+    """An upstream's result as this server sends it: a handshake-era answer lacks what 2026-07-28 requires
+    (``resultType``; ``ttlMs`` and ``cacheScope`` on a cacheable result: ``empty``'s defaults), which the SDK
+    drops again for handshake-era clients."""
+    return {**(_json(empty) if empty is not None else {"resultType": "complete"}), **result}
+
+
+def _json(model: Any) -> dict[str, Any]:
+    json_value: dict[str, Any] = as_json(model)
+    return json_value
 
 
 def _root_path(uri: str) -> str | None:

@@ -30,6 +30,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from codeward.approval.host_run import HostRunApproval
 from codeward.audit.metrics import CallMetrics, RecordCalls
 from codeward.config import Config, ConfigError, GatewayConfig, RegistrySettings
 from codeward.engines.checkpoints.step import RecordChanges
@@ -39,6 +40,7 @@ from codeward.gateway.native import Alias
 from codeward.kernel.catalog import Catalog
 from codeward.kernel.chain import Middleware, chain
 from codeward.kernel.context import Reporter, Services, ToolContext
+from codeward.kernel.host_run import HostRunRules, ReaderOnFirstUse
 from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.steps import BoundOutput, CallStep, HoldWriteLocks, TrapErrors
 from codeward.kernel.surface import CatalogSurface, CompositeSurface, ContentSurface, ToolInfo, ToolSurface
@@ -81,6 +83,9 @@ class Stack:
     """Every tool behind the whole chain: what servers serve and commands call."""
     native_names: tuple[str, ...]
     """The native tools as this stack exposes them (``cw__read_file`` under ``[mcp] native = "cw"``)."""
+    native_tools: bool = True
+    """codeward's own tools are served; without them (a gateway with ``native = false``) its server offers
+    none of codeward's own resources or prompts either: the workspace's files are not its to show."""
     gateway: Gateway | None = None
     resource_providers: tuple[ResourceProvider, ...] = ()
     prompt_providers: tuple[PromptProvider, ...] = ()
@@ -113,9 +118,10 @@ class Stack:
         if self.meta or self.approved is None:
             return self.surface
         if self._meta_surface is None:
-            outer = [m for m in self.middleware if m is not self.approval]
             from codeward.tools.meta import Meta
 
+            # the approval layers are already inside ``approved``
+            outer = [m for m in self.middleware if m is not self.approval and not isinstance(m, HostRunApproval)]
             inside = self.approved if self.content is None else CompositeSurface([self.approved, self.content])
             self._meta_surface = chain(inside, [*outer, Meta(guard=self.approval, steps=call_steps())])
         return self._meta_surface
@@ -124,12 +130,17 @@ class Stack:
         """An MCP server over this stack (tools, the files and the registry's resources, prompts)."""
         from codeward.serving.server import CodewardServer
 
+        native = self.native_tools  # a gateway without native tools serves none of codeward's own content
         server = CodewardServer(self.surface, self.workspace, settings=self.config.settings, services=self.services,
-                                roots_from_client=roots_from_client, resource_providers=self.resource_providers,
-                                prompt_providers=self.prompt_providers, name=name,
-                                tools_can_change=self.gateway is not None)
+                                roots_from_client=roots_from_client,
+                                resource_providers=self.resource_providers if native else (),
+                                prompt_providers=self.prompt_providers if native else (), name=name,
+                                tools_can_change=self.gateway is not None,
+                                relayed=self.gateway.content if self.gateway is not None else None, files=native)
         if self.gateway is not None:
             self.gateway.subscribe(server.tools_changed)  # an upstream's list_changed reaches our clients
+            if server.notifier is not None:  # and its resource and prompt changes, and its log lines
+                self.gateway.notify_to(server.notifier)
         return server
 
     async def __aenter__(self) -> Stack:
@@ -161,14 +172,18 @@ def workspace_for(config: Config, roots: Sequence[str | Path] = (), *,
     """The policy over the given roots, else the config's, else the working directory.
 
     The configuration files codeward read (``config.path`` and ``protected``: a gateway's
-    mcpServers file and pins) are never writable by a tool (see ``Workspace.write_protection``).
+    mcpServers file and pins) are never writable by a tool (see ``Workspace.write_verdict``); the
+    files the human's tools run later (``[server] host_run_paths`` and the built-in list, and each
+    repository's hooks folder) only with a person's yes.
     """
     chosen: Sequence[str | Path] = list(roots) or list(config.roots) or [Path.cwd()]
     for root in chosen:
         if not Path(root).expanduser().is_dir():
             raise ConfigError(f"root {str(root)!r} is not a directory; pass an existing directory")
     files = [path for path in (config.path, *protected) if path is not None]
-    return Workspace.create(chosen, extra_blacklist=config.blacklist, protected=files)
+    host_run = HostRunRules(configured=config.server.host_run_paths,
+                            hooks_path=ReaderOnFirstUse("codeward.engines.git.hooks_path:HooksPaths"))
+    return Workspace.create(chosen, extra_blacklist=config.blacklist, protected=files, host_run=host_run)
 
 
 def call_steps() -> tuple[CallStep, ...]:
@@ -266,7 +281,9 @@ def build_stack(
                             trusted_digest=upstream.trusted_digest if upstream is not None else None,
                             unlisted=_native_unlisted(catalog, native), catalog=catalog,
                             underlying=registry_underlying)
-    inner: list[Middleware] = [approval] if approval is not None else []
+    # without an approver (plain serve) the client's user is asked, by elicitation
+    host_run = HostRunApproval(approver.confirm if approver is not None else None, catalog)
+    inner: list[Middleware] = [*([approval] if approval is not None else []), host_run]
     approved = chain(tools, inner)
     outer: list[Middleware] = [*observers]
     metrics = services.find(CallMetrics)
@@ -280,10 +297,12 @@ def build_stack(
         services = services.with_values(ServedTools(approved))
 
     prompts, knowledge = registry_providers(services.get(RegistrySettings))
-    content = ContentSurface((FileResources(), knowledge), (prompts,))
+    # a gateway without native tools serves none of codeward's own content: the files are not its to show
+    content = ContentSurface((FileResources(), knowledge), (prompts,)) if native is not False else ContentSurface()
     return Stack(config=config, workspace=workspace, roots_given=bool(roots) or bool(config.roots), catalog=catalog,
                  services=services, gateway_config=gateway_config,
                  surface=chain(CompositeSurface([approved, content]), outer), content=content,
-                 native_names=native_names, gateway=upstream, resource_providers=(knowledge,),
+                 native_names=native_names, native_tools=native is not False, gateway=upstream,
+                 resource_providers=(knowledge,),
                  prompt_providers=(prompts,), middleware=(*outer, *inner), approved=approved,
                  approval=approval, meta=meta)

@@ -22,7 +22,10 @@ from codeward.kernel.wire_schema import wire_hints, wire_output_schema
 
 
 def wire_tool(info: ToolInfo) -> types.Tool:
-    """One tool as ``tools/list`` sends it: lean output schema, only meaningful hints."""
+    """One tool as ``tools/list`` sends it: lean output schema, only meaningful hints (an upstream's tool
+    as its server published it)."""
+    if info.wire is not None:
+        return types.Tool.model_validate(wire_entry(info), by_name=False)
     hints = wire_hints(info.annotations)
     return types.Tool(
         name=info.name,
@@ -35,7 +38,13 @@ def wire_tool(info: ToolInfo) -> types.Tool:
 
 
 def wire_entry(info: ToolInfo) -> dict[str, Any]:
-    """:func:`wire_tool` as the JSON the SDK sends, made without building the pydantic model."""
+    """:func:`wire_tool` as the JSON the SDK sends, made without building the pydantic model.
+
+    An upstream's tool (:attr:`ToolInfo.wire`) goes out as its server published it — full output
+    schema, every annotation, ``_meta``, ``icons``, ``execution`` — under the gateway's name for it:
+    the client and its model should see what the upstream wrote, not codeward's lean form of it."""
+    if info.wire is not None:
+        return {"name": info.name, **{key: value for key, value in info.wire.items() if key != "name"}}
     entry: dict[str, Any] = {"name": info.name}
     if info.title is not None:
         entry["title"] = info.title

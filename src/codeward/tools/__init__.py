@@ -21,6 +21,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "codeward.tools.git_tools",
     "codeward.tools.treesitter_tools",
     "codeward.tools.python_ast",
+    "codeward.tools.python_move",
     "codeward.tools.python_refs",
     "codeward.tools.web",
     "codeward.tools.runtime",

@@ -72,7 +72,7 @@ def bd_list(
     status: Annotated[Status | None, Field(description="Only beads with this status.")] = None,
 ) -> Result[BeadList]:
     """List the beads (issues) of the project's .beads/ tracker: ID, status, title per row."""
-    tracker = open_tracker(ctx.workspace, ctx.services, Access.READ)
+    tracker = open_tracker(ctx, Access.READ)
     if not tracker.ok or tracker.data is None:
         return tracker.cast(_no_list())
     listed = tracker.data.list_beads(status)
@@ -104,7 +104,7 @@ def bd_create(
     """Create a bead (issue) in the project's .beads/ tracker; dependencies block it until closed."""
     if not title.strip():
         return Result.fail(ErrorKind.INVALID_INPUT, "title is blank", "Give a short summary of the work.")
-    tracker = open_tracker(ctx.workspace, ctx.services, Access.WRITE)
+    tracker = open_tracker(ctx, Access.WRITE)
     if not tracker.ok or tracker.data is None:
         return tracker.cast(None)
     created = tracker.data.create(title.strip(), description, priority, issue_type, dependencies)
@@ -130,7 +130,7 @@ def bd_update(
     if not changes.given():
         return Result.fail(ErrorKind.INVALID_INPUT, f"nothing to change for {bead_id}",
                            "Pass at least one of status, priority, title, description, assignee.")
-    tracker = open_tracker(ctx.workspace, ctx.services, Access.WRITE)
+    tracker = open_tracker(ctx, Access.WRITE)
     if not tracker.ok or tracker.data is None:
         return tracker.cast(None)
     updated = tracker.data.update(bead_id.strip(), changes)
@@ -143,7 +143,7 @@ def bd_update(
       examples=[{}])
 def bd_ready(ctx: ToolContext) -> Result[BeadList]:
     """List open beads whose dependencies are all closed, highest priority first."""
-    tracker = open_tracker(ctx.workspace, ctx.services, Access.READ)
+    tracker = open_tracker(ctx, Access.READ)
     if not tracker.ok or tracker.data is None:
         return tracker.cast(_no_list())
     ready = tracker.data.ready()

@@ -9,6 +9,7 @@ overwrite a file that changed outside codeward since — it names each one and a
 from __future__ import annotations
 
 import datetime
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,8 +21,9 @@ from codeward.engines.checkpoints.rewind import Outcome, Rewind, in_effect, reve
 from codeward.engines.checkpoints.store import CheckpointStore, Record, store_for
 from codeward.kernel.catalog import tool
 from codeward.kernel.context import ToolContext
+from codeward.kernel.host_run import NEEDS_PERSON
 from codeward.kernel.result import ErrorKind, Result
-from codeward.kernel.workspace import Workspace
+from codeward.kernel.workspace import HOST_RUN_HINT, Workspace
 
 TOOLSET = "checkpoints"
 SHOWN_PATHS = 4
@@ -120,7 +122,17 @@ def list_checkpoints(
     return Result.success(CheckpointList(total=len(records), checkpoints=entries))
 
 
-@tool(toolset=TOOLSET, destructive=True, title="Undo tool edits", output=UndoReport,
+def _undo_preview(arguments: Mapping[str, Any], ctx: ToolContext) -> str | None:
+    """The diff an undo call would make (what its approval prompt shows)."""
+    steps, checkpoint = arguments.get("steps", 1), arguments.get("checkpoint")
+    if arguments.get("dry_run") or not isinstance(steps, int) or not isinstance(checkpoint, int | None):
+        return None
+    journal = Journal(ctx.workspace, "undo", "preview", ctx.services.get(CheckpointSettings))
+    planned = _plan(ctx, journal.store, journal, steps, checkpoint)
+    return planned.data[0].preview() if planned.ok else None
+
+
+@tool(toolset=TOOLSET, destructive=True, title="Undo tool edits", output=UndoReport, preview=_undo_preview,
       examples=[{"dry_run": True}, {}, {"steps": 2}])
 def undo(
     ctx: ToolContext,
@@ -162,6 +174,10 @@ def undo(
                           for record in rewind.records for c in record.changes})
         return Result.success(UndoReport(reverted=ids, restored=touched, skipped=unrestorable,
                                          overwritten=conflicts, dry_run=True))
+    needs = rewind.needs_person()
+    if needs:
+        return Result.fail(ErrorKind.PERMISSION, "the undo writes files the host runs later: " + "; ".join(needs),
+                           HOST_RUN_HINT, source=NEEDS_PERSON)
     journal.kind = "undo"
     journal.reverts = ids
     journal.summary = "undo " + ", ".join(f"#{number}" for number in ids)
@@ -174,7 +190,8 @@ def undo(
             return Result.fail(ErrorKind.CONFLICT, "files changed while the undo was being confirmed: "
                                + "; ".join(sorted(set(now_conflicts) - set(conflicts))),
                                "Nothing was changed. Run undo again.")
-        outcome: Outcome = rewind.run()
+        with ctx.call.hold_writes(rewind.written(), workspace=ctx.workspace):  # it may put back a HEAD...
+            outcome: Outcome = rewind.run()
     return Result.success(UndoReport(reverted=outcome.reverted, restored=outcome.restored, skipped=outcome.skipped,
                                      overwritten=conflicts))
 

@@ -1,7 +1,9 @@
 """Coding tools that run code: execute, list languages, monitor, run in Docker, debug.
 
-Every run goes through the sandbox chosen at start-up (bwrap where namespaces work, else a
-Docker engine, else plain processes marked not isolated); each result names the backend.
+Every run goes through the sandbox the server's backend choice gives code execution (bwrap
+where namespaces work, else a Docker engine; plain processes, marked not isolated, only when the
+operator set ``[sandbox] backend = "process"``; otherwise a refusal naming what to install);
+each result names the backend.
 Program failures and timeouts are *results* (``status`` says which); only what stops the
 code from running at all (``setup_error``) is reported as a tool error.
 """
@@ -21,6 +23,7 @@ from codeward.engines.execution.monitor import Sampler
 from codeward.engines.execution.runtime import NO_MODEL, runtime_of
 from codeward.engines.llm.client import ask_text_sync
 from codeward.engines.sandbox import SandboxUnavailable
+from codeward.engines.sandbox.choice import SandboxRefused
 from codeward.kernel.catalog import tool
 from codeward.kernel.context import ToolContext
 from codeward.kernel.result import ErrorKind, Result
@@ -184,7 +187,10 @@ class LanguagesOutput(BaseModel):
 def code_list_languages(ctx: ToolContext) -> Result[LanguagesOutput]:
     """List the languages coding_execute_code supports, which are available here (and why not), and the sandbox."""
     runtime = runtime_of(ctx.services)
-    sandbox = runtime.sandbox()
+    try:
+        sandbox = runtime.sandbox()
+    except SandboxRefused as refused:
+        return Result.fail(ErrorKind.UNAVAILABLE, str(refused), refused.hint)
     languages = [
         LanguageInfo(name=name, available=chain.available, reason=chain.reason, version=chain.version,
                      compiled=chain.language.compiled, default_memory_mb=chain.language.memory_mb,

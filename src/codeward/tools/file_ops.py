@@ -22,11 +22,13 @@ from pydantic import Field
 
 from codeward.engines.checkpoints.journal import Journal, journal_of, trash_size
 from codeward.engines.checkpoints.states import state_of
+from codeward.engines.files.links import host_readlink, kernel_resolve, link_refusal
 from codeward.engines.files.textfile import PathChanged, checked_dir
 from codeward.kernel.catalog import tool
 from codeward.kernel.context import ToolContext
+from codeward.kernel.host_run import NEEDS_PERSON
 from codeward.kernel.result import ErrorKind, Result
-from codeward.kernel.workspace import Access, Workspace
+from codeward.kernel.workspace import HOST_RUN_HINT, Access, Workspace
 
 MAX_TREE_ENTRIES = 200_000
 """A deletion checks every entry of the tree; past this many it asks for a narrower path."""
@@ -130,7 +132,15 @@ def move_path(
     problem = _move_problem(ctx.workspace, src, dst, shown_src, shown_dst, overwrite)
     if problem is not None:
         return problem
-    blocked = _protected_inside(ctx.workspace, src) if os.path.isdir(src) and not os.path.islink(src) else None
+    if os.path.isdir(src) and not os.path.islink(src):
+        blocked = _protected_inside(ctx.workspace, src, dst)
+    elif os.path.islink(src):
+        link_problem = _moved_link_problem(ctx.workspace, src, dst, src, dst)
+        blocked = Result.fail(ErrorKind.PERMISSION, f"moving the link {shown_src} to {shown_dst} would make it "
+                              f"{link_problem}", "Nothing was moved. Point it elsewhere first, or move it where it "
+                              "resolves inside the workspace.", data="") if link_problem else None
+    else:
+        blocked = None
     if blocked is not None:
         return blocked
     state = state_of(src)
@@ -252,9 +262,13 @@ def delete_path(
     return Result.success(f"Deleted {what}; undo restores it.")
 
 
-def _protected_inside(workspace: Workspace, top: Path) -> Result[str] | None:
-    """An error when the tree under ``top`` holds anything no tool may write (checked entry by entry)."""
+def _protected_inside(workspace: Workspace, top: Path, destination: Path | None = None) -> Result[str] | None:
+    """An error when the tree under ``top`` holds anything no tool may write (checked entry by entry),
+    else when it holds a host-run path — or would, moved to ``destination`` — that needs a person's
+    approval (the error says so: ``source = "needs-person"``), else when a relative link in it would
+    lead elsewhere from there (out of the roots, or onto a protected path)."""
     seen = 0
+    needs: tuple[Path, str] | None = None
     for folder, dirs, files in os.walk(top):
         for name in [*dirs, *files]:
             seen += 1
@@ -265,14 +279,56 @@ def _protected_inside(workspace: Workspace, top: Path) -> Result[str] | None:
             info = os.lstat(entry)
             checked = (workspace.resolve(str(entry.parent), Access.WRITE) if stat.S_ISLNK(info.st_mode)
                        else workspace.resolve(str(entry), Access.WRITE))
-            reason = "" if checked.ok else checked.errors[0].message
-            if not reason and workspace.blacklist_reason(entry):
-                reason = workspace.blacklist_reason(entry)
+            error = checked.errors[0] if not checked.ok else None
+            if error is not None and error.source == NEEDS_PERSON:
+                needs = needs or (entry, error.message)
+                error = None
+            reason = error.message if error is not None else workspace.blacklist_reason(entry)
             if reason:
                 return Result.fail(ErrorKind.PERMISSION, f"{workspace.display(top)} holds "
                                    f"{workspace.display(entry)}, which no tool may change ({reason})",
                                    "Nothing was changed. Move or delete the other entries one by one.", data="")
+            if destination is None:
+                continue
+            moved = destination / entry.relative_to(top)
+            verdict = workspace.write_verdict(moved)
+            if verdict.needs_person and not verdict.refused:
+                needs = needs or (moved, verdict.needs_person)
+            if stat.S_ISLNK(info.st_mode):
+                problem = _moved_link_problem(workspace, entry, moved, top, destination)
+                if problem:
+                    return Result.fail(ErrorKind.PERMISSION, f"moving {workspace.display(top)} would make "
+                                       f"{workspace.display(moved)} {problem}", "Nothing was moved. Move the link on "
+                                       "its own, or change it first.", data="")
+    if needs is not None:
+        path, reason = needs
+        return Result.fail(ErrorKind.PERMISSION, f"{workspace.display(top)} holds {workspace.display(path)}, which is "
+                           f"{reason.removeprefix(f'path {str(path)!r} is ')}; changing it needs a person's approval",
+                           HOST_RUN_HINT, data="", source=NEEDS_PERSON)
     return None
+
+
+def _moved_link_problem(workspace: Workspace, link: Path, moved: Path, top: Path, destination: Path) -> str:
+    """Why the link ``link``, moved with its folder ``top`` to ``destination`` (so to ``moved``), may
+    not go there ("" when it may): a relative link resolves from its new folder, as the kernel does —
+    through the tree as it will be — and must still land where links may (:func:`link_refusal`),
+    unless it leads exactly where it led before."""
+    pointed = os.readlink(link)
+    if pointed.startswith("/"):
+        return ""  # leads where it did, wherever it lies
+
+    def after_move(path: str) -> str | None:
+        if path == str(destination) or path.startswith(f"{destination}/"):
+            return host_readlink(str(top) + path[len(str(destination)):])
+        if path == str(top) or path.startswith(f"{top}/"):
+            return None  # gone from there
+        return host_readlink(path)
+
+    reason = link_refusal(workspace, moved, pointed, after_move)
+    if reason and kernel_resolve(os.path.join(moved.parent, pointed), after_move) != kernel_resolve(
+            os.path.join(link.parent, pointed)):
+        return reason
+    return ""
 
 
 def _count(path: Path) -> int:

@@ -17,6 +17,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
+from codeward.engines.code_intel.definition_swap import Defined, mismatch
 from codeward.engines.code_intel.python_rewrite import (
     REGION_END,
     REGION_START,
@@ -39,27 +40,26 @@ from codeward.engines.code_intel.python_symbols import (
     Symbol,
     SymbolKind,
     check_edit,
-    declared_names,
     first_definition,
     header_span,
-    loaded_names,
     lookup,
     lookup_one,
-    module_level_names,
     name_problem,
     nested_blocks,
     normalize_block,
     parse_module,
     reindent,
-    rename_definition,
     signature_text,
     syntax_problem,
+    top_level_definitions,
 )
+from codeward.engines.files.planned_writes import write_all
 from codeward.engines.files.textfile import TextFile, read_text, write_text
 from codeward.kernel.catalog import tool
 from codeward.kernel.context import ToolContext
 from codeward.kernel.result import ErrorKind, Result
 from codeward.kernel.workspace import Access, Workspace
+from codeward.tools.python_refs import plan_rename
 
 PathArg = Annotated[str, Field(description="Python file (relative to the workspace root).")]
 NameArg = Annotated[str, Field(
@@ -73,6 +73,8 @@ AnchorArg = Annotated[Literal["start", "end", "before", "after"], Field(
 AnchorSymbolArg = Annotated[str, Field(
     description="For before/after: the sibling to insert next to. For start/end: a class (its body), "
     "or empty for the file.")]
+RenameArg = Annotated[bool, Field(description="If the new text names the symbol differently, rename it and its "
+                                              "callers too (py_rename_symbol); otherwise that is refused.")]
 TOOLSET = "python"
 
 
@@ -207,7 +209,7 @@ def _read(ctx: ToolContext, path: str, access: Access, param: str = "path") -> R
     return Result.success((resolved.data, loaded.data))
 
 
-def _load(
+def load_python(
     ctx: ToolContext, path: str, access: Access = Access.READ, param: str = "path"
 ) -> Result[LoadedPython | None]:
     """Resolve, read and parse a Python file; a file with a syntax error is reported, not guessed at."""
@@ -254,7 +256,7 @@ def _symbol_texts(ctx: ToolContext, path: str, name: str, occurrence: int | None
                   text_of: Callable[[PythonModule, Symbol], str | None], *,
                   variables: bool = False) -> Result[SymbolTexts | None]:
     """``text_of`` each definition named ``name`` (each declaration, with ``variables``), as a read tool answers."""
-    loaded = _load(ctx, path)
+    loaded = load_python(ctx, path)
     if not loaded.ok or loaded.data is None:
         return loaded.cast(None)
     module, display = loaded.data.module, loaded.data.display
@@ -266,10 +268,10 @@ def _symbol_texts(ctx: ToolContext, path: str, name: str, occurrence: int | None
     return Result.success(SymbolTexts(path=display, name=name, what=what, occurrences=items))
 
 
-def _load_symbol(ctx: ToolContext, path: str, name: str, occurrence: int | None, *, variables: bool = False,
+def load_python_symbol(ctx: ToolContext, path: str, name: str, occurrence: int | None, *, variables: bool = False,
                  param: str = "path") -> Result[tuple[LoadedPython, Symbol] | None]:
     """Load a file for writing and pick the one definition (or, with ``variables``, declaration) to edit."""
-    loaded = _load(ctx, path, Access.WRITE, param)
+    loaded = load_python(ctx, path, Access.WRITE, param)
     if not loaded.ok or loaded.data is None:
         return loaded.cast(None)
     found = lookup_one(loaded.data.module, name, loaded.data.display, occurrence=occurrence,
@@ -296,7 +298,7 @@ def _line_span(first: int, last: int) -> str:
       examples=[{"path": "src/inventory/store.py"}])
 def py_get_skeleton(ctx: ToolContext, path: PathArg) -> Result[str]:
     """A Python file with every function body replaced by '...': signatures, docstrings, classes, imports."""
-    loaded = _load(ctx, path)
+    loaded = load_python(ctx, path)
     if not loaded.ok or loaded.data is None:
         return loaded.cast("")
     return Result.success(skeleton(loaded.data.module))
@@ -306,7 +308,7 @@ def py_get_skeleton(ctx: ToolContext, path: PathArg) -> Result[str]:
       examples=[{"path": "src/inventory/models.py"}])
 def py_get_code_outline(ctx: ToolContext, path: PathArg) -> Result[Outline | None]:
     """Hierarchical outline of a Python file: [Class] Name (Lines X-Y) with methods and nested classes indented."""
-    loaded = _load(ctx, path)
+    loaded = load_python(ctx, path)
     if not loaded.ok or loaded.data is None:
         return loaded.cast(None)
     entries = [
@@ -349,7 +351,7 @@ def py_get_docstring(ctx: ToolContext, path: PathArg,
     if name.strip():
         return _symbol_texts(ctx, path, name, occurrence, "docstring",
                              lambda _, s: ast.get_docstring(_definition_node(s), clean=True))
-    loaded = _load(ctx, path)
+    loaded = load_python(ctx, path)
     if not loaded.ok or loaded.data is None:
         return loaded.cast(None)
     module, display = loaded.data.module, loaded.data.display
@@ -366,7 +368,7 @@ def py_get_class_summary(ctx: ToolContext, path: PathArg,
                                                       "class, a dot, and its own name.")],
                          occurrence: OccurrenceArg = None) -> Result[str]:
     """A class at a glance: header, docstring, method signatures, nested classes and class variables."""
-    loaded = _load(ctx, path)
+    loaded = load_python(ctx, path)
     if not loaded.ok or loaded.data is None:
         return loaded.cast("")
     module, display = loaded.data.module, loaded.data.display
@@ -435,7 +437,7 @@ def _declaration_text(module: PythonModule, symbol: Symbol) -> str:
       examples=[{"path": "src/inventory/store.py"}])
 def py_get_imports(ctx: ToolContext, path: PathArg) -> Result[Imports | None]:
     """Every import of a Python file with its line and scope, and the modules it depends on."""
-    loaded = _load(ctx, path)
+    loaded = load_python(ctx, path)
     if not loaded.ok or loaded.data is None:
         return loaded.cast(None)
     entries: list[ImportEntry] = []
@@ -519,29 +521,114 @@ def py_check_syntax(ctx: ToolContext, path: PathArg) -> Result[SyntaxReport | No
 def py_update_definition(ctx: ToolContext, path: PathArg, name: NameArg,
                          new_content: Annotated[str, Field(description="The complete new definition, decorators "
                                                            "included; it is re-indented to the old one's place.")],
-                         occurrence: OccurrenceArg = None) -> Result[str]:
+                         occurrence: OccurrenceArg = None, rename: RenameArg = False) -> Result[str]:
     """Replace a class, function or method (decorators included) with new source; refuses syntax errors."""
-    picked = _load_symbol(ctx, path, name, occurrence)
+    picked = load_python_symbol(ctx, path, name, occurrence)
     if not picked.ok or picked.data is None:
         return picked.cast("")
     data, symbol = picked.data
-    indent = data.module.source.indentation(symbol.start_line)
+    replaced = _replaced_definition(data.module, symbol, new_content)
+    if not replaced.ok or replaced.data == data.module.text:
+        return replaced if not replaced.ok else Result.success(
+            f"No change: {symbol.qualname} in {data.display} is already exactly that.")
+    defined = _defined_in(new_content)
+    swapped = mismatch("new_content", symbol.name, defined, kind=symbol.kind.value) if defined is not None else ""
+    if swapped:
+        other = _the_other_name(defined or [], symbol)
+        if rename and other:
+            return _rename_then_edit(ctx, data, symbol, other, f"replacing {symbol.qualname}",
+                                     lambda module, renamed: _replaced_definition(module, renamed, new_content))
+        return _swap_refused(swapped, symbol, other, data.display, "py_update_definition",
+                             "to add it beside the old one, use py_add_def")
+    new_lines = len(normalize_block(new_content).splitlines())
+    return _commit(data, replaced.data, f"replacing {symbol.qualname}",
+                   f"Updated {symbol.qualname} in {data.display}: {display_lines(symbol)} replaced by "
+                   f"{_line_span(symbol.start_line, symbol.start_line + new_lines - 1)}.")
+
+
+def _replaced_definition(module: PythonModule, symbol: Symbol, new_content: str) -> Result[str]:
+    """The file's text with ``symbol`` (decorators included) replaced by ``new_content``, re-indented."""
+    indent = module.source.indentation(symbol.start_line)
     block = reindent(new_content, indent)
     if not block:
         return Result.fail(ErrorKind.INVALID_INPUT, "new_content is empty",
                            "Give the full new definition; to delete it use py_remove_def.", data="")
-    source = data.module.source
+    source = module.source
     new_text = source.text[: source.line_offset(symbol.start_line)] + block + \
         source.text[source.line_offset(symbol.end_line + 1):]
     if symbol.end_line == len(source.lines) and not source.text.endswith("\n"):
         new_text = new_text.removesuffix("\n")
-    new_lines = len(block.splitlines())
-    done = (f"Updated {symbol.qualname} in {data.display}: {display_lines(symbol)} replaced by "
-            f"{_line_span(symbol.start_line, symbol.start_line + new_lines - 1)}.")
-    defined = first_definition(reindent(block, ""))
-    if defined is not None and defined.name != symbol.name:
-        done += f" Note: the new content defines {defined.name!r}, not {symbol.name!r}."
-    return _commit(data, new_text, f"replacing {symbol.qualname}", done)
+    return Result.success(new_text)
+
+
+def _defined_in(content: str) -> list[Defined] | None:
+    """What new code defines at its top level (``None`` when it does not parse: the syntax check says why)."""
+    try:
+        return top_level_definitions(ast.parse(reindent(content, "")))
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+
+
+def _the_other_name(defined: list[Defined], symbol: Symbol) -> str:
+    """The one definition new code gives instead of ``symbol``'s ("" when it is not exactly one def/class)."""
+    names = [d.name for d in defined if d.kind != "variable"]
+    return names[0] if len(names) == 1 and names[0] != symbol.name else ""
+
+
+def _swap_refused(problem: str, symbol: Symbol, other: str, display: str, tool_name: str,
+                  instead: str) -> Result[str]:
+    if other:
+        hint = (f"{tool_name} keeps the name {symbol.name}. To rename it to {other} and update its callers, pass "
+                f"rename=true (py_rename_symbol's rename, applied with the edit) or call py_rename_symbol first; "
+                f"{instead}.")
+    else:
+        hint = (f"Give a def or class named {symbol.name} (a variable is set with py_set_var_declaration; "
+                f"py_remove_def deletes {symbol.name}).")
+    return Result.fail(ErrorKind.INVALID_INPUT, f"refused: {problem}; {display} is unchanged", hint, data="")
+
+
+def _rename_then_edit(ctx: ToolContext, data: LoadedPython, symbol: Symbol, new_name: str, what: str,
+                      edit: Callable[[PythonModule, Symbol], Result[str]]) -> Result[str]:
+    """Rename ``symbol`` and its references across the project, then make ``edit`` on the renamed
+    definition; every file written together or none."""
+    if len(data.module.find(symbol.qualname)) > 1:
+        return Result.fail(ErrorKind.CONFLICT, f"{symbol.qualname} is defined several times in {data.display}; "
+                           "a rename applies to the name, not one occurrence",
+                           "Rename with py_rename_symbol first, then update the occurrence.", data="")
+
+    planned = plan_rename(ctx, str(data.real), new_name, name=symbol.qualname)
+    if not planned.ok or planned.data is None:
+        return Result(data="", errors=[replace(e, hint=(e.hint + " " if e.hint else "") +
+                                                f"Nothing was changed; {data.display} is as it was.")
+                                       for e in planned.errors])
+    plan = planned.data
+    steps = list(plan.files)
+    index = next((i for i, step in enumerate(steps) if step.real == data.real), None)
+    if index is None:
+        return Result.fail(ErrorKind.INTERNAL, f"the rename of {symbol.qualname} does not change {data.display}",
+                           data="")
+    renamed_text = steps[index].new_text
+    renamed = parse_module(renamed_text)
+    new_qualname = f"{symbol.parent}.{new_name}" if symbol.parent else new_name
+    found = lookup_one(renamed, new_qualname, data.display)
+    if not found.ok or found.data is None:
+        return found.cast("")
+    edited = edit(renamed, found.data)
+    if not edited.ok:
+        return edited
+    refused = _refusal(what, data.display, edited.data, renamed)
+    if refused:
+        return refused
+    steps[index] = replace(steps[index], new_text=edited.data)
+    written = write_all(ctx, steps, held={data.real})
+    if not written.ok:
+        return written.cast("")
+    others = [step.display for step in steps if step.real != data.real]
+    where = f" and its references in {len(others)} other file{'s' if len(others) != 1 else ''} " \
+            f"({', '.join(others)})" if others else ""
+    return Result.success(f"Renamed {symbol.qualname} to {new_name}{where} (py_rename_symbol's rename), then "
+                          f"{what.replace(symbol.qualname, new_qualname)} in {data.display}.",
+                          *plan.unsure_note(ctx.workspace.display))
 
 
 @tool(toolset=TOOLSET, title="Replace a Python signature",
@@ -556,32 +643,50 @@ def py_set_signature(ctx: ToolContext, path: PathArg, name: NameArg,
                      new_signature: Annotated[str, Field(description="The complete new header, from 'def' or "
                                                          "'class' through its colon (which may be left out); "
                                                          "start it with decorators to replace those too.")],
-                     occurrence: OccurrenceArg = None) -> Result[str]:
+                     occurrence: OccurrenceArg = None, rename: RenameArg = False) -> Result[str]:
     """Replace only the header of a def or class (through its colon); the body stays byte for byte."""
-    picked = _load_symbol(ctx, path, name, occurrence)
+    picked = load_python_symbol(ctx, path, name, occurrence)
     if not picked.ok or picked.data is None:
         return picked.cast("")
     data, symbol = picked.data
+    replaced = _replaced_signature(data.module, symbol, new_signature)
+    if not replaced.ok:
+        return replaced
+    header = _parse_header(new_signature, isinstance(symbol.node, ast.ClassDef))
+    other = header.data[2] if header.ok and header.data is not None else symbol.name
+    if other != symbol.name:
+        if rename:
+            return _rename_then_edit(ctx, data, symbol, other, f"the new signature of {symbol.qualname}",
+                                     lambda module, renamed: _replaced_signature(module, renamed, new_signature))
+        defined = [Defined(other, "class" if isinstance(symbol.node, ast.ClassDef) else "function")]
+        return _swap_refused(mismatch("new_signature", symbol.name, defined, kind=symbol.kind.value), symbol, other,
+                             data.display, "py_set_signature", "to add a new definition, use py_add_def")
+    return _commit(data, replaced.data, f"the new signature of {symbol.qualname}",
+                   f"Set the signature of {symbol.qualname} in {data.display} (line {symbol.node.lineno}).")
+
+
+def _replaced_signature(module: PythonModule, symbol: Symbol, new_signature: str) -> Result[str]:
+    """The file's text with the header of ``symbol`` (and its decorators, if given) replaced."""
     node = _definition_node(symbol)
     header = _parse_header(new_signature, isinstance(node, ast.ClassDef))
     if not header.ok or header.data is None:
         return header.cast("")
-    signature, decorated = header.data
-    source = data.module.source
+    signature, decorated, _name = header.data
+    source = module.source
     indent = source.indentation(symbol.start_line)
-    start, end = header_span(data.module, node)
+    start, end = header_span(module, node)
     if decorated:
         start = source.line_offset(symbol.start_line)
         replacement = reindent(signature, indent).rstrip("\n")
     else:
         replacement = reindent(signature, indent).rstrip("\n")[len(indent):]
-    new_text = source.text[:start] + replacement + source.text[end:]
-    return _commit(data, new_text, f"the new signature of {symbol.qualname}",
-                   f"Set the signature of {symbol.qualname} in {data.display} (line {node.lineno}).")
+    return Result.success(source.text[:start] + replacement + source.text[end:])
 
 
-def _parse_header(raw: str, want_class: bool) -> Result[tuple[str, bool] | None]:
-    """Check a new header: one def/class line group ending in ':' (added if missing), no body."""
+def _parse_header(raw: str, want_class: bool) -> Result[tuple[str, bool, str] | None]:
+    """Check a new header: one def/class line group ending in ':' (added if missing), no body.
+
+    Gives the header, whether it starts with decorators, and the name it defines."""
     text = normalize_block(raw).rstrip("\n")
     if not text:
         return Result.fail(ErrorKind.INVALID_INPUT, "new_signature is empty",
@@ -601,7 +706,7 @@ def _parse_header(raw: str, want_class: bool) -> Result[tuple[str, bool] | None]
             kind, other = ("class", "def") if want_class else ("def", "class")
             return Result.fail(ErrorKind.INVALID_INPUT, f"new_signature is a {other} header but the symbol is a {kind}",
                                f"Give a {kind} header, or replace the whole thing with py_update_definition.")
-        return Result.success((candidate, bool(node.decorator_list)))
+        return Result.success((candidate, bool(node.decorator_list), node.name))
     return Result.fail(ErrorKind.INVALID_INPUT,
                        f"new_signature is not a single def/class header: {text.splitlines()[0][:80]!r}",
                        "Give only the header through its colon, e.g. 'async def fetch(self, url: str) -> bytes:'; "
@@ -617,7 +722,7 @@ def py_set_var_declaration(ctx: ToolContext, path: PathArg,
                                                                  "statement: name, optional annotation, value.")],
                            occurrence: OccurrenceArg = None) -> Result[str]:
     """Replace the statement declaring a module- or class-level variable (the lines py_get_var_declaration shows)."""
-    picked = _load_symbol(ctx, path, name, occurrence, variables=True)
+    picked = load_python_symbol(ctx, path, name, occurrence, variables=True)
     if not picked.ok or picked.data is None:
         return picked.cast("")
     data, symbol = picked.data
@@ -648,10 +753,14 @@ def _check_declaration(statement: str, name: str) -> Result[str] | None:
         return Result.fail(ErrorKind.INVALID_INPUT, f"new_declaration is not valid Python: "
                            f"{problem.render('new_declaration')}", f"Give a statement such as '{name} = 42'.",
                            data="")
-    if len(tree.body) != 1 or name not in declared_names(tree.body[0]):
-        return Result.fail(ErrorKind.INVALID_INPUT, f"new_declaration must be one statement assigning {name!r}",
-                           f"Write e.g. '{name} = ...' or '{name}: T = ...'; to rename, edit the file with edit_file.",
-                           data="")
+    if len(tree.body) != 1:
+        return Result.fail(ErrorKind.INVALID_INPUT, f"new_declaration must be one statement assigning {name!r}, "
+                           f"not {len(tree.body)}", f"Write e.g. '{name} = ...' or '{name}: T = ...'.", data="")
+    swapped = mismatch("new_declaration", name, top_level_definitions(tree), kind="variable")
+    if swapped:
+        return Result.fail(ErrorKind.INVALID_INPUT, f"refused: {swapped}",
+                           f"py_set_var_declaration keeps the name {name}: write e.g. '{name} = ...'; to rename it "
+                           "and its uses, use py_rename_symbol. Nothing was written.", data="")
     return None
 
 
@@ -659,7 +768,7 @@ def _check_declaration(statement: str, name: str) -> Result[str] | None:
       examples=[{"path": "src/inventory/legacy.py", "name": "old_total"}])
 def py_remove_def(ctx: ToolContext, path: PathArg, name: NameArg, occurrence: OccurrenceArg = None) -> Result[str]:
     """Delete a class, function or method with its decorators (and the blank lines that separated it)."""
-    picked = _load_symbol(ctx, path, name, occurrence)
+    picked = load_python_symbol(ctx, path, name, occurrence)
     if not picked.ok or picked.data is None:
         return picked.cast("")
     data, symbol = picked.data
@@ -699,7 +808,7 @@ def py_add_def(ctx: ToolContext, path: PathArg,
                anchor_type: AnchorArg = "end",
                anchor_symbol: AnchorSymbolArg = "") -> Result[str]:
     """Insert a new function or class at an anchor: start/end of the file or of a class, before/after a symbol."""
-    loaded = _load(ctx, path, Access.WRITE)
+    loaded = load_python(ctx, path, Access.WRITE)
     if not loaded.ok or loaded.data is None:
         return loaded.cast("")
     data = loaded.data
@@ -709,7 +818,7 @@ def py_add_def(ctx: ToolContext, path: PathArg,
     prepared = _prepare_definition(new_content, name.rpartition(".")[2], "new_content")
     if not prepared.ok:
         return prepared.cast("")
-    placed = _place(data.module, prepared.data, name, AnchorType(anchor_type), anchor_symbol, data.display)
+    placed = place_definition(data.module, prepared.data, name, AnchorType(anchor_type), anchor_symbol, data.display)
     if not placed.ok or placed.data is None:
         return placed.cast("")
     new_text, point = placed.data
@@ -731,15 +840,14 @@ def _prepare_definition(content: str, name: str, param: str) -> Result[str]:
         problem = syntax_problem(exc, block)
         return Result.fail(ErrorKind.INVALID_INPUT, f"{param} is not valid Python: {problem.render(param)}",
                            "Fix the code and retry; nothing was written.", data="")
-    defined = [n.name for n in tree.body if isinstance(n, DEFINITION_NODES)]
-    if name not in defined:
-        got = f"it defines {', '.join(defined)}" if defined else "it defines no function or class"
-        return Result.fail(ErrorKind.INVALID_INPUT, f"{param} does not define {name!r}: {got}",
-                           "Make name match the def/class in the new content.", data="")
+    swapped = mismatch(param, name, top_level_definitions(tree))
+    if swapped:
+        return Result.fail(ErrorKind.INVALID_INPUT, swapped, "Make name match the def/class in the new content; "
+                           "nothing was written.", data="")
     return Result.success(block)
 
 
-def _place(module: PythonModule, block: str, name: str, anchor: AnchorType, anchor_symbol: str,
+def place_definition(module: PythonModule, block: str, name: str, anchor: AnchorType, anchor_symbol: str,
            display: str) -> Result[tuple[str, InsertionPoint] | None]:
     """Insert a column-0 ``block`` defining ``name`` at an anchor; refuses clashes and mismatched containers."""
     container_from_name = name.rpartition(".")[0]
@@ -769,141 +877,6 @@ def _place(module: PythonModule, block: str, name: str, anchor: AnchorType, anch
     return Result.success((new_text, target))
 
 
-@tool(toolset=TOOLSET, destructive=True, title="Move a Python definition",
-      write_paths=("src_path", "dest_path"),
-      examples=[
-          {
-              "src_path": "src/inventory/legacy.py",
-              "dest_path": "src/inventory/store.py",
-              "name": "format_price",
-              "anchor_type": "end",
-          },
-      ])
-def py_move_def(ctx: ToolContext,
-                src_path: Annotated[str, Field(description="File that holds the definition now.")],
-                dest_path: Annotated[str, Field(description="File to move it to (may be src_path; created if "
-                                                "missing).")],
-                name: NameArg,
-                dest_name: Annotated[str, Field(description="New name at the destination; a class, a dot, then a name "
-                                                "moves it into that class. Empty keeps the name.")] = "",
-                anchor_type: AnchorArg = "end",
-                anchor_symbol: AnchorSymbolArg = "",
-                occurrence: OccurrenceArg = None) -> Result[str]:
-    """Move a def/class (decorators included) within a file or to another; both files are checked before writing."""
-    picked = _load_symbol(ctx, src_path, name, occurrence, param="src_path")
-    if not picked.ok or picked.data is None:
-        return picked.cast("")
-    src, symbol = picked.data
-    target_name = dest_name.strip() or symbol.name
-    problem = name_problem(target_name)
-    if problem:
-        return problem.cast("")
-    block = reindent(src.module.source.span_lines(symbol.start_line, symbol.end_line), "")
-    block = rename_definition(block, target_name.rpartition(".")[2])
-    first, last = removal_lines(src.module, symbol)
-    src_text = cut_lines(src.module.source, first, last)
-    resolved = ctx.workspace.resolve(dest_path, Access.WRITE, param="dest_path")
-    if not resolved.ok:
-        return resolved.cast("")
-    anchor = AnchorType(anchor_type)
-    if resolved.data == src.real:
-        if anchor_symbol == symbol.qualname or anchor_symbol.startswith(symbol.qualname + "."):
-            return Result.fail(ErrorKind.INVALID_INPUT, f"the anchor {anchor_symbol!r} is inside the definition "
-                               "being moved", "Anchor on another symbol.", data="")
-        return _move_within(src, symbol, src_text, block, target_name, anchor, anchor_symbol)
-    return _move_across(ctx, src, symbol, src_text, block, target_name, anchor, anchor_symbol, resolved.data)
-
-
-def _move_within(src: LoadedPython, symbol: Symbol, src_text: str, block: str, target_name: str,
-                 anchor: AnchorType, anchor_symbol: str) -> Result[str]:
-    what = f"moving {symbol.qualname}"
-    try:
-        without = parse_module(src_text)
-    except SyntaxError:
-        refused = _refusal(f"removing {symbol.qualname} from its place", src.display, src_text, src.module)
-        return refused or Result.fail(ErrorKind.INVALID_INPUT, f"cannot move {symbol.qualname}", data="")
-    placed = _place(without, block, target_name, anchor, anchor_symbol, src.display)
-    if not placed.ok or placed.data is None:
-        return placed.cast("")
-    new_text, point = placed.data
-    where = f"class {point.container}" if point.container else "module level"
-    return _commit(src, new_text, what, f"Moved {symbol.qualname} to {where} of {src.display} as "
-                   f"{target_name.rpartition('.')[2]} (now at line {point.line}).")
-
-
-def _move_across(ctx: ToolContext, src: LoadedPython, symbol: Symbol, src_text: str, block: str, target_name: str,
-                 anchor: AnchorType, anchor_symbol: str, dest_real: Path) -> Result[str]:
-    dest_display = ctx.workspace.display(dest_real)
-    dest_file: TextFile | None = None
-    if dest_real.exists():
-        dest_loaded = _load(ctx, str(dest_real), Access.WRITE, "dest_path")
-        if not dest_loaded.ok or dest_loaded.data is None:
-            return dest_loaded.cast("")
-        dest = dest_loaded.data
-        placed = _place(dest.module, block, target_name, anchor, anchor_symbol, dest_display)
-        if not placed.ok or placed.data is None:
-            return placed.cast("")
-        dest_text, point = placed.data
-        dest_file, dest_module, line = dest.file, dest.module, point.line
-    else:
-        if anchor_symbol or "." in target_name:
-            return Result.fail(ErrorKind.NOT_FOUND, f"dest_path {dest_display} does not exist, so anchor "
-                               f"{anchor_symbol or target_name.rpartition('.')[0]!r} cannot be found in it",
-                               "Create the file first, or move to a new file with anchor_type 'end' and no "
-                               "anchor_symbol.", data="")
-        dest_text, dest_module, line = block, None, 1
-    refused = _refusal(f"moving {symbol.qualname} into it", dest_display, dest_text, dest_module) or \
-        _refusal(f"moving {symbol.qualname} out", src.display, src_text, src.module)
-    if refused:
-        return refused
-    written = _write_pair(dest_real, dest_file, dest_text, dest_display, src, src_text)
-    if not written.ok:
-        return written
-    notes = _move_notes(src, symbol, src_text, dest_module, dest_display)
-    return Result.success(f"Moved {symbol.qualname} from {src.display} to {dest_display} as "
-                          f"{target_name.rpartition('.')[2]} (line {line}).", *notes)
-
-
-def _write_pair(dest_real: Path, dest_file: TextFile | None, dest_text: str, dest_display: str,
-                src: LoadedPython, src_text: str) -> Result[str]:
-    """Write the destination, then the source; if the source fails, put the destination back."""
-    template = dest_file or src.file
-    if dest_file is None:
-        try:
-            dest_real.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            return Result.fail(ErrorKind.PERMISSION, f"cannot create the folder for {dest_display}: {exc.strerror}",
-                               data="")
-    written = write_text(dest_real, template, dest_text, dest_display, src.workspace)
-    if not written.ok:
-        return written.cast("")
-    src_written = write_text(src.real, src.file, src_text, src.display, src.workspace)
-    if src_written.ok:
-        return Result.success("")
-    if dest_file is not None:
-        write_text(dest_real, dest_file, dest_file.text, dest_display, src.workspace)
-    else:
-        dest_real.unlink(missing_ok=True)
-    return src_written.cast("")
-
-
-def _move_notes(src: LoadedPython, symbol: Symbol, src_text: str, dest: PythonModule | None,
-                dest_display: str) -> list[str]:
-    notes: list[str] = []
-    needed = loaded_names(symbol.node) & module_level_names(src.module)
-    missing = sorted(needed - (module_level_names(dest) if dest else set()) - {symbol.name})
-    if missing:
-        notes.append(f"Check imports: {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} defined or "
-                     f"imported in {src.display} but not in {dest_display}.")
-    try:
-        remaining = parse_module(src_text)
-    except SyntaxError:
-        return notes
-    if symbol.parent == "" and symbol.name in loaded_names(remaining.tree):
-        notes.append(f"{src.display} still uses {symbol.name}; import it from {dest_display} there.")
-    return notes
-
-
 @tool(toolset=TOOLSET, title="Wrap lines in a #region",
       examples=[{"path": "src/inventory/models.py", "start_line": 8, "end_line": 9, "region_name": "Prices"}])
 def py_region_wrap(ctx: ToolContext, path: PathArg,
@@ -911,7 +884,7 @@ def py_region_wrap(ctx: ToolContext, path: PathArg,
                    end_line: Annotated[int, Field(description="Last line of the region (inclusive).")],
                    region_name: Annotated[str, Field(description="Label for the region markers.")]) -> Result[str]:
     """Wrap whole statements in a #region / #endregion comment pair labelled region_name, indented like the code."""
-    loaded = _load(ctx, path, Access.WRITE)
+    loaded = load_python(ctx, path, Access.WRITE)
     if not loaded.ok or loaded.data is None:
         return loaded.cast("")
     data = loaded.data

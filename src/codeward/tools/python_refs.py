@@ -10,7 +10,6 @@ checkpoint.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,7 +21,8 @@ from pydantic import BaseModel, Field
 from codeward.engines.code_intel import python_refs
 from codeward.engines.code_intel.python_symbols import lookup_one, parse_module
 from codeward.engines.code_intel.symbol_index import SymbolIndex, index_root_for
-from codeward.engines.files.textfile import PathChanged, TextFile, atomic_write, read_text, write_text
+from codeward.engines.files.planned_writes import PlannedWrite, unified_diff, write_all
+from codeward.engines.files.textfile import read_text
 from codeward.kernel.catalog import tool
 from codeward.kernel.context import ToolContext
 from codeward.kernel.result import ErrorKind, Result
@@ -242,6 +242,64 @@ def py_find_references(
                   notes=notes)
 
 
+@dataclass(frozen=True)
+class RenamePlan:
+    """A rename worked out, nothing written: every file's new text and the matches left alone."""
+
+    label: str
+    old_name: str
+    new_name: str
+    files: list[PlannedWrite]
+    unsure: list[python_refs.Candidate]
+
+    def unsure_note(self, display: Callable[[Path], str]) -> list[str]:
+        if not self.unsure:
+            return []
+        shown = ", ".join(f"{display(c.path)}:{c.line}" for c in self.unsure[:10])
+        more = f" and {len(self.unsure) - 10} more" if len(self.unsure) > 10 else ""
+        return [f"[not renamed: {len(self.unsure)} name-based match(es) of {self.old_name} jedi could not tie to this "
+                f"symbol: {shown}{more}. Check them; include_unsure=true renames them too]"]
+
+
+def plan_rename(ctx: ToolContext, path: str, new_name: str, name: str = "", line: int = 0, column: int = 0,
+                include_unsure: bool = False) -> Result[RenamePlan | None]:
+    """Every file a rename changes and its new text (through the gate; nothing is written)."""
+    found = _target(ctx, path, name, line, column)
+    if not found.ok:
+        return _failed(found)
+    target = found.data
+    checked = python_refs.check_new_name(new_name, target.name)
+    if not checked.ok:
+        return _failed(checked)
+    judged = _judged(ctx, target)
+    if not judged.ok:
+        return _failed(judged)
+    definition, verdicts = judged.data
+    spans: dict[Path, list[tuple[int, int]]] = {}
+    for verdict in verdicts:
+        if verdict.sure or include_unsure:
+            spans.setdefault(verdict.candidate.path, []).append((verdict.candidate.line, verdict.candidate.column))
+    planned: list[PlannedWrite] = []
+    for real in sorted(spans):
+        resolved = ctx.workspace.resolve(str(real), Access.WRITE)
+        display = ctx.workspace.display(real)
+        if not resolved.ok:
+            error = resolved.errors[0]  # a host-run file: the person may still be asked (its source says so)
+            return Result.fail(ErrorKind.PERMISSION, f"the rename would change {display}, which may not be written: "
+                               f"{error.message}", f"Nothing was changed. {error.hint}".strip(), source=error.source)
+        loaded = read_text(resolved.data, display, ctx.workspace)
+        if not loaded.ok:
+            return _failed(loaded)
+        try:
+            new_text = python_refs.renamed_text(loaded.data.text, spans[real], definition.name, checked.data)
+        except ValueError as exc:
+            return Result.fail(ErrorKind.CONFLICT, f"{display} changed while the rename was being planned: {exc}",
+                               "Nothing was changed. Run it again.")
+        planned.append(PlannedWrite(resolved.data, loaded.data, new_text, display))
+    unsure = [v.candidate for v in verdicts if not v.sure] if not include_unsure else []
+    return Result.success(RenamePlan(target.label, definition.name, checked.data, planned, unsure))
+
+
 @tool(toolset=TOOLSET, destructive=True, title="Rename a Python symbol everywhere", output=RenameReport,
       write_paths=(),
       examples=[{"path": "src/inventory/store.py", "name": "Store.low_stock", "new_name": "items_to_reorder"}])
@@ -259,71 +317,16 @@ def py_rename_symbol(
 ) -> Result[RenameReport | None]:
     """Rename a Python symbol and every scope-aware reference to it across the project (jedi). Shows the unified
     diff unless apply=true; then every file is written, all or none, as one checkpoint (undo reverts it)."""
-    found = _target(ctx, path, name, line, column)
-    if not found.ok:
-        return _failed(found)
-    target = found.data
-    checked = python_refs.check_new_name(new_name, target.name)
-    if not checked.ok:
-        return _failed(checked)
-    judged = _judged(ctx, target)
-    if not judged.ok:
-        return _failed(judged)
-    definition, verdicts = judged.data
-    spans: dict[Path, list[tuple[int, int]]] = {}
-    for verdict in verdicts:
-        if verdict.sure or include_unsure:
-            spans.setdefault(verdict.candidate.path, []).append((verdict.candidate.line, verdict.candidate.column))
-    planned: list[tuple[Path, TextFile, str, str]] = []
-    for real in sorted(spans):
-        resolved = ctx.workspace.resolve(str(real), Access.WRITE)
-        display = ctx.workspace.display(real)
-        if not resolved.ok:
-            return Result.fail(ErrorKind.PERMISSION, f"the rename would change {display}, which may not be written: "
-                               f"{resolved.errors[0].message}", "Nothing was changed.")
-        loaded = read_text(resolved.data, display, ctx.workspace)
-        if not loaded.ok:
-            return _failed(loaded)
-        try:
-            new_text = python_refs.renamed_text(loaded.data.text, spans[real], definition.name, checked.data)
-        except ValueError as exc:
-            return Result.fail(ErrorKind.CONFLICT, f"{display} changed while the rename was being planned: {exc}",
-                               "Nothing was changed. Run it again.")
-        planned.append((resolved.data, loaded.data, new_text, display))
-    diff = "".join("".join(difflib.unified_diff(original.text.splitlines(keepends=True),
-                                                new.splitlines(keepends=True), f"a/{display}", f"b/{display}"))
-                   for _real, original, new, display in planned)
-    report = RenameReport(symbol=target.label, new_name=checked.data, applied=apply,
-                          files=[display for *_rest, display in planned], diff=diff)
-    notes: list[str] = []
-    unsure = [v.candidate for v in verdicts if not v.sure]
-    if unsure and not include_unsure:
-        shown = ", ".join(f"{ctx.workspace.display(c.path)}:{c.line}" for c in unsure[:10])
-        more = f" and {len(unsure) - 10} more" if len(unsure) > 10 else ""
-        notes.append(f"[not renamed: {len(unsure)} name-based match(es) of {definition.name} jedi could not tie to "
-                     f"this symbol: {shown}{more}. Check them; include_unsure=true renames them too]")
+    planned = plan_rename(ctx, path, new_name, name, line, column, include_unsure)
+    if not planned.ok or planned.data is None:
+        return _failed(planned)
+    plan = planned.data
+    report = RenameReport(symbol=plan.label, new_name=plan.new_name, applied=apply,
+                          files=[step.display for step in plan.files], diff=unified_diff(plan.files))
+    notes = plan.unsure_note(ctx.workspace.display)
     if not apply:
         return Result(data=report, notes=notes)
-    written = _write_all(ctx, planned)
+    written = write_all(ctx, plan.files)
     if not written.ok:
         return _failed(written)
     return Result(data=report, notes=notes)
-
-
-def _write_all(ctx: ToolContext, planned: list[tuple[Path, TextFile, str, str]]) -> Result[None]:
-    """Write every file; on a failure put back those already written (all or nothing)."""
-    done: list[tuple[Path, bytes]] = []
-    for real, original, new, display in planned:
-        before = original.encode()
-        written = write_text(real, original, new, display, ctx.workspace, journal=ctx.call.journal)
-        if not written.ok:
-            for path, data in reversed(done):
-                try:
-                    atomic_write(path, data, ctx.workspace)
-                except (OSError, PathChanged):
-                    continue
-            return Result.fail(ErrorKind.PERMISSION, f"cannot write {display}: {written.errors[0].message}",
-                               "Nothing was changed: the files already written were put back.")
-        done.append((real, before))
-    return Result.success(None)
-

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field
 
 from codeward.config.shell import ShellSettings
+from codeward.engines.sandbox.choice import Executor
 from codeward.engines.shell.runner import MAX_SCRIPT_CHARS, ShellCommand, execute
 from codeward.engines.shell.settings import HARD_MAX_TIMEOUT_S
 from codeward.engines.shell.test_results import TestSummary, parse_junit, uses_pytest
@@ -111,7 +112,7 @@ def run_tests(
         runner = f"pytest ({found})"
     if len(script) > MAX_SCRIPT_CHARS:
         return Result.fail(ErrorKind.TOO_LARGE, "the command is too long", "Run fewer targets at once.")
-    executed = execute(ctx, ShellCommand(script, "bash", timeout_s), settings)
+    executed = execute(ctx, ShellCommand(script, "bash", timeout_s), settings, Executor.TESTS)
     if not executed.ok or executed.data is None:
         return _failed(executed)
     run = executed.data
@@ -132,7 +133,7 @@ def run_tests(
         if report.status != "timeout":
             report.status = "passed" if run.result.exit_code == 0 else \
                 "no tests" if (not command and run.result.exit_code == 5) else "failed" if command else "error"
-    return Result(data=report, notes=run.notes)
+    return Result(data=report, notes=list(dict.fromkeys([*run.notes, *run.result.notes])))
 
 
 def _pytest_arguments(ctx: ToolContext, targets: list[str], keyword: str) -> Result[list[str]]:

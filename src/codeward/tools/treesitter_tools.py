@@ -19,8 +19,9 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from codeward.engines.code_intel.outline_model import ParsedSource, Symbol, parse_source
+from codeward.engines.code_intel.outline_model import OutlineCache, ParsedSource, Symbol
 from codeward.engines.code_intel.outline_ops import (
+    C_FAMILY,
     definition_text,
     find_symbol,
     replace_definition,
@@ -41,7 +42,6 @@ NameArg = Annotated[str, Field(description=(
 ContentArg = Annotated[str, Field(description=(
     "The whole new definition (signature and body); indented like the one it replaces."))]
 MAX_SOURCE_BYTES = 8_000_000
-C_FAMILY = frozenset({"c", "cpp"})
 
 
 class OutlineSymbol(BaseModel):
@@ -103,7 +103,7 @@ def _load(ctx: ToolContext, path: str, forced: str | None, access: Access = Acce
     if not loaded.ok:
         return loaded.cast(None)
     try:
-        parsed = parse_source(loaded.data.text, language.data)
+        parsed = ctx.services.runtimes.get(OutlineCache, OutlineCache).parse(loaded.data.text, language.data)
     except GrammarUnavailable as exc:
         return Result.fail(ErrorKind.UNAVAILABLE, str(exc),
                            "Reinstall codeward's dependencies (tree-sitter-language-pack).")
@@ -194,7 +194,7 @@ def _update(ctx: ToolContext, path: str, name: str, new_content: str, forced: st
         return written.cast("")
     old_lines = f"{symbol.start_line}-{symbol.end_line}"
     return Result.success(f"Replaced {symbol.kind} {symbol.qualified} in {source.display} "
-                          f"(was lines {old_lines}, now lines {change.start_line}-{change.end_line}).")
+                          f"(was lines {old_lines}, now lines {change.start_line}-{change.end_line}).", *change.notes)
 
 
 # -- C ------------------------------------------------------------------------------------

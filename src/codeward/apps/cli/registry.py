@@ -138,12 +138,11 @@ def _context(args: argparse.Namespace) -> Any:
 
 
 def _call(args: argparse.Namespace, tool: str, arguments: dict[str, Any]) -> int:
-    from dataclasses import replace
 
+    from codeward.approval.policy import by_person
     from codeward.tools.meta import meta_catalog
 
-    ctx = _context(args)
-    ctx = ctx.child(call=replace(ctx.call, approved=True))  # typed by the person at the terminal
+    ctx = by_person(_context(args), writes=True)  # typed by the person at the terminal
     outcome = meta_catalog().call(tool, {k: v for k, v in arguments.items() if v is not None}, ctx)
     return print_outcome(args, outcome, tool=tool)
 

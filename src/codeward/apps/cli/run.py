@@ -19,6 +19,7 @@ from codeward.serving.stack import build_stack
 
 if TYPE_CHECKING:
     from codeward.config import Config
+    from codeward.kernel.context import Services
 
 EXTENSIONS = {
     ".py": "python", ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".sh": "bash",
@@ -52,6 +53,7 @@ def run_file_cli(
     config: Config | None = None,
 ) -> int:
     """Run the file (``-``: source from stdin) and return the exit status to exit with."""
+    from codeward.engines.contained.project_sandbox import backends_of
     from codeward.engines.execution.debug import detect_language
     from codeward.engines.execution.execute import Limits, execute
     from codeward.engines.execution.runtime import CodingRuntime
@@ -78,7 +80,8 @@ def run_file_cli(
         print(f"codeward: cannot tell the language of {path_or_dash}; pass --language with one of "
               f"{', '.join(LANGUAGE_NAMES)}", file=err)
         return EXIT_SETUP
-    runtime = CodingRuntime(_coding_settings(config).model_copy(update={"pool_size": 0}))
+    services = _services(config)
+    runtime = CodingRuntime(services.get(CodingSettings).model_copy(update={"pool_size": 0}), backends_of(services))
     try:
         result = execute(runtime, chosen, code, program_stdin, Limits(timeout_s, memory_mb, network))
     finally:
@@ -101,7 +104,6 @@ def run_file_cli(
     return 128 - code_out if code_out < 0 else min(code_out, 255)
 
 
-def _coding_settings(config: Config | None) -> CodingSettings:
-    """The execution settings the stack of this configuration would use (sandbox backend, model)."""
-    stack = build_stack(config or load_config())
-    return stack.services.get(CodingSettings)
+def _services(config: Config | None) -> Services:
+    """The services the stack of this configuration would use (``[sandbox]``, ``[coding]``: backend, model)."""
+    return build_stack(config or load_config()).services

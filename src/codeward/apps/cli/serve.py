@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from codeward.apps.client_setup.launch import LaunchCommand
     from codeward.apps.control.defaults import ControlOptions
     from codeward.serving.runtime import PlaneFactory, Started
+    from codeward.serving.stack import Stack
 
 APPROVAL_MODES = ("console", "none")
 
@@ -94,6 +95,7 @@ def _banner(args: argparse.Namespace, started: Started, controlled: bool) -> Non
               f"  roots: {roots} (fixed: client roots are not used over HTTP)\n"
               f"  {started.auth.notice}\n"
               f"  http: {started.http_stack.summary}\n"
+              f"  {_sandbox_line(stack)}\n"
               f"  connect: {connect[0]}\n"
               f"  {connect[1]}", file=sys.stderr, flush=True)
     elif controlled:
@@ -107,7 +109,16 @@ def _banner(args: argparse.Namespace, started: Started, controlled: bool) -> Non
               "This is an MCP server: a client starts it and talks JSON-RPC on stdin/stdout. To connect one:\n"
               f"  {connect[0]}\n"
               f"  {connect[1]}\n"
+              f"{_sandbox_line(stack)}\n"
               "Press Ctrl-C to stop.", file=sys.stderr, flush=True)
+
+
+def _sandbox_line(stack: Stack) -> str:
+    """What the executors will run in (the server's backend choice, probed now and kept for its calls)."""
+    from codeward.engines.contained.project_sandbox import backends_of
+    from codeward.engines.sandbox.doctor import banner_line
+
+    return banner_line(backends_of(stack.services))
 
 
 def _launch() -> LaunchCommand:

@@ -31,10 +31,11 @@ from codeward.apps.control.gui import GuiQueue, StateDriver
 from codeward.apps.control.observe import Observe, ObservedModelClient, SessionObserver
 from codeward.apps.control.replicas import ReplicaApprovals
 from codeward.apps.control.server import ControlServer
-from codeward.apps.control.session_logs import Redactor, SessionLogs
+from codeward.apps.control.session_logs import SessionLogs
 from codeward.apps.control.state import ControlState
 from codeward.audit.metrics import CallMetrics
 from codeward.kernel.chain import Middleware
+from codeward.kernel.redaction import Redactor
 from codeward.kernel.user_dirs import data_home as default_home
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ and which subprocesses it started — one folder per session, one JSON object pe
 
 Files are opened once, flushed after every line (a crash loses nothing already written),
 rotated by size (``comms.log.1``, ``.2``...) and closed with the session. Every line goes
-through a :class:`~codeward.audit.redaction.Redactor` first: API keys, bearer tokens, ``Authorization`` headers and the
+through a :class:`Redactor` first: API keys, bearer tokens, ``Authorization`` headers and the
 values of environment variables named like ``*KEY*``/``*TOKEN*``/``*SECRET*`` never reach disk.
 """
 
@@ -27,8 +27,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from codeward.audit.redaction import REDACTED as REDACTED  # re-exported: the log tests read it here
-from codeward.audit.redaction import Redactor as Redactor
+from codeward.kernel.redaction import Redactor
 
 LOG_FILES = ("comms.log", "toolcalls.log", "apihooks.log", "clicalls.log")
 DEFAULT_MAX_BYTES = 5 * 1024 * 1024

@@ -14,7 +14,6 @@ import fcntl
 import json
 import os
 import re
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from codeward.engines.beads.ids import PREFIX_PATTERN, prefix_from_name
 from codeward.engines.beads.model import Bead
 from codeward.engines.files.textfile import TextFile, read_text, write_text
 from codeward.kernel.result import ErrorKind, Result
+from codeward.kernel.state_dir import flock_within
 from codeward.kernel.workspace import Access, Workspace
 
 T = TypeVar("T")
@@ -189,16 +189,9 @@ def _exclusive(lock_path: Path, timeout: float) -> Iterator[bool]:
     """Hold an exclusive flock on ``lock_path``; yields False when it could not be had in time."""
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    yield False
-                    return
-                time.sleep(0.005)
+        if not flock_within(fd, timeout, poll=0.005):
+            yield False
+            return
         try:
             yield True
         finally:

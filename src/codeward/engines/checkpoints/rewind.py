@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,10 @@ from pathlib import Path
 from codeward.engines.checkpoints.journal import Journal, trash_size
 from codeward.engines.checkpoints.states import ABSENT, FileState, state_of
 from codeward.engines.checkpoints.store import Change, CheckpointStore, Record
+from codeward.engines.files.links import link_refusal
 from codeward.engines.files.textfile import PathChanged, atomic_write
+from codeward.engines.files.tree_diff import tree_diff
+from codeward.kernel.host_run import NEEDS_PERSON
 from codeward.kernel.result import ErrorKind, Result
 from codeward.kernel.workspace import Access, Workspace
 
@@ -129,6 +133,56 @@ class Rewind:
             if change.trash and not os.path.lexists(change.trash):
                 problems.append(f"{self._show(Path(change.path))}: its copy in the trash is gone")
         return problems
+
+    def written(self) -> list[Path]:
+        """Every path the undo writes: each change's path, and where a move put it."""
+        paths: dict[Path, None] = {}
+        for change in self._changes():
+            paths[Path(change.path)] = None
+            if change.moved_to:
+                paths[Path(change.moved_to)] = None
+        return list(paths)
+
+    def needs_person(self) -> list[str]:
+        """Why each host-run path the undo would write needs a person's approval (see
+        :mod:`codeward.kernel.host_run`): checked before anything is written, so an undo is asked about
+        whole instead of skipping those paths."""
+        found: list[str] = []
+        for path in self.written():
+            resolved = self.workspace.resolve(str(path), Access.WRITE)
+            found += [error.message for error in resolved.errors if error.source == NEEDS_PERSON]
+        return found
+
+    def preview(self) -> str:
+        """The diff this undo would make, path by path (what a person approving it sees)."""
+        final: dict[Path, Change] = {}
+        for change in self._changes():  # newest first: the oldest change of a path says what it goes back to
+            final[Path(change.path)] = change
+            if change.moved_to:
+                final.setdefault(Path(change.moved_to), Change(path=change.moved_to, before=ABSENT, after=ABSENT))
+        chunks: list[str] = []
+        with tempfile.TemporaryDirectory(prefix="codeward-undo-") as scratch:
+            for index, (path, change) in enumerate(sorted(final.items())):
+                chunks.append(tree_diff(path, self._earlier(change, Path(scratch) / str(index)), self._show(path)))
+        return "".join(chunks)
+
+    def _earlier(self, change: Change, place: Path) -> Path:
+        """Where ``change``'s earlier state can be read: its trash copy, where a move took it, or
+        ``place`` made from the store (missing for an absent path)."""
+        if change.trash:
+            return Path(change.trash)
+        if change.moved_to:
+            return Path(change.moved_to)
+        before = change.before
+        if before.kind == "dir":
+            place.mkdir()
+        elif before.kind == "link":
+            os.symlink(before.target, place)
+        elif before.kind == "file" and before.stored:
+            with contextlib.suppress(OSError):
+                place.write_bytes(self.store.get_blob(before.digest))
+                os.chmod(place, before.mode)
+        return place
 
     def run(self) -> Outcome:
         """Revert every change, newest first. Call after :meth:`conflicts` said yes (or force)."""
@@ -266,10 +320,10 @@ class Rewind:
         return Result.success(None)
 
     def _relink(self, path: Path, target: str) -> Result[None]:
-        lands = Path(os.path.normpath(path.parent / target))
-        if not self.workspace.contains(lands.resolve()):
-            return Result.fail(ErrorKind.PERMISSION, f"it was a link to {target}, outside the workspace; "
-                               "codeward does not make such links")
+        refused = link_refusal(self.workspace, path, target)  # where it leads now, as the kernel follows it
+        if refused:
+            return Result.fail(ErrorKind.PERMISSION, f"it was a link to {target}: {refused}; codeward does not "
+                               "make such links")
         if os.path.lexists(path):
             self._remove(path)
         os.symlink(target, path)

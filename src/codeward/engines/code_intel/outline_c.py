@@ -8,11 +8,11 @@ qualified name ``ns::Foo::bar`` wherever it is written, and counts as a method w
 
 from __future__ import annotations
 
-import bisect
 import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from codeward.engines.code_intel.c_macros import blank_macros, macro_prefix_start
 from codeward.engines.code_intel.outline_model import Def, Rules, Symbol, field_text, first_child_of_type, node_text
 
 if TYPE_CHECKING:
@@ -27,17 +27,6 @@ OPAQUE = frozenset({"compound_statement", "parameter_list", "argument_list", "in
                     "comment", "preproc_def", "preproc_function_def", "preproc_include", "preproc_call",
                     "expression_statement", "call_expression", "binary_expression"})
 _SPACES = re.compile(r"\s+")
-ATTRIBUTE_MACRO = re.compile(
-    rb"(?<![\w.>:])(?:__[A-Z][A-Z0-9_]+|_[A-Z][A-Z0-9]*_[A-Z0-9_]+|__attribute__|__attribute_\w+__|__asm__|__asm"
-    rb"|__wur|__nonnull|__attr_\w+|__fortified_attr_access|__extension__)\b(?!\s*(?:,|=(?!=)|}|::))"
-)
-"""Reserved, upper-case macro names (``__THROW``, ``_GLIBCXX_NOEXCEPT``, ``__BEGIN_DECLS``) and GNU
-attribute spellings: not in enumerator, assignment or scope position. They hide declarations
-from the grammar, so they are blanked before parsing, as ctags ignores them."""
-TYPE_MACRO = re.compile(rb"(?<![\w.>:])[A-Z][A-Z0-9_]{2,}\s*\((\s*[A-Za-z_][\w \t*]*)\)(?=\s*\**\s*[A-Za-z_]\w*\s*\()")
-"""``NCURSES_EXPORT(int) insch (...)``, ``EXTERN(boolean) f(...)``: an upper-case macro wrapping the
-return type; the macro name and its parentheses are blanked, the type is kept."""
-DIRECTIVE_LINE = re.compile(rb"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", re.MULTILINE)
 
 
 def rules(language: str) -> Rules:
@@ -48,58 +37,9 @@ def rules(language: str) -> Rules:
         opaque=OPAQUE,
         trailing_semicolon=True,
         finish=_mark_methods,
-        prepare=blank_attribute_macros,
+        prepare=blank_macros,
+        prefix_start=macro_prefix_start,
     )
-
-
-def blank_attribute_macros(data: bytes) -> bytes:
-    """Replace attribute-like macros (and their parenthesised arguments) by spaces.
-
-    Same length, newlines kept, preprocessor lines untouched: byte offsets and line numbers
-    of everything else stay exactly where they are.
-    """
-    if b"__" not in data and b"_" not in data:
-        return data
-    directives = [(m.start(), m.end()) for m in DIRECTIVE_LINE.finditer(data)]
-    out = bytearray(data)
-
-    def in_directive(position: int) -> bool:
-        index = bisect.bisect_right(directives, (position, len(data) + 1)) - 1
-        return index >= 0 and directives[index][0] <= position < directives[index][1]
-
-    for match in ATTRIBUTE_MACRO.finditer(data):
-        start = match.start()
-        if not in_directive(start):
-            end = _after_arguments(data, match.end())
-            out[start:end] = _spaces(data[start:end])
-    for match in TYPE_MACRO.finditer(data):
-        if not in_directive(match.start()):
-            out[match.start():match.start(1)] = _spaces(data[match.start():match.start(1)])
-            out[match.end(1):match.end()] = b" "
-    return bytes(out)
-
-
-def _spaces(chunk: bytes) -> bytes:
-    return bytes(b if b == 0x0A else 0x20 for b in chunk)
-
-
-def _after_arguments(data: bytes, pos: int) -> int:
-    """End of a balanced ``( ... )`` right after ``pos`` (spaces allowed), else ``pos``."""
-    cursor = pos
-    while cursor < len(data) and data[cursor] in b" \t":
-        cursor += 1
-    if cursor >= len(data) or data[cursor] != 0x28:
-        return pos
-    depth = 0
-    limit = min(len(data), cursor + 4000)
-    for i in range(cursor, limit):
-        if data[i] == 0x28:
-            depth += 1
-        elif data[i] == 0x29:
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    return pos
 
 
 def _classify(node: Node) -> Def | None:

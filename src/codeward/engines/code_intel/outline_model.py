@@ -16,6 +16,8 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from codeward.engines.code_intel.content_cache import ContentCache
+from codeward.engines.code_intel.symbol_names import normal_parts
 from codeward.engines.code_intel.treesitter import parse
 
 if TYPE_CHECKING:
@@ -71,6 +73,9 @@ class Rules:
     """A last pass over the symbols (e.g. to tell C++ out-of-line methods from functions)."""
     prepare: Callable[[bytes], bytes] | None = None
     """A same-length rewrite of the source before parsing (C/C++: blank attribute-like macros)."""
+    prefix_start: Callable[[bytes, bytes, int], int] | None = None
+    """Given the source, its prepared rewrite and a definition's start byte: where the definition
+    really starts (C/C++: the macros blanked in front of it belong to it)."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +99,8 @@ class Symbol:
     definition: bool
     depth: int
     parent: str | None = None
+    lookup: tuple[str, ...] = ()
+    """The parts as a name query matches them (:func:`codeward.engines.code_intel.symbol_names.normal_parts`)."""
 
     @property
     def is_function(self) -> bool:
@@ -140,6 +147,17 @@ class ParsedSource:
         return self.data[start:end].decode("utf-8", "surrogateescape")
 
 
+class OutlineCache:
+    """Parsed sources keyed by language and a hash of their text (an outline, then a definition, then
+    an update of one file parse it once)."""
+
+    def __init__(self, size: int = 16) -> None:
+        self._cache: ContentCache[ParsedSource] = ContentCache(size)
+
+    def parse(self, text: str, language: str) -> ParsedSource:
+        return self._cache.get(language, text, lambda source: parse_source(source, language))
+
+
 def encode_source(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
@@ -148,8 +166,19 @@ def parse_source(text: str, language: str) -> ParsedSource:
     """Parse text with the language's grammar and extract its symbols."""
     data = encode_source(text)
     rules = rules_for(language)
-    tree = parse_prepared(data, language, rules)
-    return ParsedSource(language, data, tree, tuple(extract_symbols(tree, rules)))
+    prepared = rules.prepare(data) if rules.prepare else data
+    tree = parse(prepared, language)
+    symbols = extract_symbols(tree, rules)
+    if rules.prefix_start is not None and prepared != data:
+        symbols = [_with_prefix(s, rules.prefix_start(data, prepared, s.start_byte), data) for s in symbols]
+    return ParsedSource(language, data, tree, tuple(symbols))
+
+
+def _with_prefix(symbol: Symbol, start: int, data: bytes) -> Symbol:
+    if start >= symbol.start_byte:
+        return symbol
+    sig_start = start if symbol.sig_start == symbol.start_byte else symbol.sig_start
+    return replace(symbol, start_byte=start, start_line=data.count(b"\n", 0, start) + 1, sig_start=sig_start)
 
 
 def parse_prepared(data: bytes, language: str, rules: Rules | None = None) -> Tree:
@@ -265,6 +294,7 @@ def _symbol(d: Def, rules: Rules, parts: tuple[str, ...], qualified: str | None,
         definition=d.definition,
         depth=depth,
         parent=qualified,
+        lookup=normal_parts((*parts, *scope, d.name)),
     )
 
 

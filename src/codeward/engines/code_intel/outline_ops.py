@@ -14,76 +14,24 @@ import difflib
 import re
 from dataclasses import dataclass
 
+from codeward.engines.code_intel.definition_swap import mismatch
+from codeward.engines.code_intel.fragment_check import FragmentVerdict, check_fragment, defined_names
 from codeward.engines.code_intel.outline_model import ParsedSource, Symbol, encode_source, parse_prepared, parse_source
+from codeward.engines.code_intel.symbol_names import NameQuery, normal_part, parse_name
 from codeward.engines.code_intel.treesitter import SyntaxProblem, syntax_problems
 from codeward.kernel.result import ErrorKind, Result
 
-_SEPARATORS = re.compile(r"::|[.#\\:]")
-_GENERIC_ARGS = re.compile(r"<[^<>]*>")
-_LINE_SUFFIX = re.compile(r"^(.*?)\s*@\s*(\d+)$")
 MAX_SUGGESTIONS = 8
-
-
-@dataclass(frozen=True)
-class NameQuery:
-    """A parsed ``name`` argument: its parts, an optional line, and whether it names an impl."""
-
-    raw: str
-    parts: tuple[str, ...]
-    line: int | None = None
-    impl: bool = False
-    trait: str = ""
-    """For ``impl Trait for Type``: the trait, normalised (only that impl block matches)."""
-
-
-def parse_name(raw: str) -> NameQuery:
-    text = raw.strip()
-    line = None
-    matched = _LINE_SUFFIX.match(text)
-    if matched:
-        text, line = matched.group(1), int(matched.group(2))
-    impl = text.startswith("impl ")
-    trait = ""
-    if impl:
-        text = text[5:].strip()
-        if " for " in text:
-            trait, text = (p.strip() for p in text.split(" for ", 1))
-    if text.endswith("()") and not text.endswith("operator()"):
-        text = text[:-2]
-    parts = tuple(_normal_part(p) for p in _split(text))
-    return NameQuery(raw, tuple(p for p in parts if p), line, impl, _normal_part(trait))
-
-
-def _split(text: str) -> list[str]:
-    # `operator::`-free split that leaves C++ operator names (`operator<<`, `operator()`) whole.
-    head, marker, operator = text.partition("operator")
-    if marker and (not head or _SEPARATORS.search(head[-2:]) or head.endswith(" ")):
-        return [*_SEPARATORS.split(head)[:-1], marker + operator]
-    return _SEPARATORS.split(text)
-
-
-def _normal_part(part: str) -> str:
-    part = part.strip()
-    if part.startswith("operator"):
-        return re.sub(r"\s+", "", part)
-    previous = None
-    while previous != part:
-        previous, part = part, _GENERIC_ARGS.sub("", part)
-    return re.sub(r"\s+", "", part)
-
-
-def _normal_parts(symbol: Symbol) -> tuple[str, ...]:
-    """A symbol's parts as a query sees them (``N.M`` of a C# namespace is two parts)."""
-    return tuple(_normal_part(piece) for part in symbol.parts for piece in _split(part) if piece.strip())
+C_FAMILY = frozenset({"c", "cpp"})
 
 
 def candidates(symbols: tuple[Symbol, ...], query: NameQuery) -> list[Symbol]:
     """Symbols the query names, best first: exact qualified match, definitions, then types before impls."""
     size = len(query.parts)
-    found = [s for s in symbols if size and _normal_parts(s)[-size:] == query.parts]
+    found = [s for s in symbols if size and s.lookup[-size:] == query.parts]
     if query.impl:
         found = [s for s in found if s.kind == "impl" and (
-            not query.trait or _normal_part(s.detail.removeprefix("impl ").split(" for ")[0]) == query.trait)]
+            not query.trait or normal_part(s.detail.removeprefix("impl ").split(" for ")[0]) == query.trait)]
         inherent = [s for s in found if " for " not in s.detail]
         if not query.trait and inherent:
             found = inherent
@@ -129,8 +77,8 @@ def closest_names_hint(symbols: tuple[Symbol, ...], query: NameQuery) -> str:
     if not symbols:
         return "The file defines no symbols this tool recognises; check the path or read the file."
     wanted = "::".join(query.parts)
-    names = {"::".join(_normal_parts(s)): s.qualified for s in symbols}
-    names.update({_normal_part(s.name): s.qualified for s in symbols})
+    names = {"::".join(s.lookup): s.qualified for s in symbols}
+    names.update({normal_part(s.name): s.qualified for s in symbols})
     close = difflib.get_close_matches(wanted, list(names), n=MAX_SUGGESTIONS, cutoff=0.5)
     if not close and query.parts:
         close = difflib.get_close_matches(query.parts[-1], list(names), n=MAX_SUGGESTIONS, cutoff=0.5)
@@ -218,40 +166,116 @@ class Replacement:
     start_line: int
     end_line: int
     parsed: ParsedSource
+    notes: tuple[str, ...] = ()
 
 
 def replace_definition(parsed: ParsedSource, symbol: Symbol, new_content: str, display: str) -> Result[Replacement]:
-    """Swap a definition for ``new_content``; refuse when that introduces a syntax error."""
+    """Swap a definition for ``new_content`` by its byte range; refuse when that introduces a syntax error
+    or defines another name.
+
+    In a C or C++ file tree-sitter already fails to parse somewhere (macros it cannot expand),
+    only the new definition is checked, alone (:mod:`codeward.engines.code_intel.fragment_check`); elsewhere
+    the whole file is re-parsed and must not gain an error.
+    """
     start, end = definition_span(parsed, symbol)
-    old_bytes = parsed.data[start:end]
-    content = _fit(new_content.replace("\r\n", "\n"), old_bytes.decode("utf-8", "surrogateescape"))
-    new_bytes = encode_source(content)
+    old = parsed.data[start:end].decode("utf-8", "surrogateescape")
+    content = _fit(new_content.replace("\r\n", "\n"), old)
     if not content.strip():
         return Result.fail(ErrorKind.INVALID_INPUT, "new_content is empty",
                            "Give the complete new definition; to delete lines use set_file_slice.")
-    data = parsed.data[:start] + new_bytes + parsed.data[end:]
-    tree = parse_prepared(data, parsed.language)
-    problem = _introduced_problem(parsed, syntax_problems(tree, limit=200), start, start + len(new_bytes))
-    if problem is not None:
-        return Result.fail(ErrorKind.INVALID_INPUT,
-                           f"the new definition of {symbol.qualified} would leave {display} with a syntax error at "
-                           f"{problem.describe()}; nothing was changed",
-                           "Fix the new_content (balanced braces/brackets, complete statements) and try again.")
-    text = data.decode("utf-8", "surrogateescape")
+    new_bytes = encode_source(content)
     first_line = parsed.data.count(b"\n", 0, start) + 1
+    if content == old:
+        return Result.success(Replacement(parsed.data.decode("utf-8", "surrogateescape"), first_line,
+                                          symbol.end_line, parsed))
+    data = parsed.data[:start] + new_bytes + parsed.data[end:]
+    member = parsed.language in C_FAMILY and _enclosing_type(parsed, symbol) is not None
+    swapped = _swapped_name(parsed, symbol, old, content, member)
+    if swapped:
+        return Result.fail(ErrorKind.INVALID_INPUT, f"refused: {swapped}; the update replaces {symbol.qualified} "
+                           f"and keeps its name ({display} is unchanged)",
+                           f"To rename {symbol.name}, rename it and its callers first (search_text finds them), "
+                           "then update it; to add another definition, insert it with edit_file.")
+    notes: tuple[str, ...] = ()
+    if parsed.language in C_FAMILY and syntax_problems(parsed.tree, limit=1):
+        verdict = check_fragment(parsed.language, old, content, member=member)
+        refused = _fragment_refusal(verdict, symbol, content, first_line, display)
+        if refused is not None:
+            return refused
+        if verdict.brackets_only:
+            notes = (f"[tree-sitter cannot parse {symbol.qualified} even as it was (macros?): the new text was "
+                     "checked for balanced brackets, strings and comments only]",)
+    else:
+        tree = parse_prepared(data, parsed.language)
+        problem = _introduced_problem(parsed, syntax_problems(tree, limit=200), start, start + len(new_bytes))
+        if problem is not None:
+            return Result.fail(ErrorKind.INVALID_INPUT,
+                               f"the new definition of {symbol.qualified} would leave {display} with a syntax error "
+                               f"at {problem.describe()}; nothing was changed",
+                               "Fix the new_content (balanced braces/brackets, complete statements) and try again.")
+    text = data.decode("utf-8", "surrogateescape")
     last_line = first_line + content.count("\n") - (1 if content.endswith("\n") else 0)
-    return Result.success(Replacement(text, first_line, last_line, parse_source(text, parsed.language)))
+    return Result.success(Replacement(text, first_line, last_line, parse_source(text, parsed.language), notes))
+
+
+def _fragment_refusal(verdict: FragmentVerdict, symbol: Symbol, content: str, first_line: int,
+                      display: str) -> Result[Replacement] | None:
+    hint = (f"{display} already had parse errors elsewhere (macros tree-sitter cannot expand); they do not count: "
+            "only the new definition was checked. Fix the new_content and try again.")
+    if verdict.problem is not None:
+        problem = verdict.problem
+        before = encode_source(content)[:problem.start_byte].decode("utf-8", "surrogateescape")
+        row = before.count("\n")
+        column = len(before) - (before.rfind("\n") + 1) + 1
+        what = f"missing {problem.text!r}" if problem.missing else f"cannot parse {_snippet(problem.text)!r}"
+        return Result.fail(ErrorKind.INVALID_INPUT,
+                           f"the new definition of {symbol.qualified} has a syntax error at line {first_line + row}, "
+                           f"column {column} (line {row + 1} of new_content): {what}; nothing was changed", hint)
+    if verdict.unbalanced:
+        return Result.fail(ErrorKind.INVALID_INPUT,
+                           f"the new definition of {symbol.qualified} does not balance its brackets as the old one "
+                           f"did: {verdict.unbalanced}; nothing was changed", hint)
+    return None
+
+
+def _snippet(text: str) -> str:
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _enclosing_type(parsed: ParsedSource, symbol: Symbol) -> Symbol | None:
+    """The class, struct or union whose body holds ``symbol`` (not an out-of-line member's class)."""
+    holders = [s for s in parsed.symbols if s.kind in ("class", "struct", "union") and s is not symbol
+               and s.body is None and s.start_byte < symbol.start_byte and symbol.end_byte <= s.end_byte]
+    return max(holders, key=lambda s: s.start_byte, default=None)
+
+
+def _swapped_name(parsed: ParsedSource, symbol: Symbol, old: str, new: str, member: bool) -> str:
+    """Why ``new`` is not a definition of ``symbol``'s name ("" when it is).
+
+    The names come from parsing each text alone; where the grammar cannot name what the old text
+    defines (macros, a member out of its class), the name must at least be written in the new one.
+    """
+    expected = normal_part(symbol.name)
+    found = defined_names(parsed.language, new, member=member)
+    if expected in (normal_part(d.name) for d in found):
+        return ""
+    if expected in (normal_part(d.name) for d in defined_names(parsed.language, old, member=member)) and found:
+        return mismatch("new_content", symbol.name, found, kind=symbol.kind)
+    if re.search(rf"(?<![\w~]){re.escape(symbol.name)}(?!\w)", new):
+        return ""  # the grammar cannot name the definitions here (macros), but the name is written
+    return mismatch("new_content", symbol.name, found, kind=symbol.kind)
 
 
 def _fit(content: str, old: str) -> str:
-    """Match the old definition's trailing newline and, for unindented content, its indentation."""
+    """Match the old definition's trailing newline and, for content whose first line is not indented,
+    its indentation (preprocessor lines stay at the start of their line)."""
     if not old.endswith("\n") and content.endswith("\n"):
         content = content[:-1]
     indent = old[: len(old) - len(old.lstrip(" \t"))]
     lines = content.split("\n")
-    body_lines = [ln for ln in lines if ln.strip()]
-    if indent and body_lines and min(len(ln) - len(ln.lstrip(" \t")) for ln in body_lines) == 0:
-        content = "\n".join(indent + ln if ln.strip() else ln for ln in lines)
+    first = next((ln for ln in lines if ln.strip()), "")
+    if indent and first and first == first.lstrip(" \t"):
+        content = "\n".join(indent + ln if ln.strip() and not ln.startswith("#") else ln for ln in lines)
     return content
 
 

@@ -159,7 +159,7 @@ def insertion_point(
             return found.cast(None)
         if anchor is AnchorType.BEFORE:
             target = found.data[0]
-            line = _attached_comment_start(source, target.start_line)
+            line = attached_comment_start(source, target.start_line)
         else:
             target = found.data[-1]
             line = target.end_line + 1
@@ -211,11 +211,11 @@ def _module_start(module: PythonModule) -> int:
         return last + 1
     if not body:
         return len(module.source.lines) + 1
-    return _attached_comment_start(module.source, definition_start(body[0]), keep_header=True)
+    return attached_comment_start(module.source, definition_start(body[0]), keep_header=True)
 
 
-def _attached_comment_start(source: SourceText, line: int, *, keep_header: bool = False) -> int:
-    """The first line of the comment block directly above ``line`` (no blank line between)."""
+def attached_comment_start(source: SourceText, line: int, *, keep_header: bool = False) -> int:
+    """The first line of the comment block directly above ``line`` (no blank line between, same indentation)."""
     indent = source.indentation(line)
     start = line
     while start > 1:
@@ -260,8 +260,8 @@ def insert_block(source: SourceText, point: InsertionPoint, block: str, separati
 
 def separation_for(point: InsertionPoint, block: str) -> int:
     """PEP 8 spacing: two blank lines around top-level defs and classes, one elsewhere."""
-    stripped = block.lstrip()
-    is_def = stripped.startswith(("def ", "async ", "class ", "@"))
+    code = [line.strip() for line in block.splitlines() if line.strip() and not line.strip().startswith("#")]
+    is_def = bool(code) and code[0].startswith(("def ", "async ", "class ", "@"))
     return 2 if point.indent == "" and is_def else 1
 
 

@@ -15,16 +15,15 @@ from __future__ import annotations
 
 import ast
 import difflib
-import hashlib
 import io
-import threading
 import tokenize
-from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
 
+from codeward.engines.code_intel.content_cache import ContentCache
+from codeward.engines.code_intel.definition_swap import Defined
 from codeward.kernel.result import ErrorKind, Result
 
 DEFINITION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -287,34 +286,14 @@ def _target_names(target: ast.expr) -> list[str]:
 
 
 class ParseCache:
-    """Parsed modules keyed by a hash of their text, so repeated questions about a file are cheap.
-
-    Keyed by content (not mtime), so it can never serve a stale tree. Thread-safe, bounded.
-    """
+    """Parsed modules keyed by a hash of their text, so repeated questions about a file are cheap
+    (a :class:`~codeward.engines.code_intel.content_cache.ContentCache`; a file that does not parse raises again)."""
 
     def __init__(self, size: int = PARSE_CACHE_SIZE) -> None:
-        self._size = size
-        self._lock = threading.Lock()
-        self._entries: OrderedDict[bytes, PythonModule | SyntaxError] = OrderedDict()
+        self._cache: ContentCache[PythonModule] = ContentCache(size, errors=(SyntaxError,))
 
     def parse(self, text: str) -> PythonModule:
-        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).digest()
-        with self._lock:
-            cached = self._entries.get(key)
-            if cached is not None:
-                self._entries.move_to_end(key)
-        if cached is None:
-            try:
-                cached = parse_module(text)
-            except SyntaxError as exc:
-                cached = exc
-            with self._lock:
-                self._entries[key] = cached
-                while len(self._entries) > self._size:
-                    self._entries.popitem(last=False)
-        if isinstance(cached, SyntaxError):
-            raise cached
-        return cached
+        return self._cache.get("python", text, parse_module)
 
 
 # -- syntax errors --------------------------------------------------------------------------
@@ -645,6 +624,26 @@ def first_definition(block: str) -> DefinitionNode | None:
     except (SyntaxError, ValueError):
         return None
     return next((n for n in tree.body if isinstance(n, DEFINITION_NODES)), None)
+
+
+def top_level_definitions(tree: ast.Module) -> list[Defined]:
+    """What a piece of code defines at its top level: functions, classes and assigned variables."""
+    found: list[Defined] = []
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ClassDef):
+            found.append(Defined(stmt.name, "class"))
+        elif isinstance(stmt, FUNCTION_NODES):
+            found.append(Defined(stmt.name, "function"))
+        else:
+            found.extend(Defined(name, "variable") for name in declared_names(stmt))
+    return found
+
+
+def all_arguments(args: ast.arguments) -> list[ast.arg]:
+    """Every parameter of a function or lambda: positional-only, ordinary, keyword-only, ``*``, ``**``."""
+    found = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    found.extend(a for a in (args.vararg, args.kwarg) if a is not None)
+    return found
 
 
 def loaded_names(node: ast.AST) -> set[str]:

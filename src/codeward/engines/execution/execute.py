@@ -22,6 +22,7 @@ from codeward.engines.execution.languages import BY_NAME, CODE_DIR, Language, To
 from codeward.engines.execution.runtime import CodingRuntime
 from codeward.engines.execution.sessions import SESSION_ID
 from codeward.engines.sandbox import Bind, Limit, SandboxRequest, SandboxResult, Status
+from codeward.engines.sandbox.choice import SandboxRefused
 from codeward.engines.sandbox.runner import RunObserver
 
 MAX_CODE_BYTES = 1_000_000
@@ -87,7 +88,10 @@ def execute(
     if problem is not None:
         return Execution.setup_error(language, problem)
     spec = BY_NAME[language]
-    sandbox = runtime.sandbox()
+    try:
+        sandbox = runtime.sandbox()
+    except SandboxRefused as refused:
+        return Execution.setup_error(language, f"{refused} {refused.hint}")
     if not hasattr(sandbox, "start"):  # Docker: the toolchain is the image's, not this machine's
         return _execute_in_docker(sandbox, docker_image(runtime.settings, language), language, code, stdin, limits)
     toolchain = runtime.toolchain(language)
@@ -262,5 +266,6 @@ def _from_result(
         backend=result.backend, isolated=result.isolated, stdout_truncated=result.stdout_truncated,
         stderr_truncated=result.stderr_truncated, session_id=session_id, warm=warm,
         peak_memory_mb=result.peak_memory_mb, limit_hit=result.limit_hit.value if result.limit_hit else None,
-        notes=[*notes, *result.notes], limits=list(result.limits), unenforced_limits=list(result.unenforced_limits),
+        notes=list(dict.fromkeys([*notes, *result.notes])), limits=list(result.limits),
+        unenforced_limits=list(result.unenforced_limits),
     )

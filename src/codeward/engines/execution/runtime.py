@@ -13,10 +13,14 @@ import weakref
 from typing import TYPE_CHECKING
 
 from codeward.config.coding import CodingSettings
+from codeward.config.sandbox import SandboxSettings
+from codeward.engines.contained.project_sandbox import backends_of
 from codeward.engines.execution.languages import BY_NAME, Toolchain, detect_toolchain, detect_toolchains
 from codeward.engines.execution.sessions import SessionStore
 from codeward.engines.execution.warm_pool import WarmPool
-from codeward.engines.sandbox import Sandbox, SandboxUnavailable, probe_sandbox
+from codeward.engines.sandbox import Sandbox
+from codeward.engines.sandbox.choice import BackendChoice, SandboxRefused
+from codeward.engines.sandbox.process import NOT_ISOLATED_NOTE
 from codeward.engines.sandbox.runner import StartableSandbox
 
 if TYPE_CHECKING:
@@ -30,31 +34,31 @@ NO_MODEL = ("no model is configured: name a [model.profiles] profile in [coding]
 class CodingRuntime:
     """Lazily probes the sandbox and toolchains; owns the warm pool and sessions."""
 
-    def __init__(self, settings: CodingSettings | None = None) -> None:
+    def __init__(self, settings: CodingSettings | None = None, backends: BackendChoice | None = None) -> None:
         self.settings = settings or CodingSettings.unconfigured()
+        if backends is None:
+            sandbox = SandboxSettings.unconfigured()
+            backends = BackendChoice(sandbox.backend, self.settings.backend, sandbox.disk_mb)
+        self.backends = backends
         self._lock = threading.Lock()
-        self._sandbox: Sandbox | None = None
-        self._sandbox_notes: list[str] = []
         self._toolchains: dict[str, Toolchain] | None = None
         self._single: dict[str, Toolchain] = {}
         self._pool: WarmPool | None = None
         self._sessions: SessionStore | None = None
 
     def sandbox(self) -> Sandbox:
-        """The backend in use (probed once). A preferred backend that cannot run falls back."""
-        with self._lock:
-            if self._sandbox is None:
-                preferred = self.settings.backend
-                try:
-                    self._sandbox = probe_sandbox(preferred)
-                except SandboxUnavailable as exc:
-                    self._sandbox_notes.append(f"sandbox {preferred!r} is unavailable ({exc}); using another")
-                    self._sandbox = probe_sandbox()
-            return self._sandbox
+        """The backend code runs in (probed once); raises :class:`SandboxRefused` naming what to
+        install when no backend the operator allows works here — never a silent downgrade."""
+        return self.backends.for_code()
 
     @property
     def sandbox_notes(self) -> list[str]:
-        return list(self._sandbox_notes)
+        """What every result of this runtime should say about where it ran."""
+        try:
+            sandbox = self.sandbox()
+        except SandboxRefused:
+            return []
+        return [] if sandbox.isolated else [NOT_ISOLATED_NOTE]
 
     def toolchains(self) -> dict[str, Toolchain]:
         """Every language's toolchain (detected once; a few ``--version`` runs)."""
@@ -73,7 +77,10 @@ class CodingRuntime:
             return self._single[language]
 
     def startable(self) -> StartableSandbox | None:
-        sandbox = self.sandbox()
+        try:
+            sandbox = self.sandbox()
+        except SandboxRefused:
+            return None
         return sandbox if hasattr(sandbox, "start") and hasattr(sandbox, "finish") else None  # type: ignore[return-value]
 
     def pool(self) -> WarmPool | None:
@@ -108,7 +115,7 @@ class CodingRuntime:
 
     def warm_up(self) -> None:
         """Probe everything and start the pool now (a server can call this at start-up)."""
-        self.sandbox()
+        self.startable()
         self.toolchains()
         self.pool()
 
@@ -123,5 +130,6 @@ class CodingRuntime:
 
 
 def runtime_of(services: Services) -> CodingRuntime:
-    """The server's runtime, created on first use."""
-    return services.runtimes.get(CodingRuntime, lambda: CodingRuntime(services.get(CodingSettings)))
+    """The server's runtime, created on first use, with the server's one backend choice."""
+    backends = backends_of(services)  # first: Runtimes.get holds its lock while it makes a helper
+    return services.runtimes.get(CodingRuntime, lambda: CodingRuntime(services.get(CodingSettings), backends))

@@ -116,7 +116,7 @@ def toolsets_of(surface: ToolSurface) -> dict[str, str]:
             for name, group in toolsets_of(inner).items():
                 found.setdefault(name, group)
         return found
-    inner_surface = getattr(surface, "inner", None)
+    inner_surface = getattr(surface, "inner", None) or getattr(surface, "surface", None)  # a layer, a chain
     return toolsets_of(inner_surface) if inner_surface is not None else {}
 
 

@@ -75,7 +75,9 @@ class Spaces:
         if space is Space.HUB and self.settings.hub_dir is None:
             return None
         try:
-            return Workspace.create([self.root(space)], blacklist=self.workspace.blacklist_globs)
+            return Workspace.create([self.root(space)], blacklist=self.workspace.blacklist_globs,
+                                    host_run=self.workspace.host_run).with_host_run_consent(
+                                        self.workspace.host_run_consent)
         except ValueError:
             return None
 

@@ -2,7 +2,7 @@
 
 - :mod:`~codeward.engines.shell.settings` — ``[shell]`` in ``codeward.toml`` (:class:`ShellSettings`).
 - :mod:`~codeward.engines.shell.envfile` — the project's ``mcp_env.toml`` (PATH entries, variables).
-- :mod:`~codeward.engines.shell.confine` — the workspace as sandbox binds, secrets and git hooks kept.
+- :mod:`~codeward.engines.contained.confine` — the workspace as sandbox binds, secrets and git hooks kept.
 - :mod:`~codeward.engines.shell.host` — unsandboxed runs that still leave no process behind.
 - :mod:`~codeward.engines.shell.qa` — asking the configured model to explain a failure.
 - :mod:`~codeward.engines.shell.log` — one JSON line per run.

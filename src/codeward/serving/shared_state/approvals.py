@@ -6,7 +6,7 @@ first decides — a local answer, or one given on any replica (``POST /approvals
 port, delivered by Redis pub/sub). If the shared state is unreachable the local askers decide alone.
 
 What is published is what an approver may see: the arguments with their secrets redacted
-(:class:`~codeward.audit.redaction.Redactor`) and their SHA-256 (the audit's, taken from the raw
+(:class:`~codeward.kernel.redaction.Redactor`) and their SHA-256 (the audit's, taken from the raw
 arguments); the raw arguments stay in the memory of the replica that runs the call. Nobody answers
 a call of their own (:func:`answer_pending`). A replica that stops (drains) withdraws the approvals it
 holds, so none stays listed, or answerable, for a call that will never run.
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from codeward.approval.askers import Abstain, ask_mcp_client, confirm_with_client
 from codeward.approval.policy import ApprovalRequest, ConfirmCallback
 from codeward.audit.log import arguments_hash
-from codeward.audit.redaction import Redactor
+from codeward.kernel.redaction import Redactor
 from codeward.kernel.state_unavailable import StateUnavailable
 from codeward.serving.shared_state.backend import StateBackend
 

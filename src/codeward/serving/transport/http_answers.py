@@ -15,8 +15,8 @@ So codeward chooses per request, from what the request itself asks for:
   2026-07-28 era, the ``io.modelcontextprotocol/logLevel`` opt-in (log messages ride the
   request's stream in that era); ``subscriptions/listen`` is always a stream (the SDK's rule);
 - in the handshake era, also a stream for every call of a session whose client declared
-  ``elicitation`` or ``sampling``: a call may ask it something, and the question rides the
-  call's own stream;
+  ``elicitation``, ``sampling`` or ``roots``: a call may ask it something (a gateway passes its
+  upstreams' questions on), and the question rides the call's own stream;
 - one JSON body otherwise. A log message of such a call goes on the session's GET stream.
 
 A server whose state is shared by replicas (``[state] url``) keeps every answer a resumable
@@ -71,11 +71,11 @@ def may_ask(message: Any) -> bool:
     if not isinstance(message, JSONRPCRequest) or message.method != "initialize":
         return False
     capabilities = (message.params or {}).get("capabilities")
-    return isinstance(capabilities, dict) and bool({"elicitation", "sampling"} & capabilities.keys())
+    return isinstance(capabilities, dict) and bool({"elicitation", "sampling", "roots"} & capabilities.keys())
 
 
 ASKABLE = "codeward_client_may_be_asked"
-"""Set on a handshake-era session's transport whose client declared elicitation or sampling."""
+"""Set on a handshake-era session's transport whose client declared elicitation, sampling or roots."""
 
 
 class AnswerByNeed:

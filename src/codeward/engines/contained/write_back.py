@@ -5,19 +5,30 @@ reads each layer and applies it to the root it covers, one entry at a time, with
 gate ``write_file`` passes: every path is resolved with :meth:`Workspace.resolve` for writing
 and must land where it says (no symlink on the way), and paths the policy protects — ``.git``
 at any depth (creating one included), codeward's configuration and ``.codeward/`` — are
-refused and reported, never applied. What the layer holds:
+refused and reported, never applied. Files the human's tools run later (hook folders,
+``.vscode/``, ``.mcp.json``...: :mod:`codeward.kernel.host_run`) are *held*: everything else is applied,
+then a person is asked about them with their diff (``ask``, when someone can be asked during the
+call) and they are applied on a yes; otherwise the result lists them, not applied, with the
+reason. What the layer holds:
 
 - a regular file: written atomically (temporary file in the same folder, fsync, rename),
   keeping its mode without set-id bits, and its modification time; unchanged content is skipped;
 - a directory: created; an *opaque* directory (``user.overlay.opaque``) replaced the folder
   below it, so what the folder held and the layer does not is deleted;
 - a whiteout (a 0/0 character device, or a file marked ``user.overlay.whiteout``): a deletion;
-- a symbolic link: created when it points inside the roots (and not at a protected path) or
-  at the read-only system the sandbox shows (``/usr``…), refused when it points elsewhere —
-  a link to ``~/.bashrc`` would send the user's next write there;
+- a symbolic link: created when its target, resolved as the kernel resolves it — through every
+  link on the way, in the run's layer and on the host (:mod:`codeward.engines.files.links`) — lands inside
+  the roots (and not on a protected path) or in the read-only system the sandbox shows
+  (``/usr``…), and never climbs with ``..`` out of a folder a link led to; refused otherwise — a
+  link to ``~/.bashrc`` would send the user's next write there. Once the write-back is done each
+  link it made is resolved again on the host, and removed if it leads out after all;
 - anything else (FIFOs, sockets, devices): refused.
 
 Deletions that would remove a protected path keep it (and the folders holding it).
+
+A folder the write-back added a repository-making name to (``HEAD``, ``objects``...) is looked
+at again once it is applied: a repository completed with another writer's files (where the
+cross-process lock does not reach) loses what the write-back created there, reported refused.
 
 Every path that passes the gate is noted in the call's checkpoint journal (when given) before
 it changes, so a run's writes and deletions are recorded like any tool's and ``undo`` takes
@@ -34,12 +45,17 @@ import os
 import secrets
 import shutil
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codeward.engines.sandbox.overlay import Overlays
-from codeward.kernel.context import ChangeJournal
+from codeward.engines.files.links import host_readlink, link_refusal
+from codeward.engines.files.tree_diff import tree_diff
+from codeward.engines.sandbox.overlay import Layer, Overlays
+from codeward.kernel.context import AskPerson, ChangeJournal, HostRunQuestion
+from codeward.kernel.host_run import Consent
+from codeward.kernel.repository_guard import COMPLETED
 from codeward.kernel.workspace import (
     GIT_DIRECTORY_REASON,
     Access,
@@ -51,15 +67,29 @@ from codeward.kernel.workspace import (
 
 OPAQUE_XATTRS = ("user.overlay.opaque", "trusted.overlay.opaque")
 WHITEOUT_XATTRS = ("user.overlay.whiteout", "trusted.overlay.whiteout")
-SYSTEM_TARGETS = ("/usr/", "/bin/", "/sbin/", "/lib/", "/lib64/", "/lib32/", "/dev/null")
-"""Where a created symlink may point outside the roots: the read-only system programs live in
-(a virtualenv's ``bin/python`` links to ``/usr/bin/python3``)."""
 PROTECTED_NAMES = frozenset({".git", ".codeward"})
-"""The protected folder names, to word a refusal (the decision is :meth:`Workspace.write_protection`)."""
+"""The protected folder names, to word a refusal (the decision is :meth:`Workspace.write_verdict`)."""
 GIT_DIRECTORY_REFUSAL = ("a git repository's metadata (git would run what its config names): "
                          "it is never written by tools")
 COPY_CHUNK = 1 << 20
 SHOWN_REFUSALS = 8
+HELD_HINT = ("Only a person can approve it: ask the user to approve it when asked (a client that supports "
+             "elicitation, codeward chat, the control console), write it with write_file or apply_patch (the "
+             "person is asked with the diff), or have them make the change themselves.")
+
+
+@dataclass
+class Held:
+    """A change to a host-run path, kept back for a person: the layer's entry (None or a whiteout:
+    a deletion) and the path it would change."""
+
+    source: Path | None
+    target: Path
+    reason: str
+    root: Path
+    """The root of the layer it came from (where it is applied)."""
+    display: str
+    """The path as results show it."""
 
 
 @dataclass
@@ -72,17 +102,36 @@ class Applied:
     links: int = 0
     refused: list[tuple[str, str]] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
+    held: list[Held] = field(default_factory=list)
+    """Changes to host-run paths kept back until a person approves them (:func:`apply_held`)."""
+    approved: list[str] = field(default_factory=list)
+    """Host-run paths applied after a person's yes during the run."""
+    consented: list[str] = field(default_factory=list)
+    """Host-run paths applied because the whole call carries a person's approval (they typed it)."""
+    made_links: list[tuple[Path, str]] = field(default_factory=list)
+    """Links this write-back made (and their targets), resolved again on the host once it is done."""
+    repository_entries: list[tuple[Path, Path]] = field(default_factory=list)
+    """(folder, entry) for each repository-making name this write-back created: looked at again once done."""
 
     def notes(self) -> list[str]:
-        """Lines for the result: refusals grouped by reason, failures, nothing when all went through."""
+        """Lines for the result: refusals grouped by reason, held and approved host-run paths,
+        failures; nothing when all went through."""
         lines: list[str] = []
         by_reason: dict[str, list[str]] = {}
         for path, reason in self.refused:
             by_reason.setdefault(reason, []).append(path)
         for reason, paths in by_reason.items():
-            shown = ", ".join(paths[:SHOWN_REFUSALS]) + (f" and {len(paths) - SHOWN_REFUSALS} more"
-                                                         if len(paths) > SHOWN_REFUSALS else "")
-            lines.append(f"NOT applied to the workspace ({reason}): {shown}")
+            lines.append(f"NOT applied to the workspace ({reason}): {_listed(paths)}")
+        held_by_reason: dict[str, list[str]] = {}
+        for held in self.held:
+            held_by_reason.setdefault(held.reason, []).append(_shown_held(held))
+        for reason, shown in held_by_reason.items():
+            lines.append(f"NOT applied, held for a person ({reason}): {_listed(shown)}. {HELD_HINT}")
+        if self.approved:
+            lines.append(f"applied with a person's approval (files the host runs later): {_listed(self.approved)}")
+        if self.consented:
+            lines.append("applied as part of a call a person typed or approved (files the host runs later): "
+                         f"{_listed(list(dict.fromkeys(self.consented)))}")
         for path, problem in self.failed[:SHOWN_REFUSALS]:
             lines.append(f"could not apply {path}: {problem}")
         if len(self.failed) > SHOWN_REFUSALS:
@@ -90,8 +139,96 @@ class Applied:
         return lines
 
 
+def _listed(paths: list[str]) -> str:
+    return ", ".join(paths[:SHOWN_REFUSALS]) + (f" and {len(paths) - SHOWN_REFUSALS} more"
+                                                if len(paths) > SHOWN_REFUSALS else "")
+
+
+def _shown_held(held: Held) -> str:
+    """A held change as the result names it: the path, and what the run did to it."""
+    what = "delete" if held.source is None or _is_whiteout(held.source, held.source.lstat()) else (
+        "link" if held.source.is_symlink() else "folder" if held.source.is_dir() else
+        "executable file" if os.stat(held.source).st_mode & 0o111 else "file")
+    return f"{held.display} ({what})"
+
+
+def bring_back(workspace: Workspace, overlays: Overlays, *, journal: ChangeJournal | None = None,
+               hold: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext,
+               ask: AskPerson | None = None) -> Applied:
+    """A finished run's writes applied to the workspace: :func:`apply_overlays` under ``hold`` (the
+    write locks), then — outside them, a person may take a while — ``ask`` about what was held, and
+    on a yes :func:`apply_held` under ``hold`` again. A run that wrote nothing takes no lock."""
+    if not any(_holds_anything(layer.upper) for layer in overlays.layers) and not overlays.copies:
+        return Applied()
+    with hold():
+        applied = apply_overlays(workspace, overlays, journal)
+    if not applied.held or ask is None:
+        return applied
+    question = held_question(workspace, applied.held)
+    if question is None:  # the held entries change nothing after all
+        applied.held.clear()
+        return applied
+    if ask(question):
+        with hold():
+            apply_held(workspace, applied, journal)
+    return applied
+
+
+def _holds_anything(upper: Path) -> bool:
+    try:
+        with os.scandir(upper) as entries:
+            return any(True for _entry in entries)
+    except OSError:
+        return True
+
+
+def held_question(workspace: Workspace, held: list[Held]) -> HostRunQuestion | None:
+    """What a person is asked about held changes: each path and why, and the diff (None when the
+    diff is empty: nothing would change)."""
+    diff = "".join(_held_diff(item.source, item.target, workspace.display(item.target)) for item in held)
+    if not diff.strip():
+        return None
+    summary = "\n".join(f"- {_shown_held(item)}: {item.reason}" for item in held)
+    return HostRunQuestion(summary, diff)
+
+
+def apply_held(workspace: Workspace, applied: Applied, journal: ChangeJournal | None = None) -> None:
+    """Apply the held changes of ``applied`` a person approved (each gated again, with their consent)."""
+    held, applied.held = applied.held, []
+    consenting = workspace.with_host_run_consent(Consent(paths=frozenset(item.target for item in held)))
+    staged = _Staged(consenting)
+    try:
+        for item in held:
+            applier = _Applier(consenting, item.root, applied, staged, journal)
+            if item.source is None:
+                applier.delete(item.target)
+            else:
+                applier.apply_entry(item.source, item.target)
+            applied.approved.append(workspace.display(item.target))
+        staged.commit(applied)
+    finally:
+        staged.discard()
+    _recheck(consenting, applied)
+
+
+def _held_diff(source: Path | None, target: Path, rel: str) -> str:
+    """The diff a held change makes: a folder of the layer that merges into the host's one only
+    for the entries it holds (a whiteout deletes, an opaque folder replaces)."""
+    if source is None:
+        return tree_diff(target, Path("/nonexistent/codeward"), rel)
+    info = source.lstat()
+    if _is_whiteout(source, info):
+        return tree_diff(target, Path("/nonexistent/codeward"), rel)
+    if stat.S_ISDIR(info.st_mode) and not _has_xattr(source, OPAQUE_XATTRS) and target.is_dir() \
+            and not target.is_symlink():
+        return "".join(_held_diff(Path(entry.path), target / entry.name, f"{rel}/{entry.name}")
+                       for entry in sorted(os.scandir(source), key=lambda e: e.name))
+    return tree_diff(target, source, rel)
+
+
 def apply_overlays(workspace: Workspace, overlays: Overlays, journal: ChangeJournal | None = None) -> Applied:
-    """Apply every layer of a finished run to the workspace (see the module docstring).
+    """Apply every layer of a finished run to the workspace (see the module docstring), holding
+    back changes to host-run paths (``Applied.held``: :func:`bring_back` asks about them).
 
     New file contents are first written to temporary files beside their targets, then made
     durable with one ``syncfs`` per file system (not one ``fsync`` per file: a build writes
@@ -99,15 +236,85 @@ def apply_overlays(workspace: Workspace, overlays: Overlays, journal: ChangeJour
     """
     applied = Applied()
     staged = _Staged(workspace)
+    view = _LayeredView(overlays.layers)
     try:
         for layer in overlays.layers:
-            _Applier(workspace, layer.lower, applied, staged, journal).apply_root(layer.upper, layer.lower)
+            _Applier(workspace, layer.lower, applied, staged, journal, view).apply_root(layer.upper, layer.lower)
         for original, copy in overlays.copies:
             _apply_copy(workspace, original, copy, applied, staged, journal)
         staged.commit(applied)
     finally:
         staged.discard()
+    _recheck(workspace, applied)
     return applied
+
+
+def _recheck(workspace: Workspace, applied: Applied) -> None:
+    """Once applied: each link made leads where it was judged to (the host now holds every link on
+    its way), and no folder the write-back added a repository name to became a repository."""
+    for link, pointed in applied.made_links:
+        reason = link_refusal(workspace, link, pointed) if host_readlink(str(link)) == pointed else ""
+        if reason:
+            with contextlib.suppress(OSError):
+                os.unlink(link)
+            applied.links -= 1
+            applied.refused.append((workspace.display(link), reason))
+    applied.made_links.clear()
+    for folder in dict.fromkeys(folder for folder, _entry in applied.repository_entries):
+        if looks_like_git_dir(git_dir_names(folder)):
+            for _folder, entry in applied.repository_entries:
+                if _folder == folder:
+                    _remove_created(entry)
+                    applied.refused.append((workspace.display(entry), f"{COMPLETED} ({GIT_DIRECTORY_REFUSAL})"))
+    applied.repository_entries.clear()
+
+
+def _remove_created(entry: Path) -> None:
+    with contextlib.suppress(OSError):
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
+class _LayeredView:
+    """Links as the run left them: a path's entry in the layer that covers it (a whiteout: gone),
+    else the host's — what the project will hold once the layer is applied, for judging a link
+    before the links on its way are made."""
+
+    def __init__(self, layers: list[Layer]) -> None:
+        self.layers = sorted(layers, key=lambda layer: len(str(layer.lower)), reverse=True)  # deepest first
+
+    def readlink(self, path: str) -> str | None:
+        for layer in self.layers:
+            lower = str(layer.lower)
+            if path == lower or path.startswith(lower.rstrip("/") + "/"):
+                found = self._in_layer(layer.upper, path[len(lower):].strip("/"))
+                return host_readlink(path) if found is _HOST else found if isinstance(found, str) else None
+        return host_readlink(path)
+
+    @staticmethod
+    def _in_layer(upper: Path, rel: str) -> str | object | None:
+        """The link target (str), not a link (None), or :data:`_HOST` (the layer does not hold it)."""
+        current = upper
+        parts = [part for part in rel.split("/") if part]
+        for index, part in enumerate(parts):
+            entry = current / part
+            try:
+                info = entry.lstat()
+            except OSError:
+                return None if _has_xattr(current, OPAQUE_XATTRS) else _HOST
+            if _is_whiteout(entry, info):
+                return None
+            if index == len(parts) - 1:
+                return os.readlink(entry) if stat.S_ISLNK(info.st_mode) else None
+            if not stat.S_ISDIR(info.st_mode):
+                return None
+            current = entry
+        return None
+
+
+_HOST = object()
 
 
 class _Staged:
@@ -160,9 +367,11 @@ class _Staged:
 
 def protected_reason(workspace: Workspace, path: Path) -> str:
     """Why a sandboxed run may not write ``path`` ("" when it may): the one rule every writer
-    applies (:meth:`Workspace.write_protection`: git metadata, codeward's configuration — the
-    files the server was started with included — and ``.codeward/``), then the blacklist."""
-    reason = workspace.write_protection(path)
+    applies (:meth:`Workspace.write_verdict`: git metadata, codeward's configuration — the files
+    the server was started with included — and ``.codeward/``; a host-run path this call has no
+    consent for), then the blacklist."""
+    verdict = workspace.write_verdict(path)
+    reason = verdict.refused
     if reason:
         if reason.startswith(GIT_DIRECTORY_REASON):
             return GIT_DIRECTORY_REFUSAL
@@ -172,17 +381,18 @@ def protected_reason(workspace: Workspace, path: Path) -> str:
         if name is not None:
             return f"{name}/ is protected: git metadata and codeward's state are never written by tools"
         return "codeward's configuration is protected: change it yourself"
-    return workspace.blacklist_reason(path)
+    return verdict.needs_person or workspace.blacklist_reason(path)
 
 
 class _Applier:
     def __init__(self, workspace: Workspace, root: Path, applied: Applied, staged: _Staged,
-                 journal: ChangeJournal | None = None) -> None:
+                 journal: ChangeJournal | None = None, view: _LayeredView | None = None) -> None:
         self.workspace = workspace
         self.journal = journal
         self.root = root
         self.applied = applied
         self.staged = staged
+        self.readlink = view.readlink if view is not None else host_readlink
         self.checked_folders: set[Path] = set()
         """Folders found real and writable (their entries need not check them again)."""
 
@@ -191,6 +401,29 @@ class _Applier:
 
     def refuse(self, path: Path, reason: str) -> None:
         self.applied.refused.append((self.display(path), reason))
+
+    def held(self, source: Path | None, target: Path) -> bool:
+        """Whether ``target`` is a host-run path this call has no consent for: then the change is
+        kept back (``Applied.held``) — unless it changes nothing."""
+        verdict = self.workspace.write_verdict(target)
+        if verdict.refused:
+            return False
+        if not verdict.needs_person:
+            if self.workspace.host_run_consent.everything and self.workspace.host_run_reason(target):
+                shown = self.display(target)  # said in the result all the same (a folder once, not its files)
+                if not any(shown.startswith(f"{earlier}/") for earlier in self.applied.consented):
+                    self.applied.consented.append(shown)
+            return False
+        if source is not None and not source.is_symlink() and source.is_file() and not target.is_symlink() \
+                and _same_file(source, target, stat.S_IMODE(source.lstat().st_mode) & 0o777):
+            return True  # the same bytes and mode: nothing to ask about, nothing to write
+        self.applied.held.append(Held(source, target, verdict.needs_person, self.root, self.display(target)))
+        return True
+
+    def created(self, target: Path) -> None:
+        """Note a new entry: a repository-making name is looked at again once all is applied."""
+        if is_git_dir_name(target.name):
+            self.applied.repository_entries.append((target.parent, target))
 
     def fail(self, path: Path, error: OSError | str) -> None:
         problem = error if isinstance(error, str) else (error.strerror or str(error))
@@ -248,6 +481,8 @@ class _Applier:
     def apply_entry(self, source: Path, target: Path) -> None:
         info = source.lstat()
         mode = info.st_mode
+        if self.held(source, target):
+            return
         if _is_whiteout(source, info):
             self.delete(target)
         elif stat.S_ISDIR(mode):
@@ -276,6 +511,7 @@ class _Applier:
             except OSError as exc:
                 self.fail(target, exc)
                 return
+            self.created(target)
             self.applied.created_dirs += 1
         elif opaque:
             keep = {entry.name for entry in os.scandir(source)}
@@ -302,6 +538,8 @@ class _Applier:
                 return
         elif _same_file(source, target, mode):
             return
+        if not os.path.lexists(target):
+            self.created(target)
         try:
             _stage_copy(source, target, mode, (info.st_atime_ns, info.st_mtime_ns), self.workspace, self.staged,
                         self.display(target))
@@ -314,7 +552,7 @@ class _Applier:
             self.refuse(target, reason)
             return
         pointed = os.readlink(source)
-        reason = self.link_target_reason(target, pointed)
+        reason = link_refusal(self.workspace, target, pointed, self.readlink)
         if reason:
             self.refuse(target, reason)
             return
@@ -324,6 +562,7 @@ class _Applier:
             self.delete(target)
             if target.exists():
                 return
+        existed = os.path.lexists(target)
         temporary = target.parent / f".{target.name[:64]}.{secrets.token_hex(4)}.codeward-tmp"
         try:
             os.symlink(pointed, temporary)
@@ -334,24 +573,18 @@ class _Applier:
                 os.unlink(temporary)
             self.fail(target, exc)
             return
+        if not existed:
+            self.created(target)
         self.applied.links += 1
-
-    def link_target_reason(self, link: Path, pointed: str) -> str:
-        """Why a link to ``pointed`` may not be created at ``link`` ("" when it may)."""
-        lexical = Path(os.path.normpath(link.parent / pointed))
-        if any(str(lexical).startswith(prefix) or str(lexical) == prefix.rstrip("/") for prefix in SYSTEM_TARGETS):
-            return ""
-        if not self.workspace.contains(lexical):
-            return "a symlink pointing outside the workspace"
-        if protected_reason(self.workspace, lexical):
-            return "a symlink pointing at a protected path"
-        return ""
+        self.applied.made_links.append((target, pointed))
 
     # -- deleting ------------------------------------------------------------------------
 
     def delete(self, target: Path) -> None:
         """Delete ``target`` (a tree, bottom up), keeping whatever the gate protects."""
         if not target.is_symlink() and not target.exists():
+            return
+        if self.held(None, target):
             return
         reason = self.gate(target)
         if reason:

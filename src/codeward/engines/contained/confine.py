@@ -2,7 +2,7 @@
 
 The roots (and explicitly allowed files) are shown writable at their own paths, but through
 overlays (:mod:`codeward.engines.sandbox.overlay`): nothing the script writes reaches the
-project until :mod:`codeward.engines.shell.changes` has passed each change through the workspace's
+project until :mod:`codeward.engines.contained.write_back` has passed each change through the workspace's
 write checks, so ``.git`` metadata, codeward's configuration and its shell log cannot be
 changed, renamed away or planted from inside. Files the workspace blacklists (``.env``,
 keys, credentials — the one list, :func:`codeward.kernel.workspace.secret_paths`) are covered by

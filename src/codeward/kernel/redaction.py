@@ -1,9 +1,12 @@
-"""Secrets cut out of what codeward writes or shows: API keys, bearer tokens, ``Authorization`` headers,
-fields named like secrets, and the values of environment variables named like ``*KEY*``/``*TOKEN*``/``*SECRET*``.
+"""Secrets cut out of text and JSON-like values before they are written or shown anywhere.
 
-One scrubber for every place a call's arguments or a session's traffic leave the process: the console's
-session logs, and a held call's arguments as other replicas and approvers see them (the shared state
-never holds them raw).
+One :class:`Redactor` for every place that keeps or passes on what programs and models said: the
+session logs (:mod:`codeward.apps.control.session_logs`), what a review's analyzers print
+(:mod:`codeward.engines.review.engine`), and a held call's arguments as approvers on other replicas
+see them (:mod:`codeward.serving.shared_state.approvals`: the shared state never holds them raw). It
+knows the values of environment variables named like ``*KEY*``/``*TOKEN*``/``*SECRET*``, the exact
+values it is told about, bearer and basic credentials, API-key shapes, key-bearing URL parameters
+and assignments (``API_TOKEN=…``, ``password: …``), and blanks JSON fields named like secrets.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ SECRET_PATTERNS = (
     # A shell assignment or a config line: API_TOKEN=…, export GH_SECRET="…", password: …
     re.compile(r"(?i)(\b[A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD)[A-Z0-9_]*\s*[=:]\s*[\"']?)[^\s\"';&|]{6,}"),
 )
+
 class Redactor:
     """Removes secrets from text and from JSON-like values before they are written anywhere."""
 
@@ -87,5 +91,3 @@ def _keep_prefix(match: re.Match[str]) -> str:
     if prefix.startswith(("?", "&")) or prefix.rstrip("\"' ").endswith(("=", ":")):
         return prefix + REDACTED
     return REDACTED
-
-

@@ -1,0 +1,1 @@
+"""codeward.engines.contained."""
