@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from tests.gateway_support import PEER
 from tests.process_support import free_port, start, stop
@@ -128,3 +129,29 @@ def kill(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL the replica and everything it started: a crash, not a shutdown."""
     os.killpg(proc.pid, 9)
     proc.wait(timeout=10)
+
+
+def start_replicas(config: Path, count: int) -> list[tuple[subprocess.Popen[bytes], int]]:
+    """``count`` replicas started side by side (each takes seconds to import and connect its upstream)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(count) as pool:
+        return list(pool.map(lambda _: start_replica(config), range(count)))
+
+
+@contextmanager
+def team_deployment(directory: Path, count: int = 2) -> Iterator[dict[str, Any]]:
+    """Redis, ``count`` gateway replicas with the team's users (:data:`USERS`) and nginx with
+    ``deploy/nginx.conf`` in front: ``url`` (nginx's ``/mcp``), ``replicas`` [(process, port)], ``ports``,
+    ``redis`` (its port), ``config``, ``tmp``."""
+    with redis_server(directory) as redis_port:
+        config = gateway_config(directory, redis_port)
+        replicas = start_replicas(config, count)
+        try:
+            (directory / "nginx").mkdir()
+            with nginx(directory / "nginx", [port for _, port in replicas]) as port:
+                yield {"url": f"http://127.0.0.1:{port}/mcp", "replicas": replicas, "redis": redis_port,
+                       "tmp": directory, "config": config, "ports": [p for _, p in replicas]}
+        finally:
+            for proc, _ in replicas:
+                stop(proc)

@@ -23,18 +23,15 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.process_support import server_stderr, stop
+from tests.process_support import server_stderr
 from tests.replica_support import (
     BOB,
     CAROL,
     DAVE,
     TOKEN,
     USERS,
-    gateway_config,
     have,
-    nginx,
-    redis_server,
-    start_replica,
+    team_deployment,
     users_file,
 )
 
@@ -51,17 +48,8 @@ ALICE = USERS["alice"][0]
 
 @pytest.fixture
 def team(tmp_path: Path) -> Iterator[dict[str, Any]]:
-    with redis_server(tmp_path) as redis_port:
-        config = gateway_config(tmp_path, redis_port)
-        replicas = [start_replica(config) for _ in range(2)]
-        try:
-            (tmp_path / "nginx").mkdir()
-            with nginx(tmp_path / "nginx", [port for _, port in replicas]) as port:
-                yield {"url": f"http://127.0.0.1:{port}/mcp", "replicas": replicas, "redis": redis_port,
-                       "tmp": tmp_path, "ports": [p for _, p in replicas]}
-        finally:
-            for proc, _ in replicas:
-                stop(proc)
+    with team_deployment(tmp_path) as deployment:
+        yield deployment
 
 
 def _as(token: str) -> dict[str, str]:

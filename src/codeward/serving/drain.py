@@ -34,6 +34,7 @@ class Drain:
         self._idle = anyio.Event()
         self._idle.set()
         self._hand_backs: list[Callable[[], Awaitable[None]]] = []
+        self._standing: set[anyio.CancelScope] = set()
 
     @property
     def running(self) -> int:
@@ -52,6 +53,17 @@ class Drain:
             if not self._running:
                 self._idle.set()
 
+    @contextmanager
+    def standing(self) -> Iterator[anyio.CancelScope]:
+        """A stream that only ends when the client leaves (a session's ``GET``): ended by the drain once
+        the calls are done, so the client reconnects elsewhere before the server stops."""
+        with anyio.CancelScope() as scope:
+            self._standing.add(scope)
+            try:
+                yield scope
+            finally:
+                self._standing.discard(scope)
+
     def on_drain(self, hand_back: Callable[[], Awaitable[None]]) -> None:
         """Run ``hand_back`` when the drain starts (the approvals give their held calls back)."""
         self._hand_backs.append(hand_back)
@@ -66,4 +78,6 @@ class Drain:
                 await hand_back()
         with anyio.move_on_after(self.deadline):
             await self._idle.wait()
+        for scope in list(self._standing):
+            scope.cancel()
         return not self._running

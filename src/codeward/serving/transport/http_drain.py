@@ -1,11 +1,12 @@
 """The HTTP side of a drain (:mod:`codeward.serving.drain`): each JSON-RPC request counted while it is
 answered, and refused with ``503`` once the server is stopping.
 
-It sits inside the JSON-RPC guard (the screened message is in the scope): a notification or a
-client's answer to the server (an elicitation's) still goes through while the calls that wait on it
-finish; only new requests are refused. The ``503`` carries ``Retry-After`` and ``Connection: close``,
-and a body naming the stop: a balancer configured like ``deploy/nginx.conf`` or
-``deploy/haproxy.cfg`` sends the request to another replica, which takes the session up.
+A session's standing ``GET`` stream is ended by the drain once the calls are done (the client opens
+it again on another replica). It sits inside the JSON-RPC guard (the screened message is in the
+scope): a notification or a client's answer to the server (an elicitation's) still goes through while
+the calls that wait on it finish; only new requests are refused. The ``503`` carries ``Retry-After``
+and ``Connection: close``, and a body naming the stop: a balancer configured like
+``deploy/nginx.conf`` sends the request to another replica, which takes the session up.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ class DrainGate:
         self.drain = drain
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET":
+            await self._standing(scope, receive, send)
+            return
         message = scope.get(MESSAGE_KEY) if scope["type"] == "http" else None
         if not isinstance(message, JSONRPCRequest):
             await self.app(scope, receive, send)
@@ -43,3 +47,18 @@ class DrainGate:
             return
         with self.drain.serving():
             await self.app(scope, receive, send)
+
+    async def _standing(self, scope: Scope, receive: Any, send: Any) -> None:
+        """A ``GET`` event stream, ended cleanly (a last empty chunk) when the drain ends it."""
+        started = finished = False
+
+        async def watched(message: dict[str, Any]) -> None:
+            nonlocal started, finished
+            started = started or message["type"] == "http.response.start"
+            finished = finished or (message["type"] == "http.response.body" and not message.get("more_body"))
+            await send(message)
+
+        with self.drain.standing() as standing:
+            await self.app(scope, receive, watched)
+        if standing.cancelled_caught and started and not finished:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
