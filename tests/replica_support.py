@@ -66,8 +66,9 @@ def redis_server(directory: Path, port: int | None = None) -> Iterator[int]:
 def nginx_config(directory: Path, port: int, replicas: Sequence[int]) -> Path:
     """deploy/nginx.conf's load-balancing section around the given replica ports, runnable unprivileged."""
     template = (Path(__file__).resolve().parent.parent / "deploy" / "nginx.conf").read_text(encoding="utf-8")
-    servers = "\n".join(f"        server 127.0.0.1:{p} max_fails=1 fail_timeout=5s;" for p in replicas)
-    text = (template.replace("        # REPLICAS\n", servers + "\n")
+    line = next(line for line in template.splitlines() if "# REPLICAS " in line)
+    servers = "\n".join(line.replace("# REPLICAS ", "").replace("PORT", str(p)) for p in replicas)
+    text = (template.replace(line + "\n", servers + "\n")
             .replace("listen 127.0.0.1:8700;", f"listen 127.0.0.1:{port};")
             .replace("PREFIX", str(directory)))
     path = directory / "nginx.conf"

@@ -1,11 +1,13 @@
 """Drain, health and a rolling restart on a team deployment: two gateway replicas behind nginx sharing a
 real Redis, four sessions of the official client calling all along.
 
-SIGTERM to a replica under load: its readiness goes false, new requests go to the other replica,
+A SIGSTOP'd replica is skipped within nginx's read timeout and its calls taken over (the longest
+gap between two finished calls is printed; the issue's target is 5 s, asserted loosely here — the
+machine is shared). SIGTERM to a replica under load: its readiness goes false, new requests go to the other replica,
 the calls it runs finish, the approval it holds is handed back (gone from every list, the call told to
 send again), and it exits 0 without a traceback. A replacement started on its port takes work again;
-then the other replica is drained the same way — a rolling restart in which no call fails. A
-SIGSTOP'd replica is skipped by nginx within its read timeout, the probes answer without a token.
+then the other replica is drained the same way — a rolling restart in which no call fails. The
+probes answer without a token.
 """
 
 from __future__ import annotations
@@ -81,7 +83,7 @@ async def test_sigterm_drains_and_a_rolling_restart_loses_no_call(team: dict[str
         assert (await probe.get(f"http://127.0.0.1:{port_a}/readyz")).json()["ready"] is True
         assert (await probe.get(f"http://127.0.0.1:{port_a}/mcp")).status_code == 401
 
-    done: dict[str, Any] = {"ok": 0, "failed": [], "stop": False}
+    done: dict[str, Any] = {"ok": 0, "failed": [], "stop": False, "times": []}
 
     async def session(index: int) -> None:
         async with httpx.AsyncClient(headers=AUTH, timeout=60) as http, \
@@ -96,6 +98,7 @@ async def test_sigterm_drains_and_a_rolling_restart_loses_no_call(team: dict[str
                     done["failed"].append(str(result))
                 else:
                     done["ok"] += 1
+                    done["times"].append(time.monotonic())
 
     held: list[Any] = []
 
@@ -114,6 +117,21 @@ async def test_sigterm_drains_and_a_rolling_restart_loses_no_call(team: dict[str
                 while not (pending := (await carol.get(f"http://127.0.0.1:{port_b}/approvals")).json()["approvals"]):
                     await anyio.sleep(0.1)
             await _calls(done, 8)
+
+            # A hung replica: nginx skips it after its 5 s read timeout; its calls are taken over.
+            b.send_signal(signal.SIGSTOP)
+            stopped = time.monotonic()
+            try:
+                await anyio.sleep(8)
+            finally:
+                b.send_signal(signal.SIGCONT)
+            gaps = [later - earlier for earlier, later in zip(done["times"], done["times"][1:], strict=False)
+                    if later > stopped]
+            stall = max(gaps, default=99.0)
+            print(f"SIGSTOP of one replica for 8 s: longest gap between two finished calls {stall:.1f} s")
+            assert stall < 10, f"the hung replica stalled every session for {stall:.1f} s"
+            await _calls(done, done["ok"] + 4)
+
             started = time.monotonic()
             await _drain(a, port_a, done)
             drained_in = time.monotonic() - started

@@ -135,7 +135,7 @@ GRACE_AFTER_DRAIN_S = 2
 get this long to close before they are cut (the client reconnects to another replica)."""
 SSE_PING_S = 1
 """Every event stream carries a comment this often while it has nothing to say, so a balancer's read
-timeout can be short (``deploy/nginx.conf``: 4 s) — a hung replica is noticed within seconds — while
+timeout can be short (``deploy/nginx.conf``: 5 s) — a hung replica is noticed within seconds — while
 calls that run for an hour keep their stream."""
 
 
