@@ -66,9 +66,12 @@ def redis_server(directory: Path, port: int | None = None) -> Iterator[int]:
 def nginx_config(directory: Path, port: int, replicas: Sequence[int]) -> Path:
     """deploy/nginx.conf's load-balancing section around the given replica ports, runnable unprivileged."""
     template = (Path(__file__).resolve().parent.parent / "deploy" / "nginx.conf").read_text(encoding="utf-8")
-    line = next(line for line in template.splitlines() if "# REPLICAS " in line)
-    servers = "\n".join(line.replace("# REPLICAS ", "").replace("PORT", str(p)) for p in replicas)
-    text = (template.replace(line + "\n", servers + "\n")
+    lines = [line for line in template.splitlines(keepends=True) if "# REPLICAS " in line]
+    servers = "".join(line.replace("# REPLICAS ", "").replace("PORT", str(p)) for line in lines for p in replicas)
+    template = template.replace(lines[0], servers)
+    for line in lines[1:]:
+        template = template.replace(line, "")
+    text = (template
             .replace("listen 127.0.0.1:8700;", f"listen 127.0.0.1:{port};")
             .replace("PREFIX", str(directory)))
     path = directory / "nginx.conf"
@@ -132,12 +135,39 @@ def kill(proc: subprocess.Popen[bytes]) -> None:
     proc.wait(timeout=10)
 
 
+def wait_ready(port: int, timeout: float = 60.0) -> None:
+    """Return once the replica on ``port`` says it is ready (``/readyz``: its upstream connected, Redis up)."""
+    import time
+
+    import httpx2 as httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=5).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise TimeoutError(f"the replica on port {port} was not ready within {timeout}s")
+
+
 def start_replicas(config: Path, count: int) -> list[tuple[subprocess.Popen[bytes], int]]:
-    """``count`` replicas started side by side (each takes seconds to import and connect its upstream)."""
+    """``count`` replicas started side by side (each takes seconds to import and connect its upstream),
+    returned once each is ready."""
     from concurrent.futures import ThreadPoolExecutor
 
+    def ready_replica(_: int) -> tuple[subprocess.Popen[bytes], int]:
+        proc, port = start_replica(config)
+        try:
+            wait_ready(port)
+        except TimeoutError:
+            stop(proc)
+            raise
+        return proc, port
+
     with ThreadPoolExecutor(count) as pool:
-        return list(pool.map(lambda _: start_replica(config), range(count)))
+        return list(pool.map(ready_replica, range(count)))
 
 
 @contextmanager

@@ -78,7 +78,7 @@ async def _calls(done: dict[str, Any], count: int) -> None:
 async def test_sigterm_drains_and_a_rolling_restart_loses_no_call(team: dict[str, Any]) -> None:
     (a, port_a), (b, port_b) = team["replicas"]
     async with httpx.AsyncClient(timeout=5) as probe:  # the probes need no token and say nothing private
-        health = await probe.get(f"http://127.0.0.1:{port_a}/healthz")
+        health = await probe.get(f"http://127.0.0.1:{port_a}/healthz/")
         assert health.status_code == 200 and set(health.json()) == {"status", "replica"}
         assert (await probe.get(f"http://127.0.0.1:{port_a}/readyz")).json()["ready"] is True
         assert (await probe.get(f"http://127.0.0.1:{port_a}/mcp")).status_code == 401
@@ -115,6 +115,7 @@ async def test_sigterm_drains_and_a_rolling_restart_loses_no_call(team: dict[str
         async with httpx.AsyncClient(headers={"Authorization": f"Bearer {CAROL}"}, timeout=10) as carol:
             with anyio.fail_after(60):
                 while not (pending := (await carol.get(f"http://127.0.0.1:{port_b}/approvals")).json()["approvals"]):
+                    assert not held, f"the call was answered before it was listed: {held}"
                     await anyio.sleep(0.1)
             await _calls(done, 8)
 

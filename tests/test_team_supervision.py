@@ -47,8 +47,10 @@ def _replica_on(supervisor: int, port: int) -> psutil.Process | None:
 
 
 def _replica_id(port: int) -> str | None:
+    """The id of the replica on ``port`` once it is ready (its upstream connected), else None."""
     try:
-        return str(httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).json()["replica"])
+        answer = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2)
+        return str(answer.json()["replica"]) if answer.status_code == 200 else None
     except (httpx.HTTPError, ValueError, KeyError):
         return None
 

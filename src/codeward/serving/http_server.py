@@ -70,7 +70,7 @@ def role_needed(method: str, path: str) -> Role:
 def http_app(server: ServedApp, *, host: str = "127.0.0.1", path: str = "/mcp", token: str | None = None,
              allowed_hosts: Sequence[str] = (), state: StateBackend | None = None,
              users: Directory | None = None, audit: AuditLog | None = None, drain: Drain | None = None,
-             **options: Any) -> Any:
+             connecting: Callable[[], Sequence[str]] = tuple, **options: Any) -> Any:
     """A Starlette app serving streamable HTTP, with DNS-rebinding protection and optional bearer auth
     (the server's token, and a users file's tokens with their roles); resumable streams and calls in
     flight kept in ``state`` (this process's memory by default); ``/healthz`` and ``/readyz`` for probes.
@@ -101,14 +101,15 @@ def http_app(server: ServedApp, *, host: str = "127.0.0.1", path: str = "/mcp", 
     directory.accept_own(token)
     if token or directory.path is not None:  # nothing unauthenticated is read, and each path needs its role
         app.add_middleware(UsersMiddleware, users=directory, needs=role_needed)
-    app.add_middleware(HealthEndpoints, drain=drain, state=state)  # outermost: probes carry no token
+    # outermost: probes carry no token
+    app.add_middleware(HealthEndpoints, drain=drain, state=state, connecting=connecting)
     return app
 
 
 async def run_http(server: ServedApp, *, host: str, port: int, token: str | None = None,
                    state: StateBackend | None = None, users: Directory | None = None,
                    audit: AuditLog | None = None, http_stack: HttpStack | None = None, drain: Drain | None = None,
-                   **options: Any) -> None:
+                   connecting: Callable[[], Sequence[str]] = tuple, **options: Any) -> None:
     """Serve :func:`http_app` with uvicorn on ``http_stack``'s parser (default: the fast one when
     installed) until SIGTERM or Ctrl-C has drained it (:mod:`codeward.serving.drain`); SIGHUP reloads
     the users file and reopens the audit file. The caller started the event loop, with
@@ -116,7 +117,8 @@ async def run_http(server: ServedApp, *, host: str, port: int, token: str | None
     drain = drain or Drain(deadline=0.0)
     users = users or Directory(None)
     EventSourceResponse.DEFAULT_PING_INTERVAL = SSE_PING_S  # the SDK makes its streams without a ping argument
-    app = http_app(server, host=host, token=token, state=state, users=users, audit=audit, drain=drain, **options)
+    app = http_app(server, host=host, token=token, state=state, users=users, audit=audit, drain=drain,
+                   connecting=connecting, **options)
     freeze_startup_heap()
     chosen = http_stack or choose_stack()
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",

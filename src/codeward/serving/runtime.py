@@ -145,7 +145,7 @@ async def _serve(config: Config, serving: Serving, plane_factory: PlaneFactory |
                                       allowed_hosts=endpoint.allowed_hosts, state=state,
                                       users=audit.users if audit is not None else None,
                                       audit=audit.log if audit is not None else None, http_stack=http.loop,
-                                      drain=drain)
+                                      drain=drain, connecting=_connecting(stack))
 
 
 def serving_stack(config: Config, serving: Serving, plane: Plane, state: StateBackend | None,
@@ -168,6 +168,12 @@ def serving_stack(config: Config, serving: Serving, plane: Plane, state: StateBa
     return build_stack(config, serving.roots, gateway=serving.gateway, upstreams=serving.upstreams,
                        native=serving.native, meta=serving.meta, approver=approver, observers=observers,
                        pins=state.pins() if state is not None and serving.upstreams else None)
+
+
+def _connecting(stack: Stack) -> Callable[[], list[str]]:
+    """The gateway's upstream servers still connecting (``/readyz`` waits for them)."""
+    gateway = stack.gateway
+    return lambda: [s.alias for s in (gateway.statuses() if gateway is not None else ()) if s.state == "connecting"]
 
 
 @asynccontextmanager

@@ -579,12 +579,13 @@ class CodewardServer:
 
     async def run_http(self, *, host: str, port: int, token: str | None = None, state: StateBackend | None = None,
                        users: Directory | None = None, audit: AuditLog | None = None,
-                       http_stack: HttpStack | None = None, drain: Drain | None = None, **options: Any) -> None:
+                       http_stack: HttpStack | None = None, drain: Drain | None = None,
+                       connecting: Callable[[], Sequence[str]] = tuple, **options: Any) -> None:
         """Serve over streamable HTTP until stopped (:func:`codeward.serving.http_server.run_http`)."""
         from codeward.serving.http_server import run_http  # HTTP only: uvicorn and the app
 
         await run_http(self, host=host, port=port, token=token, state=state, users=users, audit=audit,
-                       http_stack=http_stack, drain=drain, **options)
+                       http_stack=http_stack, drain=drain, connecting=connecting, **options)
 
 
 class _LowLevelServer(Server[Any]):
