@@ -17,10 +17,14 @@ go to the asker as they are.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+import signal
+import sys
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Literal, Protocol
 
 import anyio
@@ -136,7 +140,8 @@ async def _serve(config: Config, serving: Serving, plane_factory: PlaneFactory |
             plane.attach_server(stack, serving, state, audit)
             if http is None:
                 announce(Started(stack, serving))
-                await server.run_stdio()
+                with _hang_up_noted():
+                    await server.run_stdio()
                 return
             endpoint = http.endpoint
             with http.auth() as auth:
@@ -168,6 +173,25 @@ def serving_stack(config: Config, serving: Serving, plane: Plane, state: StateBa
     return build_stack(config, serving.roots, gateway=serving.gateway, upstreams=serving.upstreams,
                        native=serving.native, meta=serving.meta, approver=approver, observers=observers,
                        pins=state.pins() if state is not None and serving.upstreams else None)
+
+
+@contextmanager
+def _hang_up_noted() -> Iterator[None]:
+    """SIGHUP on a stdio server is noted on stderr and changes nothing (the users file and the audit file
+    an HTTP server reloads do not exist here); it used to end the server without a word."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def noted(signum: int, frame: FrameType | None) -> None:
+        print("codeward: SIGHUP: a stdio server has nothing to reload; settings are read at start "
+              "(the client restarts the server to change them)", file=sys.stderr, flush=True)
+
+    original = signal.signal(signal.SIGHUP, noted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGHUP, original)
 
 
 def _connecting(stack: Stack) -> Callable[[], list[str]]:
