@@ -21,7 +21,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.process_support import stop
-from tests.replica_support import ALICE, TOKEN, gateway_config, have, kill, nginx, redis_server, start_replica
+from tests.replica_support import ALICE, TOKEN, gateway_config, have, kill, nginx, redis_server, start_replicas
 
 missing = have("redis-server", "nginx")
 pytestmark = [
@@ -35,7 +35,7 @@ pytestmark = [
 def deployment(tmp_path: Path) -> Iterator[dict[str, Any]]:
     with redis_server(tmp_path) as redis_port:
         config = gateway_config(tmp_path, redis_port)
-        replicas = [start_replica(config) for _ in range(2)]
+        replicas = start_replicas(config, 2)  # each ready: its upstream connected (/readyz)
         try:
             (tmp_path / "nginx").mkdir()
             with nginx(tmp_path / "nginx", [port for _, port in replicas]) as port:
