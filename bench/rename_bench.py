@@ -34,8 +34,9 @@ from typing import Any
 
 import markdown_it
 
+from codeward.config.lsp import LspSettings
 from codeward.engines.code_intel.symbol_index import SymbolIndex
-from codeward.kernel.context import ToolContext
+from codeward.kernel.context import Services, ToolContext
 from codeward.kernel.workspace import Workspace
 from codeward.tools import default_catalog
 
@@ -144,7 +145,8 @@ def main() -> int:
             index.refresh()
         print(f"symbol index built in {time.perf_counter() - started:.2f} s (once per project, then incremental)")
         catalog = default_catalog()
-        ctx = ToolContext(workspace)
+        # codeward's jedi path (where basedpyright is not installed): bench/lsp_latency.py times basedpyright's
+        ctx = ToolContext(workspace, services=Services(lsp=LspSettings(enabled=False)))
         for label, rel, name, new_name in CASES:
             line, column = position(root, rel, name)
             ours_time, ours = timed(partial(catalog.call, "py_rename_symbol",

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
+from codeward.config.lsp import LspSettings
 from codeward.kernel.catalog import Catalog
-from codeward.kernel.context import ToolContext
+from codeward.kernel.context import Services, ToolContext
 from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.workspace import Workspace
 from codeward.serving.stack import call_steps
@@ -49,8 +50,12 @@ def workspace(root: Path) -> Workspace:
 
 
 @pytest.fixture
-def ctx(workspace: Workspace) -> ToolContext:
-    return ToolContext(workspace)
+def ctx(workspace: Workspace) -> Iterator[ToolContext]:
+    """A context over the workspace, with language servers off (the tests that drive them turn them on);
+    whatever helper processes its calls started are stopped afterwards."""
+    context = ToolContext(workspace, services=Services(lsp=LspSettings(enabled=False)))
+    yield context
+    context.services.runtimes.close()
 
 
 @pytest.fixture(scope="session")

@@ -14,11 +14,11 @@ import pytest
 from codeward.apps.agent.budget import CatalogPlan, group_tools, plan_catalog, schema_tokens
 from codeward.engines.llm.window import ContextWindow
 from codeward.kernel.surface import CatalogSurface
-from codeward.tools import default_catalog
+from codeward.tools import served_catalog
 from codeward.tools.meta import meta_catalog
 from tests.fake_openai import FakeOpenAI, llama_props, text, tool_calls
 
-ALL_TOOLS = len(default_catalog())
+ALL_TOOLS = len(served_catalog())
 META_TOOLS = {"registry_search", "registry_load", "registry_execute", "registry_help"}
 
 
@@ -33,7 +33,7 @@ def offered(fake: FakeOpenAI, index: int = 0) -> set[str]:
 
 
 def toolsets_of(names: set[str]) -> set[str]:
-    catalog = default_catalog()
+    catalog = served_catalog()
     return {spec.toolset for spec in catalog if spec.name in names}
 
 
@@ -147,7 +147,7 @@ def test_a_request_over_the_context_says_how_to_fit(root: Path) -> None:
 
 
 def plan(window: int, question: str, used: int = 300, reply: int = 1024, **choice: Any) -> CatalogPlan:
-    catalog = default_catalog()
+    catalog = served_catalog()
     groups = group_tools(CatalogSurface(catalog).tool_infos(),
                          lambda name: spec.toolset if (spec := catalog.get(name)) else None)
     meta = schema_tokens(CatalogSurface(meta_catalog()).tool_infos())

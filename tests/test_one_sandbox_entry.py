@@ -21,17 +21,17 @@ SOURCE = REPO / "src" / "codeward"
 SECURITY_DOC = REPO / "docs" / "security.md"
 
 STARTS_PROGRAMS = {
-    "coding/sandbox/runner.py": "the sandbox: starts every backend's launch (the one spawn)",
-    "coding/sandbox/bwrap.py": "the sandbox: bubblewrap itself, and `bwrap --version`",
-    "coding/sandbox/process.py": "the sandbox: the process backend, when the operator chose it",
-    "coding/sandbox/network.py": "the sandbox: slirp4netns for a run the operator gives the network",
-    "coding/sandbox/doctor.py": "`bwrap --version` for codeward doctor",
-    "code/ctags_tags.py": "ctags with --options=NONE",
-    "code/ripgrep.py": "ripgrep with --no-config",
-    "git/runner.py": "git, hardened",
-    "coding/languages.py": "the toolchains' --version, once",
-    "registry/tool_env.py": "pip installing a registry tool's signed pins (wheels only)",
-    "shell/host.py": "[shell] sandbox = false: the operator's unsandboxed shell",
+    "engines/sandbox/runner.py": "the sandbox: starts every backend's launch (the one spawn)",
+    "engines/sandbox/bwrap.py": "the sandbox: bubblewrap itself, and `bwrap --version`",
+    "engines/sandbox/process.py": "the sandbox: the process backend, when the operator chose it",
+    "engines/sandbox/network.py": "the sandbox: slirp4netns for a run the operator gives the network",
+    "engines/sandbox/doctor.py": "`bwrap --version` for codeward doctor",
+    "engines/code_intel/ctags_tags.py": "ctags with --options=NONE",
+    "engines/files/ripgrep.py": "ripgrep with --no-config",
+    "engines/git/runner.py": "git, hardened",
+    "engines/execution/languages.py": "the toolchains' --version, once",
+    "engines/registry/tool_env.py": "pip installing a registry tool's signed pins (wheels only)",
+    "engines/shell/host.py": "[shell] sandbox = false: the operator's unsandboxed shell",
     "gateway/stdio_client.py": "the upstream MCP servers of the operator's configuration",
     "gateway/transports.py": "the upstream MCP servers of the operator's configuration (the SDK's client)",
 }

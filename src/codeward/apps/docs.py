@@ -26,9 +26,14 @@ def tools_markdown(catalog: Catalog) -> str:
         "the MCP Inspector and the gateway.",
         "",
     ]
+    from codeward.tools import OPT_IN_TOOLSETS
+
     for toolset in catalog.toolsets():
         specs = [s for s in catalog if s.toolset == toolset]
         lines += [f"## {toolset}", ""]
+        if toolset in OPT_IN_TOOLSETS:
+            lines += [f"Not served by default: a server lists these tools when `[server] toolsets` names "
+                      f"`{toolset}` (or is `[\"all\"]`).", ""]
         for spec in specs:
             lines += _tool_section(spec)
     hidden = catalog.hidden()

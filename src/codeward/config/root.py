@@ -17,6 +17,7 @@ from codeward.config.beads import BeadsSettings
 from codeward.config.checkpoints import CheckpointSettings
 from codeward.config.coding import CodingSettings
 from codeward.config.index import IndexSettings
+from codeward.config.lsp import LspSettings
 from codeward.config.mcp import GatewayConfig
 from codeward.config.model import ModelSettings
 from codeward.config.registry import RegistrySettings
@@ -42,6 +43,7 @@ class Config(Table):
     review: ReviewSettings = Field(default_factory=ReviewSettings)
     index: IndexSettings = Field(default_factory=IndexSettings)
     checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)
+    lsp: LspSettings = Field(default_factory=LspSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
     model: ModelSettings = Field(default_factory=ModelSettings)
     mcp: GatewayConfig = Field(default_factory=GatewayConfig)

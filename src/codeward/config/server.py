@@ -29,7 +29,8 @@ class ServerSettings(Table):
     one asks a person with the diff, whatever ``auto_approve`` says, and is refused when nobody can be
     asked."""
     toolsets: Strings | None = None
-    """Toolsets to serve (``codeward tools`` shows each tool's); unset serves every toolset."""
+    """Toolsets to serve (``codeward tools`` shows each tool's), or ``["all"]``; unset serves every toolset but
+    ``lsp`` (language-server navigation), which is served only when named."""
     output_cap_tokens: Int = 25_000
     """About this many tokens of a tool's output are returned; the rest is saved to a file the caller
     can read."""

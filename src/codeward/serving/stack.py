@@ -46,7 +46,7 @@ from codeward.kernel.steps import BoundOutput, CallStep, HoldWriteLocks, TrapErr
 from codeward.kernel.surface import CatalogSurface, CompositeSurface, ContentSurface, ToolInfo, ToolSurface
 from codeward.kernel.workspace import Workspace
 from codeward.serving.file_resources import FileResources
-from codeward.tools import default_catalog
+from codeward.tools import EVERY_TOOLSET, default_catalog, served_catalog
 
 if TYPE_CHECKING:
     from codeward.approval.policy import Approval, ConfirmCallback
@@ -199,15 +199,16 @@ def services_for(config: Config) -> Services:
 
 
 def catalog_for(config: Config) -> Catalog:
-    """The default catalog with the config's toolset filter (an unknown toolset is an error), each call
-    run through :func:`call_steps`."""
-    catalog = default_catalog(config.toolsets).with_steps(call_steps())
+    """The default catalog with the config's toolset filter (an unknown toolset is an error); unset, every
+    toolset but the opt-in ones (:data:`codeward.tools.OPT_IN_TOOLSETS`). Each call runs through
+    :func:`call_steps`."""
     if config.toolsets is not None:
-        unknown = set(config.toolsets) - set(catalog.toolsets())
+        known = default_catalog().toolsets()
+        unknown = set(config.toolsets) - set(known) - {EVERY_TOOLSET}
         if unknown:
             raise ConfigError(f"unknown toolsets in config: {', '.join(sorted(unknown))}; "
-                              f"known: {', '.join(default_catalog().toolsets())}")
-    return catalog
+                              f"known: {', '.join(known)} (or \"{EVERY_TOOLSET}\")")
+    return served_catalog(config.toolsets).with_steps(call_steps())
 
 
 def _native_unlisted(catalog: Catalog, native: bool | str) -> Callable[[str], ToolInfo | None]:

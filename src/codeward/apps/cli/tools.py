@@ -11,6 +11,7 @@ from codeward.apps.cli.common import configs_of
 from codeward.apps.docs import tools_markdown
 from codeward.kernel.surface import CatalogSurface
 from codeward.serving.stack import catalog_for
+from codeward.tools import default_catalog
 
 
 def register(sub: Any) -> None:
@@ -22,11 +23,11 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.markdown:  # the reference documents every tool, the toolsets a server offers only when asked too
+        sys.stdout.write(tools_markdown(default_catalog()))
+        return 0
     config, _gateway = configs_of(args)
     catalog = catalog_for(config)
-    if args.markdown:
-        sys.stdout.write(tools_markdown(catalog))
-        return 0
     if args.json:
         infos = CatalogSurface(catalog).tool_infos()
         specs = {spec.name: spec for spec in catalog}
@@ -39,4 +40,9 @@ def run(args: argparse.Namespace) -> int:
     for spec in catalog:
         summary = spec.description.splitlines()[0]
         print(f"{spec.name:<{width}}  [{spec.toolset}] {summary}")
+    from codeward.tools import OPT_IN_TOOLSETS
+
+    unserved = sorted(OPT_IN_TOOLSETS - set(catalog.toolsets()))
+    if unserved and config.toolsets is None:
+        print(f"(not served unless [server] toolsets names them, or is [\"all\"]: {', '.join(unserved)})")
     return 0
