@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from codeward.apps.agent.conversation import Conversation, Turn
 from codeward.apps.agent.history import SessionLog, find_session, load_session
 from codeward.engines.llm.calls import ToolCall
 from tests.fake_openai import FakeOpenAI, Reply, text, tool_calls
+from tests.test_agent_loop import unparsable
 
 
 def ask(root: Path, base_url: str, *args: str, home: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -110,14 +112,31 @@ def test_session_file_is_jsonl_with_a_header(tmp_path: Path) -> None:
 
 
 def test_ask_reports_output_the_server_could_not_parse_without_printing_it_as_the_answer(root: Path) -> None:
-    reply = text("```json", pieces=1)
-    reply.chunks = reply.chunks[:-1]
-    reply.error_event = {"code": 500, "message": "The model produced output that does not match the expected "
-                         "peg-native format", "type": "server_error"}
-    with FakeOpenAI([reply]) as fake:
+    with FakeOpenAI([unparsable(), unparsable()]) as fake:
         done = ask(root, fake.base_url, "read notes.txt")
     assert done.returncode == 1 and done.stdout == "" and "Traceback" not in done.stderr
+    assert "asking once more, as a plain request without tools" in done.stderr
     assert "could not parse as text or a tool call" in done.stderr and "'```json'" in done.stderr
+
+
+def test_ask_says_what_it_waits_for_before_the_model_answers(root: Path, tmp_path: Path) -> None:
+    """A model that thinks for minutes is not silence: the first line is on stderr before the request
+    reaches the model (so within any bound of sending), and the last one says how long it all took."""
+    stderr = tmp_path / "stderr.txt"
+    when_asked: list[str] = []
+    first = Reply(tool_calls(("read_file", '{"path": "notes.txt"}')).chunks,
+                  before=lambda: when_asked.append(stderr.read_text(encoding="utf-8")))
+    (root / "notes.txt").write_text("kiwi\n", encoding="utf-8")
+    env = {**os.environ, "OPENAI_BASE_URL": "", "OPENAI_MODEL": "fake-model", "OPENAI_API_KEY": "sk-test"}
+    with FakeOpenAI([first, text("It says kiwi.")]) as fake, stderr.open("w") as errors:
+        done = subprocess.run([sys.executable, "-m", "codeward", "ask", "what does notes.txt say?"], cwd=root,
+                              env={**env, "OPENAI_BASE_URL": fake.base_url}, stdout=subprocess.PIPE, stderr=errors,
+                              text=True, timeout=60)
+    said = stderr.read_text(encoding="utf-8")
+    assert done.returncode == 0 and done.stdout == "It says kiwi.\n", said
+    assert when_asked[0].endswith("[codeward] round 1: asked fake-model; waiting for its answer\n"), when_asked
+    assert "[codeward] round 2: asked fake-model; waiting for its answer" in said
+    assert re.search(r"\[codeward\] answered in \d+\.\d s \(2 rounds, 1 tool call\)\n$", said), said
 
 
 def test_ask_stops_a_model_that_repeats_a_failing_call(root: Path) -> None:

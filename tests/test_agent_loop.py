@@ -274,13 +274,30 @@ async def test_the_same_call_with_other_arguments_or_key_order_is_judged_by_valu
     assert "alpha" in fake.messages(3)[-1]["content"]
 
 
-async def test_output_the_server_could_not_parse_is_reported_with_the_raw_text(project: Path,
-                                                                               catalog: Catalog) -> None:
+def unparsable() -> Reply:
+    """llama.cpp's answer when the model's output fits neither text nor its tool-call format."""
     reply = text("```json", pieces=1)
     reply.chunks = reply.chunks[:-1]
     reply.error_event = {"code": 500, "message": "The model produced output that does not match the expected "
                          "peg-native format", "type": "server_error"}
-    with FakeOpenAI([reply, text("second try works")]) as fake:
+    return reply
+
+
+async def test_output_the_server_could_not_parse_is_asked_again_plainly_once(project: Path,
+                                                                             catalog: Catalog) -> None:
+    with FakeOpenAI([unparsable(), text("the plain answer")]) as fake:
+        loop, view = make_loop(fake, project, catalog)
+        result = await loop.run("read a.txt")
+    assert result.ok and result.text == "the plain answer"
+    assert fake.requests[0].get("tools") and not fake.requests[1].get("tools"), "the second request offers no tools"
+    assert fake.messages(1) == fake.messages(0), "the same conversation, asked again"
+    assert view.of("notice") == ["the model's server could not parse its reply; asking once more, as a plain "
+                                 "request without tools"]
+
+
+async def test_output_the_server_could_not_parse_twice_is_reported_with_the_raw_text(project: Path,
+                                                                                     catalog: Catalog) -> None:
+    with FakeOpenAI([unparsable(), unparsable(), text("second try works")]) as fake:
         loop, view = make_loop(fake, project, catalog)
         failed = await loop.run("read a.txt")
         assert failed.unparsed and failed.failure is not None
@@ -290,7 +307,7 @@ async def test_output_the_server_could_not_parse_is_reported_with_the_raw_text(p
         assert all(turn.role != "assistant" for turn in loop.conversation.turns), "raw fragments are not context"
         again = await loop.run("try again")
     assert again.ok and again.text == "second try works"
-    assert [m["role"] for m in fake.messages(1)] == ["system", "user", "user"]
+    assert [m["role"] for m in fake.messages(2)] == ["system", "user", "user"]
 
 
 async def test_use_tool_role_false_keeps_roles_alternating_over_several_rounds(project: Path,

@@ -289,6 +289,7 @@ def test_bash_completion_loads_and_completes_commands_options_and_tool_names(roo
     assert set(_complete("codeward registry s", root)) == {"search", "sign"}
     assert _complete("codeward review --for", root) == ["--format"]
     assert _complete("codeward call read_fi", root) == ["read_file"]
+    assert _complete("codeward install-client ", root) == ["claude-code", "claude-desktop", "cursor", "vscode"]
     (root / "codeward.toml").write_text(time_server())
     assert "time__" in _complete("codeward call ti", root)
 

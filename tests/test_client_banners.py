@@ -46,7 +46,7 @@ async def test_stdio_banner_prints_the_command_that_works(root: Path, tmp_path: 
     (root / "note.txt").write_text("banner\n", encoding="utf-8")
     if not (VENV_BIN / "codeward").exists():
         pytest.skip("codeward is not installed as a script beside this interpreter")
-    off_path = {**os.environ, "PATH": "/usr/bin:/bin"}
+    off_path = {**home_env(tmp_path / "home"), "PATH": "/usr/bin:/bin"}
     banner = _stdio_banner(root, off_path)
     assert "serving" in banner[0] and "MCP server" in banner[1] and "Press Ctrl-C" in banner[5]
     assert banner[4].startswith("sandbox: ") and "codeward doctor" in banner[4]
@@ -54,8 +54,17 @@ async def test_stdio_banner_prints_the_command_that_works(root: Path, tmp_path: 
     assert banner[2].strip() == f"claude mcp add codeward -- {shlex.join([command, 'serve', str(root)])}"
     assert banner[3].strip() == f"or write a client's config: {shlex.quote(command)} install-client " \
                                 "claude-code|claude-desktop|cursor|vscode"
-    on_path = _stdio_banner(root, {**os.environ, "PATH": f"{VENV_BIN}:/usr/bin:/bin"})
+    on_path = _stdio_banner(root, {**off_path, "PATH": f"{VENV_BIN}:/usr/bin:/bin"})
     assert on_path[2].strip() == f"claude mcp add codeward -- codeward serve {shlex.quote(str(root))}"
+
+    # After install-client wrote Claude Code's entry, `claude mcp add codeward` would be refused ("already
+    # exists"): the banner says the entry is there instead of offering that line.
+    written = subprocess.run([command, "install-client", "claude-code"], cwd=root, env=off_path,
+                             capture_output=True, text=True, timeout=60)
+    assert written.returncode == 0, written.stderr
+    configured = _stdio_banner(root, off_path)
+    assert configured[2].strip() == (f"Claude Code: server 'codeward' in {tmp_path / 'home' / '.claude.json'} "
+                                     "already starts this one")
 
     # What follows `--` is what Claude Code will run: run it, from elsewhere, with a bare PATH.
     words = shlex.split(banner[2].split(" -- ", 1)[1])
@@ -130,10 +139,13 @@ async def test_http_banner_header_is_the_one_the_server_requires(root: Path, tmp
     env = home_env(tmp_path / "home")
     with _http_server(["serve", str(root)], port, env) as (_proc, banner):
         authorization = _header_from(banner, "codeward", url, env)
-        assert "install-client claude-code|claude-desktop|cursor|vscode --http" in banner
+        assert "install-client claude-code|cursor|vscode --http" in banner  # Claude Desktop's file cannot
         assert "read_file" in await _tools_with(url, authorization)
         refused = httpx.post(url, headers={"Authorization": "Bearer wrong"}, json={}, timeout=10)
         assert refused.status_code == 401
+    with _http_server(["serve", str(root)], port, env) as (_proc, banner):  # a restart: the pasted line still works
+        assert _header_from(banner, "codeward", url, env) == authorization
+        assert "read_file" in await _tools_with(url, authorization)
     chosen = {**env, "CW_TOKEN": "the-chosen-token"}
     with _http_server(["serve", str(root), "--token-env", "CW_TOKEN"], port, chosen) as (_proc, banner):
         assert '--header "Authorization: Bearer $CW_TOKEN"' in banner
@@ -152,11 +164,15 @@ async def test_an_http_entry_from_install_client_connects(root: Path, tmp_path: 
     entry = entry_in(root / ".vscode" / "mcp.json", ("servers",), root)
     start = shlex.split(done.stdout.split("start the server it connects to: ", 1)[1].splitlines()[0])
     assert start[1:] == ["serve", str(root), "--http", "--port", str(port)]
+    token_file = home / ".local" / "share" / "codeward" / "http" / f"{port}.token"
+    # VS Code asks for ${input:codeward-token} once; the person pastes the token file's content.
+    assert entry["headers"]["Authorization"] == "Bearer ${input:codeward-token}"
+    authorization = f"Bearer {token_file.read_text(encoding='utf-8').strip()}"
     with _http_server(start[1:-3], port, env) as (_proc, banner):
-        assert "the one `codeward install-client --http` saved" in banner
-        assert _header_from(banner, "codeward", entry["url"], env) == entry["headers"]["Authorization"]
-        assert "read_file" in await _tools_with(entry["url"], entry["headers"]["Authorization"])
-    assert (home / ".local" / "share" / "codeward" / "http" / f"{port}.client-token").exists()
+        assert f"it is in {token_file}" in banner and "kept for port" in banner
+        assert _header_from(banner, "codeward", entry["url"], env) == authorization
+        assert "read_file" in await _tools_with(entry["url"], authorization)
+    assert token_file.exists()
 
 
 async def test_gateway_http_banner_header_works(tmp_path: Path) -> None:

@@ -54,6 +54,11 @@ WHERE: list[tuple[str, str | None, str, str, tuple[str, ...]]] = [
 ]
 
 
+def backups_of(home: Path) -> list[Path]:
+    """The copies install-client made before changing a file (in codeward's data folder, never beside it)."""
+    return sorted((home / ".local" / "share" / "codeward" / "backups").glob("*"))
+
+
 def entry_in(path: Path, servers_at: tuple[str, ...], root: Path, name: str = "codeward") -> dict[str, Any]:
     node: Any = json.loads(path.read_text(encoding="utf-8"))
     for key in servers_at:
@@ -82,7 +87,7 @@ def test_each_client_gets_its_file_once(home: Path, root: Path, client: str, sco
     again = install(home, root, client, *scope_args)
     assert again.returncode == 0 and "already up to date" in again.stdout
     assert snapshot(path.parent) == before and path.stat().st_mtime_ns == mtime
-    assert not list(path.parent.glob("*.bak-*"))
+    assert not list(path.parent.glob("*.bak-*")) and not backups_of(home)
 
 
 def test_other_servers_and_unknown_keys_stay_and_a_change_is_backed_up(home: Path, root: Path, tmp_path: Path) -> None:
@@ -97,8 +102,10 @@ def test_other_servers_and_unknown_keys_stay_and_a_change_is_backed_up(home: Pat
 
     done = install(home, root, "cursor", "--scope", "user")
     assert done.returncode == 0 and "updated server 'codeward'" in done.stdout
-    backups = list(path.parent.glob("mcp.json.bak-*"))
-    assert len(backups) == 1 and backups[0].read_bytes() == original_bytes and f"backup: {backups[0]}" in done.stdout
+    backups = backups_of(home)
+    assert len(backups) == 1 and backups[0].read_bytes() == original_bytes
+    assert f"previous file saved as {backups[0]}" in done.stdout and backups[0].name.startswith("mcp.json.")
+    assert stat.S_IMODE(backups[0].stat().st_mode) == 0o600 and not list(path.parent.glob("*.bak*"))
     written = json.loads(path.read_text(encoding="utf-8"))
     assert written["mcpServers"]["git"] == original["mcpServers"]["git"]
     assert written["someFutureKey"] == original["someFutureKey"]
@@ -111,15 +118,15 @@ def test_other_servers_and_unknown_keys_stay_and_a_change_is_backed_up(home: Pat
     other.mkdir()
     moved = install(home, other, "cursor", "--scope", "user")
     assert moved.returncode == 0 and "updated" in moved.stdout
-    assert len(list(path.parent.glob("mcp.json.bak-*"))) == 2
+    assert len(backups_of(home)) == 2
     assert entry_in(path, ("mcpServers",), other)["args"] == ["serve", str(other)]
 
 
 @pytest.mark.parametrize(("content", "expected"), [
-    ('{"mcpServers": {"git": {"command": "uvx"}', "is not valid JSON: Expecting ',' delimiter at line 1"),
-    ('{\n  // my servers\n  "servers": {}\n}\n', "comments and trailing commas are not JSON"),
+    ('{"mcpServers": {"git": {"command": "uvx"}', "is not valid JSON: Expecting value. Unexpected EOF at: line 1"),
+    ('{\n  "servers": {},,\n}\n', "multiple trailing commas"),
     ('["not", "an", "object"]', "holds a JSON list, not an object"),
-    ('{"servers": ["codeward"]}', "'servers' is a JSON list, expected an object of servers"),
+    ('{"servers": ["codeward"]}', "'servers' is a JSON list, expected an object"),
     (b"\xff\xfe{}".decode("latin-1"), "is not UTF-8 text"),
 ])
 def test_a_malformed_file_is_refused_and_left_untouched(home: Path, root: Path, content: str, expected: str) -> None:
@@ -132,6 +139,46 @@ def test_a_malformed_file_is_refused_and_left_untouched(home: Path, root: Path, 
     assert done.stderr.startswith(f"codeward: error: {path}") and expected in done.stderr
     assert "nothing was changed" in done.stderr
     assert snapshot(root) == before
+
+
+def test_a_file_with_comments_keeps_them_and_everything_else(home: Path, root: Path) -> None:
+    """VS Code's mcp.json is JSONC: comments, trailing commas, the person's layout and an existing input stay
+    byte for byte; only codeward's entry (and its input, over HTTP) is added."""
+    path = root / ".vscode" / "mcp.json"
+    path.parent.mkdir()
+    original = ('// Servers for this repository (see the team wiki)\n{\n  "inputs": [\n    {"type": "promptString", '
+                '"id": "gh", "password": true}, // GitHub\n  ],\n  /* keep git first */\n  "servers": {\n'
+                '    "git": {"type": "stdio", "command": "uvx", "args": ["mcp-server-git"]}, // read-only\n  },\n}\n')
+    path.write_text(original, encoding="utf-8")
+    done = install(home, root, "vscode")
+    assert done.returncode == 0, done.stderr
+    text = path.read_text(encoding="utf-8")
+    for kept in ("// Servers for this repository (see the team wiki)\n", "/* keep git first */", "// read-only\n",
+                 '"git": {"type": "stdio", "command": "uvx", "args": ["mcp-server-git"]}, // read-only', "// GitHub"):
+        assert kept in text
+    assert text.startswith(original.split('"servers"')[0])  # everything before the servers, unchanged
+    assert entry_in_jsonc(path, ("servers",))["args"][-2:] == ["serve", str(root)]
+    again = install(home, root, "vscode")
+    assert "already up to date" in again.stdout and path.read_text(encoding="utf-8") == text
+    http = install(home, root, "vscode", "--http", "--port", "8798")
+    assert http.returncode == 0, http.stderr
+    after = path.read_text(encoding="utf-8")
+    assert "// Servers for this repository" in after and "// read-only" in after and "/* keep git first */" in after
+    ids = [item["id"] for item in parse_jsonc(after)["inputs"]]
+    assert ids == ["gh", "codeward-token"]
+
+
+def parse_jsonc(text: str) -> Any:
+    import json5
+
+    return json5.loads(text)
+
+
+def entry_in_jsonc(path: Path, servers_at: tuple[str, ...], name: str = "codeward") -> dict[str, Any]:
+    node = parse_jsonc(path.read_text(encoding="utf-8"))
+    for key in servers_at:
+        node = node[key]
+    return dict(node[name])
 
 
 def test_wrong_requests_are_refused_before_any_file_is_made(home: Path, root: Path) -> None:
@@ -161,28 +208,58 @@ def test_print_writes_no_file(home: Path, root: Path) -> None:
     assert not (home / ".claude.json").exists() and snapshot(root) == {}
 
 
-@pytest.mark.parametrize(("client", "relative", "servers_at", "typed"), [
-    ("claude-code", ".mcp.json", ("mcpServers",), True),
-    ("cursor", ".cursor/mcp.json", ("mcpServers",), False),
-    ("vscode", ".vscode/mcp.json", ("servers",), True),
+@pytest.mark.parametrize(("client", "scope", "relative", "servers_at", "authorization"), [
+    ("claude-code", "project", ".mcp.json", ("mcpServers",), "Bearer ${CODEWARD_TOKEN_8799}"),
+    ("cursor", "project", ".cursor/mcp.json", ("mcpServers",), "Bearer ${env:CODEWARD_TOKEN_8799}"),
+    ("vscode", "project", ".vscode/mcp.json", ("servers",), "Bearer ${input:codeward-token}"),
+    ("vscode", "user", "~/.config/Code/User/mcp.json", ("servers",), "Bearer ${input:codeward-token}"),
 ])
-def test_http_entries_carry_the_url_and_the_saved_token(home: Path, root: Path, client: str, relative: str,
-                                                        servers_at: tuple[str, ...], typed: bool) -> None:
-    scope = ["--scope", "project"] if client == "claude-code" else []
-    done = install(home, root, client, "--http", "--port", "8799", *scope)
+def test_http_entries_never_put_the_token_in_a_project_file(home: Path, root: Path, client: str, scope: str,
+                                                             relative: str, servers_at: tuple[str, ...],
+                                                             authorization: str) -> None:
+    """The client's own secret mechanism: VS Code asks once and keeps it (a password input); Claude Code and
+    Cursor expand an environment variable the file names. The token file stays in codeward's data folder."""
+    done = install(home, root, client, "--http", "--port", "8799", "--scope", scope)
     assert done.returncode == 0, done.stderr
-    assert "--http --port 8799" in done.stdout and "keep it out of version control" in done.stderr
-    path = root / relative
-    entry = entry_in(path, servers_at, root)
-    token_file = home / ".local" / "share" / "codeward" / "http" / "8799.client-token"
+    assert "--http --port 8799" in done.stdout
+    path = home / relative[2:] if relative.startswith("~/") else root / relative
+    token_file = home / ".local" / "share" / "codeward" / "http" / "8799.token"
     token = token_file.read_text(encoding="utf-8").strip()
-    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600 and stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert entry["url"] == "http://127.0.0.1:8799/mcp" and entry["headers"] == {"Authorization": f"Bearer {token}"}
-    assert (entry.get("type") == "http") is typed
-    again = install(home, root, client, "--http", "--port", "8799", *scope)
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    entry = entry_in(path, servers_at, root)
+    assert entry["url"] == "http://127.0.0.1:8799/mcp" and entry["headers"] == {"Authorization": authorization}
+    assert (entry.get("type") == "http") is (client != "cursor")
+    assert token not in path.read_text(encoding="utf-8") and not backups_of(home)
+    if client == "vscode":
+        assert json.loads(path.read_text(encoding="utf-8"))["inputs"] == [
+            {"type": "promptString", "id": "codeward-token", "password": True,
+             "description": "the bearer token of codeward (codeward serve --http)"}]
+        assert f"paste the output of `cat {token_file}`" in done.stdout
+    else:
+        assert f'export CODEWARD_TOKEN_8799="$(cat {token_file})"' in done.stdout
+    again = install(home, root, client, "--http", "--port", "8799", "--scope", scope)
     assert "already up to date" in again.stdout and token_file.read_text(encoding="utf-8").strip() == token
-    chosen = install(home, root, client, "--http", "--port", "8799", "--token-env", "CW_TOKEN", *scope,
-                     CW_TOKEN="chosen-token")
+
+
+@pytest.mark.parametrize(("client", "scope", "relative", "servers_at"), [
+    ("claude-code", None, ".claude.json", ("projects", "<root>", "mcpServers")),
+    ("cursor", "user", ".cursor/mcp.json", ("mcpServers",)),
+])
+def test_an_http_entry_in_a_file_of_the_user_holds_the_token_readable_by_the_user_only(
+        home: Path, root: Path, client: str, scope: str | None, relative: str, servers_at: tuple[str, ...]) -> None:
+    path = home / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"numStartups": 3}\n', encoding="utf-8")
+    path.chmod(0o644)  # a file found readable by every user
+    done = install(home, root, client, "--http", "--port", "8799", *(["--scope", scope] if scope else []))
+    assert done.returncode == 0, done.stderr
+    token = (home / ".local" / "share" / "codeward" / "http" / "8799.token").read_text(encoding="utf-8").strip()
+    assert entry_in(path, servers_at, root)["headers"] == {"Authorization": f"Bearer {token}"}
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and "made readable by you only" in done.stdout
+    assert json.loads(path.read_text(encoding="utf-8"))["numStartups"] == 3
+    assert [stat.S_IMODE(b.stat().st_mode) for b in backups_of(home)] == [0o600]
+    chosen = install(home, root, client, "--http", "--port", "8799", "--token-env", "CW_TOKEN",
+                     *(["--scope", scope] if scope else []), CW_TOKEN="chosen-token")
     assert "updated" in chosen.stdout and "--token-env CW_TOKEN" in chosen.stdout
     assert entry_in(path, servers_at, root)["headers"] == {"Authorization": "Bearer chosen-token"}
 

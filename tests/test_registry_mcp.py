@@ -134,6 +134,18 @@ async def test_meta_mode_lists_four_tools_that_reach_the_whole_catalog(tmp_path:
         unsigned = await client.call_tool("registry_execute", {"name": "double", "params": {"n": 21}})
         assert unsigned.is_error and "double is not signed" in _text(unsigned)
 
+        # Kiwi's names answer too, unlisted, as the same tools with the same checks
+        query = {"query": "python definition source of a symbol"}
+        assert _text(await client.call_tool("search", query)) == found
+        assert _text(await client.call_tool("help", {"name": "py_get_definition"})) == helped
+        loaded = _text(await client.call_tool("registry_load", {"name": "double"}))
+        assert "Double a number." in loaded and _text(await client.call_tool("load", {"name": "double"})) == loaded
+        again = await client.call_tool("execute", {"name": "double", "params": {"n": 21}})
+        assert again.is_error and "double is not signed" in _text(again)
+        outside = await client.call_tool("execute", {"name": "read_file", "params": {"path": "../x"}})
+        assert outside.is_error and "outside the workspace" in _text(outside)
+        assert {"search", "load", "execute", "help"}.isdisjoint(t.name for t in (await client.list_tools()).tools)
+
     asked: list[str] = []
 
     async def person_says_yes(context: Any, params: Any) -> Any:

@@ -90,6 +90,8 @@ def test_file_result_has_the_specified_shape(core_analysis: dict[str, Any]) -> N
     assert {run["analysis_type"] for run in core_analysis["analyses"]} == {
         "lint", "type", "security", "complexity", "maintainability", "dead_code"}
     assert all(run["status"] == "ok" for run in core_analysis["analyses"])
+    typed = next(run for run in core_analysis["analyses"] if run["analysis_type"] == "type")
+    assert "options added: --ignore-missing-imports --follow-imports silent --no-site-packages" in str(typed)
 
 
 def test_severity_threshold_and_analysis_types_narrow_the_result(module_call: Call,

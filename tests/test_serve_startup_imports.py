@@ -63,7 +63,10 @@ LEFT_FOR_FIRST_USE = {
 }
 
 SERVE, CALL, HELP = "a stdio serve", "codeward call", "the whole command line (--help, shell completion)"
+ENTRY = "the entry point until its stop handlers are in place (codeward.__main__ imported)"
 DEFERRED: dict[str, tuple[str, str]] = {
+    # left out of the entry point's import: a Ctrl-C or SIGTERM while the command line imports exits cleanly
+    "codeward.apps.cli": (ENTRY, "the command line: imported once SIGTERM and SIGINT have their handlers"),
     # left out of a stdio serve's start (checked with LEFT_FOR_FIRST_USE above)
     "codeward.approval.askers": (SERVE, "who is asked: a command with someone to ask (--control, gateway, call)"),
     "codeward.approval.previews": (SERVE, "what a person is shown: the first write of a host-run path"),
@@ -114,6 +117,8 @@ DEFERRED: dict[str, tuple[str, str]] = {
     "codeward.apps.agent.shell": (HELP, "the terminal chat (prompt_toolkit, rich): only chat"),
     "codeward.apps.agent.tracked": (HELP, "the files a chat tracks: only chat and ask"),
     "codeward.apps.cli.quiet_view": (HELP, "ask's quiet output: only ask -q"),
+    "codeward.apps.cli.ask_progress": (HELP, "ask's progress lines: only ask"),
+    "codeward.apps.client_setup.jsonc": (HELP, "client configs as JSONC (json-five): only install-client runs"),
     "codeward.apps.client_setup.config_file": (HELP, "client configs: only install-client runs"),
     "codeward.engines.code_intel.symbol_index": (HELP, "the symbol index: only index"),
     "codeward.engines.execution.debug": (HELP, "code execution: only run"),
@@ -206,6 +211,8 @@ def test_a_direct_call_and_the_whole_command_line_leave_out_what_they_defer(tmp_
     assert "codeward.serving.stack" in called  # the probe saw the call
     helped = _loaded(tmp_path, "from codeward.apps.cli import build_parser\nbuild_parser()\n")
     assert "codeward.apps.cli.serve" in helped and "codeward.apps.cli.registry" in helped  # every command
-    for start, loaded in ((CALL, called), (HELP, helped)):
+    entry = _loaded(tmp_path, "import codeward.__main__\n")
+    assert "codeward.__main__" in entry  # the probe saw the import
+    for start, loaded in ((CALL, called), (HELP, helped), (ENTRY, entry)):
         wrong = {name: why for name, (when, why) in DEFERRED.items() if when == start and name in loaded}
         assert wrong == {}, f"{start} imported what it leaves out: {wrong}"

@@ -1,6 +1,6 @@
 """Attack 6 of the issue: an HTTP server any local user could call. ``serve --http`` and
 ``gateway --http`` without a token now generate one (a 0600 file of the server's user, its path
-printed); ``--no-auth`` is an explicit, warned opt-out for loopback only."""
+printed, kept for the port); ``--no-auth`` is an explicit, warned opt-out for loopback only."""
 
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ def test_http_without_a_token_option_generates_one_only_the_server_user_can_read
             assert authorized.status_code == 200, authorized.text
             host.record(anonymous.text + wrong.text)
     assert str(token_file) in server.stderr and token not in server.stderr
-    assert not token_file.exists(), "the token file is removed when the server stops"
+    assert token_file.read_text().strip() == token, "the port's token is kept: configured clients reconnect"
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
 
 
 def test_no_auth_is_loopback_only_and_warned(host: Host) -> None:

@@ -25,6 +25,8 @@ from codeward.config.base import Origin
 from codeward.config.errors import ConfigError, display_path
 
 CONFIG_NAME = "codeward.toml"
+SEED_SERVERS_NAME = "mcp_config.json"
+"""Manual Slop's file of servers, read beside ``codeward.toml`` (or where one would be) without ``--config``."""
 USER_CONFIG_NAME = "config.toml"
 REPOSITORY_MARKER = ".git"
 
@@ -56,6 +58,26 @@ def find_project_config(explicit: str | None, cwd: Path | None = None) -> Path |
     home = _home()
     for directory in (start, *start.parents):
         candidate = directory / CONFIG_NAME
+        if candidate.is_file():
+            _check_owner(candidate)
+            return candidate
+        if (directory / REPOSITORY_MARKER).exists() or directory == home:
+            return None
+    return None
+
+
+def find_seed_servers(explicit: str | None, project: Path | None, cwd: Path | None = None) -> Path | None:
+    """``mcp_config.json`` beside the project file, or (without one) the nearest up to the repository root;
+    None with ``--config`` (that file says everything)."""
+    if explicit:
+        return None
+    if project is not None:
+        candidate = project.parent / SEED_SERVERS_NAME
+        return candidate if candidate.is_file() else None
+    start = (cwd or Path.cwd()).resolve()
+    home = _home()
+    for directory in (start, *start.parents):
+        candidate = directory / SEED_SERVERS_NAME
         if candidate.is_file():
             _check_owner(candidate)
             return candidate

@@ -21,7 +21,13 @@ from pydantic import BaseModel, ValidationError
 from codeward.config.base import ADDITIVE, PROJECT_ONLY, Origin, defaults, expand_env, marked
 from codeward.config.environment import BY_KEY, environment_tables
 from codeward.config.errors import ConfigError, config_error, describe, describe_lines, display_path
-from codeward.config.files import ConfigFile, find_project_config, read_config_file, user_config_path
+from codeward.config.files import (
+    ConfigFile,
+    find_project_config,
+    find_seed_servers,
+    read_config_file,
+    user_config_path,
+)
 from codeward.config.mcp import DEFAULT_PIN_FILE, GatewayConfig, ServerConfig, alias_for_url
 from codeward.config.model import ModelConfigError
 from codeward.config.root import Config
@@ -51,8 +57,27 @@ def load_config(explicit: str | None = None, cwd: Path | None = None, *,
     project_path = find_project_config(explicit, here)
     if project_path is not None:
         config = merge(config, validate_file(_read(project_path, "project", say)))
+    config = _with_seed_servers(config, find_seed_servers(explicit, project_path, here), say)
     config = merge(config, _environment_layer(env, here))
     return _finish(config, project_path, user_path, here, env)
+
+
+def _with_seed_servers(config: Config, path: Path | None, say: Callable[[str], None]) -> Config:
+    """``config`` plus the servers of a discovered ``mcp_config.json`` (a server ``codeward.toml`` defines
+    under the same alias wins). A file that is not a servers file is named in a notice, never fatal: it may
+    be another tool's."""
+    if path is None:
+        return config
+    try:
+        found = validate_file(read_config_file(path, "project")).mcp.servers
+    except ConfigError as exc:
+        say(f"[codeward] notice: {display_path(path)} was not read as MCP servers: {exc}")
+        return config
+    known = {server.alias for server in config.mcp.servers}
+    added = tuple(server for server in found if server.alias not in known)
+    if not added:
+        return config
+    return config.model_copy(update={"mcp": config.mcp.model_copy(update={"servers": (*config.mcp.servers, *added)})})
 
 
 def _read(path: Path, origin: Origin, notify: Callable[[str], None]) -> ConfigFile:

@@ -60,7 +60,10 @@ Either file may instead be a Claude-Desktop style JSON document, `{"mcpServers":
 it describes, for every command. Keys other clients add (`type`, `disabled`, `autoApprove`,
 `timeout`, `headers`) are understood; other unknown keys in such a file are ignored, as those
 clients do. Manual Slop's `mcp_config.json`, `{"servers": [{"name", "command": [program, args...],
-"env"}]}`, reads the same way (as `--config`, or through `[mcp] import`).
+"env"}]}`, reads the same way (as `--config`, or through `[mcp] import`), and without `--config` an
+`mcp_config.json` beside the project's `codeward.toml` (or, with none, the nearest one up to the
+repository root) adds its servers (a `codeward.toml` table of the same alias wins; a file of another
+shape is named in a notice and skipped).
 
 Manual Slop's `[mcp]` keys are read as codeward's, each with a notice on stderr naming the key to
 write instead: `blacklist = [...]` adds to `[server] blacklist`; `enabled = false` is `[server]

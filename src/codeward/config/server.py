@@ -39,7 +39,7 @@ class ServerSettings(Table):
     newest are kept, older ones deleted as new ones are saved."""
     fast_http: Bool = True
     """``serve --http`` and ``gateway --http`` run on uvloop and httptools when the ``fast`` extra is
-    installed (``pip install 'codeward[fast]'``); false forces asyncio and h11, for debugging. The
+    installed (the HTTP banner says how to add it); false forces asyncio and h11, for debugging. The
     start-up line names the stack in use."""
     http_head_timeout: Seconds = 30.0
     """Seconds an HTTP connection has to send a whole request line and headers, from its opening or a

@@ -211,6 +211,10 @@ class Gateway:
     def statuses(self) -> list[ServerStatus]:
         return [u.status() for u in self._upstreams.values()]
 
+    def unavailable(self) -> list[str]:
+        """Why each server that offers no tools now does not (failed, still starting), for a person."""
+        return [note for u in self._upstreams.values() if (note := u.unavailable_note()) is not None]
+
     def pin_alerts(self) -> dict[str, str]:
         """Exposed name → what changed, for tools redefined since they were pinned."""
         return dict(self._pin_alerts)
@@ -239,6 +243,8 @@ class Gateway:
     async def call(self, name: str, arguments: Mapping[str, Any] | None, ctx: ToolContext) -> ToolOutcome:
         started = time.perf_counter()
         entry = self._table.get(name)
+        if entry is None:
+            entry = await self._after_first_start(name)
         if self._store is not None and (entry is not None or name in self._withheld_refs):
             alias, tool, fingerprint = (
                 (entry.ref.alias, entry.ref.tool, entry.info.origin.digest) if entry is not None and
@@ -269,6 +275,16 @@ class Gateway:
         except UpstreamError as error:
             return outcome_from_upstream_error(name, error, started)
         return outcome_from_result(name, raw, result, ctx, started)
+
+    async def _after_first_start(self, name: str) -> _Entry | None:
+        """``name``'s entry once its server's first start has ended, when that server is still starting (a
+        first ``uvx`` download outlasts ``startup_wait``; the wait is bounded by the server's ``timeout``)."""
+        split = split_name(name)
+        upstream = self._upstreams.get(split[0]) if split else None
+        if upstream is None or upstream.settled.is_set():
+            return None
+        await upstream.settled.wait()
+        return self._table.get(name)
 
     async def relayed(self, link: ClientLink | None, label: str, target: tuple[str, Callable[[], str]],
                       run: Callable[[Relay | None], Awaitable[T]]) -> T:

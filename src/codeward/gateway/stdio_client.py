@@ -4,9 +4,10 @@ The SDK's ``stdio_client`` moves every message through a reader task, a text dec
 memory stream (and the same on the way out). The gateway sits in the middle of every call,
 so it uses codeward's line streams instead (the ones the server's own stdio uses): the event
 loop reads the pipe and :class:`~codeward.engines.jsonrpc.line_streams.MessageReader` parses whole
-lines. Behaviour matches the SDK transport: the same inherited environment plus the
-configured one, its own process group, and on exit stdin closed, a grace period, then
-SIGTERM and SIGKILL to the whole group. Off asyncio (or on Windows) the SDK transport is used.
+lines. Behaviour matches the SDK transport, but for the environment (the documented inherited
+set of :mod:`codeward.gateway.upstream_env` plus the configured one): its own process group, and
+on exit stdin closed, a grace period, then SIGTERM and SIGKILL to the whole group. Off asyncio
+(or on Windows) the SDK transport is used.
 """
 
 from __future__ import annotations
@@ -43,11 +44,10 @@ def event_loop_usable() -> bool:
 async def fast_stdio_client(
     command: str, args: list[str], *, env: Mapping[str, str], cwd: str | None, errlog: IO[str] | None,
 ) -> AsyncIterator[tuple[Any, Any]]:
-    """Start ``command`` and yield ``(read_stream, write_stream)`` over its stdout/stdin."""
-    from mcp.client.stdio import get_default_environment
-
+    """Start ``command`` with ``env`` (the whole environment) and yield ``(read_stream, write_stream)``
+    over its stdout/stdin."""
     loop = asyncio.get_running_loop()
-    full_env = get_default_environment() | dict(env)
+    full_env = dict(env)
     executable = shutil.which(command, path=full_env.get("PATH")) or command
     proc = subprocess.Popen(  # the command comes from the user's own configuration
         [executable, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,

@@ -21,6 +21,7 @@ from typing import IO, Any, TextIO, cast
 import anyio
 
 from codeward.gateway.config import ServerConfig
+from codeward.gateway.upstream_env import upstream_environment
 
 READ_TIMEOUT = 300.0
 """How long an HTTP response stream may stay silent (SSE streams idle between events)."""
@@ -120,16 +121,17 @@ async def open_transport(
             from codeward.gateway.stdio_client import event_loop_usable, fast_stdio_client
 
             assert server.command is not None
+            env = upstream_environment(server.env, environ)
             if event_loop_usable():
                 read, write = await stack.enter_async_context(fast_stdio_client(
-                    server.command, list(server.args), env=server.env, cwd=server.cwd, errlog=errlog))
+                    server.command, list(server.args), env=env, cwd=server.cwd, errlog=errlog))
             else:
                 import sys
 
                 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-                params = StdioServerParameters(command=server.command, args=list(server.args),
-                                               env=dict(server.env), cwd=server.cwd)
+                params = StdioServerParameters(command=server.command, args=list(server.args), env=env,
+                                               cwd=server.cwd)
                 stderr = cast(TextIO, errlog or sys.stderr)
                 read, write = await stack.enter_async_context(stdio_client(params, errlog=stderr))
         elif server.transport == "http":

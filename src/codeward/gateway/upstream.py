@@ -149,8 +149,9 @@ class Upstream:
         """The requests running here, and which one a request from the server belongs to."""
         self._on_change = on_change
         self._on_event = on_event
+        self._out_of_call_log = out_of_call_log or _drop_log
         self._callbacks = UpstreamCallbacks(self.alias, self.board, sampling=config.sampling,
-                                            out_of_call_log=out_of_call_log or _drop_log)
+                                            out_of_call_log=self._out_of_call_log)
         self._conn: _Connection | None = None
         self._changed = anyio.Event()
         self._wake = anyio.Event()
@@ -174,6 +175,20 @@ class Upstream:
             error=self.error.message if self.error and self.state != ServerState.READY else None,
             reconnects=self.reconnects,
         )
+
+    def unavailable_note(self) -> str | None:
+        """Why this server offers no tools now (failed, or still starting), for a person; None when it is ready
+        (or disabled, or stopped)."""
+        hint = f" ({self.error.hint})" if self.error is not None and self.error.hint else ""
+        if self.state == ServerState.FAILED:
+            reason = self.error.message if self.error is not None else "could not connect"
+            return (f"server {self.alias!r} is unavailable and offers no tools: {reason}{hint}; "
+                    f"`codeward servers` shows its state")
+        if self.state in (ServerState.CONNECTING, ServerState.RECONNECTING):
+            last = f"; last error: {self.error.message}{hint}" if self.error is not None else ""
+            return (f"server {self.alias!r} is still starting (its limit is {self.config.timeout:g}s): its tools "
+                    f"appear when it answers{last}")
+        return None
 
     def offers(self, feature: str) -> bool:
         """Whether the live server announced ``feature`` (``resources``, ``prompts``, ``completions``, ``logging``)."""
@@ -219,6 +234,7 @@ class Upstream:
             failures += 1
             if not self._ever_ready or failures > self.retries:
                 self._give_up(error, failures)
+                await self._announce_unavailable()
                 await self._wake.wait()
                 self._wake = anyio.Event()
                 failures = 0
@@ -238,6 +254,17 @@ class Upstream:
                        error.message, f" ({error.hint})" if error.hint else "")
         if had_tools and self._on_change is not None:
             self._on_change(self)
+
+    async def _announce_unavailable(self) -> None:
+        """Tell the gateway's clients (an MCP log message) that this server failed, not only its stderr."""
+        note = self.unavailable_note()
+        if note is None:
+            return
+        try:
+            await self._out_of_call_log(types.LoggingMessageNotificationParams(level="error", data=note,
+                                                                               logger="codeward.gateway"))
+        except Exception as exc:  # telling of a failure never adds one
+            logger.debug("gateway: could not announce server %r as unavailable: %s", self.alias, exc)
 
     def reconnect(self) -> None:
         """Ask for a new connection now (after a failure, or to pick up a restarted server)."""

@@ -234,12 +234,16 @@ class CodewardServer:
         tools_can_change: bool = False,
         relayed: RelayedProvider | None = None,
         files: bool = True,
+        unavailable: Callable[[], Sequence[str]] | None = None,
     ) -> None:
         """``tools_can_change``: the surface's tool list may change while serving (a gateway);
         clients are then told, and :meth:`tools_changed` is how to tell them. ``relayed``: another
         server's resources, prompts and completions served beside these (a gateway's upstreams).
-        ``files``: serve the workspace's files as resources (not on a gateway without native tools)."""
+        ``files``: serve the workspace's files as resources (not on a gateway without native tools).
+        ``unavailable``: why tools a client may expect are missing (a gateway's failed or starting upstreams),
+        sent as warning log messages with every ``tools/list`` so a short list never comes without a reason."""
         self.surface = surface
+        self.unavailable = unavailable
         self.listing = ToolListing(surface)
         self.relayed = relayed
         self.holder = WorkspaceHolder(workspace, roots_from_client, stale=roots_from_client)
@@ -296,6 +300,14 @@ class CodewardServer:
     async def _list_tools(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         if self.notifier is not None and not is_version_at_least(ctx.protocol_version, MODERN_ERA):
             self.notifier.remember(ctx)  # a 2026-07-28 client hears of changes on its listen stream
+        notes = self.unavailable() if self.unavailable is not None else ()
+        if notes:
+            link = RequestLink(ctx, client=None, state=RoundState())
+            for note in notes:
+                try:
+                    await link.log("warning", note, "codeward.gateway")
+                except Exception as exc:  # a client that cannot take it still gets its list
+                    logger.debug("could not send a note with tools/list: %s", exc)
         # The result as JSON, not ~80 Tool models: the SDK validates it against the session's
         # version of ListToolsResult and dumps it, as it would the model (tests/test_tool_listing.py).
         return self.listing.result()

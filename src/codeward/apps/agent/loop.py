@@ -12,7 +12,10 @@ fail the same way, and after ``max_repeats`` such repeats the loop stops and say
 succeeded, the model gets the same result and the next request offers no tools, so it answers
 (small models otherwise call the same tool until the depth limit). A successful call that is not
 read-only may have changed the world, so it clears this memory: test, fix, test again works.
-A reply the model server could not parse ends the turn with the raw text the model wrote.
+A reply the model server could not parse (a small model's malformed tool call) is asked once more as
+a plain request, without tools; a second such reply ends the turn with the raw text the model wrote.
+While the model works, ``progress`` (when given) hears of each request at once and every
+:data:`PROGRESS_EVERY` seconds after: the round, the time waited, the pieces of text streamed.
 """
 
 from __future__ import annotations
@@ -35,12 +38,27 @@ from codeward.kernel.surface import ToolInfo, ToolSurface
 DISPATCH_FAILED = "[codeward] tool dispatch failed: "
 BAD_ARGUMENTS = "[codeward] tool arguments not parseable as JSON: "
 NOT_RUN_AGAIN = "[codeward] not run again: "
+PROGRESS_EVERY = 10.0
+"""Seconds between two progress reports of one request."""
 REPEATED_RESULT_CHARS = 2000
 DEFAULT_RESULT_CAP = 16_000
 
 
 class Streamer(Protocol):
     def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where one request to the model stands."""
+
+    round: int
+    """1 for the first request of a run, one more after each round of tool calls."""
+    elapsed_s: float
+    pieces: int
+    """Pieces of answer text streamed so far in this request (about one token each)."""
+    plain: bool = False
+    """A plain request (no tools offered), sent after a reply the server could not parse."""
 
 
 class LoopView(Protocol):
@@ -97,6 +115,7 @@ class ToolLoop:
         settings: LoopSettings | None = None,
         before_request: Callable[[], Awaitable[None] | None] | None = None,
         after_tools: Callable[[], str] | None = None,
+        progress: Callable[[Progress], None] | None = None,
     ) -> None:
         self.model = model
         self.surface = surface
@@ -105,6 +124,7 @@ class ToolLoop:
         self.context_factory = context_factory
         self.settings = settings or LoopSettings()
         self.before_request = before_request
+        self.progress = progress
         self.after_tools = after_tools
         """Called after the last tool call of each round; its text rides on the last tool result."""
         self._seen: dict[tuple[str, str], tuple[str, bool]] = {}
@@ -133,8 +153,13 @@ class ToolLoop:
             schema, infos = self.tools()
             if self._withhold_tools:  # the model repeated a call that worked: ask for the answer
                 schema, self._withhold_tools = [], False
-            finished = await self._stream(schema)
             rounds += 1
+            finished = await self._stream(schema, rounds)
+            if isinstance(finished, StreamFailed) and finished.kind == "unparsed":
+                self.view.notice("the model's server could not parse its reply; asking once more, as a plain "
+                                 "request without tools")
+                retried = await self._stream([], rounds, plain=True)
+                finished = finished if isinstance(retried, StreamFailed) else retried  # else: the raw text
             if isinstance(finished, StreamFailed):
                 unparsed = finished.kind == "unparsed"
                 if finished.partial_text and not unparsed:  # raw fragments would only confuse the next request
@@ -180,16 +205,43 @@ class ToolLoop:
                 self.view.response_end()
                 return LoopResult(text, rounds, calls_made, failure=message)
 
-    async def _stream(self, schema: list[dict[str, Any]]) -> Finished | StreamFailed:
-        event: StreamEvent
-        async for event in self.model.stream(self.conversation.to_messages(), schema):
-            if isinstance(event, TextDelta):
-                self.view.text(event.text)
-            elif isinstance(event, Notice):
-                self.view.notice(event.text)
-            elif isinstance(event, (Finished, StreamFailed)):
-                return event
-        return StreamFailed("the model stream ended without a final chunk")
+    async def _stream(self, schema: list[dict[str, Any]], round_: int, *, plain: bool = False
+                      ) -> Finished | StreamFailed:
+        started = anyio.current_time()
+        pieces = 0
+
+        def report() -> None:
+            if self.progress is not None:
+                self.progress(Progress(round_, anyio.current_time() - started, pieces, plain))
+
+        async def tick() -> None:
+            while True:
+                await anyio.sleep(PROGRESS_EVERY)
+                report()
+
+        async def consume() -> Finished | StreamFailed:
+            nonlocal pieces
+            event: StreamEvent
+            async for event in self.model.stream(self.conversation.to_messages(), schema):
+                if isinstance(event, TextDelta):
+                    pieces += 1
+                    self.view.text(event.text)
+                elif isinstance(event, Notice):
+                    self.view.notice(event.text)
+                elif isinstance(event, (Finished, StreamFailed)):
+                    return event
+            return StreamFailed("the model stream ended without a final chunk")
+
+        if self.progress is None:
+            return await consume()
+        report()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(tick)
+            try:
+                ended = await consume()
+            finally:
+                tg.cancel_scope.cancel()
+        return ended
 
     async def _dispatch_all(self, calls: Sequence[ToolCall], infos: dict[str, ToolInfo]) -> list[tuple[str, bool]]:
         results: list[tuple[str, bool] | None] = [None] * len(calls)

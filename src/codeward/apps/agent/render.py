@@ -78,15 +78,34 @@ class RichView:
 
 
 class PlainView:
-    """Answer text on one stream, tool frames and notices on another (for ``codeward ask``)."""
+    """Answer text on one stream, tool frames and notices on another (for ``codeward ask``).
 
-    def __init__(self, out: TextIO | None = None, frames: TextIO | None = None) -> None:
+    ``stream_answer`` (a person at a terminal): the text is written as it comes, text before a tool
+    call included; otherwise (a script) only the answer, once it is complete."""
+
+    def __init__(self, out: TextIO | None = None, frames: TextIO | None = None, *,
+                 stream_answer: bool = False) -> None:
         self.out = out or sys.stdout
         self.frames = frames or sys.stderr
         self.answer: list[str] = []
+        self.stream_answer = stream_answer
+        self.streamed = False
+        """Some text was written as it came (the caller does not print the answer again)."""
+        self._open_line = False
 
     def text(self, delta: str) -> None:
         self.answer.append(delta)
+        if self.stream_answer and delta:
+            self.out.write(delta)
+            self.out.flush()
+            self.streamed = True
+            self._open_line = not delta.endswith("\n")
+
+    def _end_line(self) -> None:
+        if self._open_line:
+            self.out.write("\n")
+            self.out.flush()
+            self._open_line = False
 
     def notice(self, message: str) -> None:
         print(f"[codeward] {message}", file=self.frames, flush=True)
@@ -96,6 +115,7 @@ class PlainView:
 
     def tool_begin(self, call: ToolCall) -> None:
         self.answer = []  # text before a call is preamble, not the answer
+        self._end_line()
         print(f"  ┌ {call.name}({_short_args(call.arguments)})", file=self.frames, flush=True)
 
     def tool_end(self, call: ToolCall, content: str, is_error: bool) -> None:
@@ -103,7 +123,7 @@ class PlainView:
         print(f"  │ {first}\n  └ {'error' if is_error else 'ok'}", file=self.frames, flush=True)
 
     def response_end(self) -> None:
-        return None
+        self._end_line()
 
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")

@@ -277,6 +277,9 @@ class ChatShell:
         try:
             result = await task
         except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():  # the shell itself is stopping (SIGTERM), not Ctrl-C
+                raise
             self.view.flush()
             self.console.print("[yellow][codeward] response cancelled[/]")
             self._repair_after_cancel()

@@ -19,6 +19,7 @@ from codeward import __version__
 from codeward.apps.cli.args import UsageError, parse_assignments
 from codeward.apps.cli.output import configure_logging
 from codeward.apps.cli.parser import CodewardParser, verbosity
+from codeward.apps.cli.stopping import INTERRUPTED, stop_status
 from codeward.config import ConfigError
 
 __all__ = ["COMMANDS", "UsageError", "build_parser", "main", "parse_assignments"]
@@ -55,6 +56,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         defer_wire_models()
     try:
         return _run(words, module)
+    except BaseException as exc:  # a stop (Ctrl-C, SIGTERM) wrapped by the task groups it crossed
+        code = stop_status(exc)
+        if code is None:
+            raise
+        return code
     finally:
         gc.enable()
 
@@ -76,7 +82,7 @@ def _run(words: list[str], module: str) -> int:
     try:
         return handler(args)
     except KeyboardInterrupt:
-        return 130
+        return INTERRUPTED
     except BrokenPipeError:  # `codeward ... | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return 141

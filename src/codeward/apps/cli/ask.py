@@ -41,6 +41,7 @@ async def _ask(args: argparse.Namespace, config: Config) -> int:
     from codeward.apps.agent.render import PlainView
     from codeward.apps.agent.session import open_session
     from codeward.apps.agent.tracked import estimate_tokens
+    from codeward.apps.cli.ask_progress import ProgressLines
     from codeward.apps.cli.quiet_view import QuietView
     from codeward.apps.control.plane import control_plane
 
@@ -59,18 +60,22 @@ async def _ask(args: argparse.Namespace, config: Config) -> int:
         conversation = Conversation(session.system_prompt(), use_tool_role=session.profile.use_tool_role)
         plane.watch_agent(session, conversation)
         plane.drive(workspace=session.workspace)
-        view = QuietView() if quiet(args) else PlainView()
+        as_json = getattr(args, "json", False)
+        view = QuietView() if quiet(args) else PlainView(stream_answer=not as_json and sys.stdout.isatty())
+        progress = None if quiet(args) else ProgressLines(session.profile.model)
         surface, plan = session.offer(args.question, estimate_tokens(conversation.system + args.question))
         if plan.form != "full":
             view.notice(plan.summary())
         result = await ToolLoop(session.client, surface, conversation, view, session.context,
-                                session.settings).run(args.question)
+                                session.settings, progress=progress).run(args.question)
+        if progress is not None and result.ok:
+            progress.finished(result.rounds, result.tool_calls)
     answer = ("" if result.unparsed else "".join(view.answer) or result.text).strip()
     if getattr(args, "json", False):
         print_json(result_object("ask", text=answer, is_error=not result.ok,
                                  structured={"question": args.question, "model": session.profile.model,
                                              "rounds": result.rounds,
                                              "tool_calls": result.tool_calls, "failure": result.failure}))
-    elif answer:
+    elif answer and not view.streamed:
         print(answer)
     return 0 if result.ok else 1

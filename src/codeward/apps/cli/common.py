@@ -13,6 +13,10 @@ if TYPE_CHECKING:
     from codeward.gateway.config import GatewayConfig
 
 
+NO_SERVERS = ("no MCP servers to connect: add [mcp.servers.<alias>] tables to codeward.toml (or an "
+              "mcp_config.json beside it), pass a Claude-Desktop mcpServers JSON file, or give --url")
+
+
 def load_configs(explicit: str | Path | None) -> tuple[Config, GatewayConfig]:
     """The configuration (``--config FILE``: a ``codeward.toml`` or a Claude-Desktop ``mcpServers``
     JSON file; else the one found upward from here) and its ``[mcp]`` servers."""
@@ -31,6 +35,5 @@ def with_urls(gateway: GatewayConfig, urls: Sequence[str] = (), *, require: bool
     for url in urls:
         gateway = gateway.with_server(server_from_url(url, taken=[s.alias for s in gateway.servers]))
     if require and not gateway.servers:
-        raise ConfigError("no MCP servers to connect: add [mcp.servers.<alias>] tables to codeward.toml, "
-                          "pass a Claude-Desktop mcpServers JSON file, or give --url")
+        raise ConfigError(NO_SERVERS)
     return gateway

@@ -46,7 +46,8 @@ def complete(parser: argparse.ArgumentParser) -> NoReturn:
     """Answer the shell's completion request (argcomplete's protocol) and exit."""
     import argcomplete
 
-    argcomplete.autocomplete(parser, always_complete_options="long")
+    # options only once a word starts with "-": `install-client <TAB>` offers the clients, not 12 flags
+    argcomplete.autocomplete(parser, always_complete_options=False)
     sys.exit(0)  # autocomplete exits itself; here only if the request was malformed
 
 

@@ -113,8 +113,10 @@ def _summary(started: Started) -> None:
     assert upstream is not None  # with_urls made sure there is a server
     print_summary(upstream.statuses(), len(upstream.tool_infos()), sys.stderr)
     if started.serving.http is not None and started.http_stack is not None:
-        print(f"codeward gateway: serving at {started.serving.http.url} (http: {started.http_stack.summary})",
-              file=sys.stderr, flush=True)
+        from codeward.apps.client_setup.banner import http_stack_line
+
+        stack_line = http_stack_line(started.http_stack.summary, started.http_stack.missing)
+        print(f"codeward gateway: serving at {started.serving.http.url} ({stack_line})", file=sys.stderr, flush=True)
 
 
 def _print_connect(args: argparse.Namespace, started: Started) -> None:
@@ -130,16 +132,14 @@ def _print_connect(args: argparse.Namespace, started: Started) -> None:
     if started.serving.http is not None:
         assert auth is not None
         lines = http_lines("codeward-gateway", started.serving.http.url, launch, token_env=args.token_env,
-                           token_file=auth.token_file, token=auth.token is not None,
-                           install_args=[*(["--port", str(args.port)] if args.port != 8765 else []),
-                                         *(["--token-env", args.token_env] if args.token_env else [])])
+                           token_file=auth.token_file, token=auth.token, install_args=[], project=Path.cwd())
         print(f"codeward gateway: connect: {lines[0]}", file=sys.stderr, flush=True)
     elif sys.stdin.isatty():
         config = getattr(args, "config", None)
         words = ["gateway", *(["--config", str(Path(config).expanduser().absolute())] if config else []),
                  *(word for root in args.root or () for word in ("--root", str(Path(root).expanduser().absolute()))),
                  *(word for url in args.url for word in ("--url", url))]
-        lines = stdio_lines("codeward-gateway", launch, words)
+        lines = stdio_lines("codeward-gateway", launch, words, Path.cwd())
         print("codeward gateway: an MCP server over stdio; a client starts it. To connect one:\n"
               f"  {lines[0]}", file=sys.stderr, flush=True)
     _summary(started)  # the upstreams' state last: the line a reader of the banner waits for after connect

@@ -1,8 +1,10 @@
 """``codeward install-client``: write (or print) an MCP client's config entry for codeward.
 
 Stdio entries start this very installation by absolute path, serving the project root(s); HTTP
-entries name the URL and carry the ``Authorization`` header with a token saved for that port
-(``serve --http`` on that port then requires it). Running it twice changes nothing the second time.
+entries name the URL and carry the ``Authorization`` header with the token saved for that port
+(``serve --http`` on that port requires it): in the client's secret store (VS Code), as an
+environment variable the client expands (Claude Code's and Cursor's project files), or in a file
+of the user's own made 0600. Running it twice changes nothing the second time.
 """
 
 from __future__ import annotations
@@ -18,21 +20,27 @@ from typing import Any
 from codeward.apps.cli.args import UsageError
 from codeward.apps.client_setup.clients import (
     CLIENTS,
+    Client,
     ClientSetupError,
     HttpEntry,
     StdioEntry,
+    Target,
+    TokenPlacement,
     client_named,
     render,
     target,
+    token_placement,
 )
+from codeward.kernel.user_dirs import data_home
 
 
 def register(sub: Any) -> None:
     parser = sub.add_parser(
         "install-client", help="add codeward to Claude Code, Claude Desktop, Cursor or VS Code",
-        description="Write codeward's entry into an MCP client's config file (other servers and keys are kept; "
-        "a changed file is backed up to FILE.bak-<timestamp>), or print it. Stdio entries start this "
-        "installation by absolute path; --http entries point at `codeward serve --http` with its token.")
+        description="Write codeward's entry into an MCP client's config file (other servers, keys and comments are "
+        "kept; a changed file is first copied to codeward's data folder, backups/), or print it. Stdio entries start "
+        "this installation by absolute path; --http entries point at `codeward serve --http` with the token saved "
+        "for its port, which never lands in a project's file.")
     parser.add_argument("client", choices=list(CLIENTS), help="the MCP client to configure")
     parser.add_argument("--scope", help="where the entry goes: claude-code local (default), project (.mcp.json) "
                         "or user; cursor and vscode project (default) or user; claude-desktop user")
@@ -60,35 +68,79 @@ def run(args: argparse.Namespace) -> int:
         where = target(client, args.scope, roots[0])
         if args.http:
             render(client, HttpEntry(""))  # a client without HTTP is refused before a token is made
-        entry, serve_line, new_token = _entry(args, roots)
-        rendered = render(client, entry)
+        planned = _entry(args, roots, client, where)
+        rendered = render(client, planned.entry)
     except ClientSetupError as exc:
         raise UsageError(str(exc)) from None
     if not args.http and ephemeral_environment():
         print("note: this codeward runs from uvx's cache, which `uv cache clean` removes; for a lasting entry, "
               "install it (`pipx install ...` or `uv tool install ...`) and run install-client from there",
               file=sys.stderr)
+    changes = [((*where.servers_at, args.name), rendered), *planned.changes(where.path)]
     if args.print_only:
-        _save(args.port, new_token)
-        print(json.dumps(_document(where.servers_at, args.name, rendered), indent=2))
+        _save(args.port, planned.new_token)
+        print(json.dumps(_document(changes), indent=2))
         if client.name == "claude-code":
             print(f"# the same with Claude Code's own command:\n{_claude_mcp_add(args, where.servers_at, rendered)}",
                   file=sys.stderr)
+        _print_secret_steps(planned, args)
         return 0
-    done = install_entry(where.path, where.servers_at, args.name, rendered, private=args.http)
-    _save(args.port, new_token)
+    private = args.http and not where.shared and client.name != "vscode"  # the file holds the token itself
+    done = install_entry(where.path, changes, backups=data_home() / "backups", private=private)
+    _save(args.port, planned.new_token)
     label = f"{client.title}: {where.path}"
+    if done.tightened:
+        print(f"{label}: made readable by you only (mode 0600): it holds the server's token")
     if done.status == "unchanged":
         print(f"{label}: already up to date (server {args.name!r})")
         return 0
     print(f"{label}: {'added' if done.status == 'created' else 'updated'} server {args.name!r}"
-          + (f" (backup: {done.backup})" if done.backup else ""))
+          + (f" (previous file saved as {done.backup})" if done.backup else ""))
     print(f"  {client.after}")
-    if serve_line:
-        print(f"  start the server it connects to: {serve_line}")
-    if args.http and where.shared:
-        print(f"  note: {where.path} now holds the server's token; keep it out of version control", file=sys.stderr)
+    if planned.serve_line:
+        print(f"  start the server it connects to: {planned.serve_line}")
+    _print_secret_steps(planned, args)
     return 0
+
+
+class _Planned:
+    """The entry to write, and for HTTP what goes with its token: VS Code inputs, a variable to export, the
+    command that starts the server it expects, a new token to save once the entry is written."""
+
+    def __init__(self, entry: Any, serve_line: str = "", new_token: str | None = None,
+                 placement: TokenPlacement | None = None, token_source: str = "") -> None:
+        self.entry, self.serve_line, self.new_token = entry, serve_line, new_token
+        self.placement, self.token_source = placement, token_source
+
+    def changes(self, path: Path) -> list[tuple[tuple[str, ...], Any]]:
+        """VS Code's ``inputs`` with this entry's input added (the others kept)."""
+        if self.placement is None or not self.placement.inputs:
+            return []
+        from codeward.apps.client_setup.jsonc import JsoncError, parse
+
+        inputs: list[Any] = []
+        if path.is_file():
+            try:
+                found = parse(path.read_text(encoding="utf-8-sig")).value.get("inputs", [])
+            except (JsoncError, OSError, UnicodeDecodeError):
+                found = []  # install_entry refuses the file with the reason
+            inputs = list(found) if isinstance(found, list) else []
+        known = {item.get("id") for item in inputs if isinstance(item, dict)}
+        added = [item for item in self.placement.inputs if item["id"] not in known]
+        return [(("inputs",), [*inputs, *added])] if added else []
+
+
+def _print_secret_steps(planned: _Planned, args: argparse.Namespace) -> None:
+    """What the person does so the client finds the token the entry refers to."""
+    placement = planned.placement
+    if placement is None:
+        return
+    if placement.inputs:
+        print(f"  VS Code asks for the token the first time it starts {args.name!r} and keeps it in its secret "
+              f"storage: paste the output of `{planned.token_source}`")
+    elif placement.variable is not None:
+        print(f"  the entry reads the token from ${placement.variable} (the file holds no secret): set it where "
+              f"the client starts, e.g. in ~/.profile: export {placement.variable}=\"$({planned.token_source})\"")
 
 
 def _roots(given: list[str] | None) -> list[Path]:
@@ -99,9 +151,9 @@ def _roots(given: list[str] | None) -> list[Path]:
     return roots
 
 
-def _entry(args: argparse.Namespace, roots: list[Path]) -> tuple[Any, str, str | None]:
-    """The entry to write; for HTTP, the command that starts the server it expects and a token to save
-    once the entry is written (None: the saved one or ``--token-env``'s is used)."""
+def _entry(args: argparse.Namespace, roots: list[Path], client: Client, where: Target) -> _Planned:
+    """The entry to write; for HTTP, where its token lives, the command that starts the server it expects
+    and a token to save once the entry is written (None: the saved one or ``--token-env``'s is used)."""
     from codeward.apps.client_setup.launch import installed_command
 
     launch = installed_command()
@@ -111,8 +163,10 @@ def _entry(args: argparse.Namespace, roots: list[Path]) -> tuple[Any, str, str |
     config_args = ["--config", str(Path(config).expanduser().absolute())] if config else []
     serve_args = [*config_args, "serve", *(str(root) for root in roots)]
     if not args.http:
-        return StdioEntry(launch.command, (*launch.prefix, *serve_args)), "", None
-    from codeward.serving.transport.http_token import is_loopback, saved_client_token
+        return _Planned(StdioEntry(launch.command, (*launch.prefix, *serve_args)))
+    import shlex
+
+    from codeward.serving.transport.http_token import is_loopback, saved_token, saved_token_file, token_path
 
     if not is_loopback(args.host):
         raise UsageError(f"--host {args.host}: install-client configures a server on this machine's loopback "
@@ -122,29 +176,37 @@ def _entry(args: argparse.Namespace, roots: list[Path]) -> tuple[Any, str, str |
         if not token:
             raise UsageError(f"--token-env {args.token_env}: that environment variable is empty or unset; export "
                              "the token the server will use, or drop --token-env to have one saved for you")
-        auth, new_token = ["--token-env", args.token_env], None
+        auth, new_token, variable = ["--token-env", args.token_env], None, args.token_env
+        source = f"printenv {args.token_env}"
     else:
-        saved = saved_client_token(args.port)
+        saved = saved_token(args.port)
         token = saved or secrets.token_urlsafe(32)
         auth, new_token = [], None if saved else token
+        variable = "CODEWARD_TOKEN" if args.port == 8765 else f"CODEWARD_TOKEN_{args.port}"
+        source = f"cat {shlex.quote(str(saved_token_file(args.port) or token_path(args.port)))}"
+    placement = token_placement(client, where, args.name, token, variable)
     host = f"[{args.host}]" if ":" in args.host else args.host
-    entry = HttpEntry(f"http://{host}:{args.port}/mcp", {"Authorization": f"Bearer {token}"})
+    entry = HttpEntry(f"http://{host}:{args.port}/mcp", {"Authorization": placement.authorization})
     serve = launch.shell(*serve_args, "--http", "--port", str(args.port), *auth)
-    return entry, serve, new_token
+    return _Planned(entry, serve, new_token, placement, source)
 
 
 def _save(port: int, token: str | None) -> None:
     """Keep a new token for ``port``, where ``serve --http`` on that port finds and requires it."""
     if token is not None:
-        from codeward.serving.transport.http_token import client_token_path, write_token_file
+        from codeward.serving.transport.http_token import token_path, write_token_file
 
-        write_token_file(client_token_path(port), token)
+        write_token_file(token_path(port), token)
 
 
-def _document(servers_at: tuple[str, ...], name: str, entry: dict[str, Any]) -> dict[str, Any]:
-    document: dict[str, Any] = {name: entry}
-    for key in reversed(servers_at):
-        document = {key: document}
+def _document(changes: list[tuple[tuple[str, ...], Any]]) -> dict[str, Any]:
+    """The members install-client would set, as one JSON document."""
+    document: dict[str, Any] = {}
+    for keys, value in changes:
+        node = document
+        for key in keys[:-1]:
+            node = node.setdefault(key, {})
+        node[keys[-1]] = value
     return document
 
 

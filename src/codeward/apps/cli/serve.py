@@ -87,14 +87,15 @@ def _banner(args: argparse.Namespace, started: Started, controlled: bool) -> Non
     if started.serving.http is not None:
         assert started.auth is not None and started.http_stack is not None
         url = started.serving.http.url
-        from codeward.apps.client_setup.banner import http_lines
+        from codeward.apps.client_setup.banner import http_lines, http_stack_line
 
         connect = http_lines("codeward", url, _launch(), token_env=args.token_env, token_file=started.auth.token_file,
-                             token=started.auth.token is not None, install_args=_install_args(args))
+                             token=started.auth.token, install_args=_install_args(args),
+                             project=stack.workspace.primary)
         print(f"codeward {__version__}: serving {count} tools over streamable HTTP at {url}\n"
               f"  roots: {roots} (fixed: client roots are not used over HTTP)\n"
               f"  {started.auth.notice}\n"
-              f"  http: {started.http_stack.summary}\n"
+              f"  {http_stack_line(started.http_stack.summary, started.http_stack.missing)}\n"
               f"  {_sandbox_line(stack)}\n"
               f"  connect: {connect[0]}\n"
               f"  {connect[1]}", file=sys.stderr, flush=True)
@@ -104,7 +105,8 @@ def _banner(args: argparse.Namespace, started: Started, controlled: bool) -> Non
     elif sys.stdin.isatty():
         from codeward.apps.client_setup.banner import stdio_lines
 
-        connect = stdio_lines("codeward", _launch(), [*_config_args(args), "serve", str(stack.workspace.primary)])
+        connect = stdio_lines("codeward", _launch(), [*_config_args(args), "serve", str(stack.workspace.primary)],
+                              stack.workspace.primary)
         print(f"codeward {__version__}: serving {count} tools over MCP stdio; roots: {roots}\n"
               "This is an MCP server: a client starts it and talks JSON-RPC on stdin/stdout. To connect one:\n"
               f"  {connect[0]}\n"

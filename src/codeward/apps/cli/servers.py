@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from codeward.apps.cli.args import add_config_argument
-from codeward.apps.cli.common import load_configs, with_urls
+from codeward.apps.cli.common import NO_SERVERS, load_configs, with_urls
 from codeward.kernel.state_unavailable import StateUnavailable
 from codeward.serving.stack import build_stack
 
@@ -47,6 +47,10 @@ def list_servers_cli(
     import anyio
 
     config, gateway = load_configs(config_path)
+    if as_json and not gateway.servers and not urls:  # a script reading the list gets an empty one
+        print("[]", file=out or sys.stdout)
+        print(f"codeward servers: {NO_SERVERS}", file=sys.stderr)
+        return 0
     pins = None
     if config.state.shared:  # the pins every replica of a team gateway checks against (Redis)
         from codeward.serving.shared_state import open_state

@@ -138,6 +138,33 @@ def render(client: Client, entry: Entry) -> dict[str, Any]:
     return stdio
 
 
+@dataclass(frozen=True)
+class TokenPlacement:
+    """How an HTTP entry carries its bearer token in one client's file."""
+
+    authorization: str
+    """The ``Authorization`` header's value as written: the token itself only in a file of the user's own."""
+    inputs: tuple[dict[str, Any], ...] = ()
+    """VS Code ``inputs`` the entry refers to (asked once, kept in VS Code's secret storage)."""
+    variable: str | None = None
+    """The environment variable the client expands into the header (it must be set where the client runs)."""
+
+
+def token_placement(client: Client, where: Target, name: str, token: str, variable: str) -> TokenPlacement:
+    """The token as ``client`` should hold it in ``where``: VS Code asks for it (``${input:...}``, a password
+    input); Claude Code and Cursor expand an environment variable in a file of the project (``${VAR}``,
+    ``${env:VAR}``); a file of the user's own (made 0600) holds the token itself."""
+    if client.name == "vscode":
+        ident = f"{name}-token"
+        prompt = {"type": "promptString", "id": ident, "password": True,
+                  "description": f"the bearer token of {name} (codeward serve --http)"}
+        return TokenPlacement(f"Bearer ${{input:{ident}}}", (prompt,))
+    if where.shared:
+        reference = f"${{{variable}}}" if client.name == "claude-code" else f"${{env:{variable}}}"
+        return TokenPlacement(f"Bearer {reference}", variable=variable)
+    return TokenPlacement(f"Bearer {token}")
+
+
 def _home(env: Mapping[str, str]) -> Path:
     home = env.get("HOME") or env.get("USERPROFILE")
     return Path(home).expanduser() if home else Path.home()

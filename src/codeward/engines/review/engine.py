@@ -184,14 +184,23 @@ def _label(job: _Job) -> str:
     return f"{job.analyzer.tool} ({job.analyzer.analysis_type})"
 
 
+ADDED_OPTIONS = {
+    "mypy": "; options added: --ignore-missing-imports --follow-imports silent --no-site-packages (the "
+            "project's dependencies are not installed beside codeward: their imports count as untyped, so mypy "
+            "in the project's own environment may report more)",
+}
+"""What codeward adds to an analyzer's own options that changes what it finds, said in every summary."""
+
+
 def _configuration(tool: str, config: ReviewSettings, project: ProjectConfig) -> str:
-    """Which configuration an analyzer honoured, for the analysis summary."""
+    """Which configuration an analyzer honoured, and the options codeward added, for the analysis summary."""
+    added = ADDED_OPTIONS.get(tool, "")
     if tool not in CONFIGURABLE:
-        return ""
+        return added
     if config.isolated:
-        return "; isolated: the project's configuration was not read"
+        return "; isolated: the project's configuration was not read" + added
     used = project.used.get(tool)
-    return f"; configuration: {used}" if used else "; no project configuration"
+    return (f"; configuration: {used}" if used else "; no project configuration") + added
 
 
 def _count_lines(path: Path) -> int:

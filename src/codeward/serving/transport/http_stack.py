@@ -1,8 +1,8 @@
 """Which event loop and HTTP parser an HTTP server runs on: uvloop + httptools, or asyncio + h11.
 
 uvicorn's pure-Python h11 parser and the asyncio loop are a fair share of the CPU each request
-costs. The optional ``fast`` extra (``pip install 'codeward[fast]'``) brings uvloop and
-httptools; when both import, ``serve --http`` and ``gateway --http`` run on them, chosen
+costs. The optional ``fast`` extra brings uvloop and httptools (the banner says how to add it to
+the installation at hand); when both import, ``serve --http`` and ``gateway --http`` run on them, chosen
 explicitly (never through uvicorn's ``"auto"``, so what runs is what the start-up line says).
 ``[server] fast_http = false`` (or ``CODEWARD_FAST_HTTP=0``) forces the plain stack, for
 debugging. The loop has to be chosen before the command's event loop starts, so the command
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-FAST_EXTRA = "pip install 'codeward[fast]'"
 FAST_MODULES = ("uvloop", "httptools")
 
 
@@ -44,6 +43,8 @@ class HttpStack:
     reason: str
     head_timeout: float = HEAD_TIMEOUT
     """Seconds a connection has to send a complete request head (``[server] http_head_timeout``)."""
+    missing: tuple[str, ...] = ()
+    """The fast extra's modules that did not import (none when the plain stack was chosen on purpose)."""
 
     @property
     def summary(self) -> str:
@@ -80,8 +81,8 @@ def http_stack(enabled: bool = True, head_timeout: float = HEAD_TIMEOUT) -> Http
         except ImportError:
             missing.append(name)
     if missing:
-        return HttpStack(False, f"{' and '.join(missing)} not installed; {FAST_EXTRA} for the fast stack",
-                         head_timeout)
+        return HttpStack(False, f"{' and '.join(missing)} not installed: the fast extra", head_timeout,
+                         tuple(missing))
     return HttpStack(True, "the fast extra", head_timeout)
 
 

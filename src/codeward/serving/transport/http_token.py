@@ -1,17 +1,15 @@
-"""Who may use an HTTP server: by default, the holder of a token codeward generated for it.
+"""Who may use an HTTP server: by default, the holder of the token saved for its port.
 
 Any local user (and any web page the user has open) can reach a port on 127.0.0.1, so an
 MCP server over HTTP without a token hands its tools — files, the shell — to all of them.
 ``serve --http`` and ``gateway --http`` therefore always require a bearer token:
 
 - ``--token-env VAR``: the operator's token, from that environment variable;
-- otherwise the token ``codeward install-client --http`` saved for that port, if there is one
-  (``<codeward data home>/http/<port>.client-token``, 0600): the clients it configured keep
-  working across restarts;
-- otherwise a fresh token is generated and written, mode 0600, to
-  ``<codeward data home>/http/<port>.token`` (``$CODEWARD_HOME``, else
-  ``$XDG_DATA_HOME/codeward``, else ``~/.local/share/codeward``); the path is printed so a client
-  can be configured with it, and the file is removed when the server stops;
+- otherwise the token saved for that port, ``<codeward data folder>/http/<port>.token`` (0600,
+  ``$CODEWARD_HOME`` moves the folder): made by the first server on that port or by
+  ``codeward install-client --http``, whichever comes first, and kept, so a client configured with
+  it (by ``install-client`` or a pasted ``claude mcp add``) keeps connecting after a restart. Delete
+  the file to have a new one made (then configure the clients again);
 - ``--no-auth``: no token, an explicit opt-out that is refused unless the server binds to a
   loopback address, and warned about on every start.
 """
@@ -44,19 +42,32 @@ class HttpAuth:
 
 
 def token_path(port: int, environ: Mapping[str, str] | None = None) -> Path:
-    """Where a server on ``port`` writes its generated token."""
+    """Where the token of the server on ``port`` is kept (across runs)."""
     return data_home(environ) / "http" / f"{port}.token"
 
 
-def client_token_path(port: int, environ: Mapping[str, str] | None = None) -> Path:
-    """Where ``install-client --http`` keeps the token of the server on ``port`` (kept across runs)."""
-    return data_home(environ) / "http" / f"{port}.client-token"
+LEGACY_SUFFIX = ".client-token"
+"""Where ``install-client --http`` saved a port's token before the server kept one itself."""
 
 
-def saved_client_token(port: int, environ: Mapping[str, str] | None = None) -> str | None:
-    """The token ``install-client --http`` saved for ``port``, or None (a link is never followed)."""
+def saved_token_file(port: int, environ: Mapping[str, str] | None = None) -> Path | None:
+    """The file holding ``port``'s saved token (an older installation's name too), or None."""
+    for path in (token_path(port, environ), token_path(port, environ).with_name(f"{port}{LEGACY_SUFFIX}")):
+        if _read_token(path) is not None:
+            return path
+    return None
+
+
+def saved_token(port: int, environ: Mapping[str, str] | None = None) -> str | None:
+    """The token saved for ``port``, or None."""
+    path = saved_token_file(port, environ)
+    return _read_token(path) if path is not None else None
+
+
+def _read_token(path: Path) -> str | None:
+    """A token file's content (a link is never followed), or None."""
     try:
-        fd = os.open(client_token_path(port, environ), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return None
     with os.fdopen(fd, encoding="utf-8") as handle:
@@ -76,7 +87,7 @@ def is_loopback(host: str) -> bool:
 @contextmanager
 def http_auth(*, host: str, port: int, token_env: str | None, no_auth: bool,
               environ: Mapping[str, str] | None = None) -> Iterator[HttpAuth]:
-    """The authentication of one HTTP server's run; a generated token file is removed afterwards."""
+    """The authentication of one HTTP server's run."""
     env = os.environ if environ is None else environ
     if no_auth and token_env:
         raise HttpAuthError("--no-auth and --token-env contradict each other; pass one of them")
@@ -94,21 +105,16 @@ def http_auth(*, host: str, port: int, token_env: str | None, no_auth: bool,
             raise HttpAuthError(f"--token-env {token_env}: that environment variable is empty or unset")
         yield HttpAuth(token, notice=f"bearer token required (from ${token_env})")
         return
-    saved = saved_client_token(port, env)
-    if saved is not None:
-        yield HttpAuth(saved, client_token_path(port, env),
-                       notice=f"bearer token required: the one `codeward install-client --http` saved in "
-                              f"{client_token_path(port, env)} (readable by you only)")
-        return
-    token = secrets.token_urlsafe(32)
-    path = write_token_file(token_path(port, env), token)
-    try:
-        yield HttpAuth(token, path, notice=f"bearer token required; it is in {path} (readable by you only). "
-                                           f"Clients send 'Authorization: Bearer <token>'; pass --token-env VAR "
-                                           "to choose one, --no-auth to go without (loopback only)")
-    finally:
-        with contextlib.suppress(OSError):
-            path.unlink()
+    path = saved_token_file(port, env)
+    made = path is None
+    if path is None:
+        path = write_token_file(token_path(port, env), secrets.token_urlsafe(32))
+    token = _read_token(path)
+    assert token is not None
+    yield HttpAuth(token, path, notice=f"bearer token required; it is in {path} (readable by you only, "
+                                       f"{'made now and ' if made else ''}kept for port {port}: clients configured "
+                                       "with it connect after a restart). Clients send 'Authorization: Bearer "
+                                       "<token>'; --token-env VAR chooses one, --no-auth goes without (loopback only)")
 
 
 def write_token_file(path: Path, token: str) -> Path:
