@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         ShellSettings,
         WebSettings,
     )
+    from codeward.lean_listing import LeanListing, SessionToolsets
     from codeward.metrics import CallMetrics
     from codeward.registry.served import ServedTools
 
@@ -146,6 +147,8 @@ class Services:
     index: IndexSettings | None = None
     metrics: CallMetrics | None = None
     served: ServedTools | None = None
+    lean: LeanListing | None = None
+    """The lean listing this server or agent serves (what ``toolsets`` shows), None when it lists everything."""
     runtimes: Runtimes = field(default_factory=Runtimes, compare=False)
 
 
@@ -179,6 +182,9 @@ class CallInfo:
     """Asks a person, during the call, to approve writing host-run files the call did not know it
     would write until it ran (a shell run's write-back): set by the approval layer
     (:class:`codeward.gateway.host_run_approval.HostRunApproval`); None when nobody can be asked."""
+    toolsets: SessionToolsets | None = None
+    """The toolsets the calling session enabled on a lean server (what ``toolsets`` changes); None for a
+    call from no session (the command line)."""
 
 
     @contextmanager

@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from mcp_types.version import is_version_at_least
 
 from codeward import __version__
 from codeward.catalog import ToolOutcome
-from codeward.change_notices import ChangeNotifier
+from codeward.change_notices import ChangeNotifier, connection_of
 from codeward.client_link import InputRequired
 from codeward.content import BinaryBlock, Block, ResourceBlock, TextBlock
 from codeward.context import CallInfo, Services, Settings, ToolContext
@@ -44,6 +45,7 @@ from codeward.workspace import Workspace
 
 if TYPE_CHECKING:
     from codeward.audit.log import AuditLog
+    from codeward.lean_listing import LeanListing, SessionToolsets
     from codeward.providers import PromptProvider, RelayedProvider, ResourceProvider
     from codeward.state.backend import StateBackend
     from codeward.transport.http_stack import HttpStack
@@ -224,13 +226,19 @@ class CodewardServer:
         tools_can_change: bool = False,
         relayed: RelayedProvider | None = None,
         files: bool = True,
+        lean: LeanListing | None = None,
     ) -> None:
         """``tools_can_change``: the surface's tool list may change while serving (a gateway);
         clients are then told, and :meth:`tools_changed` is how to tell them. ``relayed``: another
         server's resources, prompts and completions served beside these (a gateway's upstreams).
-        ``files``: serve the workspace's files as resources (not on a gateway without native tools)."""
+        ``files``: serve the workspace's files as resources (not on a gateway without native tools).
+        ``lean``: each session lists what this lean listing shows it (:mod:`codeward.lean_listing`), and is
+        told when a toolset it enabled changes that."""
         self.surface = surface
         self.listing = ToolListing(surface)
+        self.lean = lean
+        self._toolsets: dict[str, SessionToolsets] = {}
+        """Each session's enabled toolsets (lean listing), by :func:`client_of`; a session's goes with it."""
         self.relayed = relayed
         self.holder = WorkspaceHolder(workspace, roots_from_client, stale=roots_from_client)
         self.settings = settings or Settings()
@@ -241,7 +249,7 @@ class CodewardServer:
         self.roots_ttl = roots_ttl
         self._log_level = "info"
         self.subscriptions: set[str] = set()
-        changes = tools_can_change or relayed is not None
+        changes = tools_can_change or relayed is not None or lean is not None
         self.notifier = ChangeNotifier(self._watch_all, self._unwatch_all) if changes else None
         handlers: dict[str, Any] = {
             "on_list_tools": self._list_tools,
@@ -260,8 +268,11 @@ class CodewardServer:
             handlers["on_subscriptions_listen"] = self.notifier.listen_handler
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            announced = NotificationOptions(tools_changed=True, prompts_changed=relayed is not None or
+                                            tools_can_change, resources_changed=relayed is not None or
+                                            tools_can_change) if changes else None
             self.lowlevel: Server[Any] = _LowLevelServer(
-                changes,
+                announced,
                 name,
                 version=__version__,
                 instructions=INSTRUCTIONS,
@@ -284,7 +295,33 @@ class CodewardServer:
             self.notifier.remember(ctx)  # a 2026-07-28 client hears of changes on its listen stream
         # The result as JSON, not ~80 Tool models: the SDK validates it against the session's
         # version of ListToolsResult and dumps it, as it would the model (tests/test_tool_listing.py).
-        return self.listing.result()
+        lean = self.lean
+        if lean is None:
+            return self.listing.result()
+        enabled = self._session_toolsets(ctx).enabled
+        return self.listing.result(lambda name: lean.shows(name, enabled))
+
+    def _session_toolsets(self, ctx: ServerRequestContext[Any, Any]) -> SessionToolsets:
+        """The toolsets the session of this request enabled (a 2026-07-28 HTTP request's: none, for good)."""
+        from codeward.lean_listing import SessionToolsets
+
+        client = client_of(ctx)
+        if client is None:
+            return SessionToolsets(can_change=False)
+        found = self._toolsets.get(client)
+        if found is None:
+            found = self._toolsets[client] = SessionToolsets()
+            try:  # forgotten with the session's connection
+                weakref.finalize(connection_of(ctx), self._toolsets.pop, client, None)
+            except TypeError:  # a connection that cannot be weakly referenced lives as long as the server
+                logger.debug("the toolsets of %s are kept until the server stops", client)
+        return found
+
+    async def _tell_listing_changed(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        """A toolset enabled or disabled by this request's session: tell that client alone."""
+        if self.notifier is not None:
+            await self.notifier.notify_one(ctx, "tools", modern=is_version_at_least(ctx.protocol_version, MODERN_ERA),
+                                           listeners=client_of(ctx) == "")
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
@@ -296,19 +333,24 @@ class CodewardServer:
         if isinstance(workspace, types.InputRequiredResult):
             return input_round(workspace.input_requests or {}, state)
         client = client_of(ctx)
+        toolsets = self._session_toolsets(ctx) if self.lean is not None else None
+        version = toolsets.version if toolsets is not None else 0
         tool_ctx = ToolContext(
             workspace=workspace,
             settings=self.settings,
             reporter=_RequestReporter(ctx, lambda: self._log_level),
             peer=_SessionPeer(ctx, state.answers),
             services=self.services,
-            call=CallInfo(close_sse_stream=ctx.close_sse_stream, client=client, user=user_of(ctx)),
+            call=CallInfo(close_sse_stream=ctx.close_sse_stream, client=client, user=user_of(ctx),
+                          toolsets=toolsets),
             link=RequestLink(ctx, client=client, state=state),
         )
         try:
             outcome = await self.surface.call(params.name, params.arguments, tool_ctx)
         except InputRequired as needed:
             return input_round(needed.requests, RoundState(state.answers, needed.resume or state.resume))
+        if toolsets is not None and toolsets.version != version:
+            await self._tell_listing_changed(ctx)
         return call_result(outcome)
 
     # -- workspace and roots ---------------------------------------------------------------
@@ -624,12 +666,13 @@ class CodewardServer:
 
 
 class _LowLevelServer(Server[Any]):
-    """The SDK's server, announcing ``listChanged`` (tools, prompts, resources) to handshake-era clients
-    when those lists can change (2026-07-28 clients learn it from the ``subscriptions/listen`` handler)."""
+    """The SDK's server, announcing ``listChanged`` to handshake-era clients for the lists that can change
+    (a gateway's upstreams change all three; a lean listing, the tools): 2026-07-28 clients learn it from the
+    ``subscriptions/listen`` handler."""
 
-    def __init__(self, tools_can_change: bool, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, announced: NotificationOptions | None, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._tools_can_change = tools_can_change
+        self._announced = announced
 
     def create_initialization_options(
         self,
@@ -637,9 +680,8 @@ class _LowLevelServer(Server[Any]):
         experimental_capabilities: dict[str, dict[str, Any]] | None = None,
         extensions: dict[str, dict[str, Any]] | None = None,
     ) -> InitializationOptions:
-        if notification_options is None and self._tools_can_change:  # a gateway: its upstreams' lists change
-            notification_options = NotificationOptions(tools_changed=True, prompts_changed=True, resources_changed=True)
-        return super().create_initialization_options(notification_options, experimental_capabilities, extensions)
+        return super().create_initialization_options(notification_options or self._announced,
+                                                     experimental_capabilities, extensions)
 
 
 def client_of(ctx: ServerRequestContext[Any, Any]) -> str | None:

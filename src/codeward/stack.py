@@ -11,9 +11,13 @@ what they ask the builder for (upstreams, meta mode, who approves calls).
 
 The chain, outermost first::
 
-    observers (control plane) → RecordCalls (metrics) → Meta (--meta) → Approval → tools
+    CallThrough (lean) → observers (control plane, audit) → RecordCalls (metrics) → Meta (--meta) → Approval → tools
 
-(Meta's own tools — running or signing a registry item — pass the same Approval.)
+(Meta's own tools — running or signing a registry item — pass the same Approval; ``call_tool`` is
+made a call of the tool it names before any layer sees it.)
+
+By default the stack's listing is lean (:mod:`codeward.lean_listing`): :attr:`Stack.lean` says what
+each session lists; every tool stays callable.
 
 where *tools* are the native catalog (renamed by ``[mcp] native = "alias"`` on the gateway)
 and the gateway's upstream tools, first name wins.
@@ -31,8 +35,9 @@ from codeward.assembly import services_for
 from codeward.catalog import Catalog, ToolOutcome
 from codeward.chain import Middleware, chain
 from codeward.config import Config, ConfigError, GatewayConfig
-from codeward.context import Reporter, Services, ToolContext
+from codeward.context import CallInfo, Reporter, Services, ToolContext
 from codeward.gateway.native import Alias
+from codeward.lean_listing import CallThrough, LeanListing, SessionToolsets, Toolset
 from codeward.metrics import RecordCalls
 from codeward.surface import CatalogSurface, CompositeSurface, ToolInfo, ToolSurface
 from codeward.workspace import Workspace
@@ -84,15 +89,21 @@ class Stack:
     approval: Approval | None = None
     meta: bool = False
     """The stack lists only the four meta-tools (``--meta``)."""
+    lean: LeanListing | None = None
+    """What each session lists when the listing is lean (``[server] toolsets`` unset or naming ``core``);
+    None when every tool is listed."""
     _meta_surface: ToolSurface | None = field(default=None, repr=False)
 
     @property
     def settings(self) -> Any:
         return self.config.settings
 
-    def context(self, *, reporter: Reporter | None = None, workspace: Workspace | None = None) -> ToolContext:
-        """A context for one direct call (outside an MCP server), with this stack's policy and services."""
-        ctx = ToolContext(workspace or self.workspace, settings=self.config.settings, services=self.services)
+    def context(self, *, reporter: Reporter | None = None, workspace: Workspace | None = None,
+                toolsets: SessionToolsets | None = None) -> ToolContext:
+        """A context for one direct call (outside an MCP server), with this stack's policy and services;
+        ``toolsets``: the calling session's (an agent conversation's) enabled toolsets."""
+        ctx = ToolContext(workspace or self.workspace, settings=self.config.settings, services=self.services,
+                          call=CallInfo(toolsets=toolsets))
         return ctx if reporter is None else ctx.child(reporter=reporter)
 
     async def acall(self, name: str, arguments: dict[str, Any] | None, ctx: ToolContext | None = None) -> ToolOutcome:
@@ -124,7 +135,8 @@ class Stack:
                                 resource_providers=self.resource_providers if native else (),
                                 prompt_providers=self.prompt_providers if native else (), name=name,
                                 tools_can_change=self.gateway is not None,
-                                relayed=self.gateway.content if self.gateway is not None else None, files=native)
+                                relayed=self.gateway.content if self.gateway is not None else None, files=native,
+                                lean=self.lean)
         if self.gateway is not None:
             self.gateway.subscribe(server.tools_changed)  # an upstream's list_changed reaches our clients
             if server.notifier is not None:  # and its resource and prompt changes, and its log lines
@@ -177,16 +189,30 @@ def workspace_for(config: Config, roots: Sequence[str | Path] = (), *,
 
 
 def catalog_for(config: Config) -> Catalog:
-    """The default catalog with the config's toolset filter (an unknown toolset is an error)."""
-    from codeward.tools import default_catalog
+    """The tools the config's ``[server] toolsets`` serves, listed or reachable (an unknown toolset is an error)."""
+    from codeward.tools import CORE, DISCOVERY_TOOLSET, EVERY_TOOLSET, default_catalog, served_catalog, toolset_choice
 
-    catalog = default_catalog(config.toolsets)
     if config.toolsets is not None:
-        unknown = set(config.toolsets) - set(catalog.toolsets())
+        known = [name for name in default_catalog().toolsets() if name != DISCOVERY_TOOLSET]
+        unknown = set(config.toolsets) - set(known) - {CORE, EVERY_TOOLSET}
         if unknown:
             raise ConfigError(f"unknown toolsets in config: {', '.join(sorted(unknown))}; "
-                              f"known: {', '.join(default_catalog().toolsets())}")
-    return catalog
+                              f"known: {', '.join(known)}, or \"{CORE}\" (the lean listing) and \"{EVERY_TOOLSET}\"")
+    return served_catalog(toolset_choice(config.toolsets))
+
+
+def lean_listing(config: Config, catalog: Catalog, surface: ToolSurface, prefix: str = "") -> LeanListing | None:
+    """What each session of a lean stack lists (None when the config lists every served tool)."""
+    from codeward.tools import CORE_TOOLS, TOOLSET_SUMMARIES, toolset_choice
+
+    choice = toolset_choice(config.toolsets)
+    if not choice.lean:
+        return None
+    toolsets = [Toolset(name, TOOLSET_SUMMARIES.get(name, ""),
+                        tuple(prefix + spec.name for spec in catalog if spec.toolset == name))
+                for name in catalog.toolsets()]
+    return LeanListing(tuple(toolsets), frozenset(prefix + name for name in CORE_TOOLS if name in catalog),
+                       listed=choice.listed, prefix=prefix, infos=surface.tool_infos)
 
 
 def _native_unlisted(catalog: Catalog, native: bool | str) -> Callable[[str], ToolInfo | None]:
@@ -238,10 +264,13 @@ def build_stack(
 
     parts: list[ToolSurface] = []
     native_names: tuple[str, ...] = ()
+    lean: LeanListing | None = None
     if native is not False:
         native_surface = chain(CatalogSurface(catalog), [Alias(native)] if isinstance(native, str) else [])
         native_names = tuple(info.name for info in native_surface.tool_infos())
         parts.append(native_surface)
+        if not meta:
+            lean = lean_listing(config, catalog, native_surface, f"{native}__" if isinstance(native, str) else "")
     upstream: Gateway | None = None
     if upstreams:  # even without servers: the agent's `:mcp connect` adds them at run time
         from codeward.gateway.gateway import Gateway
@@ -266,7 +295,7 @@ def build_stack(
     host_run = HostRunApproval(approver.confirm if approver is not None else None, catalog)
     inner: list[Middleware] = [*([approval] if approval is not None else []), host_run]
     approved = chain(tools, inner)
-    outer: list[Middleware] = [*observers]
+    outer: list[Middleware] = [*([CallThrough(lean)] if lean is not None else []), *observers]
     if services.metrics is not None:
         outer.append(RecordCalls(services.metrics))
     if meta:
@@ -276,7 +305,7 @@ def build_stack(
     else:
         from codeward.registry.served import ServedTools
 
-        services = replace(services, served=ServedTools(approved))
+        services = replace(services, served=ServedTools(approved), lean=lean)
     from codeward.registry.providers import registry_providers
 
     prompts, knowledge = registry_providers(services.registry)
@@ -284,4 +313,4 @@ def build_stack(
                  services=services, gateway_config=gateway_config, surface=chain(approved, outer),
                  native_names=native_names, native_tools=native is not False, gateway=upstream,
                  resource_providers=(knowledge,), prompt_providers=(prompts,), middleware=(*outer, *inner),
-                 approved=approved, approval=approval, meta=meta)
+                 approved=approved, approval=approval, meta=meta, lean=lean)

@@ -23,6 +23,7 @@ from codeward.chain import Middleware, chain
 from codeward.config import Config
 from codeward.context import Services, ToolContext
 from codeward.gateway.policy import ConfirmCallback
+from codeward.lean_listing import LeanListing, SessionToolsets, Shown
 from codeward.llm.client import ModelClient
 from codeward.llm.profile import ModelProfile
 from codeward.llm.window import DEFAULT_CONTEXT_TOKENS, ContextWindow, discover_window
@@ -59,6 +60,8 @@ class AgentSession:
     choice: CatalogChoice = field(default_factory=CatalogChoice)
     plan: CatalogPlan | None = None
     """What the last request offered."""
+    toolsets: SessionToolsets = field(default_factory=SessionToolsets)
+    """The toolsets the model enabled in this conversation (a lean stack's ``toolsets`` tool)."""
 
     @property
     def config(self) -> Config:
@@ -101,21 +104,38 @@ class AgentSession:
         return [g.name for g in group_tools(self.surface.tool_infos(), self.toolset_of)]
 
     def offer(self, text: str, used_tokens: int) -> tuple[ToolSurface, CatalogPlan]:
-        """The surface for a request about ``text`` whose conversation already takes ``used_tokens``."""
-        groups = group_tools(self.surface.tool_infos(), self.toolset_of)
+        """The surface for a request about ``text`` whose conversation already takes ``used_tokens``.
+
+        On a lean stack the budget plans over what the conversation lists (the core tools, the discovery
+        tools, the toolsets the model enabled); a toolset enabled during the reply is offered from the
+        next round on. ``--toolsets`` chooses among every toolset."""
+        lean = self.stack.lean if self.choice.toolsets is None else None
+        infos = self.surface.tool_infos()
+        if lean is not None:
+            enabled = self.toolsets.enabled
+            groups = group_tools(lean.shown(infos, enabled), lambda name: "core" if name in lean.core
+                                 else self.toolset_of(name))
+        else:
+            groups = group_tools(infos, self.toolset_of)
         meta = self.meta
         plan = plan_catalog(groups, schema_tokens(meta.tool_infos()), self.window, used_tokens,
-                            self.profile.max_tokens, text, meta=self.choice.meta, toolsets=self.choice.toolsets)
+                            self.profile.max_tokens, text, meta=self.choice.meta, toolsets=self.choice.toolsets,
+                            lean=lean is not None)
         self.plan = plan
         if plan.form == "full":
             return self.surface, plan
+        if plan.form == "lean":
+            assert lean is not None
+            return chain(self.surface, [Shown(lean, self.toolsets)]), plan
         if plan.form == "meta":
             return meta, plan
         names = [info.name for g in groups if g.name in plan.toolsets for info in g.infos]
-        return chain(self.surface, [Offered(names)]), plan
+        if lean is None:
+            return chain(self.surface, [Offered(names)]), plan
+        return chain(self.surface, [Offered(names, later=_enabled_later(lean, self.toolsets))]), plan
 
     def context(self) -> ToolContext:
-        return self.stack.context(workspace=self.workspace)
+        return self.stack.context(workspace=self.workspace, toolsets=self.toolsets)
 
     def system_prompt(self) -> str:
         """Names the project folder, not its path: the prompt is the same wherever the project lives
@@ -127,6 +147,17 @@ class AgentSession:
         self.profile = profile
         self.client = self.client_factory(profile)
         self.settings.text_tool_calls = profile.text_tool_calls
+
+
+def _enabled_later(lean: LeanListing, toolsets: SessionToolsets) -> Callable[[str], bool]:
+    """Whether a tool belongs to a toolset enabled after this moment (offered at once, trimmed or not)."""
+    before = toolsets.enabled
+
+    def later(name: str) -> bool:
+        toolset = lean.toolset_of(name)
+        return toolset is not None and toolset in toolsets.enabled and toolset not in before
+
+    return later
 
 
 def choice_problem(session: AgentSession) -> str | None:
