@@ -708,10 +708,11 @@ def _input_model(func: Callable[..., Any], tool_name: str) -> type[BaseModel]:
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """Drop pydantic's titles and spell optionals plainly: both only cost tokens."""
-    from codeward.wire_schema import simplify_optionals
+    """Drop pydantic's titles, spell optionals plainly and leave out what tells a model nothing: all of it
+    only costs tokens (:func:`codeward.wire_schema.lean_input_schema`)."""
+    from codeward.wire_schema import lean_input_schema
 
-    return simplify_optionals(_drop_titles(schema))  # type: ignore[no-any-return]
+    return lean_input_schema(_drop_titles(schema))  # type: ignore[no-any-return]
 
 
 def _displayable_json(value: Any) -> Any:

@@ -32,12 +32,11 @@ TOOLSET = "python"
 MAX_CANDIDATES = 20_000
 MAX_REFERENCES = 2_000
 
-PathArg = Annotated[str, Field(description="The Python file where the symbol is defined or used.")]
-NameArg = Annotated[str, Field(description="The symbol's dotted name as defined in that file (a function, a "
-                                           "class, Class.method, a module or class variable); or give line and "
-                                           "column instead.")]
-LineArg = Annotated[int, Field(ge=0, description="Instead of name: the 1-based line of any use of the symbol.")]
-ColumnArg = Annotated[int, Field(ge=0, description="With line: the 1-based column of the name on that line.")]
+PathArg = Annotated[str, Field(description="A file defining or using the symbol.")]
+NameArg = Annotated[str, Field(description="As defined in path (f, Class, Class.method, a variable); or give the "
+                                           "line and column of a use.")]
+LineArg = Annotated[int, Field(ge=0)]
+ColumnArg = Annotated[int, Field(ge=0)]
 
 
 class Reference(BaseModel):
@@ -216,12 +215,10 @@ def py_find_references(
     name: NameArg = "",
     line: LineArg = 0,
     column: ColumnArg = 0,
-    include_unsure: Annotated[bool, Field(description="Also list name-based matches: uses on expressions whose "
-                                                      "type jedi cannot tell (marked name-based).")] = False,
+    include_unsure: bool = False,
 ) -> Result[ReferenceReport | None]:
-    """Scope-aware references of one Python symbol across the project (jedi): uses of that symbol, not of every
-    symbol with the same name. Matches jedi cannot resolve are left out unless include_unsure, and then marked
-    name-based (py_find_usages is name-based throughout)."""
+    """The uses of one Python symbol across the project, resolved by scope (jedi), not every same name
+    (py_find_usages); include_unsure adds the matches jedi cannot resolve, marked."""
     found = _target(ctx, path, name, line, column)
     if not found.ok:
         return _failed(found)
@@ -306,17 +303,15 @@ def plan_rename(ctx: ToolContext, path: str, new_name: str, name: str = "", line
 def py_rename_symbol(
     ctx: ToolContext,
     path: PathArg,
-    new_name: Annotated[str, Field(description="The new name (an identifier).")],
+    new_name: str,
     name: NameArg = "",
     line: LineArg = 0,
     column: ColumnArg = 0,
-    apply: Annotated[bool, Field(description="Write the changes; by default only the unified diff is shown.")
-                     ] = False,
-    include_unsure: Annotated[bool, Field(description="Also rename name-based matches jedi cannot resolve.")
-                              ] = False,
+    apply: bool = False,
+    include_unsure: bool = False,
 ) -> Result[RenameReport | None]:
-    """Rename a Python symbol and every scope-aware reference to it across the project (jedi). Shows the unified
-    diff unless apply=true; then every file is written, all or none, as one checkpoint (undo reverts it)."""
+    """Rename a Python symbol and its references across the project (jedi, by scope). Shows the diff;
+    apply=true writes every file, all or none."""
     planned = plan_rename(ctx, path, new_name, name, line, column, include_unsure)
     if not planned.ok or planned.data is None:
         return _failed(planned)
