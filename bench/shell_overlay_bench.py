@@ -9,6 +9,10 @@ machine slows both alike):
   empty upper layer);
 - ``write N files``: a script that writes N small files (the cost that grows with changes).
 
+The last two columns: the same overlay with its layers on the run's disk (a size-limited tmpfs in
+its namespace, the disk cap, read back through a descriptor) against the layers in the host's
+temporary folder (how they lived before the cap), again alternated.
+
     .venv/bin/python bench/shell_overlay_bench.py [--runs N] [--files 1,100,1000]
 """
 
@@ -30,6 +34,8 @@ from codeward.coding.sandbox import SandboxRequest, probe_sandbox  # noqa: E402
 from codeward.coding.sandbox.overlay import Overlays  # noqa: E402
 from codeward.shell.changes import apply_overlays  # noqa: E402
 from codeward.workspace import Workspace  # noqa: E402
+
+DISK_MB = 1024
 
 
 def paired_ms(baseline: Callable[[], object], measured: Callable[[], object], runs: int,
@@ -67,9 +73,9 @@ def main() -> None:
                                               rw_binds=[str(project)], memory_mb=4096, max_processes=1024))
         return run
 
-    def overlaid(script: str) -> Callable[[], object]:
+    def overlaid(script: str, disk_mb: int | None = None) -> Callable[[], object]:
         def run() -> object:
-            overlays = Overlays.create([project])
+            overlays = Overlays.create([project], disk_mb=disk_mb)
             try:
                 result = sandbox.run(SandboxRequest(argv=["bash", "-c", script], workdir=str(project),
                                                     overlays=overlays, memory_mb=4096, max_processes=1024))
@@ -83,12 +89,14 @@ def main() -> None:
     for count in (int(n) for n in args.files.split(",") if n):
         rows.append((f"write {count} files",
                      f"mkdir -p out && for i in $(seq {count}); do echo line $i > out/f$i.txt; done"))
-    print(f"{'script':<22}{'overlay ms':>12}{'direct ms':>12}{'× direct':>10}")
+    print(f"{'script':<22}{'overlay ms':>12}{'direct ms':>12}{'× direct':>10}{'on disk cap ms':>16}{'× overlay':>11}")
     try:
         for name, script in rows:
             direct(script)()  # warm the page cache and the probe
             measured, base = paired_ms(direct(script), overlaid(script), args.runs, reset)
-            print(f"{name:<22}{measured:>12.1f}{base:>12.1f}{measured / base:>10.2f}")
+            capped, plain = paired_ms(overlaid(script), overlaid(script, DISK_MB), args.runs, reset)
+            print(f"{name:<22}{measured:>12.1f}{base:>12.1f}{measured / base:>10.2f}{capped:>16.1f}"
+                  f"{capped / plain:>11.2f}")
     finally:
         shutil.rmtree(project, ignore_errors=True)
 

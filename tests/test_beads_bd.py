@@ -1,6 +1,7 @@
 """Delegation to the bd CLI. The real bd cannot be installed here (its packages download a
 prebuilt binary at install time), so a stand-in executable answers like `bd ... --json` does
-and records the command lines it was given."""
+and records the command lines it was given — in the project's .beads/, the one place it can
+write from the sandbox bd runs in (bd runs the scripts of .beads/hooks/, which an agent can write)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from codeward.result import ErrorKind
 from tests.conftest import snapshot
 
 Call = Callable[..., ToolOutcome]
+LOG_NAME = "fake-bd-calls.jsonl"
 
 FAKE_BD = textwrap.dedent('''\
     import json, os, sys, time
@@ -65,13 +67,19 @@ FAKE_BD = textwrap.dedent('''\
 def fake_bd(tmp_path: Path, root: Path, ctx: ToolContext) -> Path:
     """A bd stand-in on the configured command path; returns its log of received command lines."""
     beads_init(root, prefix="app")
-    log = tmp_path / "bd-calls.jsonl"
+    log = root / ".beads" / LOG_NAME
     script = tmp_path / "bin" / "bd"
     script.parent.mkdir()
     script.write_text(f"#!{sys.executable}\n" + FAKE_BD.format(log=str(log)))
     script.chmod(0o755)
     ctx.services = replace(ctx.services, beads=BeadsSettings(bd_command=str(script), timeout=5))
     return log
+
+
+def without_log(files: dict[str, bytes]) -> dict[str, bytes]:
+    """The project without the stand-in's log and codeward's own record of the call (``.codeward/``)."""
+    return {name: data for name, data in files.items() if not name.endswith(LOG_NAME)
+            and not name.startswith(".codeward/")}
 
 
 def calls(log: Path) -> list[dict[str, Any]]:
@@ -110,11 +118,11 @@ def test_create_and_update_pass_every_field(call: Call, fake_bd: Path) -> None:
 
 
 def test_bd_failure_is_reported_with_its_message(call: Call, fake_bd: Path, root: Path) -> None:
-    before = snapshot(root)
+    before = without_log(snapshot(root))
     out = call("bd_create", title="boom")
     assert out.is_error and out.errors[0].kind is ErrorKind.INVALID_INPUT
     assert "`bd create boom -p 2 -t task` failed (exit 1): Error: database is locked" in out.text
-    assert snapshot(root) == before
+    assert without_log(snapshot(root)) == before
 
 
 def test_non_json_output_is_a_clear_error(call: Call, fake_bd: Path) -> None:

@@ -13,7 +13,7 @@ from codeward.coding.languages import detect_toolchains
 from codeward.coding.runtime import CodingRuntime
 from codeward.config import CodingSettings
 from tests.conftest import snapshot
-from tests.sandbox_support import bwrap_works, caller, context, runtime_fixture
+from tests.sandbox_support import caller, context, runtime_fixture
 
 pytestmark = pytest.mark.xdist_group("coding-tools")
 
@@ -267,8 +267,7 @@ def test_process_backend_results_are_marked_not_isolated(catalog: Catalog, root:
         runtime.close()
 
 
-@pytest.mark.skipif(not bwrap_works(), reason="no bwrap here")
-def test_a_preferred_backend_that_cannot_run_falls_back_with_a_note(catalog: Catalog, root: Path) -> None:
+def test_a_named_backend_that_cannot_run_is_refused_not_replaced(catalog: Catalog, root: Path) -> None:
     runtime = CodingRuntime(CodingSettings(backend="docker", pool_size=0))
     try:
         from codeward.coding.sandbox import SandboxUnavailable
@@ -279,9 +278,8 @@ def test_a_preferred_backend_that_cannot_run_falls_back_with_a_note(catalog: Cat
             pytest.skip("a Docker engine answers here")
         except SandboxUnavailable:
             pass
-        result = structured(caller(catalog, context(root, runtime))("coding_execute_code", language="bash",
-                                                                    code="echo ok"))
-        assert result["backend"] == "bwrap"
-        assert any("sandbox 'docker' is unavailable" in note for note in result["notes"])  # type: ignore[union-attr]
+        outcome = caller(catalog, context(root, runtime))("coding_execute_code", language="bash", code="echo ok")
+        assert outcome.is_error and "setup_error" in outcome.text
+        assert "docker: no Docker engine is reachable" in outcome.text  # the operator named docker: nothing else
     finally:
         runtime.close()

@@ -239,7 +239,8 @@ def test_an_environment_variable_overrides_both_files(tmp_path: Path, user_home:
     overridden = load_config(cwd=tmp_path, environ={**environ, "CODEWARD_SANDBOX": "process",
                                                     "CODEWARD_INDEX_CTAGS": "1", "CODEWARD_REGISTRY_HUB": "/srv/hub",
                                                     "CODEWARD_MODEL": "coder", "CODEWARD_MODEL_API_KEY": "k"})
-    assert overridden.coding.backend == "process" and overridden.index.ctags is True
+    assert overridden.sandbox.backend == "process" and overridden.coding.backend == "bwrap"
+    assert overridden.index.ctags is True
     assert overridden.registry.hub_dir == Path("/srv/hub")
     assert (overridden.coding.model, overridden.coding.model_api_key) == ("coder", "k")
 
@@ -248,7 +249,7 @@ def test_a_bad_environment_value_names_the_variable(root: Path) -> None:
     done = codeward("tools", cwd=root, env={"CODEWARD_SANDBOX": "vm", "CODEWARD_INDEX_CTAGS": "maybe"})
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "environment: 2 problems" in done.stderr
-    assert "environment variable CODEWARD_SANDBOX must be one of 'bwrap', 'docker', 'process'" in done.stderr
+    assert "environment variable CODEWARD_SANDBOX must be one of 'auto', 'bwrap', 'docker', 'process'" in done.stderr
     assert "environment variable CODEWARD_INDEX_CTAGS must be a boolean" in done.stderr
     assert codeward("tools", cwd=root, env={"CODEWARD_SANDBOX": ""}).returncode == 0, "empty counts as unset"
 

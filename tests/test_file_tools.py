@@ -145,15 +145,55 @@ def test_concurrent_edits_to_one_file_are_serialized(root: Path, catalog: Catalo
 
 
 def test_output_past_the_cap_is_cut_with_a_marker_and_saved(root: Path, catalog: Catalog) -> None:
-    text = "".join(f"row {i:06}\n" for i in range(5000))
-    (root / "big.txt").write_text(text)
+    for number in range(300):
+        (root / f"file_{number:04}.txt").write_text("")
     ctx = ToolContext(Workspace.create([root]), settings=Settings(output_cap_chars=1000))
-    outcome = catalog.call("read_file", {"path": "big.txt"}, ctx)
+    outcome = catalog.call("search_files", {"path": ".", "pattern": "*.txt"}, ctx)
+    text = "\n".join(f"file_{number:04}.txt" for number in range(300))
     assert outcome.truncated and outcome.text.startswith(text[:1000])
-    assert "output truncated: 55,000 characters, showing the first 1,000" in outcome.text
+    assert f"output truncated: {len(text):,} characters, showing the first 1,000" in outcome.text
     saved = outcome.text.split("saved as ")[1].split(":")[0]
     assert (root / saved).read_text() == text
     assert "offset/limit" in outcome.text
+
+
+def test_a_read_past_the_cap_is_a_page_cut_at_a_line_and_writes_nothing(root: Path, catalog: Catalog) -> None:
+    text = "".join(f"row {i:06}\n" for i in range(5000))
+    (root / "big.txt").write_text(text)
+    ctx = ToolContext(Workspace.create([root]), settings=Settings(output_cap_chars=1000))
+    pages: list[str] = []
+    offset = 1
+    while True:
+        outcome = catalog.call("read_file", {"path": "big.txt", "offset": offset}, ctx)
+        assert not outcome.truncated and not outcome.is_error and len(outcome.text) <= 1000
+        body, _, note = outcome.text.rpartition("\n[lines ")
+        if not _:
+            pages.append(outcome.text)
+            break
+        pages.append(body)
+        read = body.count("\n")
+        assert note == f"{offset}-{offset + read - 1} of 5000; the page stops at the output cap; continue with " \
+                       f"offset={offset + read}]"
+        offset += read
+    assert "".join(pages) == text and len(pages) > 50
+    assert not (root / ".codeward").exists()
+
+
+def test_a_line_longer_than_a_page_and_a_long_slice_say_where_to_go_on(root: Path, catalog: Catalog) -> None:
+    (root / "min.js").write_text("x" * 5000 + "\nsecond\n")
+    ctx = ToolContext(Workspace.create([root]), settings=Settings(output_cap_chars=2000))
+    first = catalog.call("read_file", {"path": "min.js"}, ctx)
+    assert not first.truncated and first.text.startswith("x" * 1600) and "x" * 1601 not in first.text
+    assert first.text.endswith("[line 1 is 5,001 characters, more than one answer holds: showing its first 1,600 "
+                               "(search_text finds text inside it). Continue with offset=2.]")
+    assert catalog.call("read_file", {"path": "min.js", "offset": 2}, ctx).text == "second\n"
+    (root / "rows.txt").write_text("".join(f"row {n:04}\n" for n in range(1, 1001)))
+    sliced = catalog.call("get_file_slice", {"path": "rows.txt", "start_line": 10, "end_line": 900}, ctx)
+    body, _, note = sliced.text.rpartition("\n[")
+    last = int(body.rstrip("\n").rsplit(" ", 1)[1])
+    assert not sliced.truncated and body.startswith("row 0010\n") and len(sliced.text) <= 2000
+    assert note == f"lines 10-{last} of the 10-900 asked: the answer stops at the output cap; continue with " \
+                   f"start_line={last + 1}]"
 
 
 def test_unknown_arguments_and_missing_ones_are_named(call: Call) -> None:
@@ -188,12 +228,24 @@ def test_get_tree_honours_gitignore_and_depth(root: Path, call: Call) -> None:
 
 
 def test_bytes_that_are_not_utf8_reach_the_client_as_replacement_characters(root: Path, call: Call) -> None:
-    (root / "legacy.txt").write_bytes(b"caf\xe9\n")
+    (root / "stray.txt").write_bytes("café \xff\n".encode("utf-8", "surrogateescape").replace(b"\xc3\xbf", b"\xff"))
     (root / b"na\xefve.txt".decode("utf-8", "surrogateescape")).write_bytes(b"")
-    for outcome in (call("read_file", path="legacy.txt"), call("list_directory", path=".")):
+    for outcome in (call("read_file", path="stray.txt"), call("list_directory", path=".")):
         outcome.text.encode("utf-8")  # a lone surrogate here makes the whole JSON message invalid
-    assert call("read_file", path="legacy.txt").text == "caf\ufffd\n"
+    read = call("read_file", path="stray.txt").text
+    assert read.startswith("café \ufffd\n") and "not valid UTF-8: 1 byte could not be decoded" in read
     assert "na\ufffdve.txt" in call("list_directory", path=".").text
+
+
+def test_a_file_in_a_legacy_encoding_is_read_in_it_and_named(root: Path, call: Call) -> None:
+    (root / "legacy.txt").write_bytes("caf\xe9 na\xefve\n".encode("latin-1"))
+    read = call("read_file", path="legacy.txt").text
+    assert read == "café naïve\n\n[encoding: cp1252 (detected; the file is not UTF-8); edits write it back in cp1252]"
+    assert not call("edit_file", path="legacy.txt", old_string="naïve", new_string="naïf").is_error
+    assert (root / "legacy.txt").read_bytes() == b"caf\xe9 na\xeff\n"
+    refused = call("edit_file", path="legacy.txt", old_string="café", new_string="カフェ")
+    assert refused.is_error and "cannot be encoded as cp1252" in refused.text
+    assert (root / "legacy.txt").read_bytes() == b"caf\xe9 na\xeff\n"
 
 
 def test_ambiguous_edit_names_the_first_lines_and_only_scans_for_those(root: Path, call: Call) -> None:
@@ -269,7 +321,7 @@ def test_appending_after_a_last_line_without_newline_keeps_both_lines(root: Path
     call("set_file_slice", path="a.txt", start_line=3, end_line=2, new_content="c\n")
     assert (root / "a.txt").read_text() == "a\nb\nc\n"
     call("set_file_slice", path="a.txt", start_line=4, end_line=3, new_content="d")
-    assert (root / "a.txt").read_text() == "a\nb\nc\nd"
+    assert (root / "a.txt").read_text() == "a\nb\nc\nd\n"  # the file ended with a newline: it still does
 
 
 def test_a_refused_write_file_leaves_no_new_folders(root: Path, call: Call) -> None:
@@ -326,8 +378,10 @@ def test_saved_outputs_are_pruned_to_the_newest(root: Path, catalog: Catalog) ->
     (spill / "linked.txt").symlink_to(root / "elsewhere.txt")
     shown = []
     for number in range(5):
-        (root / f"big{number}.txt").write_text(f"row {number}\n" * 100)
-        outcome = catalog.call("read_file", {"path": f"big{number}.txt"}, ctx)
+        (root / f"big{number}").mkdir()
+        for row in range(20):
+            (root / f"big{number}" / f"row{row}.txt").write_text("")
+        outcome = catalog.call("search_files", {"path": f"big{number}", "pattern": "*.txt"}, ctx)
         shown.append(outcome.text.split("saved as ")[1].split(":")[0])
         os.utime(root / shown[-1], ns=(number * 10**9, number * 10**9))  # distinct ages, oldest first
     kept = sorted(path.name for path in spill.iterdir() if path.suffix == ".txt" and not path.is_symlink())

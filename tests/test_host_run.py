@@ -42,6 +42,7 @@ def git(cwd: Path, *args: str) -> None:
     "lib/.gitattributes", ".vscode/tasks.json", ".VSCode/tasks.json", "sub/project/.vscode/settings.json",
     ".idea/workspace.xml", ".devcontainer/devcontainer.json", ".devcontainer.json", ".mcp.json", ".MCP.json",
     ".cursor/mcp.json", ".claude/settings.json", ".gitconfig", ".bashrc", ".zshrc", ".profile", ".bash_profile",
+    ".beads/hooks/on_create",
 ])
 def test_the_built_in_list_matches_at_any_depth_in_any_case(workspace: Workspace, root: Path, rel: str) -> None:
     verdict = workspace.write_verdict(root / rel)

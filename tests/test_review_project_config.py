@@ -187,18 +187,28 @@ def _hostile_project(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 @pytest.mark.parametrize("privileges", ["root", "no-capabilities"])
 def test_a_hostile_configuration_runs_nothing_and_writes_nothing(tmp_path: Path, privileges: str) -> None:
-    """mypy plugins and python_executable would run code; ruff's fix and cache-dir would write."""
+    """mypy plugins and python_executable would run code; ruff's fix and cache-dir would write.
+
+    A root without capabilities cannot make the namespaces of the sandbox (mapping uid 0 needs
+    CAP_SETFCAP): the review refuses, until the operator chooses plain processes — which the
+    project configuration's own defences still hold for."""
     root, outside, marker = _hostile_project(tmp_path)
-    before = snapshot(root)
     prefix: list[str] = []
+    command = [sys.executable, "-m", "codeward", "review", ".", "--format", "json", "-q",
+               "--gates", "max_errors=off", "max_warnings=off"]
     if privileges == "no-capabilities":
         if shutil.which("setpriv") is None:
             pytest.skip("setpriv (util-linux) is not installed")
         prefix = ["setpriv", "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--"]
-    done = subprocess.run([*prefix, sys.executable, "-m", "codeward", "review", ".", "--format", "json", "-q",
-                           "--gates", "max_errors=off", "max_warnings=off"],
-                          cwd=root, capture_output=True, text=True, timeout=300)
+        refused = subprocess.run([*prefix, *command], cwd=root, capture_output=True, text=True, timeout=300)
+        assert refused.returncode == 2 and "review analyzers cannot run: no isolating sandbox" in refused.stderr
+        assert "apt-get install bubblewrap" in refused.stderr and not marker.exists()
+        (root / "codeward.toml").write_text('[sandbox]\nbackend = "process"\n')
+    before = snapshot(root)
+    done = subprocess.run([*prefix, *command], cwd=root, capture_output=True, text=True, timeout=300)
     assert done.returncode in (0, 1), done.stderr
+    if privileges == "no-capabilities":
+        assert "NOT isolated" in done.stderr
     assert not marker.exists()
     assert list(outside.iterdir()) == []
     assert snapshot(root) == before  # `fix = true` fixed nothing, no cache or report landed in the project
@@ -225,3 +235,18 @@ def test_a_configuration_link_leading_outside_is_not_read(tmp_path: Path, catalo
     assert outcome.structured is not None
     assert not [i for i in outcome.structured["top_issues"] if i["rule"] == "no-untyped-def"]
     assert "mypy.ini was not read" in outcome.text
+
+
+def test_what_an_analyzer_prints_passes_the_secret_redaction(tmp_path: Path, catalog: Catalog) -> None:
+    """ruff quotes the line of a configuration it cannot parse; a token on that line reaches the agent
+    only redacted (the logs' redaction: bearer tokens, API-key shapes, the server's secret variables)."""
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "app.py").write_text("import os\n")
+    (root / "ruff.toml").write_text('extend = "team.toml"\n')
+    (root / "team.toml").write_text("auth = Bearer q8Xr2LmZ0pKd91vT\napi = sk-live-4f9Qm2ZtR8wLx7Np\n")
+    outcome = catalog.call("coding_analyze_file", {"file_path": "app.py", "analysis_types": ["lint"]},
+                           ToolContext(Workspace.create([root])))
+    assert "ANALYSIS FAILED" in outcome.text and "team.toml" in outcome.text  # ruff's error reached the result...
+    assert "q8Xr2LmZ0pKd91vT" not in outcome.text and "4f9Qm2ZtR8wLx7Np" not in outcome.text  # ...not its token
+    assert "[redacted]" in outcome.text

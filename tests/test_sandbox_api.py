@@ -124,7 +124,7 @@ def test_process_backend_says_it_is_not_isolated() -> None:
     sandbox = probe_sandbox("process")
     result = sandbox.run(SandboxRequest(argv=["true"]))
     assert result.ok and result.isolated is False
-    assert any("not isolated" in note for note in result.notes)
+    assert any("NOT isolated" in note for note in result.notes)
     assert "NOT isolated" in sandbox.describe()
 
 

@@ -226,6 +226,20 @@ def test_huge_results_are_capped_and_still_page_in_order(root: Path, call: Call,
     assert counted["total"] == 800 and counted["complete"] is True
 
 
+def test_a_capped_search_says_more_than_only_of_what_it_stopped_counting(root: Path, call: Call,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(search, "SCAN_CAP", 300)
+    monkeypatch.setattr(search, "FILES_COUNTED_PAST_THE_CAP", 20)
+    _write(root, {f"f{n:02d}.txt": "x\n" * 40 for n in range(20)})  # exactly 20 files: counted, not "more than"
+    exact = _data(call("search_text", pattern="x"))
+    assert (exact["total_files"], exact["files_complete"], exact["complete"]) == (20, True, False)
+    assert call("search_text", pattern="x").text.startswith("more than 300 matching lines in 20 files for 'x'")
+    _write(root, {"f20.txt": "x\n"})  # one more than the files counted past the cap
+    floor = _data(call("search_text", pattern="x"))
+    assert (floor["total_files"], floor["files_complete"]) == (20, False)
+    assert call("search_text", pattern="x").text.startswith("more than 300 matching lines in more than 20 files")
+
+
 def test_long_lines_are_cut_around_the_match(root: Path, call: Call) -> None:
     _write(root, {"min.js": "a" * 100_000 + "NEEDLE" + "b" * 100_000 + "\n"})
     outcome = call("search_text", pattern="NEEDLE")

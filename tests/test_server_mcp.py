@@ -270,10 +270,15 @@ async def test_gateway_approval_by_elicitation_in_both_protocol_eras(root: Path,
 
 
 async def test_a_file_that_is_not_utf8_does_not_break_the_session(root: Path) -> None:
-    (root / "legacy.txt").write_bytes(b"caf\xe9 na\xefve\n")
+    (root / "legacy.txt").write_bytes(b"caf\xe9 na\xefve\n")  # Latin-1: read in it
+    (root / "stray.txt").write_bytes("café \xff\n".encode("utf-8", "surrogateescape").replace(b"\xc3\xbf", b"\xff"))
     with anyio.fail_after(60):  # an invalid JSON reply is dropped by the client: the call would never end
         async with Client(_stdio(root)) as client:
             result = await client.call_tool("read_file", {"path": "legacy.txt"})
-            assert not result.is_error and _text(result) == "caf\ufffd na\ufffdve\n"
+            assert not result.is_error and _text(result).startswith("café naïve\n\n[encoding: cp1252 (detected")
             resource = await client.read_resource(f"file://{root.resolve()}/legacy.txt")
-            assert resource.contents[0].text == "caf\ufffd na\ufffdve\n"  # type: ignore[union-attr]
+            assert resource.contents[0].text == "café naïve\n"  # type: ignore[union-attr]
+            stray = await client.call_tool("read_file", {"path": "stray.txt"})  # a stray byte: U+FFFD on the wire
+            assert not stray.is_error and _text(stray).startswith("café \ufffd\n\n[the file is not valid UTF-8")
+            resource = await client.read_resource(f"file://{root.resolve()}/stray.txt")
+            assert resource.contents[0].text == "café \ufffd\n"  # type: ignore[union-attr]

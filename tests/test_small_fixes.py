@@ -133,8 +133,8 @@ async def test_native_tool_latency_leaves_out_the_wait_for_approval(root: Path, 
 @pytest.mark.parametrize(("before", "start", "end", "content", "after"), [
     (b"a\nb\nc\n", 3, 3, "C", b"a\nb\nC\n"),  # the reported case: the last line, replaced
     (b"a\nb\nc\n", 2, 3, "B\nC", b"a\nB\nC\n"),
-    (b"a\nb\nc\n", 4, 3, "d\n", b"a\nb\nc\nd\n"),  # appended after the last line: as given
-    (b"a\nb\nc\n", 4, 3, "d", b"a\nb\nc\nd"),
+    (b"a\nb\nc\n", 4, 3, "d\n", b"a\nb\nc\nd\n"),  # appended after the last line
+    (b"a\nb\nc\n", 4, 3, "d", b"a\nb\nc\nd\n"),  # the file ended with a newline: it still does
     (b"a\nb\nc", 3, 3, "C", b"a\nb\nC"),  # a file without a final newline stays without one
     (b"a\nb\nc", 4, 3, "d", b"a\nb\nc\nd"),
     (b"a\r\nb\r\n", 2, 2, "B", b"a\r\nB\r\n"),  # CRLF kept

@@ -17,4 +17,5 @@ def services_for(config: Config) -> Services:
     """The services of this configuration (with a fresh metrics recorder and fresh runtimes: the one
     code-execution runtime, made on first use, whose warm pool and sessions all the server's calls share)."""
     return Services(web=config.web, beads=config.beads, shell=config.shell, coding=config.coding,
-                    registry=config.registry, review=config.review, index=config.index, metrics=CallMetrics())
+                    registry=config.registry, review=config.review, index=config.index, sandbox=config.sandbox,
+                    metrics=CallMetrics())

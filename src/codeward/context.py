@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         IndexSettings,
         RegistrySettings,
         ReviewSettings,
+        SandboxSettings,
         ShellSettings,
         WebSettings,
     )
@@ -145,6 +146,7 @@ class Services:
     registry: RegistrySettings | None = None
     review: ReviewSettings | None = None
     index: IndexSettings | None = None
+    sandbox: SandboxSettings | None = None
     metrics: CallMetrics | None = None
     served: ServedTools | None = None
     lean: LeanListing | None = None

@@ -38,6 +38,7 @@ _HOOKS = "git runs the scripts there on commit, checkout, merge and push"
 BUILTIN_HOST_RUN: dict[str, str] = {
     ".githooks/": f"a git hooks folder: {_HOOKS}",
     ".husky/": f"husky's git hooks folder: {_HOOKS}",
+    ".beads/hooks/": "the Beads hooks folder: your `bd` runs its scripts when you create, update or close an issue",
     ".pre-commit-config.yaml": "pre-commit's configuration: its hooks (a `repo: local` one runs any command) run "
                                "on the next commit",
     ".gitmodules": "git's submodule list: `git submodule update` fetches and checks out what it names",
@@ -112,8 +113,9 @@ class HostRunRules:
 
     @cached_property
     def _builtin_names(self) -> dict[str, str]:
-        """The built-in globs are plain names (a folder's with ``/``): a path matches one exactly
-        when one of its components is that name, which a set answers at once."""
+        """The built-in globs are plain names (a folder's with ``/``), or two of them
+        (``.beads/hooks/``): a path matches one exactly when one of its components, or two in a
+        row, are that name, which a set answers at once."""
         return {fold(glob.rstrip("/")): reason for glob, reason in BUILTIN_HOST_RUN.items()}
 
     @cached_property
@@ -132,8 +134,9 @@ class HostRunRules:
         ("" when it is not); a folder matches its own glob (``.vscode`` as ``.vscode/``)."""
         folded = fold(rel)
         names = self._builtin_names
-        for part in folded.split("/"):
-            reason = names.get(part)
+        parts = folded.split("/")
+        for index, part in enumerate(parts):
+            reason = names.get(part) or (names.get(f"{part}/{parts[index + 1]}") if index + 1 < len(parts) else "")
             if reason:
                 return reason
         if not self.configured:

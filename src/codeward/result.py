@@ -78,3 +78,15 @@ class Result(Generic[T]):
 
     def error_text(self) -> str:
         return "\n".join(error.render() for error in self.errors)
+
+
+def quoted(text: str) -> str:
+    """``text`` in quotes for a message, as the caller typed it: ``'def \\w+'``, not ``'def \\\\w+'``.
+
+    ``repr`` doubles every backslash, which misquotes a regular expression or a Windows path;
+    only characters that cannot stand in one line of text (newlines, controls) fall back to it.
+    """
+    if any(ord(char) < 32 or ord(char) == 127 for char in text):
+        return repr(text)
+    quote = '"' if "'" in text and '"' not in text else "'"
+    return f"{quote}{text}{quote}"

@@ -1,20 +1,23 @@
 """Delegation to the Beads CLI: ``bd <command> ... --json`` run in the project root.
 
 ``bd`` owns its database (and the JSONL it exports); codeward only passes arguments and reads
-the JSON back. The process gets a timeout and, on expiry, is killed with its whole process group.
+the JSON back. bd runs the executable scripts of ``.beads/hooks/`` on its events — files the
+agent can write — so it runs in the project's sandbox like any program on project content
+(:class:`~codeward.contained.BoxLauncher`): what it writes (its database, the JSONL) comes back
+through the write checks; a timeout kills it and everything it started.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codeward.result import ErrorKind, Result
+
+if TYPE_CHECKING:
+    from codeward.contained import Launcher
 
 STDERR_SHOWN_CHARS = 2000
 
@@ -23,34 +26,29 @@ STDERR_SHOWN_CHARS = 2000
 class BdCli:
     executable: str
     root: Path
-    timeout: float = 30.0
+    timeout: float
+    launcher: Launcher
+    """Where bd runs: the project's sandbox (bd runs ``.beads/hooks/`` scripts, which the agent can write)."""
 
     def run(self, *args: str) -> Result[Any]:
         """Run ``bd args... --json``; the parsed JSON, or an error quoting bd's own message."""
-        command = [self.executable, *args, "--json"]
         shown = "bd " + " ".join(args)
-        try:
-            process = subprocess.Popen(
-                command, cwd=self.root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                start_new_session=True,
-            )
-        except OSError as exc:
-            return Result.fail(ErrorKind.UNAVAILABLE, f"cannot run {self.executable}: {exc.strerror}",
-                               "Check that the Beads CLI (bd) is installed and executable, or use the built-in "
-                               "store (beads settings: backend='builtin').")
-        try:
-            stdout, stderr = process.communicate(timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(process)
-            process.communicate()
-            return Result.fail(ErrorKind.TIMEOUT, f"`{shown}` did not finish within {self.timeout:g} s",
-                               "bd may be waiting on a lock or its database server; check `bd doctor`.")
-        message = stderr.decode("utf-8", "replace").strip()[:STDERR_SHOWN_CHARS]
-        if process.returncode != 0:
+        ran = self.launcher.run([self.executable, *args, "--json"], cwd=self.root, timeout=self.timeout)
+        if not ran.ok or ran.data is None:
+            error = ran.errors[0]
+            if error.kind is ErrorKind.TIMEOUT:
+                return Result.fail(ErrorKind.TIMEOUT, f"`{shown}` did not finish within {self.timeout:g} s",
+                                   "bd may be waiting on a lock or its database server; check `bd doctor`.")
+            return Result.fail(error.kind, f"cannot run {self.executable}: {error.message}",
+                               error.hint or "Check that the Beads CLI (bd) is installed and executable, or use the "
+                               "built-in store (beads settings: backend='builtin').")
+        done = ran.data
+        message = done.stderr.strip()[:STDERR_SHOWN_CHARS]
+        if done.returncode != 0:
             return Result.fail(ErrorKind.INVALID_INPUT if message else ErrorKind.UNAVAILABLE,
-                               f"`{shown}` failed (exit {process.returncode}): {message or 'no message'}",
+                               f"`{shown}` failed (exit {done.returncode}): {message or 'no message'}",
                                "Fix what bd reports above; `bd help` lists its commands.")
-        text = stdout.decode("utf-8", "replace").strip()
+        text = done.stdout.strip()
         if not text:
             return Result.success(None)
         try:
@@ -61,8 +59,3 @@ class BdCli:
                                "update bd, or use the built-in store (beads settings: backend='builtin').")
 
 
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        process.kill()

@@ -20,14 +20,18 @@ from codeward.beads.bd_cli import BdCli
 from codeward.beads.ids import new_id
 from codeward.beads.model import HIDDEN_STATUSES, Bead, Dependency, now_timestamp
 from codeward.beads.store import BeadsStore, open_store
+from codeward.coding.sandbox.choice import Executor
 from codeward.config.beads import BeadsSettings
 from codeward.result import ErrorKind, Result
-from codeward.workspace import Access, Workspace
+from codeward.workspace import Access
 
 if TYPE_CHECKING:
-    from codeward.context import Services
+    from codeward.context import Services, ToolContext
 
 MAX_TITLE_CHARS = 500
+BD_MEMORY_MB = 1024
+BD_ENV = {"BEADS_NO_DAEMON": "1"}
+"""bd runs once per call in the sandbox: no background daemon (it would be killed with the run)."""
 
 
 def beads_settings_of(services: Services) -> BeadsSettings:
@@ -62,8 +66,11 @@ class Tracker(Protocol):
     def ready(self) -> Result[list[Bead]]: ...
 
 
-def open_tracker(workspace: Workspace, services: Services, access: Access) -> Result[Tracker | None]:
-    """The tracker for the workspace's primary root; fails with the seed's error when there is no .beads/."""
+def open_tracker(ctx: ToolContext, access: Access) -> Result[Tracker | None]:
+    """The tracker for the workspace's primary root; fails with the seed's error when there is no .beads/.
+    ``bd`` runs in the project's sandbox (it runs ``.beads/hooks/`` scripts); the built-in store is
+    codeward's own code."""
+    workspace, services = ctx.workspace, ctx.services
     store = open_store(workspace, access)
     if not store.ok or store.data is None:
         return store.cast(None)
@@ -76,7 +83,15 @@ def open_tracker(workspace: Workspace, services: Services, access: Access) -> Re
             return Result.fail(ErrorKind.UNAVAILABLE, f"the Beads CLI {settings.bd_command!r} is not on PATH",
                                "Install bd, or use the built-in store (beads settings: backend='builtin').")
         return Result.success(BuiltinTracker(store.data))
-    return Result.success(BdTracker(BdCli(executable, workspace.primary, settings.timeout)))
+    from codeward.contained import BoxLauncher, ProjectAccess, ProjectSandbox
+
+    opened = ProjectSandbox.open(ctx, Executor.BEADS, ProjectAccess.WRITE, hide_history=True)
+    if not opened.ok or opened.data is None:
+        refused = opened.errors[0]
+        return Result.fail(refused.kind, refused.message, refused.hint + " Or use the built-in store: [beads] "
+                           "backend = \"builtin\" in codeward.toml.")
+    launcher = BoxLauncher(opened.data, memory_mb=BD_MEMORY_MB, env=BD_ENV)
+    return Result.success(BdTracker(BdCli(executable, workspace.primary, settings.timeout, launcher)))
 
 
 def ready_beads(beads: Sequence[Bead]) -> list[Bead]:

@@ -26,7 +26,7 @@ __all__ = ["COMMANDS", "UsageError", "build_parser", "main", "parse_assignments"
 Handler = Callable[[argparse.Namespace], int]
 
 COMMANDS = ("serve", "install_client", "tools", "call", "undo", "index", "gateway", "servers", "review", "run", "beads",
-            "model", "chat", "ask", "registry", "completion")
+            "model", "chat", "ask", "registry", "doctor", "completion")
 """The command modules of this package, in the order ``codeward --help`` lists them (``install_client`` is
 ``install-client``)."""
 SERVING = ("serve", "gateway")

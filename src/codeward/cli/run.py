@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 from codeward.cli.common import configs_of
 
 if TYPE_CHECKING:
-    from codeward.config import CodingSettings, Config
+    from codeward.config import Config
+    from codeward.context import Services
 
 EXTENSIONS = {
     ".py": "python", ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".sh": "bash",
@@ -52,8 +53,9 @@ def run_file_cli(
     from codeward.coding.debug import detect_language
     from codeward.coding.execute import Limits, execute
     from codeward.coding.languages import LANGUAGE_NAMES
-    from codeward.coding.runtime import CodingRuntime
+    from codeward.coding.runtime import CodingRuntime, settings_of
     from codeward.coding.sandbox import Status
+    from codeward.contained import backends_of
 
     source_in = stdin or sys.stdin
     out, err = stdout or sys.stdout, stderr or sys.stderr
@@ -76,7 +78,8 @@ def run_file_cli(
         print(f"codeward: cannot tell the language of {path_or_dash}; pass --language with one of "
               f"{', '.join(LANGUAGE_NAMES)}", file=err)
         return EXIT_SETUP
-    runtime = CodingRuntime(_coding_settings(config).model_copy(update={"pool_size": 0}))
+    services = _services(config)
+    runtime = CodingRuntime(settings_of(services).model_copy(update={"pool_size": 0}), backends_of(services))
     try:
         result = execute(runtime, chosen, code, program_stdin, Limits(timeout_s, memory_mb, network))
     finally:
@@ -99,11 +102,9 @@ def run_file_cli(
     return 128 - code_out if code_out < 0 else min(code_out, 255)
 
 
-def _coding_settings(config: Config | None) -> CodingSettings:
-    """The execution settings the stack of this configuration would use (sandbox backend, model)."""
-    from codeward.coding.runtime import settings_of
+def _services(config: Config | None) -> Services:
+    """The services the stack of this configuration would use (``[sandbox]``, ``[coding]``: backend, model)."""
     from codeward.config import load_config
     from codeward.stack import build_stack
 
-    stack = build_stack(config or load_config())
-    return settings_of(stack.services)
+    return build_stack(config or load_config()).services

@@ -90,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
                   f"  roots: {roots} (fixed: client roots are not used over HTTP)\n"
                   f"  {auth.notice}\n"
                   f"  http: {runtime.summary}\n"
+                  f"  {_sandbox_line(stack)}\n"
                   f"  connect: {connect[0]}\n"
                   f"  {connect[1]}", file=sys.stderr, flush=True)
 
@@ -110,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
               "This is an MCP server: a client starts it and talks JSON-RPC on stdin/stdout. To connect one:\n"
               f"  {connect[0]}\n"
               f"  {connect[1]}\n"
+              f"{_sandbox_line(stack)}\n"
               "Press Ctrl-C to stop.", file=sys.stderr, flush=True)
 
     async def serve_stdio() -> None:
@@ -118,6 +120,14 @@ def run(args: argparse.Namespace) -> int:
 
     anyio.run(serve_stdio)
     return 0
+
+
+def _sandbox_line(stack: Stack) -> str:
+    """What the executors will run in (the server's backend choice, probed now and kept for its calls)."""
+    from codeward.coding.sandbox.doctor import banner_line
+    from codeward.contained import backends_of
+
+    return banner_line(backends_of(stack.services))
 
 
 def _launch() -> LaunchCommand:
@@ -212,7 +222,7 @@ def _run_controlled(args: argparse.Namespace, control: ControlOptions, config: C
                 with http_auth(host=args.host, port=args.port, token_env=args.token_env, no_auth=args.no_auth) as auth:
                     print(f"codeward {__version__}: serving {count} tools over streamable HTTP at "
                           f"http://{args.host}:{args.port}/mcp\n  roots: {roots}\n  {auth.notice}\n"
-                          f"  http: {runtime.summary}", file=sys.stderr, flush=True)
+                          f"  http: {runtime.summary}\n  {_sandbox_line(stack)}", file=sys.stderr, flush=True)
                     await server.run_http(host=args.host, port=args.port, token=auth.token, allowed_hosts=allowed,
                                           state=state, users=audit.users if audit else None,
                                           audit=audit.log if audit else None, http_stack=runtime)

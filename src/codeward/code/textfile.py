@@ -3,6 +3,15 @@
 A file is decoded once into a :class:`TextFile` that remembers its encoding, byte-order mark
 and line-ending style. Edits work on text with ``\\n`` line endings; :meth:`TextFile.encode`
 puts the original style back, so a CRLF file with a BOM stays one after any edit.
+
+Lines are what git, ripgrep and ``sed`` call lines: text up to and including ``\\n``
+(:func:`split_lines`); a form feed or a lone ``\\r`` inside a line does not end it.
+
+Text that is not UTF-8 is read in the encoding it is in: a byte-order mark names UTF-16/32;
+bytes with no valid UTF-8 sequence at all (a Latin-1, Windows-1252, Shift JIS... file) are
+decoded in the encoding ``chardet`` detects, when that gives the same bytes back exactly; UTF-8
+with a few stray bytes keeps them as they are (shown as U+FFFD, written back unchanged).
+:meth:`TextFile.encoding_note` says which, so a reader is never shown one text as another.
 """
 
 from __future__ import annotations
@@ -35,6 +44,10 @@ _BOMS: tuple[tuple[bytes, str], ...] = (
 BINARY_SNIFF_BYTES = 8192
 TEMP_NAME_KEEP = 50
 """Characters of the file name kept in its temporary sibling's name (which must stay under 255 bytes)."""
+MAX_DETECT_BYTES = 256 * 1024
+"""Bytes of a file that is not UTF-8 that its encoding is detected from."""
+MIN_DETECT_CONFIDENCE = 0.1
+"""chardet's guesses below this are noise (a few accented Latin words read as Greek): Windows-1252 then."""
 MAX_TEXT_FILE_BYTES = 32 * 1024 * 1024
 """Text tools refuse bigger files: each holds a file in memory several times over (text, lines, edits)."""
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -48,6 +61,22 @@ class TextFile:
     encoding: str = "utf-8"
     bom: bytes = b""
     newline: str = "\n"
+    undecodable: int = 0
+    """Bytes that are not UTF-8 in a UTF-8 file (kept as lone surrogates, written back as they were)."""
+    detected: bool = False
+    """The encoding was detected (no byte-order mark, not UTF-8)."""
+
+    def encoding_note(self) -> str:
+        """A line for readers when the text is not plain UTF-8 ("" when it is)."""
+        if self.undecodable:
+            return (f"[the file is not valid UTF-8: {self.undecodable:,} byte{'s' if self.undecodable != 1 else ''} "
+                    "could not be decoded and show as \ufffd; edits write them back unchanged]")
+        if self.detected:
+            return (f"[encoding: {self.encoding} (detected; the file is not UTF-8); edits write it back in "
+                    f"{self.encoding}]")
+        if self.encoding != "utf-8":
+            return f"[encoding: {self.encoding} (byte-order mark); edits keep it]"
+        return ""
 
     def encode(self, text: str | None = None) -> bytes:
         """Bytes for ``text`` (default: this file's text) in the original encoding and style."""
@@ -73,6 +102,19 @@ def displayable(text: str) -> str:
     return text
 
 
+def split_lines(text: str) -> list[str]:
+    """``text`` cut after each ``\\n`` (kept), as git, ripgrep and sed number lines.
+
+    :meth:`str.splitlines` also cuts at form feeds, lone ``\\r``, ``\\x1c``-``\\x1e``, ``\\x85``
+    and U+2028/2029, which would number a file's lines unlike every other tool.
+    """
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
 def decode(data: bytes) -> TextFile | None:
     """Decode file bytes, or ``None`` when they look binary."""
     bom, encoding = b"", "utf-8"
@@ -83,20 +125,53 @@ def decode(data: bytes) -> TextFile | None:
     body = data[len(bom) :]
     if not bom and b"\x00" in body[:BINARY_SNIFF_BYTES]:
         return None
+    undecodable, detected = 0, False
     try:
         text = body.decode(encoding)
     except UnicodeDecodeError:
         if bom:
             return None
-        try:
-            text = body.decode("utf-8", errors="surrogateescape")
-        except UnicodeDecodeError:  # pragma: no cover - surrogateescape never fails
-            return None
+        text = body.decode("utf-8", errors="surrogateescape")
+        undecodable = len(_LONE_SURROGATE.findall(text))
+        legacy = None if _VALID_NON_ASCII.search(text) else _legacy_encoding(body)
+        if legacy is not None:
+            text, encoding, undecodable, detected = body.decode(legacy), legacy, 0, True
     crlf = text.count("\r\n")
     lf = text.count("\n")
     if crlf and crlf == lf:
-        return TextFile(text.replace("\r\n", "\n"), encoding, bom, "\r\n")
-    return TextFile(text, encoding, bom, "\n")
+        return TextFile(text.replace("\r\n", "\n"), encoding, bom, "\r\n", undecodable, detected)
+    return TextFile(text, encoding, bom, "\n", undecodable, detected)
+
+
+_C1_CONTROL = re.compile("[\x80-\x9f]")
+_VALID_NON_ASCII = re.compile("[\u0080-\udc7f\udd00-\U0010ffff]")
+"""A character that valid UTF-8 decoded to (not a lone surrogate standing for a stray byte)."""
+
+
+def _legacy_encoding(body: bytes) -> str:
+    """The single- or multi-byte legacy encoding ``body`` is in, when one decodes it and gives it back exactly.
+
+    ``chardet`` names it (reading a coding declaration too) when it is fairly sure; Windows-1252,
+    the most common such encoding, and then Latin-1 (which decodes any byte) are the fallbacks,
+    so such a file is always read as text, never as U+FFFD.
+    A guess that turns bytes into C1 control characters (an ISO-8859 reading of Windows quotes
+    and dashes) is passed over: text does not hold those.
+    """
+    import chardet  # only for files that are not UTF-8
+
+    found = chardet.detect(body[:MAX_DETECT_BYTES])
+    guess = found.get("encoding") if (found.get("confidence") or 0) >= MIN_DETECT_CONFIDENCE else None
+    for name in (guess, "cp1252"):
+        if not name:
+            continue
+        try:
+            codec = codecs.lookup(name).name
+            text = body.decode(codec)
+        except (LookupError, UnicodeError):
+            continue
+        if text.encode(codec) == body and not _C1_CONTROL.search(text):
+            return codec
+    return "latin-1"
 
 
 def read_text(path: Path, display: str, workspace: Workspace | None = None) -> Result[TextFile]:

@@ -2,8 +2,9 @@
 
 Symlinked entries are resolved and hidden when they land outside the workspace (the
 :meth:`Workspace.visible` rule); symlinked directories are never descended into, so a link
-cannot smuggle an outside tree in; ``.git`` is skipped; ``.gitignore`` files are honoured
-when asked, each relative to its own directory, as git does.
+cannot smuggle an outside tree in; ``.git`` is skipped. Ignore files are honoured as git
+honours them (:mod:`codeward.code.ignore`, the one engine every walker and search shares): an
+ignored entry is hidden, or marked when the caller asks, and an ignored folder is not entered.
 """
 
 from __future__ import annotations
@@ -12,13 +13,9 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from codeward.code.textfile import read_text
+from codeward.code.ignore import Ignores
 from codeward.workspace import Workspace
-
-if TYPE_CHECKING:
-    import pathspec
 
 ALWAYS_SKIPPED_DIRS = frozenset({".git", ".hg", ".svn"})
 
@@ -28,37 +25,11 @@ class Entry:
     path: Path
     rel: str
     is_dir: bool
+    """A folder, or a link to one."""
     depth: int
-
-
-@dataclass(frozen=True)
-class _Ignore:
-    base: Path
-    spec: pathspec.PathSpec  # type: ignore[type-arg]
-
-    def ignores(self, path: Path, is_dir: bool) -> bool:
-        try:
-            rel = path.relative_to(self.base).as_posix()
-        except ValueError:
-            return False
-        return self.spec.match_file(rel + "/" if is_dir else rel)
-
-
-def _load_ignore(workspace: Workspace, directory: Path) -> _Ignore | None:
-    """The directory's ``.gitignore`` when it is a visible regular text file.
-
-    A repository can make it a symlink to a file outside (its patterns would reveal that file
-    through what gets hidden), to ``/dev/zero``, or a FIFO; those are ignored.
-    """
-    gitignore = directory / ".gitignore"
-    if not os.path.lexists(gitignore) or not workspace.visible(gitignore):
-        return None
-    loaded = read_text(gitignore, ".gitignore")
-    if not loaded.ok:
-        return None
-    import pathspec  # with the first .gitignore read: a server's start reads none
-
-    return _Ignore(directory, pathspec.PathSpec.from_lines("gitignore", loaded.data.text.splitlines()))
+    is_link: bool = False
+    ignored: bool = False
+    """An ignore file excludes it (only yielded so with ``mark_ignored``)."""
 
 
 def walk(
@@ -68,17 +39,15 @@ def walk(
     max_depth: int | None = None,
     gitignore: bool = True,
     include_dirs: bool = True,
+    mark_ignored: bool = False,
 ) -> Iterator[Entry]:
-    """Yield visible entries under ``top`` (a resolved, allowed directory), sorted per level."""
-    ignores: list[_Ignore] = []
-    if gitignore:
-        # .gitignore files of the directories between the root and top apply too.
-        for parent in reversed([top, *top.parents]):
-            if workspace.contains(parent):
-                loaded = _load_ignore(workspace, parent)
-                if loaded:
-                    ignores.append(loaded)
-    yield from _walk_dir(workspace, top, top, 1, max_depth, gitignore, include_dirs, ignores)
+    """Yield visible entries under ``top`` (a resolved, allowed directory), sorted per level.
+
+    With ``gitignore`` the ignore files decide: ignored entries are left out, or, with
+    ``mark_ignored``, yielded with ``ignored=True`` (an ignored folder is still not entered).
+    """
+    ignores = Ignores.above(workspace, top) if gitignore else None
+    yield from _walk_dir(workspace, top, top, 1, max_depth, ignores, include_dirs, mark_ignored)
 
 
 def _walk_dir(
@@ -87,9 +56,9 @@ def _walk_dir(
     directory: Path,
     depth: int,
     max_depth: int | None,
-    gitignore: bool,
+    ignores: Ignores | None,
     include_dirs: bool,
-    ignores: list[_Ignore],
+    mark_ignored: bool,
 ) -> Iterator[Entry]:
     try:
         with os.scandir(directory) as scan:
@@ -113,19 +82,15 @@ def _walk_dir(
                 continue
         elif workspace.blacklist_reason(path):
             continue
-        if gitignore and any(ignore.ignores(path, is_dir) for ignore in ignores):
+        ignored = ignores is not None and ignores.ignored(entry.path, is_dir and not is_link)
+        if ignored and not mark_ignored:
             continue
         rel = path.relative_to(top).as_posix()
         if is_dir:
             if include_dirs:
-                yield Entry(path, rel, True, depth)
-            if not is_link and (max_depth is None or depth < max_depth):
-                child_ignores = ignores
-                if gitignore:
-                    loaded = _load_ignore(workspace, path)
-                    if loaded:
-                        child_ignores = [*ignores, loaded]
-                yield from _walk_dir(workspace, top, path, depth + 1, max_depth, gitignore, include_dirs,
-                                     child_ignores)
+                yield Entry(path, rel, True, depth, is_link, ignored)
+            if not is_link and not ignored and (max_depth is None or depth < max_depth):
+                inner = ignores.entering(workspace, path) if ignores is not None else None
+                yield from _walk_dir(workspace, top, path, depth + 1, max_depth, inner, include_dirs, mark_ignored)
         else:
-            yield Entry(path, rel, False, depth)
+            yield Entry(path, rel, False, depth, is_link, ignored)

@@ -20,6 +20,7 @@ from typing import Any
 from codeward.coding.languages import BY_NAME, CODE_DIR, LANGUAGE_NAMES, Language, Toolchain, java_main_class
 from codeward.coding.runtime import CodingRuntime
 from codeward.coding.sandbox import Bind, Limit, SandboxRequest, SandboxResult, Status
+from codeward.coding.sandbox.choice import SandboxRefused
 from codeward.coding.sandbox.runner import RunObserver
 from codeward.coding.sessions import SESSION_ID
 
@@ -86,7 +87,10 @@ def execute(
     if problem is not None:
         return Execution.setup_error(language, problem)
     spec = BY_NAME[language]
-    sandbox = runtime.sandbox()
+    try:
+        sandbox = runtime.sandbox()
+    except SandboxRefused as refused:
+        return Execution.setup_error(language, f"{refused} {refused.hint}")
     if not hasattr(sandbox, "start"):  # Docker: the toolchain is the image's, not this machine's
         return _execute_in_docker(sandbox, runtime.settings.docker_image(language), language, code, stdin, limits)
     toolchain = runtime.toolchain(language)
@@ -261,5 +265,6 @@ def _from_result(
         backend=result.backend, isolated=result.isolated, stdout_truncated=result.stdout_truncated,
         stderr_truncated=result.stderr_truncated, session_id=session_id, warm=warm,
         peak_memory_mb=result.peak_memory_mb, limit_hit=result.limit_hit.value if result.limit_hit else None,
-        notes=[*notes, *result.notes], limits=list(result.limits), unenforced_limits=list(result.unenforced_limits),
+        notes=list(dict.fromkeys([*notes, *result.notes])), limits=list(result.limits),
+        unenforced_limits=list(result.unenforced_limits),
     )

@@ -13,7 +13,9 @@ import weakref
 from typing import TYPE_CHECKING
 
 from codeward.coding.languages import BY_NAME, Toolchain, detect_toolchain, detect_toolchains
-from codeward.coding.sandbox import Sandbox, SandboxUnavailable, probe_sandbox
+from codeward.coding.sandbox import Sandbox
+from codeward.coding.sandbox.choice import BackendChoice, SandboxRefused
+from codeward.coding.sandbox.process import NOT_ISOLATED_NOTE
 from codeward.coding.sandbox.runner import StartableSandbox
 from codeward.coding.sessions import SessionStore
 from codeward.coding.warm_pool import WarmPool
@@ -38,34 +40,42 @@ def _environment_settings() -> CodingSettings:
     return defaults_with_environment().coding
 
 
+def _environment_sandbox() -> tuple[str, int]:
+    """``[sandbox]``'s backend and disk cap as the defaults and the environment (``CODEWARD_SANDBOX``) give them."""
+    from codeward.config.loader import defaults_with_environment
+
+    sandbox = defaults_with_environment().sandbox
+    return sandbox.backend, sandbox.disk_mb
+
+
 class CodingRuntime:
     """Lazily probes the sandbox and toolchains; owns the warm pool and sessions."""
 
-    def __init__(self, settings: CodingSettings | None = None) -> None:
+    def __init__(self, settings: CodingSettings | None = None, backends: BackendChoice | None = None) -> None:
         self.settings = settings or _environment_settings()
+        if backends is None:
+            backend, disk_mb = _environment_sandbox()
+            backends = BackendChoice(backend, self.settings.backend, disk_mb)
+        self.backends = backends
         self._lock = threading.Lock()
-        self._sandbox: Sandbox | None = None
-        self._sandbox_notes: list[str] = []
         self._toolchains: dict[str, Toolchain] | None = None
         self._single: dict[str, Toolchain] = {}
         self._pool: WarmPool | None = None
         self._sessions: SessionStore | None = None
 
     def sandbox(self) -> Sandbox:
-        """The backend in use (probed once). A preferred backend that cannot run falls back."""
-        with self._lock:
-            if self._sandbox is None:
-                preferred = self.settings.backend
-                try:
-                    self._sandbox = probe_sandbox(preferred)
-                except SandboxUnavailable as exc:
-                    self._sandbox_notes.append(f"sandbox {preferred!r} is unavailable ({exc}); using another")
-                    self._sandbox = probe_sandbox()
-            return self._sandbox
+        """The backend code runs in (probed once); raises :class:`SandboxRefused` naming what to
+        install when no backend the operator allows works here — never a silent downgrade."""
+        return self.backends.for_code()
 
     @property
     def sandbox_notes(self) -> list[str]:
-        return list(self._sandbox_notes)
+        """What every result of this runtime should say about where it ran."""
+        try:
+            sandbox = self.sandbox()
+        except SandboxRefused:
+            return []
+        return [] if sandbox.isolated else [NOT_ISOLATED_NOTE]
 
     def toolchains(self) -> dict[str, Toolchain]:
         """Every language's toolchain (detected once; a few ``--version`` runs)."""
@@ -84,7 +94,10 @@ class CodingRuntime:
             return self._single[language]
 
     def startable(self) -> StartableSandbox | None:
-        sandbox = self.sandbox()
+        try:
+            sandbox = self.sandbox()
+        except SandboxRefused:
+            return None
         return sandbox if hasattr(sandbox, "start") and hasattr(sandbox, "finish") else None  # type: ignore[return-value]
 
     def pool(self) -> WarmPool | None:
@@ -119,7 +132,7 @@ class CodingRuntime:
 
     def warm_up(self) -> None:
         """Probe everything and start the pool now (a server can call this at start-up)."""
-        self.sandbox()
+        self.startable()
         self.toolchains()
         self.pool()
 
@@ -134,5 +147,8 @@ class CodingRuntime:
 
 
 def runtime_of(services: Services) -> CodingRuntime:
-    """The server's runtime, created on first use."""
-    return services.runtimes.get(CodingRuntime, lambda: CodingRuntime(settings_of(services)))
+    """The server's runtime, created on first use, with the server's one backend choice."""
+    from codeward.contained import backends_of
+
+    backends = backends_of(services)  # first: Runtimes.get holds its lock while it makes a helper
+    return services.runtimes.get(CodingRuntime, lambda: CodingRuntime(settings_of(services), backends))

@@ -21,6 +21,7 @@ from codeward.config.model import ModelConfigError, ModelProfile, ModelSettings
 from codeward.config.registry import RegistrySettings
 from codeward.config.review import ReviewSettings
 from codeward.config.root import Config
+from codeward.config.sandbox import SandboxSettings
 from codeward.config.server import ServerSettings
 from codeward.config.shell import ShellSettings
 from codeward.config.web import WebSettings
@@ -30,6 +31,6 @@ find_config = find_project_config
 __all__ = [
     "CONFIG_NAME", "AgentSettings", "BeadsSettings", "CodingSettings", "Config", "ConfigError", "GatewayConfig",
     "IndexSettings", "ModelConfigError", "ModelProfile", "ModelSettings", "RegistrySettings", "ReviewSettings",
-    "ServerConfig", "ServerSettings", "ShellSettings", "WebSettings", "defaults_with_environment", "expand_env",
-    "find_config", "find_project_config", "load_config", "user_config_path",
+    "SandboxSettings", "ServerConfig", "ServerSettings", "ShellSettings", "WebSettings", "defaults_with_environment",
+    "expand_env", "find_config", "find_project_config", "load_config", "user_config_path",
 ]

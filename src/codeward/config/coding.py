@@ -20,8 +20,8 @@ class CodingSettings(Table):
     """Choices for code execution."""
 
     backend: Backend | None = None
-    """The sandbox: ``bwrap``, ``docker`` or ``process``; unset picks the strongest that runs here.
-    One that cannot run falls back to another, and results say so."""
+    """The older key for code execution's sandbox alone: ``bwrap``, ``docker`` or ``process``; unset
+    follows ``[sandbox] backend``. A named backend that cannot run is a refusal, never a fallback."""
     pool_size: Int = 2
     """Warm Python interpreters kept ready (0 starts each run cold)."""
     session_idle_s: Seconds = 900.0

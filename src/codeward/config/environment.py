@@ -35,7 +35,7 @@ class Override:
 
 
 OVERRIDES: tuple[Override, ...] = (
-    Override("CODEWARD_SANDBOX", "coding", "backend"),
+    Override("CODEWARD_SANDBOX", "sandbox", "backend"),
     Override("CODEWARD_MODEL", "coding", "model"),
     Override("CODEWARD_MODEL_BASE_URL", "coding", "model_base_url"),
     Override("CODEWARD_MODEL_API_KEY", "coding", "model_api_key"),

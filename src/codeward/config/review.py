@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, ValidationInfo, field_validator
 
-from codeward.config.base import Bool, Field, Seconds, Str, Table, base_dir_of, expand_env
+from codeward.config.base import Bool, Field, Int, Seconds, Str, Table, base_dir_of, expand_env
 
 DEFAULT_TIMEOUT_SECONDS = 120.0
 MAX_TIMEOUT_SECONDS = 86_400.0
@@ -36,11 +36,20 @@ class ReviewSettings(Table):
     mypy; overrides the search beside codeward's interpreter and on PATH."""
     timeout_seconds: Seconds = DEFAULT_TIMEOUT_SECONDS
     """Wall-clock limit for one analyzer run (``codeward review --timeout`` overrides it)."""
+    memory_mb: Int = 4096
+    """Memory of one analyzer run, all its processes together (mypy on a large project needs a few GB)."""
     heartbeat_seconds: Seconds = 10.0
     """How often a long review reports which analyzers are still running."""
     isolated: Bool = False
     """Ignore the reviewed project's analyzer configuration (ruff, mypy, bandit, vulture, biome...) and
     use codeward's fixed rules: for code nobody has vouched for (``codeward review --isolated``)."""
+
+    @field_validator("memory_mb")
+    @classmethod
+    def _memory(cls, value: int) -> int:
+        if value < 128:
+            raise ValueError("must be at least 128")
+        return value
 
     @field_validator("timeout_seconds")
     @classmethod

@@ -20,6 +20,7 @@ from codeward.config.mcp import GatewayConfig
 from codeward.config.model import ModelSettings
 from codeward.config.registry import RegistrySettings
 from codeward.config.review import ReviewSettings
+from codeward.config.sandbox import SandboxSettings
 from codeward.config.server import ServerSettings
 from codeward.config.shell import ShellSettings
 from codeward.config.state import StateSettings
@@ -31,6 +32,7 @@ class Config(Table):
     """``codeward.toml`` (and the user file and environment beneath it), validated and immutable."""
 
     server: ServerSettings = Field(default_factory=ServerSettings)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     web: WebSettings = Field(default_factory=WebSettings)
     beads: BeadsSettings = Field(default_factory=BeadsSettings)
     shell: ShellSettings = Field(default_factory=ShellSettings)

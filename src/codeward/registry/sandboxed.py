@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codeward.coding.sandbox import Bind, Status
+from codeward.coding.sandbox.choice import Executor
 from codeward.registry.closure import LIB_FOLDER, ClosureFile
 from codeward.registry.tool_env import SandboxPython, ToolEnvironment
 from codeward.result import ErrorKind, Result
@@ -48,6 +49,9 @@ RUNNER = Path(__file__).with_name("tool_runner.py")
 TOOL_MOUNT = "/codeward/tool"
 SITE_MOUNT = "/codeward/site"
 MAX_RESULT_BYTES = 50_000_000
+TOOL_FILE_SIZE_MB = 4096
+TOOL_OPEN_FILES = 4096
+TOOL_SCRATCH_MB = 1024
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -110,33 +114,36 @@ def run_sandboxed(name: str, files: Sequence[ClosureFile], params: dict[str, Any
                   python: SandboxPython, env: ToolEnvironment | None, ctx: ToolContext, timeout: float,
                   settings: RegistrySettings) -> Result[ToolRun | None]:
     """Run ``main(**params)`` of the tool whose verified closure is ``files`` (the tool first)."""
-    from codeward.shell.runner import shell_runtime_of
-    from codeward.shell.workspace_run import WorkspaceRun, run_in_workspace
+    from codeward.contained import Program, ProjectAccess, ProjectSandbox
 
-    sandbox = shell_runtime_of(ctx.services).sandbox()
-    if not sandbox.ok or sandbox.data is None:
-        message = sandbox.errors[0].message.replace("the shell sandbox", "the registry's sandbox") \
-            if sandbox.errors else "no sandbox"
-        return Result.fail(ErrorKind.UNAVAILABLE, f"{name} cannot run: {message}",
-                           "Registry tools run only in the sandbox (bubblewrap with user namespaces); install it "
-                           "where codeward runs.", data=None)
+    opened = ProjectSandbox.open(ctx, Executor.REGISTRY, ProjectAccess.WRITE, hide_history=True)
+    if not opened.ok or opened.data is None:
+        refusal = opened.errors[0] if opened.errors else None
+        return Result.fail(ErrorKind.UNAVAILABLE, f"{name} cannot run: {refusal.message if refusal else 'no sandbox'}",
+                           refusal.hint if refusal else "", data=None)
+    box = opened.data
     hosts, notes = reachable_hosts(declared.network, settings.allow_hosts)
     staging = Path(tempfile.mkdtemp(prefix="codeward-tool-"))
     try:
         tool_path = _stage(staging, files)
-        request = {"params": params, "path": f"{TOOL_MOUNT}/tools/{tool_path}",
-                   "local": [f"{TOOL_MOUNT}/tools/{Path(tool_path).parent.as_posix()}".rstrip("/."),
-                             f"{TOOL_MOUNT}/tools/{LIB_FOLDER}"],
-                   "site": SITE_MOUNT if env is not None else None}
+        # In the box the tool and its packages are at fixed paths; a plain process (the operator's
+        # [sandbox] backend = "process") is told where they are (its argv is rewritten from the binds).
+        tool_root = TOOL_MOUNT if box.isolated else str(staging)
+        site_root = (SITE_MOUNT if box.isolated else str(env.site)) if env is not None else None
+        request = {"params": params, "path": f"{tool_root}/tools/{tool_path}",
+                   "local": [f"{tool_root}/tools/{Path(tool_path).parent.as_posix()}".rstrip("/."),
+                             f"{tool_root}/tools/{LIB_FOLDER}"],
+                   "site": site_root}
         binds: list[Bind] = [Bind(str(staging), TOOL_MOUNT)]
         if env is not None:
             binds.append(Bind(str(env.site), SITE_MOUNT))
-        run = WorkspaceRun(
+        program = Program(
             argv=[python.path, "-I", "-S", "-B", f"{TOOL_MOUNT}/runner.py"], env=tool_environment(name, declared, ctx),
             stdin=json.dumps(request).encode(), timeout_s=timeout, memory_mb=settings.memory_mb,
             max_processes=settings.max_processes, network=bool(hosts), network_hosts=hosts or None,
-            ro_binds=binds, max_output_bytes=MAX_RESULT_BYTES)
-        ran = run_in_workspace(ctx, sandbox.data, run)
+            ro_binds=binds, max_output_bytes=MAX_RESULT_BYTES, file_size_mb=TOOL_FILE_SIZE_MB,
+            open_files=TOOL_OPEN_FILES, scratch_mb=TOOL_SCRATCH_MB)
+        ran = box.run(program)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     if not ran.ok or ran.data is None:

@@ -17,19 +17,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codeward.coding.sandbox import Sandbox, SandboxRequest, SandboxResult, SandboxUnavailable, Status
+from codeward.coding.sandbox import SandboxRequest, SandboxResult, Status
+from codeward.coding.sandbox.choice import Executor
 from codeward.coding.sandbox.model import DEFAULT_PATH
 from codeward.coding.sandbox.overlay import overlay_failure
 from codeward.coding.sandbox.runner import minimal_env
+from codeward.contained import Program, ProjectAccess, ProjectSandbox, RunWatch
 from codeward.result import ErrorKind, Result
-from codeward.shell.changes import bring_back
-from codeward.shell.confine import confine, hide_secret_history, under_a_root
 from codeward.shell.envfile import ENV_FILE_NAME, EnvFile, build_environment, load_env_file, prepended_dirs
 from codeward.shell.host import HOST_BACKEND, run_on_host
 from codeward.shell.log import ShellLogEntry, append_entry
 from codeward.shell.qa import explain_failure, failure_messages
 from codeward.shell.settings import ShellSettings, host_variables, readable_dirs
-from codeward.shell.workspace_run import RunWatch, run_in, workspace_overlays
 
 if TYPE_CHECKING:
 
@@ -46,6 +45,9 @@ SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64")
 """Host directories the sandbox shows (read-only); its /tmp is private, not the host's."""
 UNSANDBOXED_BANNER = ("[unsandboxed: [shell] sandbox = false in codeward.toml — this script ran as the server's "
                       "user, with its full access to files, processes and the network]")
+NOT_ISOLATED_BANNER = ("[NOT isolated: [sandbox] backend = \"process\" in codeward.toml — this script ran as a plain "
+                       "process: host files and the network were visible, secrets were not hidden, and its writes "
+                       "were not checked]")
 
 
 @dataclass(frozen=True)
@@ -58,31 +60,12 @@ class ShellCommand:
 
 
 class ShellRuntime:
-    """What is probed once per server: the sandbox, and the cgroups for unsandboxed runs."""
+    """What is probed once per server for unsandboxed runs (``[shell] sandbox = false``): the cgroups."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._sandbox: Sandbox | None = None
-        self._sandbox_error = ""
         self._cgroups: CgroupLayout | None = None
         self._cgroups_probed = False
-
-    def sandbox(self) -> Result[Sandbox | None]:
-        """The bwrap sandbox, or why there is none (probed once; a failure is remembered)."""
-        from codeward.coding.sandbox import probe_sandbox
-
-        with self._lock:
-            if self._sandbox is None and not self._sandbox_error:
-                try:
-                    self._sandbox = probe_sandbox("bwrap")
-                except SandboxUnavailable as exc:
-                    self._sandbox_error = str(exc)
-            if self._sandbox is not None:
-                return Result.success(self._sandbox)
-        return Result.fail(
-            ErrorKind.UNAVAILABLE, f"the shell sandbox cannot run here: {self._sandbox_error}",
-            "Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) where user namespaces are allowed, "
-            "or set `[shell] sandbox = false` in codeward.toml to run scripts unsandboxed.")
 
     def host_cgroups(self) -> CgroupLayout | None:
         from codeward.coding.sandbox.cgroups import detect_layout
@@ -112,41 +95,56 @@ class Executed:
         return self.result.status is Status.TIMEOUT
 
 
-def execute(ctx: ToolContext, command: ShellCommand, settings: ShellSettings) -> Result[Executed | None]:
-    """Check and run one script the one way codeward runs anything a tool asks for: in the sandbox
-    (unless the operator turned it off), its writes brought back through the gate and recorded in
-    the call's checkpoint, the run logged. Bad input runs nothing and writes nothing."""
+def execute(ctx: ToolContext, command: ShellCommand, settings: ShellSettings,
+            executor: Executor = Executor.SHELL) -> Result[Executed | None]:
+    """Check and run one script the one way codeward runs anything on the project: in a
+    :class:`~codeward.contained.ProjectSandbox` with write access (unless the operator turned the
+    shell's sandbox off), its writes brought back through the gate and recorded in the call's
+    checkpoint, the run logged. Bad input runs nothing and writes nothing."""
     checked = check_command(command, settings)
     if not checked.ok:
         return checked.cast(None)
     env_file = load_env_file(ctx.workspace)
     if not env_file.ok:
         return env_file.cast(None)
-    runtime = shell_runtime_of(ctx.services)
-    sandbox = runtime.sandbox() if settings.sandbox else Result.success(None)
-    if not sandbox.ok:
-        return sandbox.cast(None)
-    prepared = (_sandboxed_request if settings.sandbox else _host_request)(ctx, command, settings, env_file.data)
-    if not prepared.ok or prepared.data is None:
-        return prepared.cast(None)
-    request, notes = prepared.data
-    watch = RunWatch(ctx, command.timeout_s)
-    if sandbox.data is None:
-        result = run_on_host(request, runtime.host_cgroups(), watch)
-    else:
-        try:
-            result = run_in(sandbox.data, request, watch)
-            if request.overlays is not None and result.status is not Status.SETUP_ERROR:
-                notes += bring_back(ctx.workspace, request.overlays, journal=ctx.call.journal,
-                                    hold=lambda: ctx.call.hold_writes([], any_name=True, workspace=ctx.workspace),
-                                    ask=ctx.call.ask_person).notes()
-        finally:
-            if request.overlays is not None:
-                request.overlays.close()
+    if not settings.sandbox:
+        return _execute_on_host(ctx, command, settings, env_file.data)
+    opened = ProjectSandbox.open(ctx, executor, ProjectAccess.WRITE, hide_secrets=settings.hide_secrets,
+                                 hide_history=not settings.allow_secret_history)
+    if not opened.ok or opened.data is None:
+        return opened.cast(None)
+    box = opened.data
+    program = _program(ctx, command, settings, env_file.data)
+    if not program.ok or program.data is None:
+        return program.cast(None)
+    ran = box.run(program.data)
+    if not ran.ok or ran.data is None:
+        return ran.cast(None)
+    run = ran.data
+    notes = [*program.notes, *run.notes]
+    _record(ctx, command, settings, run.result)
+    if run.result.status is Status.SETUP_ERROR:
+        return report(command, settings, run.result, notes, run.cancelled).cast(None)
+    return Result.success(Executed(run.result, notes, run.cancelled))
+
+
+def _execute_on_host(ctx: ToolContext, command: ShellCommand, settings: ShellSettings,
+                     env_file: EnvFile) -> Result[Executed | None]:
+    """``[shell] sandbox = false``: the operator's choice to run scripts as the server's user."""
+    primary = ctx.workspace.primary
+    env = build_environment(dict(os.environ), env_file, primary)
+    found = find_shell(command.shell, env.get("PATH", DEFAULT_PATH))
+    if not found.ok:
+        return found.cast(None)
+    request = SandboxRequest(argv=shell_argv(command.shell, found.data, command.script), env=env,
+                             workdir=str(primary), timeout_s=command.timeout_s,
+                             max_output_bytes=settings.max_output_bytes)
+    watch = RunWatch(ctx, Program(argv=request.argv, timeout_s=command.timeout_s))
+    result = run_on_host(request, shell_runtime_of(ctx.services).host_cgroups(), watch)
     _record(ctx, command, settings, result)
     if result.status is Status.SETUP_ERROR:
-        return report(command, settings, result, notes, watch.cancelled).cast(None)
-    return Result.success(Executed(result, notes, watch.cancelled))
+        return report(command, settings, result, [], watch.cancelled).cast(None)
+    return Result.success(Executed(result, [], watch.cancelled))
 
 
 def run_command(ctx: ToolContext, command: ShellCommand, settings: ShellSettings) -> Result[str]:
@@ -203,15 +201,12 @@ def shell_argv(shell: str, executable: str, script: str) -> list[str]:
     return [executable, "-c", script]
 
 
-Prepared = Result[tuple[SandboxRequest, list[str]] | None]
-
-
-def _sandboxed_request(ctx: ToolContext, command: ShellCommand, settings: ShellSettings, env_file: EnvFile) -> Prepared:
+def _program(ctx: ToolContext, command: ShellCommand, settings: ShellSettings,
+             env_file: EnvFile) -> Result[Program | None]:
+    """The script as the box runs it: the shell found on the sandbox's PATH, the environment
+    (``pass_env``, ``mcp_env.toml``), the operator's read-only paths, the ``[shell]`` limits.
+    Its notes are those the run's result carries (``ro_paths`` missing, PATH entries not shown)."""
     primary = ctx.workspace.primary
-    if not under_a_root(ctx.workspace, primary):
-        return Result.fail(ErrorKind.PERMISSION, f"the working directory {primary} is not inside a workspace root "
-                           "(this session allows only tracked files), so the sandbox cannot give it to a script",
-                           "Serve the project directory as a root to run scripts in it.", data=None)
     base = {**minimal_env({}, "/tmp", DEFAULT_PATH), **host_variables(settings.pass_env)}
     env = build_environment(base, env_file, primary)
     found = find_shell(command.shell, DEFAULT_PATH)
@@ -226,33 +221,12 @@ def _sandboxed_request(ctx: ToolContext, command: ShellCommand, settings: ShellS
         if not _visible(entry, visible):
             notes.append(f"PATH entry {entry} (from {ENV_FILE_NAME}) is not visible in the sandbox; add it to "
                          "[shell] ro_paths in codeward.toml to use programs from there")
-    plan = confine(ctx.workspace, settings.hide_secrets)
-    if settings.hide_secrets and not settings.allow_secret_history:
-        hide_secret_history(ctx.workspace, plan)
-    notes += plan.notes
-    prepared = workspace_overlays(plan, primary)
-    if not prepared.ok:
-        return prepared.cast(None)
-    overlays, owner = prepared.data
-    request = SandboxRequest(
-        argv=shell_argv(command.shell, executable, command.script), env=env, workdir=str(primary),
-        ro_binds=[str(p) for p in readable], hidden=plan.hidden, overlays=overlays, run_as=owner,
-        network=settings.network, timeout_s=command.timeout_s, memory_mb=settings.memory_mb,
+    program = Program(
+        argv=shell_argv(command.shell, executable, command.script), env=env, timeout_s=command.timeout_s,
+        ro_binds=[str(p) for p in readable], network=settings.network, memory_mb=settings.memory_mb,
         max_processes=settings.max_processes, file_size_mb=FILE_SIZE_MB, open_files=OPEN_FILES,
         scratch_mb=SCRATCH_MB, max_output_bytes=settings.max_output_bytes)
-    return Result.success((request, notes))
-
-
-def _host_request(ctx: ToolContext, command: ShellCommand, settings: ShellSettings, env_file: EnvFile) -> Prepared:
-    primary = ctx.workspace.primary
-    env = build_environment(dict(os.environ), env_file, primary)
-    found = find_shell(command.shell, env.get("PATH", DEFAULT_PATH))
-    if not found.ok:
-        return found.cast(None)
-    request = SandboxRequest(argv=shell_argv(command.shell, found.data, command.script), env=env,
-                             workdir=str(primary), timeout_s=command.timeout_s,
-                             max_output_bytes=settings.max_output_bytes)
-    return Result.success((request, []))
+    return Result(data=program, notes=notes)
 
 
 def _visible(path: str | Path, dirs: Sequence[Path]) -> bool:
@@ -264,7 +238,8 @@ def _visible(path: str | Path, dirs: Sequence[Path]) -> bool:
 def report(command: ShellCommand, settings: ShellSettings, result: SandboxResult, notes: list[str],
            cancelled: bool) -> Result[str]:
     """The seed's text for a run, with the unsandboxed banner, QA analysis and notes."""
-    banner = "" if settings.sandbox else UNSANDBOXED_BANNER + "\n"
+    banner = UNSANDBOXED_BANNER + "\n" if not settings.sandbox else \
+        NOT_ISOLATED_BANNER + "\n" if not result.isolated and result.status is not Status.SETUP_ERROR else ""
     if result.status is Status.SETUP_ERROR:
         overlay = overlay_failure(result.stderr) or overlay_failure(result.error_message or "")
         if overlay is not None:

@@ -72,7 +72,7 @@ def bd_list(
     status: Status | None = None,
 ) -> Result[BeadList]:
     """The project's beads (issues, in .beads/): id, status, title."""
-    tracker = open_tracker(ctx.workspace, ctx.services, Access.READ)
+    tracker = open_tracker(ctx, Access.READ)
     if not tracker.ok or tracker.data is None:
         return tracker.cast(_no_list())
     listed = tracker.data.list_beads(status)
@@ -104,7 +104,7 @@ def bd_create(
     """Create a bead (an issue in .beads/); it is not ready until its dependencies are closed."""
     if not title.strip():
         return Result.fail(ErrorKind.INVALID_INPUT, "title is blank", "Give a short summary of the work.")
-    tracker = open_tracker(ctx.workspace, ctx.services, Access.WRITE)
+    tracker = open_tracker(ctx, Access.WRITE)
     if not tracker.ok or tracker.data is None:
         return tracker.cast(None)
     created = tracker.data.create(title.strip(), description, priority, issue_type, dependencies)
@@ -130,7 +130,7 @@ def bd_update(
     if not changes.given():
         return Result.fail(ErrorKind.INVALID_INPUT, f"nothing to change for {bead_id}",
                            "Pass at least one of status, priority, title, description, assignee.")
-    tracker = open_tracker(ctx.workspace, ctx.services, Access.WRITE)
+    tracker = open_tracker(ctx, Access.WRITE)
     if not tracker.ok or tracker.data is None:
         return tracker.cast(None)
     updated = tracker.data.update(bead_id.strip(), changes)
@@ -143,7 +143,7 @@ def bd_update(
       examples=[{}])
 def bd_ready(ctx: ToolContext) -> Result[BeadList]:
     """The open beads whose dependencies are all closed, highest priority first: what to work on next."""
-    tracker = open_tracker(ctx.workspace, ctx.services, Access.READ)
+    tracker = open_tracker(ctx, Access.READ)
     if not tracker.ok or tracker.data is None:
         return tracker.cast(_no_list())
     ready = tracker.data.ready()

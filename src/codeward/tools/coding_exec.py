@@ -1,7 +1,9 @@
 """Coding tools that run code: execute, list languages, monitor, run in Docker, debug.
 
-Every run goes through the sandbox chosen at start-up (bwrap where namespaces work, else a
-Docker engine, else plain processes marked not isolated); each result names the backend.
+Every run goes through the sandbox the server's backend choice gives code execution (bwrap
+where namespaces work, else a Docker engine; plain processes, marked not isolated, only when the
+operator set ``[sandbox] backend = "process"``; otherwise a refusal naming what to install);
+each result names the backend.
 Program failures and timeouts are *results* (``status`` says which); only what stops the
 code from running at all (``setup_error``) is reported as a tool error.
 """
@@ -18,6 +20,7 @@ from codeward.coding.debug import Attempt, detect_language, diagnose, repair
 from codeward.coding.execute import Execution, Limits, execute
 from codeward.coding.monitor import Sampler
 from codeward.coding.runtime import NO_MODEL, runtime_of, settings_of
+from codeward.coding.sandbox.choice import SandboxRefused
 from codeward.config.coding import IMAGE_REFERENCE
 from codeward.context import ToolContext
 from codeward.result import ErrorKind, Result
@@ -176,7 +179,10 @@ class LanguagesOutput(BaseModel):
 def code_list_languages(ctx: ToolContext) -> Result[LanguagesOutput]:
     """Which languages coding_execute_code can run here (and why not), and the sandbox in use."""
     runtime = runtime_of(ctx.services)
-    sandbox = runtime.sandbox()
+    try:
+        sandbox = runtime.sandbox()
+    except SandboxRefused as refused:
+        return Result.fail(ErrorKind.UNAVAILABLE, str(refused), refused.hint)
     languages = [
         LanguageInfo(name=name, available=chain.available, reason=chain.reason, version=chain.version,
                      compiled=chain.language.compiled, default_memory_mb=chain.language.memory_mb,

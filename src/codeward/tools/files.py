@@ -4,21 +4,28 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import itertools
+import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import pathspec
 from pydantic import Field
 
 from codeward.catalog import tool
-from codeward.code.textfile import TextFile, read_text, read_text_plain, write_text
-from codeward.code.walk import walk
+from codeward.code.textfile import TextFile, read_text, read_text_plain, split_lines, write_text
+from codeward.code.walk import Entry, walk
 from codeward.context import ToolContext
-from codeward.result import ErrorKind, Result
-from codeward.workspace import Access
+from codeward.result import ErrorKind, Result, quoted
+from codeward.workspace import Access, Workspace
 
 MAX_LISTED = 2000
 MAX_MATCHES = 1000
+NOTE_ROOM = 400
+"""Characters of the output cap kept for a page's notes (where to continue, the encoding)."""
+IncludeIgnored = Annotated[bool, Field(description="Also what .gitignore excludes.")]
+T = TypeVar("T")
 
 
 def _resolve_file(ctx: ToolContext, path: str, access: Access = Access.READ) -> Result[tuple[Path, TextFile]]:
@@ -68,22 +75,52 @@ def read_file(
     offset: Annotated[int, Field(ge=1)] = 1,
     limit: Annotated[int | None, Field(ge=1)] = None,
 ) -> Result[str]:
-    """Read a text file; page a long one with offset (first line) and limit (lines)."""
+    """Read a text file (any encoding, named in a note); a long one comes in pages: offset (first line) and
+    limit (lines), and the result says where to continue."""
     loaded = _resolve_file(ctx, path)
     if not loaded.ok:
         return loaded.cast("")
     _real, text_file = loaded.data
-    if offset == 1 and limit is None:
-        return Result.success(text_file.text)
-    lines = text_file.text.splitlines(keepends=True)
+    notes = [note] if (note := text_file.encoding_note()) else []
+    budget = _page_budget(ctx)
+    if offset == 1 and limit is None and len(text_file.text) <= budget:
+        return Result.success(text_file.text, *notes)
+    lines = split_lines(text_file.text)
     total = len(lines)
     if offset > max(total, 1):
         return Result.fail(ErrorKind.INVALID_INPUT, f"offset {offset} is past the end ({total} lines)",
                            f"Use an offset between 1 and {total}.", data="")
     stop = total if limit is None else min(total, offset - 1 + limit)
-    body = "".join(lines[offset - 1 : stop])
-    notes = [f"[lines {offset}-{stop} of {total}; continue with offset={stop + 1}]"] if stop < total else []
+    body, end, cut = _page(lines, offset - 1, stop, budget)
+    if cut:
+        notes.append(cut + f" Continue with offset={end + 1}.]")
+    elif end < total:
+        capped = "; the page stops at the output cap" if end < stop else ""
+        notes.append(f"[lines {offset}-{end} of {total}{capped}; continue with offset={end + 1}]")
     return Result.success(body, *notes)
+
+
+def _page_budget(ctx: ToolContext) -> int:
+    """Characters of file text one answer may hold: the output cap, less room for the notes."""
+    cap = ctx.settings.output_cap_chars
+    return max(cap - NOTE_ROOM, cap // 2)
+
+
+def _page(lines: list[str], first: int, stop: int, budget: int) -> tuple[str, int, str]:
+    """The lines ``first``..``stop``-1 that fit in ``budget`` characters, cut after a whole line.
+
+    Returns the text, the index after the last line given, and a note (unclosed, "" when none)
+    for the one case a line cannot be given whole: the first line alone is longer than the page.
+    """
+    size, end = 0, first
+    while end < stop and size + len(lines[end]) <= budget:
+        size += len(lines[end])
+        end += 1
+    if end > first or stop <= first:
+        return "".join(lines[first:end]), end, ""
+    line = lines[first]
+    return line[:budget], first + 1, (f"[line {first + 1} is {len(line):,} characters, more than one answer holds: "
+                                      f"showing its first {budget:,} (search_text finds text inside it).")
 
 
 @tool(toolset="files", write_paths=("path",), title="Create or overwrite a file",
@@ -112,6 +149,9 @@ def write_file(
         if loaded.ok:
             original = loaded.data
     created = [folder for folder in (real.parent, *real.parent.parents) if not folder.exists()]
+    if ctx.call.journal is not None:
+        for folder in reversed(created):  # undo removes the folders this call made, as it removes the file
+            ctx.call.journal.before(folder)
     try:
         real.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -123,31 +163,49 @@ def write_file(
     if not written.ok:
         _remove_folders(created)  # a refused write leaves the disk as it was
         return written.cast("")
-    return Result.success(f"Wrote {display} ({len(content.splitlines())} lines).")
+    return Result.success(f"Wrote {display} ({len(split_lines(content))} lines).")
 
 
 @tool(toolset="files", read_only=True, title="List a directory",
       examples=[{"path": "src/inventory"}])
 def list_directory(ctx: ToolContext, path: str = ".") -> Result[str]:
-    """One folder's entries: [dir]/[file] name size (get_tree shows several levels)."""
+    """One folder's entries: [dir]/[file]/[link] name size, with what .gitignore excludes marked (get_tree shows
+    several levels)."""
     resolved = _resolve_dir(ctx, path)
     if not resolved.ok:
         return resolved.cast("")
-    rows: list[str] = []
-    for entry in walk(ctx.workspace, resolved.data, max_depth=1, gitignore=False):
-        if entry.is_dir:
-            rows.append(f"[dir]  {entry.rel}/")
-        else:
-            try:
-                size = entry.path.stat().st_size
-            except OSError:
-                size = 0
-            rows.append(f"[file] {entry.rel}  {size}")
-        if len(rows) >= MAX_LISTED:
-            rows.append(f"[... more than {MAX_LISTED} entries; use search_files with a pattern to narrow ...]")
-            break
+    entries, more = _at_most(walk(ctx.workspace, resolved.data, max_depth=1, mark_ignored=True), MAX_LISTED)
+    rows = [_row(ctx.workspace, entry) for entry in entries]
     display = ctx.workspace.display(resolved.data)
-    return Result.success(f"{display}/ ({len(rows)} entries)\n" + "\n".join(rows) if rows else f"{display}/ is empty")
+    if not rows:
+        return Result.success(f"{display}/ is empty")
+    head = f"{display}/ ({'more than ' if more else ''}{len(rows)} entries)"
+    if more:
+        rows.append(f"[... more than {MAX_LISTED} entries; use search_files with a pattern to narrow ...]")
+    return Result.success("\n".join([head, *rows]))
+
+
+def _row(workspace: Workspace, entry: Entry) -> str:
+    """One listing row: ``[dir]  name/``, ``[file] name  size``, ``[link] name -> target``."""
+    mark = "  (ignored)" if entry.ignored else ""
+    if entry.is_link:
+        target = entry.path.resolve(strict=False)
+        if not os.path.lexists(target):
+            return f"[link] {entry.rel} -> {workspace.display(target)}  (missing){mark}"
+        return f"[link] {entry.rel} -> {workspace.display(target)}{'/' if entry.is_dir else ''}{mark}"
+    if entry.is_dir:
+        return f"[dir]  {entry.rel}/{mark}"
+    try:
+        size = entry.path.stat().st_size
+    except OSError:
+        size = 0
+    return f"[file] {entry.rel}  {size}{mark}"
+
+
+def _at_most(items: Iterable[T], limit: int) -> tuple[list[T], bool]:
+    """The first ``limit`` items, and whether there were more (one more is read to know)."""
+    taken = list(itertools.islice(items, limit + 1))
+    return taken[:limit], len(taken) > limit
 
 
 @tool(toolset="files", read_only=True, title="Find files by glob",
@@ -157,27 +215,30 @@ def search_files(
     path: str,
     pattern: Annotated[str, Field(description="* within a name, ** across "
                                               "folders; a pattern without / matches names at any depth.")],
+    include_ignored: IncludeIgnored = False,
 ) -> Result[str]:
-    """Find files below path by a glob of their path."""
+    """Find files below path by a glob of their path (.gitignore honoured)."""
     resolved = _resolve_dir(ctx, path)
     if not resolved.ok:
         return resolved.cast("")
     if not pattern.strip():
         return Result.fail(ErrorKind.INVALID_INPUT, "pattern is empty", "Give a glob such as '*.py'.", data="")
     spec = pathspec.PathSpec.from_lines("gitignore", [pattern])
-    matches: list[str] = []
-    entries = walk(ctx.workspace, resolved.data, gitignore=False, include_dirs=False)
+    entries = walk(ctx.workspace, resolved.data, gitignore=not include_ignored, include_dirs=False)
+    matches, more = _at_most(_matching(ctx, entries, spec), MAX_MATCHES)
+    if not matches:
+        return Result.success(f"no files match {quoted(pattern)} under {ctx.workspace.display(resolved.data)}")
+    if more:
+        return Result.success("\n".join(matches), f"[stopped at {MAX_MATCHES} matches; use a narrower pattern or path]")
+    return Result.success("\n".join(matches))
+
+
+def _matching(ctx: ToolContext, entries: Iterator[Entry], spec: pathspec.PathSpec) -> Iterator[str]:  # type: ignore[type-arg]
     for scanned, entry in enumerate(entries, 1):
         if scanned % 1000 == 0:
             ctx.progress(scanned, None, f"scanned {scanned} files")
         if spec.match_file(entry.rel):
-            matches.append(ctx.workspace.display(entry.path))
-            if len(matches) >= MAX_MATCHES:
-                return Result.success("\n".join(matches),
-                                      f"[stopped at {MAX_MATCHES} matches; use a narrower pattern or path]")
-    if not matches:
-        return Result.success(f"no files match {pattern!r} under {ctx.workspace.display(resolved.data)}")
-    return Result.success("\n".join(matches))
+            yield ctx.workspace.display(entry.path)
 
 
 @tool(toolset="files", read_only=True, quick=True, title="Read a line range",
@@ -193,11 +254,18 @@ def get_file_slice(
     if not loaded.ok:
         return loaded.cast("")
     real, text_file = loaded.data
-    lines = text_file.text.splitlines(keepends=True)
+    lines = split_lines(text_file.text)
     problem = _line_range_error(start_line, end_line, len(lines), ctx.workspace.display(real))
     if problem:
         return problem
-    return Result.success("".join(lines[start_line - 1 : end_line]))
+    notes = [note] if (note := text_file.encoding_note()) else []
+    body, end, cut = _page(lines, start_line - 1, end_line, _page_budget(ctx))
+    if cut:
+        notes.append(cut + (f" Continue with start_line={end + 1}.]" if end < end_line else "]"))
+    elif end < end_line:
+        notes.append(f"[lines {start_line}-{end} of the {start_line}-{end_line} asked: the answer stops at the output "
+                     f"cap; continue with start_line={end + 1}]")
+    return Result.success(body, *notes)
 
 
 @tool(toolset="files", title="Replace a line range",
@@ -223,25 +291,25 @@ def set_file_slice(
         return loaded.cast("")
     real, text_file = loaded.data
     display = ctx.workspace.display(real)
-    lines = text_file.text.splitlines(keepends=True)
+    lines = split_lines(text_file.text)
     problem = _line_range_error(start_line, end_line, len(lines), display)
     if problem:
         return problem
-    replacement = new_content.replace("\r\n", "\n")
+    replacement = _as_typed(text_file, new_content)
     rest = "".join(lines[end_line:])
-    # New lines end like the ones they replace: with a newline before more text, and, replacing
-    # the last line, as it ended (a final newline stays; a file without one stays without).
-    replaced_last = lines[end_line - 1] if start_line <= end_line else ""
+    head = "".join(lines[: start_line - 1])
+    # New lines end like the ones they replace: with a newline before more text, and, at the
+    # end of the file, as its last line ended (a final newline stays; a file without one stays without).
+    replaced_last = lines[end_line - 1] if start_line <= end_line else head[-1:]
     if replacement and not replacement.endswith("\n") and (rest or replaced_last.endswith("\n")):
         replacement += "\n"
-    head = "".join(lines[: start_line - 1])
     if replacement and head and not head.endswith("\n"):
         head += "\n"  # inserting after a last line without a newline: keep it a line of its own
     new_text = head + replacement + rest
     written = write_text(real, text_file, new_text, display, ctx.workspace)
     if not written.ok:
         return written.cast("")
-    added = len(replacement.splitlines())
+    added = len(split_lines(replacement))
     return Result.success(f"Replaced lines {start_line}-{end_line} of {display} with {added} lines.")
 
 
@@ -268,8 +336,7 @@ def edit_file(
         return loaded.cast("")
     real, text_file = loaded.data
     display = ctx.workspace.display(real)
-    old = old_string.replace("\r\n", "\n")
-    new = new_string.replace("\r\n", "\n")
+    old, new = _as_typed(text_file, old_string), _as_typed(text_file, new_string)
     if not old:
         return Result.fail(ErrorKind.INVALID_INPUT, "old_string is empty",
                            "Give the exact text to replace; to add text use set_file_slice.", data="")
@@ -279,8 +346,10 @@ def edit_file(
     text = text_file.text
     count = text.count(old)
     if count == 0:
+        mixed = " The file mixes LF and CRLF line endings: copy its text with the \\r characters it has." \
+            if _mixed_endings(text_file) and "\n" in old else ""
         return Result.fail(ErrorKind.NOT_FOUND, f"old_string was not found in {display}",
-                           _closest_hint(text, old), data="")
+                           _closest_hint(text, old) + mixed, data="")
     if count > 1 and not replace_all:
         lines = _occurrence_lines(text, old, 10)
         return Result.fail(ErrorKind.CONFLICT,
@@ -305,19 +374,31 @@ def get_tree(
     ctx: ToolContext,
     path: str = ".",
     max_depth: Annotated[int, Field(ge=1, le=20)] = 3,
+    include_ignored: IncludeIgnored = False,
 ) -> Result[str]:
     """The folder tree to max_depth levels (.gitignore honoured)."""
     resolved = _resolve_dir(ctx, path)
     if not resolved.ok:
         return resolved.cast("")
     lines = [ctx.workspace.display(resolved.data) + "/"]
-    for count, entry in enumerate(walk(ctx.workspace, resolved.data, max_depth=max_depth), 1):
-        indent = "  " * entry.depth
-        lines.append(f"{indent}{entry.path.name}{'/' if entry.is_dir else ''}")
-        if count >= MAX_LISTED:
-            lines.append(f"[... stopped at {MAX_LISTED} entries; lower max_depth or pick a subfolder ...]")
-            break
+    entries, more = _at_most(walk(ctx.workspace, resolved.data, max_depth=max_depth, gitignore=not include_ignored),
+                             MAX_LISTED)
+    for entry in entries:
+        lines.append(f"{'  ' * entry.depth}{entry.path.name}{'/' if entry.is_dir else ''}")
+    if more:
+        lines.append(f"[... stopped at {MAX_LISTED} entries; lower max_depth or pick a subfolder ...]")
     return Result.success("\n".join(lines))
+
+
+def _as_typed(text_file: TextFile, typed: str) -> str:
+    """Text a caller typed, with the file's line endings: edits see a file whose lines all end alike with
+    ``\\n`` (written back as they were), so CRLF typed into it is CRLF made ``\\n``; a file that mixes
+    endings is edited exactly as typed."""
+    return typed if _mixed_endings(text_file) else typed.replace("\r\n", "\n")
+
+
+def _mixed_endings(text_file: TextFile) -> bool:
+    return text_file.newline == "\n" and "\r\n" in text_file.text
 
 
 def _remove_folders(created: list[Path]) -> None:
@@ -341,11 +422,12 @@ def _occurrence_lines(text: str, needle: str, limit: int) -> list[int]:
 
 
 def _closest_hint(text: str, needle: str) -> str:
-    first = needle.strip().splitlines()[0].strip() if needle.strip() else ""
-    candidates = [line.strip() for line in text.splitlines() if line.strip()]
+    first = needle.strip().split("\n")[0].strip() if needle.strip() else ""
+    lines = text.split("\n")
+    candidates = [line.strip() for line in lines if line.strip()]
     close = difflib.get_close_matches(first, candidates, n=1, cutoff=0.6) if first else []
     if close:
-        line_no = text.splitlines().index(next(ln for ln in text.splitlines() if ln.strip() == close[0])) + 1
+        line_no = next(number for number, line in enumerate(lines, 1) if line.strip() == close[0])
         return (f"The closest line is {line_no}: {close[0]!r}. Read the file (get_file_slice) and copy the "
                 "text exactly, including whitespace.")
     return "Read the file first and copy the exact text, including whitespace and indentation."

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -65,8 +65,10 @@ class _Planned:
 
 
 @tool(toolset="files", destructive=True, title="Apply a unified diff", output=PatchReport,
-      examples=[{"patch": "--- a/notes/todo.md\n+++ b/notes/todo.md\n@@ -3 +3,2 @@\n"
-                          " - [ ] ask the supplier about the late delivery\n+- [ ] order more price labels\n"
+      examples=[{"patch": "--- a/README.md\n+++ b/README.md\n@@ -11,3 +11,4 @@\n"
+                          " - `native/` — a ring buffer in C and a matrix in C++\n"
+                          " - `web/` — the shop's cart in JavaScript\n - `tests/` — the store's tests (pytest)\n"
+                          "+- `notes/` — the to-do list and the suppliers\n"
                           "--- /dev/null\n+++ b/notes/suppliers.md\n@@ -0,0 +1,2 @@\n+# Suppliers\n"
                           "+- the bakery delivers on Mondays\n"}])
 def apply_patch(
@@ -132,6 +134,8 @@ def _plan(ctx: ToolContext, file_patch: FilePatch) -> Result[_Planned]:
     target = resolved.data
     shown = workspace.display(target)
     source: Path | None = None
+    if file_patch.action == "modify" and file_patch.only_inserts_at_start and not os.path.lexists(target):
+        file_patch = replace(file_patch, action="add")
     if file_patch.action == "add":
         if os.path.lexists(target):
             return Result.fail(ErrorKind.CONFLICT, f"the patch adds {shown}, which already exists",
@@ -151,16 +155,32 @@ def _plan(ctx: ToolContext, file_patch: FilePatch) -> Result[_Planned]:
     if not loaded.ok:
         return _failed(loaded)
     original = loaded.data
+    # The file's bytes as they are, for a patch whose lines carry their endings (git diff's); a file whose
+    # lines all end CRLF is also read as LF text, for a patch that lost its CRs (typed, or sent as JSON).
+    exact = original if original.newline == "\n" else replace(
+        original, text=original.text.replace("\n", original.newline), newline="\n")
+    readings = [(exact, file_patch.hunks)]
+    if exact is not original:
+        readings.append((original, [hunk.without_cr() for hunk in file_patch.hunks]))
     if file_patch.action == "delete":
-        expected = "".join(line for hunk in file_patch.hunks for line in hunk.old)
-        if file_patch.hunks and expected != original.text:
-            return Result.fail(ErrorKind.CONFLICT, f"the patch deletes {shown}, but its contents differ from the "
-                               "patch's", "Read the file again and make the diff against what it holds now.")
-        return Result.success(_Planned(file_patch, target, None, original, None))
-    applied = unified_diff.apply(original.text, file_patch.hunks, workspace.display(base))
-    if not applied.ok:
-        return _failed(applied)
-    return Result.success(_Planned(file_patch, target, source, original, applied.data))
+        for template, hunks in readings:
+            if not file_patch.hunks or "".join(line for hunk in hunks for line in hunk.old) == template.text:
+                return Result.success(_Planned(file_patch, target, None, original, None))
+        return Result.fail(ErrorKind.CONFLICT, f"the patch deletes {shown}, but its contents differ from the "
+                           "patch's", "Read the file again and make the diff against what it holds now.")
+    first_failure: Result[str] | None = None
+    for template, hunks in readings:
+        applied = unified_diff.apply(template.text, hunks, workspace.display(base))
+        if applied.ok:
+            return Result.success(_Planned(file_patch, target, source, template, applied.data))
+        first_failure = first_failure or applied
+    assert first_failure is not None
+    return _failed(first_failure if _carries_cr(file_patch) else applied)
+
+
+def _carries_cr(file_patch: FilePatch) -> bool:
+    """Whether the patch's lines end CRLF (then the exact reading's failure is the one to tell)."""
+    return any(line.endswith("\r\n") for hunk in file_patch.hunks for line in (*hunk.old, *hunk.new))
 
 
 def _failed(result: Result[Any]) -> Result[Any]:

@@ -26,11 +26,11 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field
 
 from codeward.catalog import tool
-from codeward.code import ripgrep
+from codeward.code import ignore, ripgrep
 from codeward.code.ripgrep import BinaryHit, CaseMode, Counted, Line, Query, Search
-from codeward.code.textfile import BINARY_SNIFF_BYTES, displayable, read_text
+from codeward.code.textfile import BINARY_SNIFF_BYTES, displayable
 from codeward.context import ToolContext
-from codeward.result import ErrorKind, Result
+from codeward.result import ErrorKind, Result, quoted
 from codeward.tools.arguments import Scope
 from codeward.workspace import HARD_BLACKLIST_NAMES, HARD_BLACKLIST_SUFFIX, Workspace
 
@@ -38,6 +38,8 @@ SCAN_CAP = 10_000
 """Matching lines read before a search stops counting (the count then says 'more than')."""
 MAX_FILES_LISTED = 200_000
 """Files a files/count listing reads before it stops counting."""
+FILES_COUNTED_PAST_THE_CAP = 1_000
+"""Files a search past :data:`SCAN_CAP` matching lines counts (one more ripgrep pass, stopped there)."""
 TIMEOUT_SECONDS = 60.0
 SHOWN_BEFORE = 120
 SHOWN_AFTER = 280
@@ -72,6 +74,8 @@ class SearchReport(BaseModel):
     total: int = Field(description="Matching lines (matches), files (files), or matches (count).")
     total_files: int
     complete: bool = Field(description="False when the search stopped counting at its cap: total is a floor.")
+    files_complete: bool = Field(default=True, description="False when total_files is a floor (the search stopped "
+                                                           "counting files).")
     offset: int
     next_offset: int | None = Field(description="Pass as offset for the next page; null on the last page.")
     matches: list[TextMatch] = Field(default_factory=list)
@@ -83,11 +87,12 @@ class SearchReport(BaseModel):
                  "count": ("match", "matches")}[self.mode]
         head = f"{more}{self.total:,} {units[self.total != 1]}"
         if self.mode != "files":
-            head += f" in {more}{self.total_files:,} file{'s' if self.total_files != 1 else ''}"
-        head += f" for {self.pattern!r} in {self.scope}"
+            files_more = "" if self.files_complete else "more than "
+            head += f" in {files_more}{self.total_files:,} file{'s' if self.total_files != 1 else ''}"
+        head += f" for {quoted(self.pattern)} in {self.scope}"
         shown = len(self.matches) if self.mode == "matches" else len(self.files)
         if not shown:
-            return head if self.total else f"no matches for {self.pattern!r} in {self.scope}"
+            return head if self.total else f"no matches for {quoted(self.pattern)} in {self.scope}"
         page = f"showing {self.offset + 1}-{self.offset + shown}"
         page += f"; next page: offset={self.next_offset}" if self.next_offset is not None else ""
         lines = [f"{head} ({page})"]
@@ -256,6 +261,7 @@ class _Plan:
     query: Query
     target: _Target
     ignore_path: Path | None = None
+    _ignored: ignore.IgnoredPaths | None = None
     _allowed: dict[bytes, bool] = field(default_factory=dict)
     _shown: dict[bytes, bool] = field(default_factory=dict)
 
@@ -273,21 +279,16 @@ class _Plan:
         return self.workspace.display(self.target.real)
 
     def parent_ignores(self) -> str:
-        """``.gitignore`` patterns of the folders between the root and the searched folder, re-anchored."""
+        """The ignore files of the folders between the root and the searched folder, re-anchored.
+
+        ripgrep reads those inside the searched folder itself; these it is handed, so that a
+        search of a subfolder sees the rules a walk from the root would (:mod:`codeward.code.ignore`).
+        """
         target = self.target
         if target.is_file or target.real == target.cwd:
             return ""
-        parents: list[tuple[str, str]] = []
-        folder = target.cwd
-        for part in ("", *target.real.relative_to(target.cwd).parts[:-1]):
-            folder = folder / part if part else folder
-            gitignore = folder / ".gitignore"
-            if not os.path.lexists(gitignore) or not self.workspace.visible(gitignore):
-                continue
-            loaded = read_text(gitignore, ".gitignore")
-            if loaded.ok:
-                rel = folder.relative_to(target.cwd).as_posix()
-                parents.append(("" if rel == "." else rel, loaded.data.text))
+        parents = [("" if folder == target.cwd else folder.relative_to(target.cwd).as_posix(), text)
+                   for folder, text in ignore.sources_above(self.workspace, target.real)]
         return ripgrep.reanchored_ignores(parents)
 
     def _args(self, *extra: str) -> list[str]:
@@ -305,7 +306,13 @@ class _Plan:
 
     def allowed(self, raw: bytes) -> bool:
         """The gate check for counting: inside the roots, not blacklisted, not a private key by its first
-        line (memoized per path).
+        line, not ignored (memoized per path).
+
+        What ripgrep reports is checked against the ignore rules (:mod:`codeward.code.ignore`)
+        again: ripgrep lets an include glob override the ignore files (``--glob '*.log'`` searches
+        an ignored ``debug.log``), and it reads a few rules otherwise than git (POSIX classes such
+        as ``[[:digit:]]``, a byte-order mark before the first line); with the check a search sees
+        what every listing sees, and a glob narrows a search, never widens it.
 
         ripgrep neither follows links nor reports them, and it walks from a resolved folder, so
         the path it reports is the file's real path; :meth:`shown` checks that again for
@@ -315,8 +322,16 @@ class _Plan:
         if known is None:
             text = os.fsdecode(raw[2:] if raw.startswith(b"./") else raw)
             full = f"{self._cwd_prefix}{text}"
-            known = self._allowed[raw] = self.workspace.admits_walked(full) and not self._holds_key(full)
+            known = self._allowed[raw] = (self.workspace.admits_walked(full) and not self._holds_key(full)
+                                          and not self._ignored_by_rules(full))
         return known
+
+    def _ignored_by_rules(self, path: str) -> bool:
+        if self.query.include_ignored or self.target.is_file:
+            return False
+        if self._ignored is None:
+            self._ignored = ignore.IgnoredPaths(self.workspace, self.target.real)
+        return self._ignored.ignored(path)
 
     def _holds_key(self, path: str) -> bool:
         try:
@@ -376,7 +391,6 @@ class _Plan:
         wanted = offset + limit
         collected: list[tuple[bytes, list[Line]]] = []
         seen = 0
-        files = 0
         with self._search("--sort=path", "--null", "--line-number", "--column", "--no-heading",
                           "--with-filename", f"--context={self.query.context}") as search:
             trailing = 0
@@ -393,7 +407,6 @@ class _Plan:
                     if seen >= wanted:
                         break
                     collected.append((line.path, []))
-                    files += 1
                 if line.is_match:
                     if seen >= wanted:
                         break
@@ -410,8 +423,13 @@ class _Plan:
             return failed.cast(None)
         page = [self._entry(*entry) for entry in _page_matches(collected, offset, limit, self.query.context)]
         next_offset = offset + len(page) if len(page) == limit else None
+        files = self.listing("files", 0, 1, cap=FILES_COUNTED_PAST_THE_CAP)
+        if not files.ok:
+            return files
+        assert files.data is not None
         report = SearchReport(pattern=self.query.pattern, scope=self.scope, mode="matches", total=SCAN_CAP,
-                              total_files=files, complete=False, offset=offset, next_offset=next_offset,
+                              total_files=files.data.total_files, complete=False,
+                              files_complete=files.data.files_complete, offset=offset, next_offset=next_offset,
                               matches=page)
         return Result.success(report, f"[the search stopped counting at {SCAN_CAP:,} matching lines: narrow it "
                                       "with path, glob or file_type, or see where they are with mode='count']")
@@ -423,7 +441,8 @@ class _Plan:
 
     # -- files and counts ---------------------------------------------------------------------
 
-    def listing(self, mode: Mode, offset: int, limit: int) -> Result[SearchReport | None]:
+    def listing(self, mode: Mode, offset: int, limit: int, cap: int = MAX_FILES_LISTED
+                ) -> Result[SearchReport | None]:
         hits: list[Counted] = []
         complete = True
         flags = ("--null", "--count-matches", "--with-filename") if mode == "count" else (
@@ -433,11 +452,11 @@ class _Plan:
         with self._search(*flags) as search:
             for hit in parse(search.lines()):
                 if self.allowed(hit.path):
-                    hits.append(hit)
-                    if len(hits) >= MAX_FILES_LISTED:
+                    if len(hits) >= cap:  # one more than the cap: only then is the count a floor
                         complete = False
                         search.stop()
                         break
+                    hits.append(hit)
         failed = ripgrep.failure(search, TIMEOUT_SECONDS, self.query)
         if failed is not None:
             return failed.cast(None)
@@ -459,8 +478,8 @@ class _Plan:
         total = sum(hit.count for hit in hits) if mode == "count" else total_files
         next_offset = position if position < len(hits) else None
         report = SearchReport(pattern=self.query.pattern, scope=self.scope, mode=mode, total=total,
-                              total_files=total_files, complete=complete, offset=offset, next_offset=next_offset,
-                              files=page)
+                              total_files=total_files, complete=complete, files_complete=complete, offset=offset,
+                              next_offset=next_offset, files=page)
         return Result.success(report)
 
     def _entry(self, path: bytes, line: Line, before: list[Line], after: list[Line]) -> TextMatch:

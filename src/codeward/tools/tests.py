@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from codeward.catalog import save_output, tool
 from codeward.code.test_results import TestSummary, parse_junit, uses_pytest
+from codeward.coding.sandbox.choice import Executor
 from codeward.context import ToolContext
 from codeward.result import ErrorKind, Result
 from codeward.shell.runner import MAX_SCRIPT_CHARS, ShellCommand, execute
@@ -107,7 +108,7 @@ def run_tests(
         runner = f"pytest ({found})"
     if len(script) > MAX_SCRIPT_CHARS:
         return Result.fail(ErrorKind.TOO_LARGE, "the command is too long", "Run fewer targets at once.")
-    executed = execute(ctx, ShellCommand(script, "bash", timeout_s), settings)
+    executed = execute(ctx, ShellCommand(script, "bash", timeout_s), settings, Executor.TESTS)
     if not executed.ok or executed.data is None:
         return _failed(executed)
     run = executed.data
@@ -128,7 +129,7 @@ def run_tests(
         if report.status != "timeout":
             report.status = "passed" if run.result.exit_code == 0 else \
                 "no tests" if (not command and run.result.exit_code == 5) else "failed" if command else "error"
-    return Result(data=report, notes=run.notes)
+    return Result(data=report, notes=list(dict.fromkeys([*run.notes, *run.result.notes])))
 
 
 def _pytest_arguments(ctx: ToolContext, targets: list[str], keyword: str) -> Result[list[str]]:

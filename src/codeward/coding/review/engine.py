@@ -28,8 +28,9 @@ from codeward.coding.review.analyzers import (
 from codeward.coding.review.dedupe import merge_duplicates
 from codeward.coding.review.models import AnalysisType, AnalyzerRun, Issue, Severity, at_least
 from codeward.coding.review.project_config import ProjectConfig
-from codeward.coding.review.runner import locate
+from codeward.coding.review.runner import Launcher, locate
 from codeward.config.review import ReviewSettings
+from codeward.logs import Redactor
 
 MAX_PARALLEL_ANALYZERS = 4
 CONFIGURABLE = frozenset({"ruff", "mypy", "bandit", "vulture", "biome", "shellcheck"})
@@ -73,11 +74,13 @@ def review(
     *,
     config: ReviewSettings,
     cancelled: threading.Event,
+    launcher: Callable[[Path], Launcher],
     progress: Progress | None = None,
     project: ProjectConfig | None = None,
 ) -> Review:
     """Run the analyzers of ``types`` over ``files`` with the project's configuration; keep issues at or
-    above ``threshold``."""
+    above ``threshold``. ``launcher`` gives, for the review's private directory, what runs each
+    analyzer (the review's sandbox). What the analyzers said passes the logs' secret redaction."""
     project = project or ProjectConfig()
     result = Review(files=list(files), lines={f.path: _count_lines(f.path) for f in files})
     jobs: list[_Job] = []
@@ -99,18 +102,21 @@ def review(
             result.runs.append(AnalyzerRun(analysis_type=analysis_type, tool=_tools_text(analysis_type),
                                            status="skipped", message=_not_applicable(analysis_type, files)))
     with tempfile.TemporaryDirectory(prefix="codeward-review-") as workdir:
-        runner = ToolRunner(config, Path(workdir), cancelled, project)
+        private = Path(workdir)
+        runner = ToolRunner(config, private, cancelled, launcher(private), project)
         outcomes = _run_all(jobs, runner, progress)
+    scrub = Redactor()
     for job, outcome in zip(jobs, outcomes, strict=True):
         analyzer = job.analyzer
         if isinstance(outcome, AnalyzerFailure):
             result.runs.append(AnalyzerRun(analysis_type=analyzer.analysis_type, tool=analyzer.tool, status="error",
-                                           message=outcome.info.message, hint=outcome.info.hint))
+                                           message=scrub.text(outcome.info.message),
+                                           hint=scrub.text(outcome.info.hint)))
             continue
         used = _configuration(analyzer.tool, config, project)
         result.runs.append(AnalyzerRun(analysis_type=analyzer.analysis_type, tool=analyzer.tool, status="ok",
                                        message=f"{len(job.files)} files{used}"))
-        result.issues += [issue for issue in outcome.issues if at_least(issue.severity, threshold)]
+        result.issues += [_scrubbed(issue, scrub) for issue in outcome.issues if at_least(issue.severity, threshold)]
         for path, values in outcome.complexities.items():
             result.complexities.setdefault(path, []).extend(values)
         result.maintainability.update(outcome.maintainability)
@@ -164,6 +170,14 @@ def _run_all(jobs: list[_Job], runner: ToolRunner, progress: Progress | None) ->
                 if still:
                     report(finished, len(jobs), f"still running: {still}")
         return [future.result() for future in futures]
+
+
+def _scrubbed(issue: Issue, scrub: Redactor) -> Issue:
+    """The issue with secrets cut out of what the analyzer wrote (its message and suggestion)."""
+    message, suggestion = scrub.text(issue.message), scrub.text(issue.suggestion)
+    if message == issue.message and suggestion == issue.suggestion:
+        return issue
+    return issue.model_copy(update={"message": message, "suggestion": suggestion})
 
 
 def _label(job: _Job) -> str:

@@ -35,6 +35,7 @@ from codeward.coding.review.report import (
     render,
     write_report,
 )
+from codeward.coding.review.runner import analyzer_launcher
 from codeward.coding.review.selection import (
     MAX_FILES,
     compile_patterns,
@@ -43,9 +44,14 @@ from codeward.coding.review.selection import (
     unsupported_file_hint,
 )
 from codeward.coding.review.summary import file_analysis, project_analysis
+from codeward.coding.sandbox.choice import Executor
 from codeward.config.review import ReviewSettings
+from codeward.contained import ProjectAccess, ProjectSandbox
 from codeward.context import ToolContext
 from codeward.result import ErrorKind, Result
+
+ANALYZERS_NOT_ISOLATED = ("NOT isolated: the analyzers ran as plain host processes ([sandbox] backend = \"process\" in "
+                          "codeward.toml), so the project's analyzer configuration could reach host files")
 
 
 @dataclass(frozen=True)
@@ -69,13 +75,24 @@ def _types(requested: Sequence[AnalysisType] | None) -> Result[list[AnalysisType
     return Result.success(list(dict.fromkeys(requested)))
 
 
-def _run(ctx: ToolContext, files: Sequence[SourceFile], types: Sequence[AnalysisType], threshold: Severity) -> Review:
+def _run(ctx: ToolContext, files: Sequence[SourceFile], types: Sequence[AnalysisType],
+         threshold: Severity) -> Result[Review | None]:
+    """Run the analyzers in the project's sandbox (read-only, secrets covered), or refuse naming
+    what to install when no sandbox the operator allows works here."""
     config = config_of(ctx)
+    opened = ProjectSandbox.open(ctx, Executor.REVIEW, ProjectAccess.READ)
+    if not opened.ok or opened.data is None:
+        return opened.cast(None)
+    box = opened.data
     project = ProjectConfig() if config.isolated else discover([f.path for f in files], ctx.workspace)
     result = review(files, types, threshold, config=config, cancelled=ctx.cancelled, project=project,
+                    launcher=lambda private: analyzer_launcher(box, private, config.memory_mb),
                     progress=lambda done, total, message: ctx.progress(done, total, message))
     result.notes.extend(project.notes)
-    return result
+    result.notes.extend(note for note in box.notes if note.startswith("WARNING"))
+    if not box.isolated:
+        result.notes.append(ANALYZERS_NOT_ISOLATED)
+    return Result.success(result)
 
 
 def _existing(ctx: ToolContext, raw: str, param: str) -> Result[Path]:
@@ -107,13 +124,16 @@ def analyze_file(ctx: ToolContext, file_path: str, analysis_types: Sequence[Anal
     if analysis_types is not None and not set(types.data) & set(available):
         return Result.fail(ErrorKind.INVALID_INPUT, f"{', '.join(types.data)} analysis is not available for "
                            f"{source.language} files", f"For {source.language}, use: {', '.join(available)}.")
-    review_result = _run(ctx, [source], types.data, severity_threshold)
+    ran = _run(ctx, [source], types.data, severity_threshold)
+    if not ran.ok or ran.data is None:
+        return ran.cast(None)
+    review_result = ran.data
     if analysis_types is not None and review_result.runs and all(r.status == "skipped" for r in review_result.runs):
         return Result.fail(ErrorKind.UNAVAILABLE, f"nothing could check {display}: "
                            + "; ".join(run.message for run in review_result.runs),
                            f"Install the analyzer named above, or ask for what {source.language} has here: "
                            f"{', '.join(available)}.")
-    return Result.success(file_analysis(review_result, source))
+    return Result(data=file_analysis(review_result, source), notes=review_result.notes)
 
 
 def _project_files(ctx: ToolContext, path: str, include: Sequence[str] | None,
@@ -170,7 +190,10 @@ def analyze_project(
     if not files.ok:
         return files.cast(None)
     display = ctx.workspace.display(ctx.workspace.resolve(path).data)
-    result = _run(ctx, files.data, types.data, severity_threshold)
+    ran = _run(ctx, files.data, types.data, severity_threshold)
+    if not ran.ok or ran.data is None:
+        return ran.cast(None)
+    result = ran.data
     analysis = project_analysis(result, display)
     notes: list[str] = list(result.notes)
     if not files.data:
@@ -200,7 +223,10 @@ def review_paths(ctx: ToolContext, paths: Sequence[str]) -> Result[ProjectReview
         return Result.fail(ErrorKind.TOO_LARGE, f"the paths hold more than {MAX_FILES} source files",
                            "Review fewer paths at once.")
     display = f"{len(paths)} paths"
-    result = _run(ctx, list(chosen.values()), list(ANALYSIS_TYPES), "info")
+    ran = _run(ctx, list(chosen.values()), list(ANALYSIS_TYPES), "info")
+    if not ran.ok or ran.data is None:
+        return ran.cast(None)
+    result = ran.data
     notes = list(result.notes)
     if not chosen:
         notes.append(f"No supported source files in {display}. {unsupported_file_hint()}")

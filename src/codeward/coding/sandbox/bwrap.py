@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import stat
 import subprocess
 from pathlib import Path
 
@@ -39,11 +38,13 @@ from codeward.coding.sandbox.overlay import namespace_entry
 from codeward.coding.sandbox.runner import (
     Launch,
     RunObserver,
+    can_switch_user,
     collect_observed,
     kill_tree,
     limit_launch,
     minimal_env,
     spawn_or_release,
+    world_reachable,
 )
 from codeward.coding.sandbox.seccomp import filter_fd
 
@@ -74,7 +75,12 @@ class BwrapSandbox:
         self.version = version
         self.cgroups = cgroups
         self.seccomp = seccomp
-        self.drop_to = drop_to if os.geteuid() == 0 else None
+        self.scratch_cap_mb: int | None = None
+        """The most each private tmpfs (``/tmp``, ``/work``) may hold: half the disk cap (``[sandbox]
+        disk_mb``). A run with overlays keeps its ``/tmp`` on its disk instead."""
+        self.switches_user = can_switch_user()
+        """Root with the capabilities to become another user (a root without them stays root)."""
+        self.drop_to = drop_to if self.switches_user else None
 
     def describe(self) -> str:
         parts = [f"bwrap {self.version}: user/pid/net/ipc/uts/mount namespaces, no capabilities"]
@@ -115,8 +121,12 @@ class BwrapSandbox:
             if network.hosts_file is not None:
                 args += ["--ro-bind", str(network.hosts_file), "/etc/hosts"]
         args += ["--proc", "/proc", "--dev", "/dev"]
-        scratch = str(request.scratch_mb * 1024 * 1024)
-        args += ["--size", scratch, "--tmpfs", "/tmp"]
+        scratch = str(min(request.scratch_mb, self.scratch_cap_mb or request.scratch_mb) * 1024 * 1024)
+        shared = request.overlays.scratch if request.overlays is not None else None
+        if shared is not None:  # on the run's disk, with its overlay layers: one cap for all it writes
+            args += ["--bind", str(shared), "/tmp"]
+        else:
+            args += ["--size", scratch, "--tmpfs", "/tmp"]
         if request.workdir is None:
             args += ["--size", scratch, "--tmpfs", PRIVATE_WORKDIR]
         binds = [Bind.of(b) for b in request.ro_binds]
@@ -130,9 +140,10 @@ class BwrapSandbox:
                 args += ["--bind", str(layer.merged), str(layer.lower)]
             for original, copy in request.overlays.copies:
                 args += ["--bind", str(copy), str(original)]
-        if request.overlays is not None or network is not None:
-            layers = request.overlays.layers if request.overlays is not None else []
-            launch.enter_namespaces = namespace_entry(layers, new_network=network is not None)
+        if request.overlays is not None:
+            launch.enter_namespaces = request.overlays.mounter(new_network=network is not None)
+        elif network is not None:
+            launch.enter_namespaces = namespace_entry([], new_network=True)
         for bind in (Bind.of(b) for b in request.protected):
             args += ["--ro-bind", bind.source, bind.target]
         args += hide_args([Bind.of(b) for b in request.hidden])
@@ -148,9 +159,9 @@ class BwrapSandbox:
             fds.append(program)
             args += ["--seccomp", str(program)]
         if (self.drop_to is not None and not rw and request.overlays is None
-                and all(_world_reachable(b.source) for b in binds)):
+                and all(world_reachable(b.source) for b in binds)):
             launch.run_as = self.drop_to
-        if request.run_as is not None and os.geteuid() == 0:
+        if request.run_as is not None and self.switches_user:
             launch.run_as = request.run_as
         plan = limit_launch(launch, request, self.cgroups, own_user_namespace=True)
         args += ["--", *plan.wrap(list(request.argv))]
@@ -163,6 +174,8 @@ class BwrapSandbox:
         """Prepare and start ``request`` without waiting (for the warm pool and sessions)."""
         launch = self.prepare(request)
         proc = spawn_or_release(launch)
+        if request.overlays is not None:
+            request.overlays.receive()  # the run's disk, which the child mounted before exec
         if launch.network is not None:
             try:
                 launch.network.attach(proc.pid)
@@ -267,27 +280,23 @@ def hide_args(hidden: list[Bind]) -> list[str]:
     return args
 
 
-def _world_reachable(path: str) -> bool:
-    """Whether an unprivileged uid could open ``path``: every ancestor searchable by others."""
-    current = Path(path)
-    try:
-        if not current.stat().st_mode & stat.S_IROTH:
-            return False
-        for parent in current.parents:
-            if not parent.stat().st_mode & stat.S_IXOTH:
-                return False
-    except OSError:
-        return False
-    return True
+def find_bwrap() -> str | None:
+    """The ``bwrap`` executable: on ``PATH``, else Debian's ``/usr/bin/bwrap`` (a server started with a
+    bare ``PATH`` still finds it); ``None`` when neither is an executable file."""
+    import shutil
+
+    found = shutil.which("bwrap")
+    if found:
+        return found
+    fallback = "/usr/bin/bwrap"
+    return fallback if os.path.isfile(fallback) and os.access(fallback, os.X_OK) else None
 
 
 def probe_bwrap(cgroups: CgroupLayout | None, seccomp: dict[bool, bytes] | None) -> BwrapSandbox:
     """A working bwrap backend, or :class:`SandboxUnavailable` saying why there is none."""
-    import shutil
-
-    binary = shutil.which("bwrap") or next((p for p in ("/usr/bin/bwrap",) if os.path.exists(p)), None)
+    binary = find_bwrap()
     if binary is None:
-        raise SandboxUnavailable("bubblewrap is not installed (install the `bubblewrap` package)")
+        raise SandboxUnavailable("bubblewrap is not installed (no `bwrap` on PATH or at /usr/bin/bwrap)")
     try:
         version = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=5).stdout
     except (OSError, subprocess.SubprocessError) as exc:

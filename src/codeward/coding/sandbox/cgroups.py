@@ -28,6 +28,8 @@ V1_CONTROLLERS = ("memory", "pids", "cpu")
 REQUIRED = ("memory", "pids")
 GROUP_DIR = "codeward"
 CPU_PERIOD_US = 100_000
+DEFAULT_SHARES = 1024
+"""A v1 cpu group's default weight: as much as one process beside it."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,16 @@ def _writable_parent(directory: Path) -> Path | None:
     return parent
 
 
+def _weigh_as_processes(parent: Path) -> None:
+    """Give codeward's cpu groups the weight of one process per CPU (v1 ``cpu.shares``): by
+    default a group weighs as one process, so every sandboxed run of every codeward process
+    together would get one process's share of a busy machine (the review's analyzers ran at a
+    third of their speed beside other work). Each run stays limited to one CPU by its quota."""
+    shares = str(DEFAULT_SHARES * max(1, os.cpu_count() or 1))
+    for group in (parent.parent, parent):
+        _write_optional(group / "cpu.shares", shares)
+
+
 def _sweep_dead(shared: Path) -> None:
     with contextlib.suppress(OSError):
         for entry in shared.iterdir():
@@ -130,6 +142,8 @@ def detect_layout() -> CgroupLayout | None:
                 parent = _writable_parent(_join(root, point, own[controller]))
                 if parent is not None:
                     v1.append((controller, parent))
+                    if controller == "cpu":
+                        _weigh_as_processes(parent)
                 break
     if all(any(c == need for c, _ in v1) for need in REQUIRED):
         return CgroupLayout(1, tuple(v1))

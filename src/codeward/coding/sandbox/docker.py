@@ -11,6 +11,7 @@ the local build (``deploy/build-sandbox-image``) for engines that cannot reach a
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ DEFAULT_IMAGE = "debian:12-slim"
 BRIDGE_WARNING = ("WARNING: the container had the engine's bridge network: the host (through the bridge's "
                   "gateway) and private ranges WERE reachable")
 PING_TIMEOUT_S = 3
+DEFAULT_SOCKET = "unix:///var/run/docker.sock"
 LOCAL_IMAGE = "codeward-sandbox:bookworm"
 """What ``deploy/build-sandbox-image`` builds from Debian packages, for engines with no registry."""
 SANDBOX_UID = 1000
@@ -49,6 +51,11 @@ class ContainerResult:
 
 def engine_client(timeout_s: float = PING_TIMEOUT_S) -> Any:
     """A connected ``docker.DockerClient``; raises :class:`SandboxUnavailable` saying why not."""
+    socket_path = _local_socket(os.environ.get("DOCKER_HOST", DEFAULT_SOCKET))
+    if socket_path is not None and not os.path.exists(socket_path):  # no engine: no need to load the client
+        raise SandboxUnavailable(f"no Docker engine is reachable (no socket at {socket_path}). Start the Docker "
+                                 "daemon or set DOCKER_HOST to a running engine; coding_execute_code runs code "
+                                 "without Docker where bubblewrap works.")
     try:
         import docker  # type: ignore[import-untyped]
         import docker.errors  # type: ignore[import-untyped]
@@ -60,9 +67,14 @@ def engine_client(timeout_s: float = PING_TIMEOUT_S) -> Any:
     except Exception as exc:  # DockerException, requests errors, socket errors: all mean "no engine"
         raise SandboxUnavailable(
             f"no Docker engine is reachable ({type(exc).__name__}: {exc}). Start the Docker daemon or set "
-            "DOCKER_HOST to a running engine; code can still run in the bwrap or process sandbox "
-            "with coding_execute_code.") from exc
+            "DOCKER_HOST to a running engine; coding_execute_code runs code without Docker where "
+            "bubblewrap works.") from exc
     return client
+
+
+def _local_socket(host: str) -> str | None:
+    """The path of a ``unix://`` engine address (``None`` for a TCP or SSH one)."""
+    return host.removeprefix("unix://") if host.startswith("unix://") else None
 
 
 class DockerSandbox:
@@ -74,6 +86,8 @@ class DockerSandbox:
     def __init__(self, client: Any, image: str = DEFAULT_IMAGE) -> None:
         self.client = client
         self.image = image
+        self.scratch_cap_mb: int | None = None
+        """The most each tmpfs (``/tmp``, ``/work``) may hold: half the disk cap (``[sandbox] disk_mb``)."""
 
     def describe(self) -> str:
         return f"docker (engine reachable), default image {self.image}"
@@ -97,7 +111,8 @@ class DockerSandbox:
         # The scratch mounts belong to the run's user: Docker gives a tmpfs the mode of the image's own
         # folder at that path (often root's 0755), which the user could not write. /work is mounted
         # exec: compiled programs run from it.
-        scratch = f"size={request.scratch_mb}m,uid={SANDBOX_UID},gid={SANDBOX_UID},mode=1777"
+        scratch_mb = min(request.scratch_mb, self.scratch_cap_mb or request.scratch_mb)
+        scratch = f"size={scratch_mb}m,uid={SANDBOX_UID},gid={SANDBOX_UID},mode=1777"
         memory = memory_limit or (f"{request.memory_mb}m" if request.memory_mb else None)
         ulimits = [Ulimit(name="core", soft=0, hard=0)]
         if request.open_files:

@@ -36,6 +36,8 @@ class Limit(StrEnum):
     CPU_TIME = "cpu_time"
     FILE_SIZE = "file_size"
     OUTPUT = "output"
+    DISK = "disk"
+    """What the run wrote filled its disk cap (``[sandbox] disk_mb``)."""
 
 
 class SandboxUnavailable(RuntimeError):
@@ -95,7 +97,8 @@ class SandboxRequest:
     file_size_mb: int | None = 64
     open_files: int | None = 256
     scratch_mb: int = 256
-    """Size of the private writable tmpfs mounts (``/tmp`` and the default ``/work``)."""
+    """Size of the private writable tmpfs mounts (``/tmp`` and the default ``/work``); a run with
+    ``overlays`` on a disk keeps its ``/tmp`` there instead, under that disk's one cap."""
     address_space_mb: int | None = None
     """RLIMIT_AS; used only where no cgroup can limit memory (it breaks JVMs, node and Go)."""
     max_output_bytes: int = 1_000_000
@@ -109,7 +112,7 @@ class SandboxRequest:
     """Host paths inside bound trees covered by an empty read-only stand-in after every bind,
     so secrets there cannot be read (bwrap only, like ``protected``)."""
     run_as: tuple[int, int] | None = None
-    """(uid, gid) of the host user to run as, when codeward runs as root (bwrap only): a
+    """(uid, gid) of the host user to run as, when codeward runs as root (bwrap and process): a
     project's owner, so the program has that user's rights rather than root's."""
     overlays: Overlays | None = None
     """Host directories (and files) shown writable at their own paths, whose writes land in

@@ -108,6 +108,7 @@ def to_result(
     if events.pids_limited:
         result.limit_hit = Limit.PROCESSES
     if any(marker in stderr for marker in NO_SPACE_MARKERS):
+        result.limit_hit = Limit.DISK
         result.error_message += (f"; its writable space is full (the sandbox's /tmp and work dir hold "
                                  f"{request.scratch_mb} MB)")
     elif "File too large" in stderr or "EFBIG" in stderr:

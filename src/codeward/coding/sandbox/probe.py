@@ -1,4 +1,8 @@
-"""Choose a sandbox backend by trying them: bwrap, then a Docker engine, then plain processes."""
+"""Probe a sandbox backend: bwrap, a Docker engine, or plain processes (only when named).
+
+Which backend each executor uses — and the refusal when none isolates — is decided by
+:mod:`.choice`; this module only says whether one backend runs here.
+"""
 
 from __future__ import annotations
 
@@ -7,17 +11,20 @@ from codeward.coding.sandbox.model import Sandbox, SandboxUnavailable
 from codeward.coding.sandbox.seccomp import build_filter, seccomp_available
 
 BACKENDS = ("bwrap", "docker", "process")
+ISOLATING = ("bwrap", "docker")
+"""What is tried without a name: the plain-process backend never runs unless it is named."""
 
 
 def probe_sandbox(preferred: str | None = None) -> Sandbox:
-    """The best backend that works here, or ``preferred`` (raising :class:`SandboxUnavailable`
-    with the reason when that one cannot run). The ``process`` backend always works.
+    """The first isolating backend that works here (bwrap, then Docker), or ``preferred``;
+    raises :class:`SandboxUnavailable` with the reasons when none can run. The ``process``
+    backend (which always works) is returned only when asked for by name.
 
     Probing costs a few tens of milliseconds (one real bwrap run); keep the returned object.
     """
     if preferred is not None and preferred not in BACKENDS:
         raise SandboxUnavailable(f"unknown sandbox backend {preferred!r}; choose one of {', '.join(BACKENDS)}")
-    order = (preferred,) if preferred else BACKENDS
+    order = (preferred,) if preferred else ISOLATING
     reasons: list[str] = []
     cgroups = detect_layout()
     for name in order:

@@ -24,12 +24,16 @@ from codeward.coding.sandbox.outcome import to_result
 from codeward.coding.sandbox.runner import (
     Launch,
     RunObserver,
+    can_switch_user,
     collect_observed,
     limit_launch,
     minimal_env,
     spawn_or_release,
+    world_reachable,
 )
 
+NOT_ISOLATED_NOTE = ("NOT isolated: the operator chose the process backend ([sandbox] backend = \"process\"), so this "
+                     "ran as a plain host process — host files and the network were visible")
 HOST_NETWORK_WARNING = ("WARNING: this run had the host's own network: services on the host's 127.0.0.1, "
                         "private ranges and the host's neighbours WERE reachable")
 
@@ -42,7 +46,9 @@ class ProcessSandbox:
 
     def __init__(self, cgroups: CgroupLayout | None, drop_to: tuple[int, int] | None = NOBODY) -> None:
         self.cgroups = cgroups
-        self.drop_to = drop_to if os.geteuid() == 0 else None
+        self.switches_user = can_switch_user()
+        """Root with the capabilities to become another user (a root without them stays root)."""
+        self.drop_to = drop_to if self.switches_user else None
 
     def describe(self) -> str:
         limits = self.cgroups.describe() if self.cgroups else "rlimits only"
@@ -65,10 +71,14 @@ class ProcessSandbox:
             launch.env = env
             launch.cwd = rewrite(request.workdir) if request.workdir else work
             launch.pass_fds = tuple(request.inherit_fds)
-            if self.drop_to is not None and not rw:
+            if request.run_as is not None and self.switches_user:
+                launch.run_as = request.run_as  # the project's owner, not root
+            elif self.drop_to is not None and not rw and all(
+                    world_reachable(b.source) for b in (*(Bind.of(x) for x in request.ro_binds), *rw)):
+                launch.run_as = self.drop_to  # it needs nothing only root may read: run it as nobody
+            if launch.run_as is not None:
                 for directory in (private, work, tmp):
-                    os.chown(directory, *self.drop_to)
-                launch.run_as = self.drop_to
+                    os.chown(directory, *launch.run_as)
             limit_launch(launch, request, self.cgroups)
         except BaseException:
             launch.release()
@@ -90,7 +100,7 @@ class ProcessSandbox:
         finally:
             launch.release()
         result = to_result(collected, events, request, self.name, False, limits=launch.limits)
-        result.notes.append("not isolated: the process backend cannot hide host files or the network")
+        result.notes.append(NOT_ISOLATED_NOTE)
         if request.network:
             result.notes.append(HOST_NETWORK_WARNING)
         return result

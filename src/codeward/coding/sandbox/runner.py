@@ -13,11 +13,13 @@ import os
 import resource
 import selectors
 import signal
+import stat
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from codeward.coding.sandbox.cgroups import CgroupEvents, CgroupLayout, RunCgroup
@@ -173,9 +175,47 @@ def _child_setup(
     return setup
 
 
+CAP_SETGID = 6
+CAP_SETUID = 7
+
+
+def can_switch_user() -> bool:
+    """Whether this process may become another user (root with ``CAP_SETUID`` and ``CAP_SETGID``;
+    a root started without capabilities may not)."""
+    if os.geteuid() != 0:
+        return False
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as handle:
+            line = next((entry for entry in handle if entry.startswith("CapEff:")), "")
+    except OSError:
+        return True  # no /proc: assume a plain root
+    try:
+        effective = int(line.split()[1], 16)
+    except (IndexError, ValueError):
+        return True
+    return bool(effective & (1 << CAP_SETUID)) and bool(effective & (1 << CAP_SETGID))
+
+
+def world_reachable(path: str) -> bool:
+    """Whether an unprivileged uid could open ``path``: every ancestor searchable by others."""
+    current = Path(path)
+    try:
+        if not current.stat().st_mode & stat.S_IROTH:
+            return False
+        for parent in current.parents:
+            if not parent.stat().st_mode & stat.S_IXOTH:
+                return False
+    except OSError:
+        return False
+    return True
+
+
 def spawn(launch: Launch) -> subprocess.Popen[bytes]:
-    """Start the command in a new session with its limits; raises ``OSError`` if it cannot."""
+    """Start the command in a new session with its limits; raises ``OSError`` if it cannot
+    (also when the child failed before exec: a limit or a namespace it could not set up)."""
     procs = launch.cgroup.procs_files if launch.cgroup is not None else []
+    if launch.run_as is not None and launch.run_as != (os.geteuid(), os.getegid()) and not can_switch_user():
+        launch.run_as = None  # a root without capabilities stays who it is (it has no privilege to drop)
     try:
         return subprocess.Popen(
             launch.argv,
@@ -188,6 +228,8 @@ def spawn(launch: Launch) -> subprocess.Popen[bytes]:
             start_new_session=True,
             preexec_fn=_child_setup(procs, launch.rlimits, launch.run_as, launch.enter_namespaces),
         )
+    except subprocess.SubprocessError as exc:  # the child's set-up raised before exec
+        raise OSError(f"the run could not be set up: {exc}") from exc
     finally:
         for fd in launch.parent_fds:
             with contextlib.suppress(OSError):

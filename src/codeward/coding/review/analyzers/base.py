@@ -17,7 +17,7 @@ from pathlib import Path
 
 from codeward.coding.review.models import AnalysisType, Issue
 from codeward.coding.review.project_config import ProjectConfig
-from codeward.coding.review.runner import Completed, locate, run
+from codeward.coding.review.runner import Completed, Launcher, locate
 from codeward.config.review import ReviewSettings
 from codeward.result import ErrorInfo, ErrorKind
 
@@ -64,11 +64,13 @@ class FileIndex:
 
 @dataclass(frozen=True)
 class ToolRunner:
-    """Runs one analyzer program in the private working directory, within the configured bounds."""
+    """Runs one analyzer program in the private working directory, within the configured bounds,
+    through the launcher (the review's sandbox)."""
 
     config: ReviewSettings
     workdir: Path
     cancelled: threading.Event
+    launcher: Launcher
     project: ProjectConfig = field(default_factory=ProjectConfig)
     """The reviewed project's analyzer configuration (empty when the review is isolated)."""
 
@@ -78,8 +80,8 @@ class ToolRunner:
         located = locate(tool, self.config)
         if not located.ok:
             raise AnalyzerFailure(located.errors[0])
-        finished = run([located.data, *arguments], cwd=cwd or self.workdir, timeout=self.config.timeout_seconds,
-                       cancelled=self.cancelled)
+        finished = self.launcher.run([located.data, *arguments], cwd=cwd or self.workdir,
+                                     timeout=self.config.timeout_seconds, cancelled=self.cancelled)
         if not finished.ok:
             raise AnalyzerFailure(finished.errors[0])
         completed = finished.data

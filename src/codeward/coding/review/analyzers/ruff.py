@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from codeward.coding.review.analyzers.base import FileIndex, Findings, SourceFile, ToolRunner, failure, paths
@@ -13,6 +11,8 @@ from codeward.coding.review.models import Issue, Severity
 
 RULES = "E4,E7,E9,F,B,W"
 """Isolated reviews: ruff's default set (E4, E7, E9, F) plus flake8-bugbear and pycodestyle warnings."""
+REPORT = "/dev/stdout"
+"""Where ruff writes its JSON (the command line beats a configured ``output-file``)."""
 ERROR_PREFIXES = ("E9", "F63", "F7", "F82", "PLE")
 INFO_PREFIXES = ("W", "E5", "I", "UP", "D", "N")
 
@@ -30,22 +30,18 @@ def analyze(files: Sequence[SourceFile], runner: ToolRunner) -> Findings:
     """ruff's findings as ``ruff check`` gives them: with the project's configuration unless isolated.
 
     Whatever the configuration says, ruff never fixes files (``--no-fix``), writes no cache and
-    writes its report only into the private directory (``--output-file``); ``--force-exclude``
-    applies the project's ``exclude`` to the files codeward names, as it does in a walk.
+    writes its report to its standard output (``--output-file /dev/stdout`` overrides a configured
+    ``output-file``); ``--force-exclude`` applies the project's ``exclude`` to the files codeward
+    names, as it does in a walk.
     """
-    report = Path(tempfile.mkstemp(prefix="ruff-", suffix=".json", dir=runner.workdir)[1])
-    common = ["--no-cache", "--no-fix", "--output-format", "json", "--output-file", str(report), "--exit-zero"]
+    common = ["--no-cache", "--no-fix", "--output-format", "json", "--output-file", REPORT, "--exit-zero"]
     if runner.config.isolated:
         arguments = ["check", "--isolated", *common, "--select", RULES, "--", *paths(files)]
     else:
         arguments = ["check", *common, "--force-exclude", "--", *paths(files)]
     completed = runner.run("ruff", arguments, ok_exit_codes=(0,))
     try:
-        text = report.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise failure(f"ruff wrote no report ({exc.strerror}): {completed.stderr_tail()}") from exc
-    try:
-        records: list[dict[str, Any]] = json.loads(text or "[]")
+        records: list[dict[str, Any]] = json.loads(completed.stdout or "[]")
     except json.JSONDecodeError as exc:
         raise failure(f"ruff printed something that is not JSON ({exc.msg})") from exc
     index = FileIndex(files, runner.workdir)
