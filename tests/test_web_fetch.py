@@ -100,6 +100,12 @@ def test_declared_charset_is_used(call: Call, base: str) -> None:
     assert not out.is_error and "Café crème brûlée" in out.text
 
 
+def test_a_charset_named_only_in_the_page_is_used(call: Call, base: str) -> None:
+    """No charset in Content-Type: the page's ``<meta charset>`` decides, as in a browser."""
+    out = call("fetch_url", url=f"{base}/meta-charset")
+    assert not out.is_error and "\u041f\u0440\u0438\u0432\u0435\u0442, \u043c\u0438\u0440" in out.text, out.text
+
+
 @pytest.mark.parametrize("path", ["/image.png", "/untyped"])
 def test_binary_content_is_described_not_dumped(call: Call, base: str, path: str) -> None:
     out = call("fetch_url", url=f"{base}{path}")

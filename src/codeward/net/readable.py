@@ -8,6 +8,7 @@ finds too little (link hubs, single-widget pages) fall back to the whole body, c
 
 from __future__ import annotations
 
+import codecs
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -52,9 +53,7 @@ def html_to_markdown(html: bytes | str, url: str, charset: str | None = None) ->
     from readability import Document  # type: ignore[import-untyped]
     from readability.readability import Unparseable  # type: ignore[import-untyped]
 
-    source: bytes | str = html
-    if isinstance(html, bytes) and charset:
-        source = decode_text(html, charset)
+    source = decode_text(html, charset or _declared_charset(html)) if isinstance(html, bytes) else html
     if not source.strip():
         return Readable("", "", "html")
     try:
@@ -97,6 +96,17 @@ def decode_text(body: bytes, charset: str | None) -> str:
         except LookupError:
             continue
     return body.decode("utf-8", errors="replace")
+
+
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([-\w:.]+)""", re.IGNORECASE)
+
+
+def _declared_charset(body: bytes) -> str | None:
+    """The charset a page names in its first kilobytes (``<meta charset>``, http-equiv), as browsers read it."""
+    if body.startswith(codecs.BOM_UTF8):
+        return "utf-8-sig"
+    found = _META_CHARSET.search(body[:4096])
+    return found.group(1).decode("ascii") if found else None
 
 
 def describe_binary(fetched: Fetched, media: str) -> str:
