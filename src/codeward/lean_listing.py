@@ -107,6 +107,17 @@ def listing_tokens(infos: Iterable[ToolInfo]) -> int:
     return -(-len(text) // CHARS_PER_TOKEN)
 
 
+def listing_line(infos: Sequence[ToolInfo], listing: LeanListing | None) -> str:
+    """What a fresh session lists and what it costs a client's model on every request (a banner's line)."""
+    if listing is None:
+        return (f"listing all {len(infos)} tools, ~{listing_tokens(infos):,} tokens a request "
+                "(unset [server] toolsets lists the core tools only)")
+    shown = listing.shown(infos)
+    return (f"listing {len(shown)} of {len(infos)} tools, ~{listing_tokens(shown):,} tokens a request; "
+            f"the {listing.discovery_tool} tool reaches the other {len(infos) - len(shown)} "
+            '([server] toolsets = ["all"] lists every one)')
+
+
 class SessionToolsets:
     """The toolsets one session enabled; a tool's thread enables them while the event loop lists."""
 

@@ -125,6 +125,15 @@ class Stack:
             self._meta_surface = chain(self.approved, [*outer, Meta(guard=self.approval)])
         return self._meta_surface
 
+    def listing_line(self) -> str:
+        """What a fresh client session lists and its cost in tokens a request (the banners' line)."""
+        from codeward.lean_listing import listing_line, listing_tokens
+
+        infos = self.surface.tool_infos()
+        if self.meta:
+            return f"listing the {len(infos)} meta-tools, ~{listing_tokens(infos):,} tokens a request"
+        return listing_line(infos, self.lean)
+
     def server(self, *, name: str = "codeward", roots_from_client: bool = False) -> CodewardServer:
         """An MCP server over this stack (tools, the files and the registry's resources, prompts)."""
         from codeward.server import CodewardServer

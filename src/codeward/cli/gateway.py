@@ -149,6 +149,7 @@ async def _serve(config: Config, gateway: GatewayConfig, transport: str, host: s
             upstream = stack.gateway
             assert upstream is not None  # with_urls made sure there is a server
             print_summary(upstream.statuses(), len(upstream.tool_infos()), sys.stderr)
+            print(f"codeward gateway: {stack.listing_line()}", file=sys.stderr, flush=True)
             plane.watch_gateway(upstream, roots=[str(r) for r in stack.workspace.roots], transport=transport)
             plane.drive(workspace=stack.workspace)
             # the client's roots are the native tools' workspace: without native tools, nothing to ask it

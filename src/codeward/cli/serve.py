@@ -87,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
             connect = http_lines("codeward", url, _launch(), token_env=args.token_env, token_file=auth.token_file,
                                  token=auth.token is not None, install_args=_install_args(args))
             print(f"codeward {__version__}: serving {count} tools over streamable HTTP at {url}\n"
+                  f"  {stack.listing_line()}\n"
                   f"  roots: {roots} (fixed: client roots are not used over HTTP)\n"
                   f"  {auth.notice}\n"
                   f"  http: {runtime.summary}\n"
@@ -108,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
         config_args = _config_args(args)
         connect = stdio_lines("codeward", _launch(), [*config_args, "serve", str(stack.workspace.primary)])
         print(f"codeward {__version__}: serving {count} tools over MCP stdio; roots: {roots}\n"
+              f"{stack.listing_line()}\n"
               "This is an MCP server: a client starts it and talks JSON-RPC on stdin/stdout. To connect one:\n"
               f"  {connect[0]}\n"
               f"  {connect[1]}\n"
@@ -212,8 +214,8 @@ def _run_controlled(args: argparse.Namespace, control: ControlOptions, config: C
                     plane.state.set_session({"id": plane.session_id, "entries": []})
                 plane.drive(workspace=stack.workspace)
                 if not args.http:
-                    print(f"codeward {__version__}: serving {count} tools over MCP stdio; roots: {roots}",
-                          file=sys.stderr, flush=True)
+                    print(f"codeward {__version__}: serving {count} tools over MCP stdio; roots: {roots}\n"
+                          f"  {stack.listing_line()}", file=sys.stderr, flush=True)
                     await server.run_stdio()
                     return
                 from codeward.transport.http_token import http_auth
@@ -221,7 +223,8 @@ def _run_controlled(args: argparse.Namespace, control: ControlOptions, config: C
                 allowed = [f"{args.host}:*"] if args.host not in LOOPBACK else []
                 with http_auth(host=args.host, port=args.port, token_env=args.token_env, no_auth=args.no_auth) as auth:
                     print(f"codeward {__version__}: serving {count} tools over streamable HTTP at "
-                          f"http://{args.host}:{args.port}/mcp\n  roots: {roots}\n  {auth.notice}\n"
+                          f"http://{args.host}:{args.port}/mcp\n  {stack.listing_line()}\n  roots: {roots}\n"
+                          f"  {auth.notice}\n"
                           f"  http: {runtime.summary}\n  {_sandbox_line(stack)}", file=sys.stderr, flush=True)
                     await server.run_http(host=args.host, port=args.port, token=auth.token, allowed_hosts=allowed,
                                           state=state, users=audit.users if audit else None,

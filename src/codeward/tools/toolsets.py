@@ -10,6 +10,7 @@ such chain is (and says so).
 
 from __future__ import annotations
 
+import difflib
 import json
 from typing import Annotated, Any, Literal
 
@@ -54,8 +55,11 @@ def toolsets(
         tools = [name for name in unknown if listing.toolset_of(name) is not None]
         hint = (f"{', '.join(tools)} {'is a tool' if len(tools) == 1 else 'are tools'}: call_tool runs "
                 "one without enabling its toolset. " if tools else "")
+        choices = [t.name for t in listing.toolsets if t.name != DISCOVERY_TOOLSET]
+        close = [match for name in unknown for match in difflib.get_close_matches(name, choices, n=1, cutoff=0.6)]
+        guess = f"Did you mean {', '.join(close)}? " if close and not tools else ""
         return Result.fail(ErrorKind.NOT_FOUND, f"no toolset named {', '.join(map(repr, unknown))}",
-                           f"{hint}Toolsets: {', '.join(t.name for t in listing.toolsets)}.", data="")
+                           f"{hint}{guess}Toolsets: {', '.join(choices)}.", data="")
     return _change(listing, session, wanted, enable=action == "enable")
 
 
@@ -119,7 +123,8 @@ def _change(listing: LeanListing, session: SessionToolsets | None, wanted: list[
     if session is None or not session.can_change:
         why = ("this connection names no session (2026-07-28 over HTTP keeps nothing between requests)"
                if session is not None else "this call comes from no session")
-        first = next((t.tools[0] for t in listing.toolsets if t.name == wanted[0] and t.tools), "<tool>")
+        first = next((tool for t in listing.toolsets if t.name == wanted[0] for tool in t.tools
+                      if tool not in listing.core), "<tool>")
         return Result.fail(ErrorKind.UNAVAILABLE, f"cannot {verb} toolsets: {why}",
                            f'Run their tools with call_tool, e.g. {{"name": "{first}", "arguments": {{...}}}} '
                            "(toolsets describe shows the arguments).", data="")
