@@ -15,7 +15,7 @@ from codeward.agent.budget import CatalogPlan, group_tools, plan_catalog, schema
 from codeward.llm.window import ContextWindow
 from codeward.registry.meta import meta_catalog
 from codeward.surface import CatalogSurface
-from codeward.tools import default_catalog
+from codeward.tools import CORE_TOOLS, default_catalog
 from tests.fake_openai import FakeOpenAI, llama_props, text, tool_calls
 
 ALL_TOOLS = len(default_catalog())
@@ -50,8 +50,9 @@ def test_a_16k_context_gets_the_core_and_the_relevant_toolsets(root: Path) -> No
         done = ask(root, fake.base_url, "what does src/app.py export?")
     assert done.returncode == 0, done.stderr
     names = offered(fake)
-    assert toolsets_of(names) == {"files", "python"} and {"read_file", "py_get_skeleton"} <= names
-    assert "[codeward] trimmed to files, python:" in done.stderr
+    python = {spec.name for spec in default_catalog() if spec.toolset == "python"}
+    assert names == set(CORE_TOOLS) | python, "the lean core (discovery tools too) and the relevant toolset"
+    assert "[codeward] trimmed to core, python:" in done.stderr
     assert "16,384-token context (server /props)" in done.stderr
 
 
@@ -59,7 +60,7 @@ def test_a_6k_context_gets_the_core_toolset_alone(root: Path) -> None:
     with FakeOpenAI([text("ok")], props=llama_props(6_144)) as fake:
         done = ask(root, fake.base_url, "what does src/app.py export?")
     assert done.returncode == 0, done.stderr
-    assert toolsets_of(offered(fake)) == {"files"}
+    assert offered(fake) == set(CORE_TOOLS)
 
 
 def test_a_tiny_context_gets_meta_mode_and_meta_calls_still_reach_every_tool(root: Path) -> None:
@@ -99,7 +100,7 @@ def test_a_profile_states_the_context_size(root: Path) -> None:
             'model = "m"\ncontext_tokens = 6144\n')
         done = ask(root, fake.base_url, "hello")
     assert done.returncode == 0, done.stderr
-    assert toolsets_of(offered(fake)) == {"files"}
+    assert offered(fake) == set(CORE_TOOLS)
     assert "profile 'small' context_tokens" in done.stderr
     assert fake.gets == [], "a stated size is not asked of the server"
 
@@ -148,8 +149,9 @@ def test_a_request_over_the_context_says_how_to_fit(root: Path) -> None:
 
 def plan(window: int, question: str, used: int = 300, reply: int = 1024, **choice: Any) -> CatalogPlan:
     catalog = default_catalog()
-    groups = group_tools(CatalogSurface(catalog).tool_infos(),
-                         lambda name: spec.toolset if (spec := catalog.get(name)) else None)
+    groups = group_tools(CatalogSurface(catalog).tool_infos(),  # grouped as a lean stack groups them
+                         lambda name: "core" if name in CORE_TOOLS else spec.toolset if (spec := catalog.get(name))
+                         else None)
     meta = schema_tokens(CatalogSurface(meta_catalog()).tool_infos())
     return plan_catalog(groups, meta, ContextWindow(window, "stated"), used, reply, question, **choice)
 
@@ -157,11 +159,11 @@ def plan(window: int, question: str, used: int = 300, reply: int = 1024, **choic
 @pytest.mark.parametrize(("window", "question", "form", "toolsets"), [
     (131_072, "anything", "full", None),
     (32_768, "anything", "full", None),
-    (16_384, "search the web for the httpx docs", "trimmed", ("files", "web")),
-    (16_384, "find where parse_config is defined", "trimmed", ("files", "analysis", "python")),
-    (16_384, "list the open issues", "trimmed", ("files", "beads")),
-    (16_384, "fix the crash in main.c", "trimmed", ("files", "cpp")),
-    (6_144, "find where parse_config is defined", "trimmed", ("files",)),
+    (16_384, "search the web for the httpx docs", "trimmed", ("core", "web")),
+    (16_384, "find where parse_config is defined", "trimmed", ("core", "python")),
+    (16_384, "list the open issues", "trimmed", ("core", "beads")),
+    (16_384, "fix the crash in main.c", "trimmed", ("core", "cpp")),
+    (6_144, "find where parse_config is defined", "trimmed", ("core",)),
     (4_096, "find where parse_config is defined", "meta", None),
     (2_048, "anything", "meta", None),
 ])
@@ -177,4 +179,4 @@ def test_the_plan_for_a_stated_context(window: int, question: str, form: str,
 def test_a_long_conversation_moves_the_plan_towards_meta() -> None:
     forms = [plan(16_384, "find where parse_config is defined", used=used).form for used in (300, 7_500, 11_500)]
     assert forms == ["trimmed", "trimmed", "meta"]
-    assert plan(16_384, "x", used=300).toolsets == ("files",)
+    assert plan(16_384, "x", used=300).toolsets == ("core",)

@@ -117,7 +117,8 @@ async def test_a_session_starts_lean_enables_a_toolset_hears_of_it_and_calls_a_n
 
 
 @pytest.mark.parametrize(("tool", "arguments", "expected"), [
-    ("toolsets", {"action": "enable", "names": ["gti"]}, ["no toolset named 'gti'", "Did you mean git? Toolsets: analysis,"]),
+    ("toolsets", {"action": "enable", "names": ["gti"]},
+     ["no toolset named 'gti'", "Did you mean git? Toolsets: analysis,"]),
     ("toolsets", {"action": "enable", "names": ["git_log"]},
      ["no toolset named 'git_log'", "git_log is a tool: call_tool runs one without enabling its toolset"]),
     ("toolsets", {"action": "enable"}, ["enable needs names", '{"action": "enable", "names": [']),
@@ -198,8 +199,8 @@ async def test_the_operator_chooses_what_is_listed(project: Path, toolsets: str,
 
 @pytest.mark.npm
 def test_the_typescript_client_enables_a_toolset_and_calls_through(project: Path) -> None:
-    from tests.contract_support import sdk_installed
     from tests.conftest import REPO, node22_env
+    from tests.contract_support import sdk_installed
 
     if not sdk_installed():
         pytest.skip("the TypeScript SDK is not installed (scripts/test installs tests/node with npm)")

@@ -152,18 +152,6 @@ class SessionToolsets:
             return changed if self.can_change else []
 
 
-class Shown(Middleware):
-    """Lists what one session's lean listing shows (enabling a toolset shows it at the next listing);
-    calls reach every tool. The agent's view of a lean stack."""
-
-    def __init__(self, listing: LeanListing, session: SessionToolsets) -> None:
-        self.listing = listing
-        self.session = session
-
-    def list_tools(self, inner: ToolSurface) -> Sequence[ToolInfo]:
-        return self.listing.shown(inner.tool_infos(), self.session.enabled)
-
-
 class CallThrough(Middleware):
     """``call_tool`` made a plain call of the tool it names, before any other layer sees it.
 

@@ -3,10 +3,7 @@
 Every tool schema is sent with every request: codeward's whole catalog costs thousands of tokens,
 a large part of a small local model's context. Before each message the session plans what to offer:
 
-- **lean** — what a lean stack lists (the default, :mod:`codeward.lean_listing`): the core tools,
-  the discovery tools and the toolsets the model enabled, when they fit;
-- **full** — every tool, when the stack lists everything and the schemas fit with room left for
-  the conversation;
+- **full** — every tool, when the schemas fit with room left for the conversation;
 - **trimmed** — the core (``core`` on a lean stack, else the ``files`` toolset) plus the toolsets
   relevant to the message (words of the message and the tracked files' names matched against
   tool names and descriptions, rarer words counting more), as many as fit;
@@ -32,9 +29,10 @@ from codeward.surface import ToolInfo
 
 SCHEMA_CHARS_PER_TOKEN = 3.5
 PER_TOOL_TOKENS = 8
-CORE_TOOLSETS = ("core", "files")
-"""Groups a trimmed offer never goes without: the lean listing's core tools (a group of their own), else
-the ``files`` toolset."""
+LEAN_CORE = "core"
+"""The group of a lean stack's core tools (the discovery tools among them): what a trimmed offer keeps."""
+CORE_TOOLSET = "files"
+"""What a trimmed offer keeps on a stack that lists everything (no core group)."""
 MIN_CONVERSATION_ROOM = 1024
 GATEWAY_SEPARATOR = "__"
 _WORD = re.compile(r"[a-z0-9]+")
@@ -130,7 +128,7 @@ class CatalogPlan:
     """What a request offers, and why."""
 
     form: str
-    """"lean", "full", "trimmed" or "meta"."""
+    """"full", "trimmed" or "meta"."""
     toolsets: tuple[str, ...]
     """The groups offered (for meta: the four meta-tools reach all of them)."""
     tool_count: int
@@ -140,16 +138,14 @@ class CatalogPlan:
 
     def summary(self) -> str:
         what = {"full": "full catalog", "meta": "meta mode (search, describe and call every tool)",
-                "lean": "lean listing (core tools; toolsets enables the others)",
                 "trimmed": f"trimmed to {', '.join(self.toolsets)}"}[self.form]
         return f"{what}: {self.tool_count} tools, ~{self.schema_tokens:,} tokens — {self.reason}"
 
 
 def plan_catalog(groups: Sequence[ToolGroup], meta_tokens: int, window: ContextWindow, used_tokens: int,
                  reply_tokens: int, text: str = "", *, meta: bool = False,
-                 toolsets: Sequence[str] | None = None, lean: bool = False) -> CatalogPlan:
-    """Choose full (``lean``: the lean listing ``groups`` are), trimmed or meta for a request whose
-    conversation takes ``used_tokens``.
+                 toolsets: Sequence[str] | None = None) -> CatalogPlan:
+    """Choose full, trimmed or meta for a request whose conversation takes ``used_tokens``.
 
     ``reply_tokens`` (the request's ``max_tokens``) and :func:`conversation_room` are kept free.
     """
@@ -165,15 +161,16 @@ def plan_catalog(groups: Sequence[ToolGroup], meta_tokens: int, window: ContextW
                            sum(g.tokens for g in chosen), window, "chosen with --toolsets")
     room = window.tokens - reply_tokens - used_tokens - conversation_room(window.tokens)
     if total <= room:
-        return CatalogPlan("lean" if lean else "full", names, count, total, window, f"fits the {context}")
+        return CatalogPlan("full", names, count, total, window, f"fits the {context}")
     scores = relevance(text, groups)
-    wanted = sorted((g for g in groups if g.name in CORE_TOOLSETS or scores.get(g.name, 0.0) >= RELEVANT),
-                    key=lambda g: (g.name not in CORE_TOOLSETS, -scores.get(g.name, 0.0), g.name))
+    core = LEAN_CORE if any(g.name == LEAN_CORE for g in groups) else CORE_TOOLSET
+    wanted = sorted((g for g in groups if g.name == core or scores.get(g.name, 0.0) >= RELEVANT),
+                    key=lambda g: (g.name != core, -scores.get(g.name, 0.0), g.name))
     picked: list[ToolGroup] = []
     for group in wanted:
         if sum(g.tokens for g in picked) + group.tokens <= room:
             picked.append(group)
-    if picked and all(g in picked for g in wanted if g.name in CORE_TOOLSETS):  # never without the core
+    if picked and all(g in picked for g in wanted if g.name == core):  # never without the core
         tokens = sum(g.tokens for g in picked)
         return CatalogPlan("trimmed", tuple(g.name for g in picked), sum(len(g.infos) for g in picked), tokens,
                            window, f"all {count} tools (~{total:,} tokens) do not fit the {context} with room "

@@ -23,7 +23,7 @@ from codeward.chain import Middleware, chain
 from codeward.config import Config
 from codeward.context import Services, ToolContext
 from codeward.gateway.policy import ConfirmCallback
-from codeward.lean_listing import LeanListing, SessionToolsets, Shown
+from codeward.lean_listing import LeanListing, SessionToolsets
 from codeward.llm.client import ModelClient
 from codeward.llm.profile import ModelProfile
 from codeward.llm.window import DEFAULT_CONTEXT_TOKENS, ContextWindow, discover_window
@@ -106,27 +106,21 @@ class AgentSession:
     def offer(self, text: str, used_tokens: int) -> tuple[ToolSurface, CatalogPlan]:
         """The surface for a request about ``text`` whose conversation already takes ``used_tokens``.
 
-        On a lean stack the budget plans over what the conversation lists (the core tools, the discovery
-        tools, the toolsets the model enabled); a toolset enabled during the reply is offered from the
-        next round on. ``--toolsets`` chooses among every toolset."""
+        Chosen by the model's context: every tool when they fit, else trimmed, else meta. On a lean stack
+        the trimmed offer's core is the lean listing's (the discovery tools among it, so every tool stays one
+        call away), and a toolset the model enables is offered from the next round on."""
         lean = self.stack.lean if self.choice.toolsets is None else None
-        infos = self.surface.tool_infos()
+        toolset_of = self.toolset_of
         if lean is not None:
-            enabled = self.toolsets.enabled
-            groups = group_tools(lean.shown(infos, enabled), lambda name: "core" if name in lean.core
-                                 else self.toolset_of(name))
-        else:
-            groups = group_tools(infos, self.toolset_of)
+            def toolset_of(name: str) -> str | None:
+                return "core" if name in lean.core else self.toolset_of(name)
+        groups = group_tools(self.surface.tool_infos(), toolset_of)
         meta = self.meta
         plan = plan_catalog(groups, schema_tokens(meta.tool_infos()), self.window, used_tokens,
-                            self.profile.max_tokens, text, meta=self.choice.meta, toolsets=self.choice.toolsets,
-                            lean=lean is not None)
+                            self.profile.max_tokens, text, meta=self.choice.meta, toolsets=self.choice.toolsets)
         self.plan = plan
         if plan.form == "full":
             return self.surface, plan
-        if plan.form == "lean":
-            assert lean is not None
-            return chain(self.surface, [Shown(lean, self.toolsets)]), plan
         if plan.form == "meta":
             return meta, plan
         names = [info.name for g in groups if g.name in plan.toolsets for info in g.infos]

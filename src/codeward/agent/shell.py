@@ -381,7 +381,7 @@ class ChatShell:
         window = self.session.window
         budget = self.budget_tokens or window.tokens
         total = plan.schema_tokens + history + files
-        form = {"full": "all", "lean": "lean", "meta": "meta", "trimmed": ", ".join(plan.toolsets)}[plan.form]
+        form = {"full": "all", "meta": "meta", "trimmed": ", ".join(plan.toolsets)}[plan.form]
         line = (f"context ~{total:,} of {budget:,} tokens: tools ~{plan.schema_tokens:,} ({plan.tool_count}: {form}) · "
                 f"history ~{history:,} · new tracked files ~{files:,} ({len(self.tracked.files)} tracked)")
         return line, total + self.session.profile.max_tokens > budget
