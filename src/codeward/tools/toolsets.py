@@ -30,8 +30,8 @@ Action = Literal["list", "describe", "enable", "disable"]
 def toolsets(
     ctx: ToolContext,
     action: Action = "list",
-    names: Annotated[list[str], Field(description="Toolsets ('all' to enable every one); describe takes tools "
-                                                  "too.")] = [],  # noqa: B006 (pydantic copies defaults)
+    names: Annotated[list[str], Field(description="Toolset names (the word all: every one); describe takes tool "
+                                                  "names too.")] = [],  # noqa: B006 (pydantic copies defaults)
 ) -> Result[str]:
     """More tools than you see: list shows every toolset and its tools; describe explains them (a tool's
     arguments too); enable adds a toolset's tools to your tool list for this session (disable removes them).
