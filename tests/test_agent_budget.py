@@ -63,6 +63,22 @@ def test_a_6k_context_gets_the_core_toolset_alone(root: Path) -> None:
     assert offered(fake) == set(CORE_TOOLS)
 
 
+def test_the_model_enables_a_toolset_and_its_tools_are_offered_from_the_next_round(root: Path) -> None:
+    """The lean default in the agent: the core is offered, the model enables a toolset with ``toolsets``,
+    the next request offers it (past the trimmed plan: the model asked), and the new tool runs."""
+    (root / "app.py").write_text("def total(items):\n    return sum(items)\n")
+    replies = [tool_calls(("toolsets", '{"action": "enable", "names": ["python"]}')),
+               tool_calls(("py_check_syntax", '{"path": "app.py"}')), text("The syntax is fine.")]
+    with FakeOpenAI(replies, props=llama_props(6_144)) as fake:
+        done = ask(root, fake.base_url, "hello")
+    assert done.returncode == 0, done.stderr
+    python = {spec.name for spec in default_catalog() if spec.toolset == "python"}
+    assert offered(fake, 0) == set(CORE_TOOLS), "6k: the core alone"
+    assert offered(fake, 1) == set(CORE_TOOLS) | python and offered(fake, 2) == offered(fake, 1)
+    assert "│ enabled python: " in done.stderr and "┌ py_check_syntax" in done.stderr
+    assert "│ ERROR" not in done.stderr.split("┌ py_check_syntax", 1)[1], done.stderr
+
+
 def test_a_tiny_context_gets_meta_mode_and_meta_calls_still_reach_every_tool(root: Path) -> None:
     (root / "notes.txt").write_text("The secret word is PELICAN.\n")
     call = tool_calls(("registry_execute", '{"name": "read_file", "params": {"path": "notes.txt"}}'))

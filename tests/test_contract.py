@@ -114,7 +114,9 @@ async def test_the_python_client_accepts_every_example(tmp_path: Path, catalog: 
             # a 2026-07-28 request over HTTP names no session, so nothing enables toolsets for it: the operator
             # lists every tool for this path (tests/test_lean_listing.py shows such a client using call_tool)
             if mode == "auto":
-                (world.project / "codeward.toml").write_text('[server]\ntoolsets = ["all"]\n', encoding="utf-8")
+                config = world.project / "codeward.toml"
+                config.write_text(config.read_text(encoding="utf-8") + '\n[server]\ntoolsets = ["all"]\n',
+                                  encoding="utf-8")
                 catalog = Catalog(spec for spec in catalog if spec.toolset != DISCOVERY_TOOLSET)
             with codeward_http(str(world.project), cwd=world.project, env=world.env) as url:
                 async with Client(url, mode=mode, message_handler=told) as client:  # type: ignore[arg-type]

@@ -108,7 +108,7 @@ class AgentSession:
 
         Chosen by the model's context: every tool when they fit, else trimmed, else meta. On a lean stack
         the trimmed offer's core is the lean listing's (the discovery tools among it, so every tool stays one
-        call away), and a toolset the model enables is offered from the next round on."""
+        call away), and a toolset the model enables is offered from then on."""
         lean = self.stack.lean if self.choice.toolsets is None else None
         toolset_of = self.toolset_of
         if lean is not None:
@@ -126,7 +126,7 @@ class AgentSession:
         names = [info.name for g in groups if g.name in plan.toolsets for info in g.infos]
         if lean is None:
             return chain(self.surface, [Offered(names)]), plan
-        return chain(self.surface, [Offered(names, later=_enabled_later(lean, self.toolsets))]), plan
+        return chain(self.surface, [Offered(names, later=_enabled(lean, self.toolsets))]), plan
 
     def context(self) -> ToolContext:
         return self.stack.context(workspace=self.workspace, toolsets=self.toolsets)
@@ -143,15 +143,15 @@ class AgentSession:
         self.settings.text_tool_calls = profile.text_tool_calls
 
 
-def _enabled_later(lean: LeanListing, toolsets: SessionToolsets) -> Callable[[str], bool]:
-    """Whether a tool belongs to a toolset enabled after this moment (offered at once, trimmed or not)."""
-    before = toolsets.enabled
+def _enabled(lean: LeanListing, toolsets: SessionToolsets) -> Callable[[str], bool]:
+    """Whether a tool belongs to a toolset the model enabled (offered from then on, whatever the plan trimmed:
+    the model asked for it)."""
 
-    def later(name: str) -> bool:
+    def enabled(name: str) -> bool:
         toolset = lean.toolset_of(name)
-        return toolset is not None and toolset in toolsets.enabled and toolset not in before
+        return toolset is not None and toolset in toolsets.enabled
 
-    return later
+    return enabled
 
 
 def choice_problem(session: AgentSession) -> str | None:
