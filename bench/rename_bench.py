@@ -35,7 +35,8 @@ from typing import Any
 import markdown_it
 
 from codeward.code.symbol_index import SymbolIndex
-from codeward.context import ToolContext
+from codeward.config.lsp import LspSettings
+from codeward.context import Services, ToolContext
 from codeward.tools import default_catalog
 from codeward.workspace import Workspace
 
@@ -144,7 +145,8 @@ def main() -> int:
             index.refresh()
         print(f"symbol index built in {time.perf_counter() - started:.2f} s (once per project, then incremental)")
         catalog = default_catalog()
-        ctx = ToolContext(workspace)
+        # codeward's jedi path (where basedpyright is not installed): bench/lsp_latency.py times basedpyright's
+        ctx = ToolContext(workspace, services=Services(lsp=LspSettings(enabled=False)))
         for label, rel, name, new_name in CASES:
             line, column = position(root, rel, name)
             ours_time, ours = timed(partial(catalog.call, "py_rename_symbol",

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from codeward.catalog import Catalog, ToolOutcome
-from codeward.context import ToolContext
+from codeward.config.lsp import LspSettings
+from codeward.context import Services, ToolContext
 from codeward.tools import default_catalog
 from codeward.workspace import Workspace
 
@@ -47,8 +48,12 @@ def workspace(root: Path) -> Workspace:
 
 
 @pytest.fixture
-def ctx(workspace: Workspace) -> ToolContext:
-    return ToolContext(workspace)
+def ctx(workspace: Workspace) -> Iterator[ToolContext]:
+    """A context over the workspace, with language servers off (the tests that drive them turn them on);
+    whatever helper processes its calls started are stopped afterwards."""
+    context = ToolContext(workspace, services=Services(lsp=LspSettings(enabled=False)))
+    yield context
+    context.services.runtimes.close()
 
 
 @pytest.fixture(scope="session")

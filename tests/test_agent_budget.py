@@ -15,10 +15,10 @@ from codeward.agent.budget import CatalogPlan, group_tools, plan_catalog, schema
 from codeward.llm.window import ContextWindow
 from codeward.registry.meta import meta_catalog
 from codeward.surface import CatalogSurface
-from codeward.tools import CORE_TOOLS, default_catalog
+from codeward.tools import CORE_TOOLS, default_catalog, served_catalog, toolset_choice
 from tests.fake_openai import FakeOpenAI, llama_props, text, tool_calls
 
-ALL_TOOLS = len(default_catalog())
+ALL_TOOLS = len(served_catalog(toolset_choice(None)))
 META_TOOLS = {"registry_search", "registry_load", "registry_execute", "registry_help"}
 
 
@@ -33,7 +33,7 @@ def offered(fake: FakeOpenAI, index: int = 0) -> set[str]:
 
 
 def toolsets_of(names: set[str]) -> set[str]:
-    catalog = default_catalog()
+    catalog = served_catalog(toolset_choice(None))
     return {spec.toolset for spec in catalog if spec.name in names}
 
 
@@ -164,7 +164,7 @@ def test_a_request_over_the_context_says_how_to_fit(root: Path) -> None:
 
 
 def plan(window: int, question: str, used: int = 300, reply: int = 1024, **choice: Any) -> CatalogPlan:
-    catalog = default_catalog()
+    catalog = served_catalog(toolset_choice(None))
     groups = group_tools(CatalogSurface(catalog).tool_infos(),  # grouped as a lean stack groups them
                          lambda name: "core" if name in CORE_TOOLS else spec.toolset if (spec := catalog.get(name))
                          else None)

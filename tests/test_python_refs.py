@@ -92,23 +92,49 @@ def test_rename_is_a_dry_run_diff_then_applies_across_files_as_one_checkpoint(ro
     assert _tree(root) == before
 
 
-def test_name_based_matches_are_marked_and_left_out_of_renames(root: Path, call: Call) -> None:
+def test_occurrences_jedi_cannot_tie_are_listed_and_hold_a_rename_back(root: Path, call: Call) -> None:
     (root / "m.py").write_text("class Store:\n    def value(self):\n        return 1\n\n\n"
                                "def report(store):\n    return store.value()\n")
-    sure = _refs(call("py_find_references", path="m.py", name="Store.value"))
-    assert sure == [("m.py", 2)]
-    everything = call("py_find_references", path="m.py", name="Store.value", include_unsure=True)
-    assert everything.structured is not None
-    assert [(r["line"], r["name_based"]) for r in everything.structured["references"]] == [(2, False), (7, True)]
-    assert "[name-based]" in everything.text
-    renamed = call("py_rename_symbol", path="m.py", name="Store.value", new_name="worth", apply=True)
-    assert not renamed.is_error and "m.py:7" in renamed.text and "include_unsure=true" in renamed.text
-    assert "store.value()" in (root / "m.py").read_text()
+    found = call("py_find_references", path="m.py", name="Store.value")
+    assert _refs(found) == [("m.py", 2)]
+    assert found.structured is not None and found.structured["engine"] == "jedi"
+    assert [(r["line"], r["reason"]) for r in found.structured["unsure"]] == [
+        (7, "jedi cannot tell what it refers to")]
+    assert "[name-based]" in found.text and "could not be tied" in found.text
+    before = _tree(root)
+    refused = call("py_rename_symbol", path="m.py", name="Store.value", new_name="worth", apply=True)
+    assert refused.is_error and refused.errors[0].kind is ErrorKind.CONFLICT, refused.text
+    assert "m.py:7" in refused.text and "unsure='rename'" in refused.text
+    assert _tree(root) == before
+    left = call("py_rename_symbol", path="m.py", name="Store.value", new_name="worth", apply=True, unsure="leave")
+    assert not left.is_error, left.text
+    assert "def worth(self)" in (root / "m.py").read_text() and "store.value()" in (root / "m.py").read_text()
+    assert not call("undo").is_error and _tree(root) == before
+    both = call("py_rename_symbol", path="m.py", name="Store.value", new_name="worth", apply=True, unsure="rename")
+    assert not both.is_error, both.text
+    assert "store.worth()" in (root / "m.py").read_text()
+
+
+def test_a_src_layout_package_is_followed_into_its_tests(root: Path, call: Call) -> None:
+    """Tests import a ``src/`` package by its name; jedi must find the project's copy, not lose the uses
+    (or follow them to an installed copy of the same package and drop them)."""
+    (root / "pyproject.toml").write_text("[project]\nname = 'shop'\n")
+    (root / "src/shop").mkdir(parents=True)
+    (root / "src/shop/__init__.py").write_text("from shop.prices import total\n")
+    (root / "src/shop/prices.py").write_text("def total(items):\n    return sum(items)\n")
+    (root / "tests").mkdir()
+    (root / "tests/test_prices.py").write_text("from shop.prices import total\nimport shop\n\n\n"
+                                               "def test_total():\n    assert total([1, 2]) == shop.total([3])\n")
+    found = _refs(call("py_find_references", path="src/shop/prices.py", name="total"))
+    assert ("tests/test_prices.py", 1) in found and ("tests/test_prices.py", 6) in found, found
+    renamed = call("py_rename_symbol", path="src/shop/prices.py", name="total", new_name="sum_of", apply=True)
+    assert not renamed.is_error, renamed.text
+    assert (root / "tests/test_prices.py").read_text().count("sum_of") == 3
 
 
 @pytest.mark.parametrize(("arguments", "kind", "words"), [
     ({"path": "pkg/jobs.py", "name": "Nope", "new_name": "x"}, ErrorKind.NOT_FOUND, "no symbol named"),
-    ({"path": "pkg/jobs.py", "name": "Job", "new_name": "class"}, ErrorKind.INVALID_INPUT, "not a Python identifier"),
+    ({"path": "pkg/jobs.py", "name": "Job", "new_name": "class"}, ErrorKind.INVALID_INPUT, "valid Python identifier"),
     ({"path": "pkg/jobs.py", "name": "Job", "new_name": "Job"}, ErrorKind.INVALID_INPUT, "already named"),
     ({"path": "pkg/jobs.py", "new_name": "x"}, ErrorKind.INVALID_INPUT, "name, or line and column"),
     ({"path": "pkg/jobs.py", "line": 4, "column": 1, "new_name": "x"}, ErrorKind.INVALID_INPUT, "not on a name"),
@@ -148,14 +174,19 @@ def test_a_rename_reaching_a_protected_file_changes_nothing(root: Path, call: Ca
 pytestmark = pytest.mark.anyio
 
 
+JEDI_ONLY = "[lsp]\nenabled = false\n"
+"""These tests are about jedi's path (what answers where basedpyright is not installed)."""
+
+
 async def test_rename_over_stdio(root: Path) -> None:
     _write(root)
+    (root / "codeward.toml").write_text(JEDI_ONLY)
     server = StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve", str(root)],
-                                   env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                   env={**os.environ, "PYTHONUNBUFFERED": "1"}, cwd=str(root))
     async with Client(server) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert {"py_find_references", "py_rename_symbol"} <= set(tools)
-        assert "name-based" in (tools["py_find_references"].description or "")
+        assert "unsure" in (tools["py_find_references"].description or "")
         found = await client.call_tool("py_find_references", {"path": "pkg/jobs.py", "name": "Job.run"})
         assert not found.is_error and found.structured_content is not None
         assert len(found.structured_content["references"]) == 3
@@ -193,12 +224,13 @@ async def test_an_extension_module_planted_in_the_project_is_never_loaded(root: 
     subprocess.run(["gcc", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}", str(source), "-o",
                     str(root / f"planted{suffix}")], check=True)
     (root / "app.py").write_text("import planted\n\nvalue = planted.thing\n\n\ndef use():\n    return value\n")
+    (root / "codeward.toml").write_text(JEDI_ONLY)
     marker = tmp_path / "marker"
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PLANTED_MARKER": str(marker), "PYTHONPATH": str(root)}
     server = StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve", str(root)], env=env,
                                    cwd=str(root))
     async with Client(server) as client:
-        for arguments in ({"path": "app.py", "line": 3, "column": 17, "include_unsure": True},
+        for arguments in ({"path": "app.py", "line": 3, "column": 17},
                           {"path": "app.py", "line": 1, "column": 8},
                           {"path": "app.py", "name": "value"}):
             await client.call_tool("py_find_references", arguments)
@@ -214,6 +246,7 @@ def test_a_damaged_parse_cache_entry_is_parsed_again(root: Path, tmp_path: Path)
     import subprocess
 
     _write(root)
+    (root / "codeward.toml").write_text(JEDI_ONLY)
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
 
     def references() -> list[tuple[str, int]]:

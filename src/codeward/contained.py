@@ -1,8 +1,8 @@
 """The one way codeward starts a program on project content: contained, through here.
 
-``run_shell``, ``run_tests``, registry tools and every review analyzer (ruff, mypy, bandit,
-vulture, radon, lizard, shellcheck, cppcheck, Biome, and any added later) open a
-:class:`ProjectSandbox` and run their programs in it::
+``run_shell``, ``run_tests``, registry tools, every review analyzer (ruff, mypy, bandit,
+vulture, radon, lizard, shellcheck, cppcheck, Biome, and any added later) and the language
+servers open a :class:`ProjectSandbox` and run their programs in it::
 
     box = ProjectSandbox.open(ctx, Executor.REVIEW, ProjectAccess.READ)   # Result: refusal or box
     outcome = box.data.run(Program(argv=[ruff, "check", ...], timeout_s=120))
@@ -24,6 +24,10 @@ What holds in the box, whichever executor opened it:
   output and disk limits — the overlay's upper layer and ``/tmp`` share one size-limited tmpfs
   (``[sandbox] disk_mb``): a run that fills it is stopped and nothing it wrote is applied;
 - a cancelled call kills the run and everything it started.
+
+A language server outlives the call that starts it: :meth:`ProjectSandbox.start` starts it in a
+read-only box with the same backend, binds, secrets and limits, and hands back its pipes
+(:class:`Started`); its owner ends it.
 
 Code execution sees no project (only the code it is given) and takes its backend from the same
 choice (:meth:`BackendChoice.for_code`), with the same refusal.
@@ -47,7 +51,7 @@ from codeward.coding.sandbox.installation import installation_of
 from codeward.coding.sandbox.model import Limit
 from codeward.coding.sandbox.outcome import NO_SPACE_MARKERS
 from codeward.coding.sandbox.overlay import Overlays, overlay_failure
-from codeward.coding.sandbox.runner import kill_tree
+from codeward.coding.sandbox.runner import Launch, kill_tree, terminate
 from codeward.config.sandbox import SandboxSettings
 from codeward.result import ErrorKind, Result
 
@@ -91,7 +95,10 @@ class Program:
     network_hosts: Mapping[str, tuple[str, ...]] | None = None
     file_size_mb: int | None = 64
     open_files: int | None = 256
+    cpu_seconds: int | None = None
+    """CPU time over the program's life (default: the backend's, from ``timeout_s``)."""
     scratch_mb: int = 256
+    """The private ``/tmp`` (at most half of ``[sandbox] disk_mb``)."""
     max_output_bytes: int = 1_000_000
     report_progress: bool = True
     """Tell the client once a second how long it has been running."""
@@ -104,6 +111,20 @@ class Contained:
     result: SandboxResult
     notes: list[str] = field(default_factory=list)
     cancelled: bool = False
+
+
+@dataclass
+class Started:
+    """A program started in a box to outlive the call (a language server): its pipes, and its end."""
+
+    proc: subprocess.Popen[bytes]
+    launch: Launch
+    backend: str
+    isolated: bool
+
+    def stop(self) -> None:
+        """Kill its whole process tree and release its sandbox."""
+        terminate(self.proc, self.launch)
 
 
 def sandbox_settings_of(services: Services) -> SandboxSettings:
@@ -181,6 +202,23 @@ class ProjectSandbox:
         self._note_unenforced_disk(result, None)
         return Result.success(Contained(result, list(self.notes), watch.cancelled))
 
+    def start(self, program: Program) -> Started:
+        """Start ``program`` to be driven over its stdin and stdout after the call returns (a
+        language server): a read-only box only, as :meth:`run` would show it, with no wall-clock
+        limit (``program.cpu_seconds`` bounds it). Call it from a thread that lives as long as the
+        program: the sandbox dies with the thread that started it. Raises :class:`SandboxRefused`
+        when the backend cannot keep a program running, ``OSError`` when it cannot start it."""
+        if self.access is not ProjectAccess.READ:
+            raise ValueError("only a read-only box starts programs that outlive the call")
+        start: Callable[[SandboxRequest], tuple[subprocess.Popen[bytes], Launch]] | None = \
+            getattr(self.sandbox, "start", None)
+        if start is None:
+            raise SandboxRefused(f"the {self.sandbox.name} backend cannot keep a program running",
+                                 "Install bubblewrap (`apt-get install bubblewrap`); `codeward doctor` shows why "
+                                 "it is not used.")
+        proc, launch = start(self._request(program, overlays=None))
+        return Started(proc, launch, self.sandbox.name, self.sandbox.isolated)
+
     # -- the parts -----------------------------------------------------------------------
 
     def _run_overlaid(self, program: Program, cancelled: threading.Event | None) -> Result[Contained | None]:
@@ -234,7 +272,7 @@ class ProjectSandbox:
             hidden=self.plan.hidden, overlays=overlays, run_as=run_as, network=program.network,
             network_hosts=program.network_hosts, timeout_s=program.timeout_s, memory_mb=program.memory_mb,
             max_processes=program.max_processes, file_size_mb=program.file_size_mb, open_files=program.open_files,
-            scratch_mb=program.scratch_mb, max_output_bytes=program.max_output_bytes)
+            cpu_seconds=program.cpu_seconds, scratch_mb=program.scratch_mb, max_output_bytes=program.max_output_bytes)
 
     def _note_unenforced_disk(self, result: SandboxResult, problem: str | None) -> None:
         if self.access is not ProjectAccess.WRITE:

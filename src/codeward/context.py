@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         BeadsSettings,
         CodingSettings,
         IndexSettings,
+        LspSettings,
         RegistrySettings,
         ReviewSettings,
         SandboxSettings,
@@ -146,6 +147,7 @@ class Services:
     registry: RegistrySettings | None = None
     review: ReviewSettings | None = None
     index: IndexSettings | None = None
+    lsp: LspSettings | None = None
     sandbox: SandboxSettings | None = None
     metrics: CallMetrics | None = None
     served: ServedTools | None = None

@@ -27,9 +27,14 @@ def tools_markdown(catalog: Catalog) -> str:
         "",
         *_lean_section(catalog),
     ]
+    from codeward.tools import OPT_IN_TOOLSETS
+
     for toolset in catalog.toolsets():
         specs = [s for s in catalog if s.toolset == toolset]
         lines += [f"## {toolset}", ""]
+        if toolset in OPT_IN_TOOLSETS:
+            lines += [f"Not served by default: a server lists these tools when `[server] toolsets` names "
+                      f"`{toolset}` (or is `[\"all\"]`).", ""]
         for spec in specs:
             lines += _tool_section(spec)
     hidden = catalog.hidden()
@@ -48,7 +53,7 @@ def _lean_section(catalog: Catalog) -> list[str]:
     """What a client lists by default, what each toolset adds, and how a client reaches it."""
     from codeward.lean_listing import listing_tokens
     from codeward.surface import CatalogSurface
-    from codeward.tools import CORE_TOOLS, DISCOVERY_TOOLSET, TOOLSET_SUMMARIES
+    from codeward.tools import CORE_TOOLS, DISCOVERY_TOOLSET, OPT_IN_TOOLSETS, TOOLSET_SUMMARIES
 
     infos = {info.name: info for info in CatalogSurface(catalog).tool_infos()}
     core = [name for name in CORE_TOOLS if name in infos]
@@ -72,7 +77,8 @@ def _lean_section(catalog: Catalog) -> list[str]:
             continue
         rest = [spec.name for spec in catalog if spec.toolset == toolset and spec.name not in core]
         if rest:
-            lines.append(f"| {toolset} | {TOOLSET_SUMMARIES.get(toolset, '')} | {len(rest)} | "
+            opt_in = " Served only when `[server] toolsets` names it." if toolset in OPT_IN_TOOLSETS else ""
+            lines.append(f"| {toolset} | {TOOLSET_SUMMARIES.get(toolset, '')}{opt_in} | {len(rest)} | "
                          f"~{listing_tokens(infos[n] for n in rest if n in infos):,} |")
     return [*lines, ""]
 

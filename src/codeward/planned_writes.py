@@ -15,11 +15,12 @@ import os
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from codeward.code.textfile import PathChanged, TextFile, atomic_write, write_text
+from codeward.code.textfile import PathChanged, TextFile, atomic_write, read_text, write_text
 from codeward.context import ToolContext
 from codeward.result import ErrorKind, Result
-from codeward.workspace import POLICY_HINT
+from codeward.workspace import POLICY_HINT, Access, Workspace
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,25 @@ class PlannedWrite:
     display: str
     template: TextFile | None = None
     """For a new file: whose encoding and line endings to use (default UTF-8, ``\\n``)."""
+
+
+def load_for_writing(workspace: Workspace, real: Path, what: str) -> Result[tuple[Path, str, TextFile]]:
+    """A file a change will write: resolved for writing and read (its encoding remembered), or why not.
+
+    ``what`` names the change for the refusal ("the rename"). A host-run file's refusal keeps its
+    ``source``, so the approval layer can still ask a person and run the call again.
+    """
+    display = workspace.display(real)
+    resolved = workspace.resolve(str(real), Access.WRITE)
+    if not resolved.ok:
+        error = resolved.errors[0]
+        return Result.fail(ErrorKind.PERMISSION, f"{what} would change {display}, which may not be written: "
+                           f"{error.message}", f"Nothing was changed. {error.hint}".strip(), source=error.source)
+    loaded = read_text(resolved.data, display, workspace)
+    if not loaded.ok:
+        failed: Result[Any] = loaded.cast(None)
+        return failed
+    return Result.success((resolved.data, display, loaded.data))
 
 
 def unified_diff(planned: Sequence[PlannedWrite]) -> str:

@@ -78,6 +78,7 @@ def call_tool(config: Config, gateway: GatewayConfig, name: str, assignments: Se
     from codeward.gateway.names import split_name
     from codeward.stack import Approver, build_stack
 
+    config = _one_shot(config)
     split = split_name(name)
     alias = split[0] if split else None
     upstream = alias is not None and gateway.server(alias) is not None
@@ -90,6 +91,20 @@ def call_tool(config: Config, gateway: GatewayConfig, name: str, assignments: Se
         problem = _unknown(name, stack, gateway)
         raise ConfigError(problem) if split is not None else UsageError(problem)
     return anyio.run(_call, stack, name, list(assignments), as_json, command, out or sys.stdout, err or sys.stderr)
+
+
+ONE_SHOT_SERVER_WAIT_S = 120.0
+
+
+def _one_shot(config: Config) -> Config:
+    """``codeward call`` runs one tool and exits: every built-in tool is reachable by name (the opt-in toolsets
+    too, when ``[server] toolsets`` is unset: nothing is listed to a model here), and a language server that is
+    still starting is waited for (up to ``[lsp] startup_wait_s``, or 120 s when it is 0: there is no calling
+    again)."""
+    server = config.server if config.toolsets is not None else config.server.model_copy(update={"toolsets": ("all",)})
+    lsp = config.lsp if config.lsp.startup_wait_s else config.lsp.model_copy(
+        update={"startup_wait_s": ONE_SHOT_SERVER_WAIT_S})
+    return config.model_copy(update={"server": server, "lsp": lsp})
 
 
 async def _call(stack: Stack, name: str, assignments: list[str], as_json: bool, command: str, out: IO[str],

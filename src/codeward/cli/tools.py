@@ -21,13 +21,14 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from codeward.stack import catalog_for
 
+    if args.markdown:  # the reference documents every tool, the toolsets a server offers only when asked too
+        from codeward.docs import tools_markdown
+        from codeward.tools import default_catalog
+
+        sys.stdout.write(tools_markdown(default_catalog()))
+        return 0
     config, _gateway = configs_of(args)
     catalog = catalog_for(config)
-    if args.markdown:
-        from codeward.docs import tools_markdown
-
-        sys.stdout.write(tools_markdown(catalog))
-        return 0
     if args.json:
         from codeward.surface import CatalogSurface
 
@@ -42,4 +43,9 @@ def run(args: argparse.Namespace) -> int:
     for spec in catalog:
         summary = spec.description.splitlines()[0]
         print(f"{spec.name:<{width}}  [{spec.toolset}] {summary}")
+    from codeward.tools import OPT_IN_TOOLSETS
+
+    unserved = sorted(OPT_IN_TOOLSETS - set(catalog.toolsets()))
+    if unserved and config.toolsets is None:
+        print(f"(not served unless [server] toolsets names them, or is [\"all\"]: {', '.join(unserved)})")
     return 0

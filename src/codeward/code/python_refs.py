@@ -22,16 +22,15 @@ from __future__ import annotations
 
 import keyword
 import os
-import re
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from codeward.code import identifiers
 from codeward.code.parse_cache import guard_parse_cache
 from codeward.result import ErrorKind, Result
 
-IDENTIFIER = re.compile(r"^(?!\d)\w+$")
 _JEDI_LOCK = threading.Lock()
 """jedi keeps process-wide caches and is not thread-safe: one inference at a time (a library guard,
 not codeward state)."""
@@ -64,18 +63,15 @@ class Verdict:
     candidate: Candidate
     sure: bool
     definition: bool
+    other: bool = False
+    """jedi tied it to another symbol of the project (neither sure nor unsure)."""
+    reason: str = ""
+    """Why an unsure verdict is unsure."""
 
 
 def check_new_name(new_name: str, old_name: str) -> Result[str]:
-    name = new_name.strip()
-    if not IDENTIFIER.match(name) or keyword.iskeyword(name):
-        return Result.fail(ErrorKind.INVALID_INPUT, f"new_name {new_name!r} is not a Python identifier",
-                           "Give a plain name: letters, digits and _, not starting with a digit, not a keyword.",
-                           data="")
-    if name == old_name:
-        return Result.fail(ErrorKind.INVALID_INPUT, f"the symbol is already named {name!r}",
-                           "Give a different new_name.", data="")
-    return Result.success(name)
+    """A new Python name: an identifier that is not a keyword (see :func:`codeward.code.identifiers.check_new_name`)."""
+    return identifiers.check_new_name(new_name, old_name, keyword.kwlist, language="Python")
 
 
 def _environment(excluded: tuple[Path, ...]) -> object:
@@ -108,8 +104,12 @@ class Resolver:
         import jedi  # type: ignore[import-untyped]
 
         guard_parse_cache()
-        self._project = jedi.Project(self.root, load_unsafe_extensions=False)
         self._environment = _environment((*self.excluded, Path(os.getcwd()).resolve()))
+        # The project's own sources come first: a ``src/`` layout's package (which tests import by its
+        # name) before any installed copy of it, which jedi would otherwise follow out of the project.
+        sources = [str(folder) for folder in source_folders(self.root)]
+        self._project = jedi.Project(self.root, load_unsafe_extensions=False,
+                                     sys_path=[*sources, *self._environment.get_sys_path()])  # type: ignore[attr-defined]
         self._scripts: dict[Path, object] = {}
 
     def _script(self, path: Path) -> object | None:
@@ -145,7 +145,8 @@ class Resolver:
 
     def judge(self, candidates: Iterable[Candidate], target: Definition,
               progress: Callable[[int], None] | None = None) -> list[Verdict]:
-        """Each candidate: sure (it leads to ``target``), name-based (unresolvable), or dropped (another symbol)."""
+        """Each candidate: sure (it leads to ``target``), unsure (unresolvable, or followed out of the project),
+        or another symbol of the project."""
         verdicts: list[Verdict] = []
         key = (target.path, target.line, target.column)
         for count, candidate in enumerate(candidates, 1):
@@ -165,8 +166,23 @@ class Resolver:
             if key in places or at_definition:
                 verdicts.append(Verdict(candidate, True, at_definition))
             elif not names:
-                verdicts.append(Verdict(candidate, False, False))
+                verdicts.append(Verdict(candidate, False, False, reason="jedi cannot tell what it refers to"))
+            elif places and all(not self._inside(path) for path, _line, _column in places):
+                verdicts.append(Verdict(candidate, False, False, reason="jedi followed it out of the project "
+                                                                        "(an installed copy?)"))
+            else:
+                verdicts.append(Verdict(candidate, False, False, other=True))
         return verdicts
+
+    def _inside(self, path: Path) -> bool:
+        real = Path(os.path.realpath(path))
+        return any(real == folder or real.is_relative_to(folder) for folder in self.excluded)
+
+
+def source_folders(root: Path) -> list[Path]:
+    """Folders of a project that hold its importable packages besides the root: ``src/`` (the "src layout")."""
+    source = root / "src"
+    return [source] if source.is_dir() and not (source / "__init__.py").exists() else []
 
 
 def renamed_text(text: str, spans: list[tuple[int, int]], old: str, new: str) -> str:

@@ -691,6 +691,18 @@ class SymbolIndex:
         ranked = sorted(rows, key=lambda q: -difflib.SequenceMatcher(None, dotted.lower(), q.lower()).ratio())
         return ranked[:n]
 
+    def file_states(self, languages: Iterable[str], *, under: str = "") -> list[tuple[str, int, int]]:
+        """(path, mtime_ns, size) of the indexed files of ``languages`` below ``under``, as last refreshed
+        (what a language server is told changed between two questions)."""
+        wanted = sorted(set(languages))
+        if not wanted:
+            return []
+        sql = f"SELECT f.path, f.mtime_ns, f.size FROM files f WHERE f.language IN ({','.join('?' * len(wanted))})"
+        file_where, file_params = _file_filters(under, "")
+        sql += "".join(f" AND {condition}" for condition in file_where)
+        return [(str(path), int(mtime), int(size)) for path, mtime, size in self._db.execute(sql, [*wanted,
+                                                                                                   *file_params])]
+
     def files_using(self, name: str, *, under: str = "", language: str = "") -> list[tuple[str, int]]:
         """(path, count) of files whose code mentions identifier ``name``."""
         sql = "SELECT f.path, r.count FROM refs r JOIN files f ON f.id = r.file_id WHERE r.name = ?"

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from codeward.coding.sandbox.cgroups import CgroupEvents
 from codeward.coding.sandbox.model import Bind, Limit, SandboxRequest, SandboxResult, Status
-from codeward.coding.sandbox.runner import Launch, StartableSandbox, kill_tree
+from codeward.coding.sandbox.runner import Launch, StartableSandbox, terminate
 
 SESSION_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 PYTHON = "/usr/bin/python3"
@@ -453,11 +453,4 @@ def _stop(session: Session) -> None:
     for fd in (session.requests, session.answers):
         with contextlib.suppress(OSError):
             os.close(fd)
-    kill_tree(session.proc, session.launch.cgroup)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        session.proc.wait(timeout=5)
-    for stream in (session.proc.stdin, session.proc.stdout, session.proc.stderr):
-        if stream is not None:
-            with contextlib.suppress(OSError):
-                stream.close()
-    session.launch.release()
+    terminate(session.proc, session.launch)

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from codeward.coding.sandbox.model import Bind, SandboxRequest, SandboxResult
-from codeward.coding.sandbox.runner import Launch, RunObserver, StartableSandbox, kill_tree
+from codeward.coding.sandbox.runner import Launch, RunObserver, StartableSandbox, terminate
 
 PYTHON = "/usr/bin/python3"
 ENTRY_MAX_AGE_S = 600.0
@@ -245,11 +245,4 @@ def _send(fd: int, data: bytes) -> None:
 def _discard(entry: _Entry) -> None:
     with contextlib.suppress(OSError):
         os.close(entry.control)
-    kill_tree(entry.proc, entry.launch.cgroup)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        entry.proc.wait(timeout=5)
-    for stream in (entry.proc.stdin, entry.proc.stdout, entry.proc.stderr):
-        if stream is not None:
-            with contextlib.suppress(OSError):
-                stream.close()
-    entry.launch.release()
+    terminate(entry.proc, entry.launch)

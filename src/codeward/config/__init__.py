@@ -16,6 +16,7 @@ from codeward.config.errors import ConfigError
 from codeward.config.files import CONFIG_NAME, find_project_config, user_config_path
 from codeward.config.index import IndexSettings
 from codeward.config.loader import defaults_with_environment, load_config
+from codeward.config.lsp import LspSettings
 from codeward.config.mcp import GatewayConfig, ServerConfig
 from codeward.config.model import ModelConfigError, ModelProfile, ModelSettings
 from codeward.config.registry import RegistrySettings
@@ -30,7 +31,8 @@ find_config = find_project_config
 
 __all__ = [
     "CONFIG_NAME", "AgentSettings", "BeadsSettings", "CodingSettings", "Config", "ConfigError", "GatewayConfig",
-    "IndexSettings", "ModelConfigError", "ModelProfile", "ModelSettings", "RegistrySettings", "ReviewSettings",
-    "SandboxSettings", "ServerConfig", "ServerSettings", "ShellSettings", "WebSettings", "defaults_with_environment",
+    "IndexSettings", "LspSettings", "ModelConfigError", "ModelProfile", "ModelSettings", "RegistrySettings",
+    "ReviewSettings", "SandboxSettings", "ServerConfig", "ServerSettings", "ShellSettings", "WebSettings",
+    "defaults_with_environment",
     "expand_env", "find_config", "find_project_config", "load_config", "user_config_path",
 ]

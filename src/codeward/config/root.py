@@ -16,6 +16,7 @@ from codeward.config.base import Field, Table
 from codeward.config.beads import BeadsSettings
 from codeward.config.coding import CodingSettings
 from codeward.config.index import IndexSettings
+from codeward.config.lsp import LspSettings
 from codeward.config.mcp import GatewayConfig
 from codeward.config.model import ModelSettings
 from codeward.config.registry import RegistrySettings
@@ -40,6 +41,7 @@ class Config(Table):
     registry: RegistrySettings = Field(default_factory=RegistrySettings)
     review: ReviewSettings = Field(default_factory=ReviewSettings)
     index: IndexSettings = Field(default_factory=IndexSettings)
+    lsp: LspSettings = Field(default_factory=LspSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
     model: ModelSettings = Field(default_factory=ModelSettings)
     mcp: GatewayConfig = Field(default_factory=GatewayConfig)

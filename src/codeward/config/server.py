@@ -29,7 +29,8 @@ class ServerSettings(Table):
     discovery tools ``toolsets`` (enables a toolset for the session; the client is told
     ``tools/list_changed``) and ``call_tool``, with every toolset served; ``["core", "python"]`` lists
     toolsets from the start besides; ``["all"]`` lists every tool; toolset names alone serve only those,
-    all listed (``codeward tools`` shows each tool's toolset)."""
+    all listed (``codeward tools`` shows each tool's toolset). ``lsp`` (language-server navigation) is
+    served only when named, or with ``["all"]``."""
     output_cap_tokens: Int = 25_000
     """About this many tokens of a tool's output are returned; the rest is saved to a file the caller
     can read."""

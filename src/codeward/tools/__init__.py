@@ -3,7 +3,8 @@
 Add a module to :data:`TOOL_MODULES` to make its tools part of the default catalog, and give a new
 toolset its line in :data:`TOOLSET_SUMMARIES` (what the ``toolsets`` tool shows a model). A server
 lists the :data:`CORE_TOOLS` and reaches every other toolset through the discovery tools, unless
-``[server] toolsets`` says otherwise (:func:`toolset_choice`).
+``[server] toolsets`` says otherwise (:func:`toolset_choice`). A toolset in :data:`OPT_IN_TOOLSETS` is
+in the catalog but served only when ``[server] toolsets`` names it (or ``"all"``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "codeward.tools.python_ast",
     "codeward.tools.python_move",
     "codeward.tools.python_refs",
+    "codeward.tools.navigation",
     "codeward.tools.web",
     "codeward.tools.runtime",
     "codeward.tools.beads",
@@ -42,6 +44,9 @@ CORE = "core"
 """``[server] toolsets`` keyword, and its meaning when unset: the core tools listed, every toolset reachable."""
 EVERY_TOOLSET = "all"
 """``[server] toolsets = ["all"]``: every toolset served and listed."""
+OPT_IN_TOOLSETS: frozenset[str] = frozenset({"lsp"})
+"""Toolsets a server serves only when asked: ``lsp`` (language-server navigation and renames) starts
+language servers."""
 DISCOVERY_TOOLSET = "discovery"
 """``toolsets`` and ``call_tool``: served only with the lean listing, where there is something to discover."""
 
@@ -67,6 +72,7 @@ TOOLSET_SUMMARIES: Mapping[str, str] = {
     "coding": "Static analysis, quality gates and reports; run code in a sandbox or Docker.",
     "shell": "The project's tests in the sandbox (run_shell is core).",
     "registry": "The .ai/ registry: search, read and run user tools, directives and knowledge.",
+    "lsp": "Language servers: whole-project references, renames, definitions, diagnostics.",
     DISCOVERY_TOOLSET: "Find, enable and call the other toolsets.",
 }
 """One line per toolset: what ``toolsets`` lists beside its tools' names."""
@@ -77,26 +83,32 @@ class ToolsetChoice:
     """What ``[server] toolsets`` asks for: which toolsets are served, and whether the listing is lean."""
 
     served: frozenset[str] | None
-    """The toolsets served; None for every one (the discovery tools only when lean)."""
+    """The toolsets served; None for every one but the opt-in ones not asked for (the discovery tools only
+    when lean)."""
     lean: bool
     """List the core tools (and :attr:`listed`); reach the rest through the discovery tools."""
     listed: frozenset[str] = frozenset()
     """Toolsets listed in full from the start besides the core (``["core", "python"]``)."""
+    opt_in: bool = False
+    """Serve the :data:`OPT_IN_TOOLSETS` too (``["all"]``)."""
 
     def wants(self, spec: ToolSpec) -> bool:
         if spec.toolset == DISCOVERY_TOOLSET:
             return self.lean
-        return self.served is None or spec.toolset in self.served
+        if self.served is not None:
+            return spec.toolset in self.served
+        return self.opt_in or spec.toolset not in OPT_IN_TOOLSETS or spec.toolset in self.listed
 
 
 def toolset_choice(requested: Collection[str] | None) -> ToolsetChoice:
-    """Unset or naming ``core``: lean, every toolset served (the others named are listed from the start);
-    ``all``: every toolset served and listed; names alone: only those served, all listed; ``[]``: none."""
+    """Unset or naming ``core``: lean, every toolset but the opt-in ones served (the others named are served
+    and listed from the start); ``all``: every toolset served and listed; names alone: only those served, all
+    listed; ``[]``: none."""
     if requested is None:
         return ToolsetChoice(None, True)
     names = frozenset(requested)
     if EVERY_TOOLSET in names:
-        return ToolsetChoice(None, False)
+        return ToolsetChoice(None, False, opt_in=True)
     if CORE in names:
         return ToolsetChoice(None, True, names - {CORE})
     return ToolsetChoice(names, False)

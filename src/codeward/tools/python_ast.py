@@ -618,7 +618,7 @@ def _rename_then_edit(ctx: ToolContext, data: LoadedPython, symbol: Symbol, new_
             f"({', '.join(others)})" if others else ""
     return Result.success(f"Renamed {symbol.qualname} to {new_name}{where} (py_rename_symbol's rename), then "
                           f"{what.replace(symbol.qualname, new_qualname)} in {data.display}.",
-                          *plan.unsure_note(ctx.workspace.display))
+                          *plan.unsure_note())
 
 
 @tool(toolset=TOOLSET, title="Replace a Python signature",

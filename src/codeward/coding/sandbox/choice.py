@@ -3,8 +3,9 @@
 Every executor asks the server's one :class:`BackendChoice` (made from ``[sandbox]``):
 
 - runs that see the project — ``run_shell``, ``run_tests``, registry tools, the review's
-  analyzers, the Beads CLI — need bubblewrap: only its namespaces show the project read-only (or through an
-  overlay whose writes are checked afterwards) with the secrets covered;
+  analyzers, the Beads CLI, language servers — need bubblewrap: only its namespaces show the
+  project read-only (or through an overlay whose writes are checked afterwards) with the secrets
+  covered;
 - code execution sees no project, and also runs in a Docker engine when one answers;
 - the plain-process backend runs only when the operator names it (``[sandbox] backend =
   "process"``, or the older ``[coding] backend = "process"`` for code execution alone); each
@@ -47,6 +48,7 @@ class Executor(StrEnum):
     REVIEW = "review analyzers"
     REGISTRY = "registry tools"
     BEADS = "bd (Beads CLI)"
+    LANGUAGE_SERVERS = "language servers"
 
     @property
     def sees_project(self) -> bool:

@@ -378,6 +378,19 @@ def collect(
     )
 
 
+def terminate(proc: subprocess.Popen[bytes], launch: Launch) -> None:
+    """End a run started with ``start`` that nobody collects (a session, a pool entry, a language server):
+    its whole tree killed, waited for, its pipes closed, its resources released."""
+    kill_tree(proc, launch.cgroup)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
+    launch.release()
+
+
 def _reap_leftovers(proc: subprocess.Popen[bytes], cgroup: RunCgroup | None) -> int:
     """Kill what the finished main process left behind in its group or cgroup."""
     with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -1,0 +1,159 @@
+"""Navigation and renames through language servers: definition, references, rename, info, diagnostics.
+
+Python, TypeScript/JavaScript, Go and C/C++ files are answered by their language server
+(basedpyright, typescript-language-server, gopls, clangd), each started on first use in the
+sandbox and kept; until it is ready — or where it is not installed — the symbol index answers by
+name, marked so, with a note saying why (:mod:`codeward.lsp.answers`). Python references and
+renames share ``py_find_references``/``py_rename_symbol``'s engines (jedi while basedpyright
+starts). The ``lsp`` toolset is not served by default; ``[server] toolsets`` turns it on.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from codeward.catalog import tool
+from codeward.code.symbol_index import SymbolIndex, index_root_for, index_settings_of
+from codeward.code.textfile import read_text
+from codeward.context import ToolContext
+from codeward.lsp import answers, python_answers
+from codeward.lsp.answers import Navigation, Target, find_target, indexed_name
+from codeward.lsp.reports import DefinitionReport, DiagnosticsReport, ReferenceReport, RenameReport, SymbolInfo
+from codeward.lsp.servers import spec_for
+from codeward.lsp.tool_args import ApplyArg, LimitArg, OffsetArg, UnsureArg
+from codeward.result import ErrorKind, Result
+
+TOOLSET = "lsp"
+
+PathArg = Annotated[str, Field(description="The file where the symbol is defined or used.")]
+NameArg = Annotated[str, Field(description="The symbol's name as defined in that file (Class.method or "
+                                           "Class::method for a member); or give line and column instead.")]
+LineArg = Annotated[int, Field(ge=0, description="Instead of name: the 1-based line of any use of the symbol.")]
+ColumnArg = Annotated[int, Field(ge=0, description="With line: the 1-based column of the name on that line.")]
+
+
+def _failed(result: Result[Any]) -> Result[Any]:
+    return result.cast(None)
+
+
+def _located(ctx: ToolContext, path: str, name: str, line: int, column: int,
+             *, need_symbol: bool = True) -> Result[tuple[SymbolIndex, Target, str]]:
+    """The file (read through the gate), the refreshed index of its root, and the symbol asked about."""
+    resolved = ctx.workspace.resolve(path)
+    if not resolved.ok:
+        return _failed(resolved)
+    real = resolved.data
+    display = ctx.workspace.display(real)
+    loaded = read_text(real, display, ctx.workspace)
+    if not loaded.ok:
+        return _failed(loaded)
+    root = index_root_for(ctx.workspace, real)
+    if not real.is_relative_to(root):
+        return Result.fail(ErrorKind.INVALID_INPUT, f"{display} is outside the workspace roots",
+                           "Give a file under a root.")
+    opened = SymbolIndex.open(ctx.workspace, root)
+    if not opened.ok:
+        return _failed(opened)
+    index = opened.data
+    try:
+        index.refresh(cancelled=ctx.cancelled, ctags=index_settings_of(ctx.services).ctags)
+        text = loaded.data.text
+        if not need_symbol:
+            return Result.success((index, Target(real, display, 1, 1, "", display), text))
+        target = find_target(real, display, text, name, line, column, indexed_name(index, real, display))
+        if not target.ok:
+            index.close()
+            return _failed(target)
+    except Exception:
+        index.close()
+        raise
+    return Result.success((index, target.data, text))
+
+
+def _is_python(path: Path) -> bool:
+    return path.suffix in (".py", ".pyi")
+
+
+@tool(toolset=TOOLSET, read_only=True, title="Go to a symbol's definition", output=DefinitionReport,
+      examples=[{"path": "web/cart.js", "line": 17, "column": 16}, {"path": "src/inventory/store.py", "name": "Store"}])
+def find_definition(ctx: ToolContext, path: PathArg, name: NameArg = "", line: LineArg = 0,
+                    column: ColumnArg = 0) -> Result[DefinitionReport]:
+    """Where the symbol at a position (or named in the file) is defined, following imports, aliases and types
+    (language server; the symbol index by name while it starts)."""
+    located = _located(ctx, path, name, line, column)
+    if not located.ok:
+        return _failed(located)
+    index, target, _text = located.data
+    with index:
+        return answers.definitions(Navigation.open(ctx, index, target))
+
+
+@tool(toolset=TOOLSET, read_only=True, title="Find every reference of a symbol", output=ReferenceReport,
+      examples=[{"path": "web/cart.js", "name": "Cart.add"}, {"path": "native/ring_buffer.c", "name": "ring_push",
+                                                              "limit": 20}])
+def find_references(ctx: ToolContext, path: PathArg, name: NameArg = "", line: LineArg = 0, column: ColumnArg = 0,
+                    offset: OffsetArg = 0, limit: LimitArg = 200) -> Result[ReferenceReport]:
+    """Every use of one symbol across the project, through imports, aliases and overloads — not every name alike
+    (language server; while it starts, the symbol index's name matches, marked name-based). Occurrences of the
+    name the server cannot tie to the symbol are listed as unsure."""
+    located = _located(ctx, path, name, line, column)
+    if not located.ok:
+        return _failed(located)
+    index, target, _text = located.data
+    with index:
+        if _is_python(target.real):
+            return python_answers.references(ctx, index, target, offset, limit)
+        return answers.references(Navigation.open(ctx, index, target), offset, limit)
+
+
+@tool(toolset=TOOLSET, destructive=True, title="Rename a symbol across the project", output=RenameReport,
+      write_paths=(), examples=[{"path": "web/cart.js", "name": "Cart.total", "new_name": "sum"}])
+def rename_symbol(ctx: ToolContext, path: PathArg, new_name: Annotated[str, Field(description="The new name.")],
+                  name: NameArg = "", line: LineArg = 0, column: ColumnArg = 0, apply: ApplyArg = False,
+                  unsure: UnsureArg = "refuse") -> Result[RenameReport]:
+    """Rename a symbol and every reference to it (language server; Python as py_rename_symbol). Shows the diff
+    unless apply=true; then every file is written, all or none, as one checkpoint (undo reverts it). A name-based
+    plan (server starting or missing) is shown, never applied."""
+    located = _located(ctx, path, name, line, column)
+    if not located.ok:
+        return _failed(located)
+    index, target, _text = located.data
+    spec = spec_for(target.real)
+    checked = answers.check_new_name(new_name, target.word, spec.family if spec is not None else "")
+    if not checked.ok:
+        index.close()
+        return _failed(checked)
+    with index:
+        if _is_python(target.real):
+            return python_answers.rename(ctx, index, target, checked.data, apply, unsure)
+        return answers.rename(Navigation.open(ctx, index, target), checked.data, apply, unsure)
+
+
+@tool(toolset=TOOLSET, read_only=True, title="A symbol's type and documentation", output=SymbolInfo,
+      examples=[{"path": "web/cart.js", "name": "formatTotal"}])
+def symbol_info(ctx: ToolContext, path: PathArg, name: NameArg = "", line: LineArg = 0,
+                column: ColumnArg = 0) -> Result[SymbolInfo]:
+    """The type, signature and documentation of the symbol at a position, and where it is defined (the language
+    server's hover; the index's definitions by name while it starts)."""
+    located = _located(ctx, path, name, line, column)
+    if not located.ok:
+        return _failed(located)
+    index, target, _text = located.data
+    with index:
+        return answers.symbol_info(Navigation.open(ctx, index, target))
+
+
+@tool(toolset=TOOLSET, read_only=True, title="A file's errors and warnings", output=DiagnosticsReport,
+      examples=[{"path": "native/ring_buffer.c"}])
+def get_diagnostics(ctx: ToolContext, path: PathArg) -> Result[DiagnosticsReport]:
+    """Type errors, unresolved names and warnings of one file from its language server (syntax errors only,
+    from tree-sitter, while the server starts or where none is installed)."""
+    located = _located(ctx, path, "", 0, 0, need_symbol=False)
+    if not located.ok:
+        return _failed(located)
+    index, target, text = located.data
+    with index:
+        return answers.diagnostics(Navigation.open(ctx, index, target), text)
