@@ -43,11 +43,15 @@ OVER_BUDGET: dict[str, tuple[int, str]] = {
     "coding_debug_code": (180, "the failed run whole (source, stdout, stderr, exit code), language, retries, "
                                "time"),
     "run_tests": (170, "pytest targets and -k, another runner's command, time and failure limits"),
-    "py_rename_symbol": (170, "a symbol by name or by line and column, the new name, apply, unsure matches"),
+    "py_rename_symbol": (210, "a symbol by name or by line and column, the new name, apply, and what to do with "
+                              "the unsure matches"),
     "registry_load": (170, "reads or copies between three spaces: kind, source, destination, overwrite"),
     "git_log": (170, "git log's filters a model asks for: path, range, author, message, files, pages"),
     "coding_monitor_execution": (170, "a run's arguments plus the sampling interval and memory profile"),
-    "py_find_references": (165, "a symbol by name or by line and column, and the unsure matches"),
+    "py_find_references": (195, "a symbol by name or by line and column, and pages of references"),
+    "find_references": (180, "a symbol by name or by line and column, and pages of references"),
+    "rename_symbol": (210, "a symbol by name or by line and column, the new name, apply, and what to do with the "
+                           "unsure matches"),
     "py_add_def": (160, "the new definition, its name and where it goes (the anchor pair)"),
     "coding_generate_report": (160, "analysis results in, a report file out, four formats and their options"),
 }

@@ -92,8 +92,7 @@ def py_move_def(ctx: ToolContext,
                 occurrence: Occurrence = None,
                 apply: Annotated[bool, Field(description="false: show the diff only.")] = True,
                 ) -> Result[str]:
-    """Move a def or class within a file or to another module: the imports it needs go with it, and every
-    importer is updated."""
+    """Move a def or class within a file or to another module; its imports go with it, importers are updated."""
     picked = load_python_symbol(ctx, src_path, name, occurrence, param="src_path")
     if not picked.ok or picked.data is None:
         return picked.cast("")

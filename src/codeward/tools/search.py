@@ -149,8 +149,8 @@ def search_text(
     offset: Annotated[int, Field(ge=0)] = 0,
     limit: Annotated[int, Field(ge=1, le=1000)] = 100,
 ) -> Result[SearchReport | None]:
-    """Search file contents with ripgrep: pattern is a Rust regex (literal=true for plain text); .gitignore
-    is honoured. Pages of results: offset continues at next_offset. mode files or count finds where first."""
+    """Search file contents with ripgrep (a Rust regex; literal=true for plain text; .gitignore honoured).
+    offset=next_offset pages on; mode files or count finds where first."""
     checked = _check_arguments(pattern, glob, file_type)
     if not checked.ok:
         return checked.cast(None)
