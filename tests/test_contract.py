@@ -115,8 +115,10 @@ async def test_the_python_client_accepts_every_example(tmp_path: Path, catalog: 
             # lists every tool for this path (tests/test_lean_listing.py shows such a client using call_tool)
             if mode == "auto":
                 config = world.project / "codeward.toml"
-                config.write_text(config.read_text(encoding="utf-8") + '\n[server]\ntoolsets = ["all"]\n',
-                                  encoding="utf-8")
+                settings = config.read_text(encoding="utf-8")
+                every = 'toolsets = ["all"]\n'
+                config.write_text(settings.replace("[server]\n", "[server]\n" + every, 1) if "[server]\n" in settings
+                                  else settings + "\n[server]\n" + every, encoding="utf-8")
                 catalog = Catalog(spec for spec in catalog if spec.toolset != DISCOVERY_TOOLSET)
             with codeward_http(str(world.project), cwd=world.project, env=world.env) as url:
                 async with Client(url, mode=mode, message_handler=told) as client:  # type: ignore[arg-type]

@@ -109,11 +109,11 @@ def run(args: argparse.Namespace) -> int:
         config_args = _config_args(args)
         connect = stdio_lines("codeward", _launch(), [*config_args, "serve", str(stack.workspace.primary)])
         print(f"codeward {__version__}: serving {count} tools over MCP stdio; roots: {roots}\n"
-              f"{stack.listing_line()}\n"
               "This is an MCP server: a client starts it and talks JSON-RPC on stdin/stdout. To connect one:\n"
               f"  {connect[0]}\n"
               f"  {connect[1]}\n"
               f"{_sandbox_line(stack)}\n"
+              f"{stack.listing_line()}\n"
               "Press Ctrl-C to stop.", file=sys.stderr, flush=True)
 
     async def serve_stdio() -> None:
