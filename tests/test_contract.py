@@ -58,7 +58,7 @@ async def _discover_everything(client: Client, prefix: str, told: ListChanged | 
     """A lean server lists its core: enable every toolset through ``toolsets`` and hear of it (on the
     handshake-era notification, or the 2026-07-28 listen stream), as a client reaching the rest would."""
     lean = [tool.name for tool in (await client.list_tools()).tools if tool.name.startswith(prefix)]
-    assert f"{prefix}toolsets" in lean and len(lean) < 20, f"a lean server lists its core tools: {lean}"
+    assert f"{prefix}toolsets" in lean and len(lean) < 30, f"a lean server lists its core tools: {lean}"
     if told is not None:
         answer = await client.call_tool(f"{prefix}toolsets", {"action": "enable", "names": ["all"]})
         assert not answer.is_error, _text(answer)
@@ -116,9 +116,8 @@ async def test_the_python_client_accepts_every_example(tmp_path: Path, catalog: 
             if mode == "auto":
                 config = world.project / "codeward.toml"
                 settings = config.read_text(encoding="utf-8")
-                every = 'toolsets = ["all"]\n'
-                config.write_text(settings.replace("[server]\n", "[server]\n" + every, 1) if "[server]\n" in settings
-                                  else settings + "\n[server]\n" + every, encoding="utf-8")
+                config.write_text(settings.replace('toolsets = ["core", "lsp"]', 'toolsets = ["all"]'),
+                                  encoding="utf-8")
                 catalog = Catalog(spec for spec in catalog if spec.toolset != DISCOVERY_TOOLSET)
             with codeward_http(str(world.project), cwd=world.project, env=world.env) as url:
                 async with Client(url, mode=mode, message_handler=told) as client:  # type: ignore[arg-type]
@@ -163,7 +162,8 @@ def test_the_typescript_client_accepts_every_example(tmp_path: Path, catalog: Ca
         plan = {"server": {"command": params.command, "args": params.args, "cwd": params.cwd, "env": params.env},
                 "enable": ["all"], "calls": [{"name": name, "arguments": arguments} for name, arguments in calls]}
         answer = typescript_run(plan)
-    assert sorted(answer["lean"]) == sorted(CORE_TOOLS) and answer["told"], "lean, then told of every toolset"
+    assert set(CORE_TOOLS) <= set(answer["lean"]) and len(answer["lean"]) < 30, answer["lean"]
+    assert answer["told"], "told of the toolsets it enabled"
     listed = {tool["name"]: tool for tool in answer["tools"]}
     assert sorted(listed) == sorted(catalog.names())
     records = [CallRecord(r["name"], r["accepted"], r.get("isError", False), r.get("structured", False),
@@ -194,7 +194,8 @@ def test_the_inspector_cli_accepts_a_sample(tmp_path: Path, catalog: Catalog) ->
             return answer
 
         listed = inspect("--method", "tools/list")  # one request per run: it never lists again, so lean
-        assert sorted(tool["name"] for tool in listed["tools"]) == sorted(CORE_TOOLS)
+        lean = {tool["name"] for tool in listed["tools"]}
+        assert set(CORE_TOOLS) <= lean and len(lean) < 30, lean
         schemas = {spec.name: spec.output_schema for spec in catalog}  # unlisted tools are called by name
         for name in INSPECTOR_SAMPLE:
             spec = catalog.get(name)
