@@ -27,14 +27,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.fake_openai import FakeOpenAI, text, tool_calls
 
-from codeward.agent.conversation import Conversation
-from codeward.agent.loop import ToolLoop
-from codeward.context import ToolContext
-from codeward.llm.client import ModelClient
-from codeward.llm.profile import ModelProfile
-from codeward.surface import CatalogSurface
+from codeward.apps.agent.conversation import Conversation
+from codeward.apps.agent.loop import ToolLoop
+from codeward.config.model_profile import ModelProfile
+from codeward.engines.llm.client import ModelClient
+from codeward.kernel.context import ToolContext
+from codeward.kernel.surface import CatalogSurface
+from codeward.kernel.workspace import Workspace
 from codeward.tools import default_catalog
-from codeward.workspace import Workspace
 
 
 class Silent:

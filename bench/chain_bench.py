@@ -26,10 +26,10 @@ from pathlib import Path
 
 import anyio
 
+from codeward.approval.policy import deny_unlisted
+from codeward.apps.control.observe import Observe, SessionObserver
 from codeward.config import Config
-from codeward.control.observe import Observe, SessionObserver
-from codeward.gateway.policy import deny_unlisted
-from codeward.stack import Approver, build_stack
+from codeward.serving.stack import Approver, build_stack
 
 Call = Callable[[], Awaitable[object]]
 

@@ -156,9 +156,9 @@ def compare(paths: Sequence[Path], ctags: str, outline: Callable[[Path], list[di
 
 def catalog_outline(root: Path) -> Callable[[Path], list[dict[str, Any]]]:
     """The outline through the real tool (catalog call) over a read-only workspace at ``root``."""
-    from codeward.context import ToolContext
+    from codeward.kernel.context import ToolContext
+    from codeward.kernel.workspace import Workspace
     from codeward.tools import default_catalog
-    from codeward.workspace import Workspace
 
     catalog = default_catalog(["cpp"])
     ctx = ToolContext(Workspace.create([root]))

@@ -50,17 +50,17 @@ TARGET_RATIO = 0.5
 
 SERVE = """
 import sys
-from codeward.cli.gateway import run_gateway_cli
+from codeward.apps.cli.gateway import run_gateway_cli
 sys.exit(run_gateway_cli(sys.argv[1]))
 """
 
 ECHO_SERVER = """
 import sys, tempfile
 import anyio
-from codeward.catalog import ToolOutcome
-from codeward.server import CodewardServer
-from codeward.surface import ToolInfo
-from codeward.workspace import Workspace
+from codeward.kernel.outcome import ToolOutcome
+from codeward.serving.server import CodewardServer
+from codeward.kernel.surface import ToolInfo
+from codeward.kernel.workspace import Workspace
 
 class Echo:
     infos = [ToolInfo("echo", "Echo the message.", {"type": "object", "properties": {"message": {"type": "string"}}})]
@@ -91,9 +91,9 @@ async def direct(stack: AsyncExitStack, command: list[str], tool: str, args: dic
 
 
 async def gateway_inproc(stack: AsyncExitStack, command: list[str], tool: str, args: dict[str, Any]) -> Call:
-    from codeward.context import ToolContext
     from codeward.gateway import Gateway, parse_gateway_table
-    from codeward.workspace import Workspace
+    from codeward.kernel.context import ToolContext
+    from codeward.kernel.workspace import Workspace
 
     config = parse_gateway_table({"servers": {"up": {"command": command[0], "args": command[1:]}},
                                   "auto_approve": ["up__*"]})

@@ -1,4 +1,4 @@
-"""What checking a repository's history for secrets costs ``run_shell`` (codeward.git.history).
+"""What checking a repository's history for secrets costs ``run_shell`` (codeward.engines.git.history).
 
 Clones a repository (a local path, e.g. a long-history project; default: this one) into a
 temporary folder and times, in one run: the first full check, the remembered answer, the
@@ -20,10 +20,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from codeward import state_dir
-from codeward.git.history import check_history
-from codeward.git.runner import run_git
-from codeward.workspace import Workspace, secret_paths
+from codeward.engines.git.history import check_history
+from codeward.engines.git.runner import run_git
+from codeward.kernel import state_dir
+from codeward.kernel.workspace import Workspace, secret_paths
 
 REPEATS = 5
 

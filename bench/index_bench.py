@@ -45,9 +45,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codeward.code.symbol_index import SymbolIndex
-from codeward.code.tags_file import SortedTags
-from codeward.workspace import Workspace
+from codeward.engines.code_intel.symbol_index import SymbolIndex
+from codeward.engines.code_intel.tags_file import SortedTags
+from codeward.kernel.workspace import Workspace
 
 NO_CHANGE_TARGET = 0.3
 LOOKUP_TARGET_MS = 5.0
@@ -195,7 +195,7 @@ def bench_parsers(tree: Path, report: Report) -> None:
     import ast
     import warnings
 
-    from codeward.code.treesitter import get_parser
+    from codeward.engines.code_intel.treesitter import get_parser
 
     sources = [path.read_bytes() for path in sorted(tree.rglob("*.py"))]
     parser = get_parser("python")

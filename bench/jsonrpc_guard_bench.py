@@ -1,6 +1,6 @@
 """What screening a JSON-RPC message costs, against parsing it as the SDK does.
 
-codeward screens each incoming message (``codeward.transport.jsonrpc_guard.screen``) before
+codeward screens each incoming message (``codeward.engines.jsonrpc.guard.screen``) before
 the SDK sees it: a cheap count of brackets and commas for almost every message, a scan of the
 tokens when those counts are high, and the SDK's own parse. The baseline is that parse alone
 (``mcp_types.jsonrpc_message_adapter.validate_json``), measured in the same run on the same
@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import mcp_types as types
 
-from codeward.transport.jsonrpc_guard import Rejection, screen
+from codeward.engines.jsonrpc.guard import Rejection, screen
 
 
 def call(arguments: object, request_id: int = 1) -> bytes:

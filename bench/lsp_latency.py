@@ -36,13 +36,13 @@ from pathlib import Path
 from typing import Any
 
 from codeward.config.lsp import LspSettings
-from codeward.context import Services, ToolContext
-from codeward.lsp.client import LspClient
-from codeward.lsp.pool import servers_of
-from codeward.lsp.positions import lines_of
-from codeward.lsp.servers import BY_FAMILY, NotInstalled
+from codeward.engines.lsp.client import LspClient
+from codeward.engines.lsp.pool import servers_of
+from codeward.engines.lsp.positions import lines_of
+from codeward.engines.lsp.servers import BY_FAMILY, NotInstalled
+from codeward.kernel.context import Services, ToolContext
+from codeward.kernel.workspace import Workspace
 from codeward.tools import default_catalog
-from codeward.workspace import Workspace
 
 REPO = Path(__file__).resolve().parent.parent
 NODE = REPO / "tests" / "node" / "node_modules"
@@ -95,7 +95,7 @@ def median_ms(run: Callable[[], Any], runs: int) -> float:
 
 
 def context(root: Path, *more: Path, **settings: Any) -> ToolContext:
-    return ToolContext(Workspace.create([root, *more]), services=Services(lsp=LspSettings(**settings)))
+    return ToolContext(Workspace.create([root, *more]), services=Services(LspSettings(**settings)))
 
 
 def bare_server(case: Case, root: Path, line: int, column: int) -> Callable[[], Any]:

@@ -34,11 +34,11 @@ from typing import Any
 
 import markdown_it
 
-from codeward.code.symbol_index import SymbolIndex
 from codeward.config.lsp import LspSettings
-from codeward.context import Services, ToolContext
+from codeward.engines.code_intel.symbol_index import SymbolIndex
+from codeward.kernel.context import Services, ToolContext
+from codeward.kernel.workspace import Workspace
 from codeward.tools import default_catalog
-from codeward.workspace import Workspace
 
 CASES = [
     ("module function", "markdown_it/common/utils.py", "isStrSpace", "is_str_space"),
@@ -146,7 +146,7 @@ def main() -> int:
         print(f"symbol index built in {time.perf_counter() - started:.2f} s (once per project, then incremental)")
         catalog = default_catalog()
         # codeward's jedi path (where basedpyright is not installed): bench/lsp_latency.py times basedpyright's
-        ctx = ToolContext(workspace, services=Services(lsp=LspSettings(enabled=False)))
+        ctx = ToolContext(workspace, services=Services(LspSettings(enabled=False)))
         for label, rel, name, new_name in CASES:
             line, column = position(root, rel, name)
             ours_time, ours = timed(partial(catalog.call, "py_rename_symbol",

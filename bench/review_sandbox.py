@@ -32,18 +32,18 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from codeward.coding.review.analyzers import language_of  # noqa: E402
-from codeward.coding.review.engine import Review, review  # noqa: E402
-from codeward.coding.review.models import ANALYSIS_TYPES  # noqa: E402
-from codeward.coding.review.project_config import discover  # noqa: E402
-from codeward.coding.review.runner import Completed, Launcher, analyzer_launcher  # noqa: E402
-from codeward.coding.review.selection import select_files  # noqa: E402
-from codeward.coding.sandbox.choice import Executor  # noqa: E402
 from codeward.config.review import ReviewSettings  # noqa: E402
-from codeward.contained import ProjectAccess, ProjectSandbox  # noqa: E402
-from codeward.context import ToolContext  # noqa: E402
-from codeward.result import ErrorKind, Result  # noqa: E402
-from codeward.workspace import Workspace  # noqa: E402
+from codeward.engines.contained.project_sandbox import ProjectAccess, ProjectSandbox  # noqa: E402
+from codeward.engines.review.analyzers import language_of  # noqa: E402
+from codeward.engines.review.engine import Review, review  # noqa: E402
+from codeward.engines.review.models import ANALYSIS_TYPES  # noqa: E402
+from codeward.engines.review.project_config import discover  # noqa: E402
+from codeward.engines.review.runner import Completed, Launcher, analyzer_launcher  # noqa: E402
+from codeward.engines.review.selection import select_files  # noqa: E402
+from codeward.engines.sandbox.choice import Executor  # noqa: E402
+from codeward.kernel.context import ToolContext  # noqa: E402
+from codeward.kernel.result import ErrorKind, Result  # noqa: E402
+from codeward.kernel.workspace import Workspace  # noqa: E402
 
 FIXTURE = REPO / "tests" / "fixtures" / "review" / "iniconfig"
 DROPPED_ENV = ("PYTHONPATH", "MYPYPATH", "PYTHONSTARTUP", "PYTHONHOME", "RUFF_CACHE_DIR", "RUFF_OUTPUT_FILE",

@@ -28,10 +28,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from codeward.coding.execute import Limits, execute  # noqa: E402
-from codeward.coding.runtime import CodingRuntime  # noqa: E402
-from codeward.coding.sandbox import SandboxRequest, SandboxUnavailable, probe_sandbox  # noqa: E402
 from codeward.config import CodingSettings  # noqa: E402
+from codeward.engines.execution.execute import Limits, execute  # noqa: E402
+from codeward.engines.execution.runtime import CodingRuntime  # noqa: E402
+from codeward.engines.sandbox import SandboxRequest, SandboxUnavailable, probe_sandbox  # noqa: E402
 
 PYTHON = "/usr/bin/python3"
 HELLO = "print('hello')"

@@ -98,7 +98,7 @@ def qwen_counter(choice: str) -> Iterator[tuple[Counter | None, str]]:
         yield _tokenize_counter(choice), f"Qwen tokenizer at {choice}"
         return
     try:
-        from codeward.agent.local_model import part_paths
+        from codeward.apps.agent.local_model import part_paths
 
         part_paths()
         import xllamacpp  # type: ignore[import-not-found,import-untyped,unused-ignore]  # noqa: F401

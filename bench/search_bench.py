@@ -38,11 +38,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from codeward.catalog import Catalog
-from codeward.code import ripgrep
-from codeward.context import ToolContext
+from codeward.engines.files import ripgrep
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import ToolContext
+from codeward.kernel.workspace import HARD_BLACKLIST_NAMES, HARD_BLACKLIST_SUFFIX, Workspace
 from codeward.tools import default_catalog
-from codeward.workspace import HARD_BLACKLIST_NAMES, HARD_BLACKLIST_SUFFIX, Workspace
 
 TARGET = 1.3
 QUERIES: list[tuple[str, dict[str, Any], list[str]]] = [

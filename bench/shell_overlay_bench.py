@@ -30,10 +30,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from codeward.coding.sandbox import SandboxRequest, probe_sandbox  # noqa: E402
-from codeward.coding.sandbox.overlay import Overlays  # noqa: E402
-from codeward.shell.changes import apply_overlays  # noqa: E402
-from codeward.workspace import Workspace  # noqa: E402
+from codeward.engines.contained.write_back import apply_overlays  # noqa: E402
+from codeward.engines.sandbox import SandboxRequest, probe_sandbox  # noqa: E402
+from codeward.engines.sandbox.overlay import Overlays  # noqa: E402
+from codeward.kernel.workspace import Workspace  # noqa: E402
 
 DISK_MB = 1024
 

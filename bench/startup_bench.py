@@ -20,7 +20,11 @@ building a message model's validator, is paid there. The servers run with byteco
 edited checkout as an installed package has them: otherwise each timed start would compile the
 edited modules again.
 
-    .venv/bin/python bench/startup_bench.py [--runs 10] [--only codeward,sdk-mcpserver]
+    .venv/bin/python bench/startup_bench.py [--runs 10] [--only codeward,sdk-mcpserver] [--against PYTHON]
+
+``--against PYTHON`` adds ``codeward-against``: the codeward another interpreter imports (another
+checkout's virtual environment, say ``../main/.venv/bin/python``), so a change is measured before and
+after in one run, under the same load.
 """
 
 from __future__ import annotations
@@ -45,7 +49,9 @@ from stdio_latency import MCPSERVER  # the same thin SDK server as the latency b
 REPO = Path(__file__).resolve().parent.parent
 NODE_EVERYTHING = REPO / "tests/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 BASELINE = "sdk-mcpserver"
-FIRST_CALL = {"codeward": ("read_file", {"path": "sample.txt"}), BASELINE: ("read_file", {"path": "sample.txt"}),
+FIRST_CALL = {"codeward": ("read_file", {"path": "sample.txt"}),
+              "codeward-against": ("read_file", {"path": "sample.txt"}),
+              BASELINE: ("read_file", {"path": "sample.txt"}),
               "node-everything": ("echo", {"message": "hello"})}
 """The call timed after ``tools/list``: what a server built lazily for its first call shows up there."""
 
@@ -60,7 +66,7 @@ class Tally:
     tools: int = 0
 
 
-def servers(work: Path, root: Path) -> dict[str, StdioServerParameters]:
+def servers(work: Path, root: Path, against: str | None = None) -> dict[str, StdioServerParameters]:
     script = work / "mcpserver.py"
     script.write_text(textwrap.dedent(MCPSERVER))
     env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
@@ -71,6 +77,9 @@ def servers(work: Path, root: Path) -> dict[str, StdioServerParameters]:
         BASELINE: StdioServerParameters(command=sys.executable, args=[str(script), str(root)], env=env,
                                         cwd=str(root)),
     }
+    if against:
+        found["codeward-against"] = StdioServerParameters(command=against, args=["-m", "codeward", "serve", str(root)],
+                                                          env=env, cwd=str(root))
     if NODE_EVERYTHING.is_file():
         found["node-everything"] = StdioServerParameters(command="node", args=[str(NODE_EVERYTHING), "stdio"],
                                                          env=env, cwd=str(root))
@@ -143,7 +152,7 @@ async def run(args: argparse.Namespace) -> None:
         root = work / "root"
         root.mkdir()
         (root / "sample.txt").write_text("hello\n")
-        known = servers(work, root)
+        known = servers(work, root, args.against)
         names = args.only.split(",") if args.only else list(known)
         unknown = [n for n in names if n not in known]
         if unknown:
@@ -178,6 +187,8 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=1, help="untimed starts per server first (default 1)")
     parser.add_argument("--only", help=f"comma-separated servers (default all: codeward, {BASELINE}, "
                         "node-everything)")
+    parser.add_argument("--against", metavar="PYTHON", help="also start the codeward this interpreter imports "
+                        "(another checkout's .venv/bin/python), as codeward-against")
     args = parser.parse_args()
     if args.runs < 1 or args.warmup < 0:
         parser.error("--runs must be at least 1 and --warmup at least 0")

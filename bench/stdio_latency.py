@@ -13,7 +13,11 @@ In one run, against the same file and the same client, it measures:
 
 Each server gets ``--warmup`` untimed calls, then ``--calls`` timed ones, one at a time.
 
-    .venv/bin/python bench/stdio_latency.py [--calls 2000] [--warmup 200] [--only codeward,sdk-lowlevel]
+    .venv/bin/python bench/stdio_latency.py [--calls 2000] [--warmup 200] [--only codeward,sdk-lowlevel] \
+        [--against PYTHON]
+
+``--against PYTHON`` adds ``codeward-against``: the codeward another interpreter imports (another
+checkout's virtual environment), so a change is measured before and after in one run.
 """
 
 from __future__ import annotations
@@ -64,7 +68,7 @@ server = Server("thin", on_list_tools=list_tools, on_call_tool=call_tool)
 
 async def main():
     if TRANSPORT == "codeward":
-        from codeward.transport.stdio import fast_stdio_server as transport
+        from codeward.serving.transport.stdio import fast_stdio_server as transport
     else:
         from mcp.server.stdio import stdio_server as transport
     async with transport() as (read, write):
@@ -150,7 +154,7 @@ class Measurement:
     calls_per_s: float
 
 
-def targets(work: Path, root: Path) -> tuple[list[Target], list[str]]:
+def targets(work: Path, root: Path, against: str | None = None) -> tuple[list[Target], list[str]]:
     scripts = {"thin_sdk.py": THIN_SDK_SERVER, "mcpserver.py": MCPSERVER, "bare.py": BARE_LOOP}
     for name, source in scripts.items():
         (work / name).write_text(textwrap.dedent(source))
@@ -162,6 +166,9 @@ def targets(work: Path, root: Path) -> tuple[list[Target], list[str]]:
                SAMPLE_NAME),
         Target("sdk-mcpserver", py, [str(work / "mcpserver.py"), str(root)], "read_file", SAMPLE_NAME),
     ]
+    if against:
+        found.insert(1, Target("codeward-against", against, ["-m", "codeward", "serve", str(root)], "read_file",
+                               SAMPLE_NAME))
     skipped: list[str] = []
     if NODE_FILESYSTEM.is_file():
         found.append(Target("node-filesystem", "node", [str(NODE_FILESYSTEM), str(root)], "read_text_file",
@@ -243,7 +250,7 @@ async def run(args: argparse.Namespace) -> None:
         root = work / "root"
         root.mkdir()
         expected = write_sample(root, args.size)
-        found, skipped = targets(work, root)
+        found, skipped = targets(work, root, args.against)
         only = set(args.only.split(",")) if args.only else None
         chosen = [t for t in found if not only or t.name in only]
         async with AsyncExitStack() as stack:
@@ -273,6 +280,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20, help="servers take turns this many times (default 20)")
     parser.add_argument("--size", type=int, default=1024, help="bytes in the file read (default 1024)")
     parser.add_argument("--only", help="comma-separated server names to measure")
+    parser.add_argument("--against", metavar="PYTHON", help="also measure the codeward this interpreter imports "
+                        "(another checkout's .venv/bin/python), as codeward-against")
     anyio.run(run, parser.parse_args())
 
 

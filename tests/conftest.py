@@ -10,11 +10,13 @@ from typing import Any
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
 from codeward.config.lsp import LspSettings
-from codeward.context import Services, ToolContext
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import Services, ToolContext
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.workspace import Workspace
+from codeward.serving.stack import call_steps
 from codeward.tools import default_catalog
-from codeward.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
 collect_ignore_glob = ["fixtures/*"]
@@ -51,14 +53,15 @@ def workspace(root: Path) -> Workspace:
 def ctx(workspace: Workspace) -> Iterator[ToolContext]:
     """A context over the workspace, with language servers off (the tests that drive them turn them on);
     whatever helper processes its calls started are stopped afterwards."""
-    context = ToolContext(workspace, services=Services(lsp=LspSettings(enabled=False)))
+    context = ToolContext(workspace, services=Services(LspSettings(enabled=False)))
     yield context
     context.services.runtimes.close()
 
 
 @pytest.fixture(scope="session")
 def catalog() -> Catalog:
-    return default_catalog()
+    """The default catalog, each call run through the steps a server's stack hands it (checkpoints too)."""
+    return default_catalog().with_steps(call_steps())
 
 
 @pytest.fixture

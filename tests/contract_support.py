@@ -27,7 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from mcp import StdioServerParameters
 
-from codeward.catalog import Catalog
+from codeward.kernel.catalog import Catalog
 
 FIXTURE_PROJECT = Path(__file__).resolve().parent / "fixtures" / "contract_project"
 GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_AUTHOR_NAME": "codeward tests",

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from codeward.control.client import ApiHookClient
+from codeward.apps.control.client import ApiHookClient
 from tests.fake_openai import FakeOpenAI, tool_calls
 
 ANNOUNCE = re.compile(r"control API at (\S+) \(token in (\S+)\)")

@@ -16,9 +16,9 @@ from typing import Any
 
 import anyio
 
-from codeward.context import ToolContext
 from codeward.gateway import Gateway, parse_gateway_table
-from codeward.workspace import Workspace
+from codeward.kernel.context import ToolContext
+from codeward.kernel.workspace import Workspace
 
 
 class AcceptingUser:

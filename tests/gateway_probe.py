@@ -23,7 +23,7 @@ import json
 import warnings
 from typing import Any
 
-from codeward.sdk_wire_models import defer_wire_models
+from codeward.serving.sdk_wire_models import defer_wire_models
 
 defer_wire_models()  # the SDK's wire models built as they are used: a second less at start-up
 

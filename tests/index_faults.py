@@ -10,7 +10,7 @@ import os
 import pickle
 from typing import NoReturn
 
-from codeward.code.index_rows import TaggedFile, tag_files
+from codeward.engines.code_intel.index_rows import TaggedFile, tag_files
 
 Job = tuple[str, str, int]
 POISONED = "mod07.py"

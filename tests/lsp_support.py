@@ -17,13 +17,14 @@ from typing import Any
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
 from codeward.config.lsp import LspSettings
-from codeward.context import Services, ToolContext
-from codeward.lsp.client import LspClient
-from codeward.lsp.positions import Encoding, lines_of
-from codeward.lsp.servers import BY_FAMILY, Located, NotInstalled, ServerSpec
-from codeward.workspace import Workspace
+from codeward.engines.lsp.client import LspClient
+from codeward.engines.lsp.positions import Encoding, lines_of
+from codeward.engines.lsp.servers import BY_FAMILY, Located, NotInstalled, ServerSpec
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import Services, ToolContext
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.workspace import Workspace
 from tests.conftest import REPO
 
 FIXTURES = REPO / "tests" / "fixtures" / "lsp"
@@ -69,7 +70,7 @@ def copy_fixture(name: str, destination: Path) -> Path:
 def waiting_context(root: Path, *more_roots: Path, **settings: Any) -> ToolContext:
     """A context whose calls wait for their language server to be ready (its answers, not the index's)."""
     lsp = LspSettings(startup_wait_s=SERVER_WAIT_S, **settings)
-    return ToolContext(Workspace.create([root, *more_roots]), services=Services(lsp=lsp))
+    return ToolContext(Workspace.create([root, *more_roots]), services=Services(lsp))
 
 
 @dataclass

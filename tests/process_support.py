@@ -36,14 +36,14 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
-    """Return once ``port`` accepts connections; fail early (with its stderr) if ``proc`` exits."""
+def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0, host: str = "127.0.0.1") -> None:
+    """Return once ``port`` accepts connections on ``host``; fail early (with its stderr) if ``proc`` exits."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"server exited early with code {proc.returncode}{_stderr_of(proc)}")
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            with socket.create_connection((host, port), timeout=0.2):
                 return
         except OSError:
             time.sleep(0.05)
@@ -65,7 +65,7 @@ def _stderr_of(proc: subprocess.Popen[bytes]) -> str:
 
 
 def start(cmd: list[str], port: int, env: Mapping[str, str] | None = None, *, cwd: Path | None = None,
-          timeout: float = 30.0, capture_stderr: bool = False) -> subprocess.Popen[bytes]:
+          timeout: float = 30.0, capture_stderr: bool = False, host: str = "127.0.0.1") -> subprocess.Popen[bytes]:
     """Start a server process in its own process group and wait until it listens on ``port``.
 
     ``env`` is added to this process's environment. With ``capture_stderr`` a server that dies
@@ -77,7 +77,7 @@ def start(cmd: list[str], port: int, env: Mapping[str, str] | None = None, *, cw
                          stderr=log if log is not None else subprocess.DEVNULL, start_new_session=True, cwd=cwd)
     proc.stderr_log = log
     try:
-        wait_for_port(port, proc, timeout)
+        wait_for_port(port, proc, timeout, host)
     except BaseException:
         stop(proc)
         raise

@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.context import CallInfo, ToolContext
-from codeward.registry.settings import USER_DIR_ENV, VENV_DIR_ENV
-from codeward.user_dirs import HOME_ENV
+from codeward.engines.registry.settings import USER_DIR_ENV, VENV_DIR_ENV
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import CallInfo, ToolContext
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.user_dirs import HOME_ENV
 
 Call = Callable[..., ToolOutcome]
 

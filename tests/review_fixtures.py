@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.context import ToolContext
-from codeward.workspace import Workspace
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import ToolContext
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.workspace import Workspace
 
 Call = Callable[..., ToolOutcome]
 

@@ -14,12 +14,13 @@ from typing import Any
 import psutil
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.coding.runtime import CodingRuntime
-from codeward.coding.sandbox import SandboxUnavailable, probe_sandbox
 from codeward.config import CodingSettings
-from codeward.context import Services, ToolContext
-from codeward.workspace import Workspace
+from codeward.engines.execution.runtime import CodingRuntime
+from codeward.engines.sandbox import SandboxUnavailable, probe_sandbox
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import Services, ToolContext
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.workspace import Workspace
 
 
 def bwrap_works() -> bool:
@@ -47,7 +48,7 @@ def runtime_fixture(settings: CodingSettings | None = None) -> Callable[[], Iter
 
 
 def context(root: Path, runtime: CodingRuntime, settings: CodingSettings | None = None) -> ToolContext:
-    services = Services(coding=settings)
+    services = Services(settings)
     services.runtimes.get(CodingRuntime, lambda: runtime)  # this runtime, not a fresh one
     return ToolContext(Workspace.create([root]), services=services)
 

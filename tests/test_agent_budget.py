@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from codeward.agent.budget import CatalogPlan, group_tools, plan_catalog, schema_tokens
-from codeward.llm.window import ContextWindow
-from codeward.registry.meta import meta_catalog
-from codeward.surface import CatalogSurface
+from codeward.apps.agent.budget import CatalogPlan, group_tools, plan_catalog, schema_tokens
+from codeward.engines.llm.window import ContextWindow
+from codeward.kernel.surface import CatalogSurface
 from codeward.tools import CORE_TOOLS, default_catalog, served_catalog, toolset_choice
+from codeward.tools.meta import meta_catalog
 from tests.fake_openai import FakeOpenAI, llama_props, text, tool_calls
 
 ALL_TOOLS = len(served_catalog(toolset_choice(None)))

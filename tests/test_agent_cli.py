@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from codeward.agent.conversation import Conversation, Turn
-from codeward.agent.history import SessionLog, find_session, load_session
-from codeward.llm.calls import ToolCall
+from codeward.apps.agent.conversation import Conversation, Turn
+from codeward.apps.agent.history import SessionLog, find_session, load_session
+from codeward.engines.llm.calls import ToolCall
 from tests.fake_openai import FakeOpenAI, Reply, text, tool_calls
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from codeward.agent.local_model import (
+from codeward.apps.agent.local_model import (
     MODEL_FILE,
     LocalModelUnavailable,
     WeightsMismatch,

@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-from codeward.agent.conversation import Conversation, Turn
-from codeward.agent.loop import LoopSettings, ToolLoop
-from codeward.catalog import Catalog
-from codeward.context import ToolContext
-from codeward.llm.calls import ToolCall
-from codeward.llm.client import ModelClient
-from codeward.llm.profile import ModelProfile
-from codeward.surface import CatalogSurface, CompositeSurface
-from codeward.workspace import Workspace
+from codeward.apps.agent.conversation import Conversation, Turn
+from codeward.apps.agent.loop import LoopSettings, ToolLoop
+from codeward.config.model_profile import ModelProfile
+from codeward.engines.llm.calls import ToolCall
+from codeward.engines.llm.client import ModelClient
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import ToolContext
+from codeward.kernel.surface import CatalogSurface, CompositeSurface
+from codeward.kernel.workspace import Workspace
 from tests.fake_openai import FakeOpenAI, Reply, text, tool_calls
 
 pytestmark = pytest.mark.anyio

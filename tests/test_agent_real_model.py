@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("real-model")]
 
 @pytest.fixture(scope="module")
 def local_model() -> Iterator[str]:
-    from codeward.agent.local_model import LocalModelUnavailable, part_paths
+    from codeward.apps.agent.local_model import LocalModelUnavailable, part_paths
 
     try:
         part_paths()

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import anyio
 
-from codeward.agent.session import open_session
+from codeward.apps.agent.session import open_session
 from codeward.config import load_config
-from codeward.llm.client import ModelClient
+from codeward.engines.llm.client import ModelClient
 
 
 def test_switching_models_closes_every_client_when_the_session_ends(root: Path) -> None:

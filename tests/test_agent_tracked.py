@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from codeward.agent.conversation import FILES_UPDATED, Conversation
-from codeward.agent.loop import ToolLoop
-from codeward.agent.tracked import TrackedFiles
-from codeward.catalog import Catalog
-from codeward.context import ToolContext
-from codeward.llm.client import ModelClient
-from codeward.llm.profile import ModelProfile
-from codeward.surface import CatalogSurface
-from codeward.workspace import Workspace
+from codeward.apps.agent.conversation import FILES_UPDATED, Conversation
+from codeward.apps.agent.loop import ToolLoop
+from codeward.apps.agent.tracked import TrackedFiles
+from codeward.config.model_profile import ModelProfile
+from codeward.engines.llm.client import ModelClient
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import ToolContext
+from codeward.kernel.surface import CatalogSurface
+from codeward.kernel.workspace import Workspace
 from tests.fake_openai import FakeOpenAI, text, tool_calls
 from tests.test_agent_loop import Recorder
 

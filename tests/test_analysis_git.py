@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from codeward.catalog import ToolOutcome
+from codeward.kernel.outcome import ToolOutcome
 from tests.conftest import snapshot
 
 Call = Callable[..., ToolOutcome]

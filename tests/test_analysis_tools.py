@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from codeward.catalog import ToolOutcome
+from codeward.kernel.outcome import ToolOutcome
 from tests.conftest import snapshot
 
 Call = Callable[..., ToolOutcome]
@@ -353,9 +353,9 @@ def test_index_follows_edits_between_calls(project: Path, call: Call) -> None:
 
 
 def test_allowed_file_outside_the_roots_is_not_indexed(project: Path, tmp_path: Path, catalog: object) -> None:
-    from codeward.catalog import Catalog
-    from codeward.context import ToolContext
-    from codeward.workspace import Workspace
+    from codeward.kernel.catalog import Catalog
+    from codeward.kernel.context import ToolContext
+    from codeward.kernel.workspace import Workspace
 
     lone = tmp_path / "lone.py"
     lone.write_text("def solo():\n    return 1\n", encoding="utf-8")

@@ -7,19 +7,19 @@ import multiprocessing
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import codeward.tools.beads
-from codeward.beads import beads_init
-from codeward.beads.tracker import BeadsSettings
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.context import Services, ToolContext
-from codeward.result import ErrorKind
-from codeward.workspace import Workspace
+from codeward.engines.beads import beads_init
+from codeward.engines.beads.tracker import BeadsSettings
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import Services, ToolContext
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.result import ErrorKind
+from codeward.kernel.workspace import Workspace
 from tests.conftest import snapshot
 
 Call = Callable[..., ToolOutcome]
@@ -30,7 +30,7 @@ NO_WORKSPACE = "ERROR (not_found): no active workspace to run beads tools."
 @pytest.fixture
 def beads(root: Path, ctx: ToolContext) -> Path:
     """An initialized Beads workspace using the built-in store; returns the issues file."""
-    ctx.services = replace(ctx.services, beads=BUILTIN)
+    ctx.services = ctx.services.with_values(BUILTIN)
     beads_init(root, prefix="proj")
     return root / ".beads" / "issues.jsonl"
 
@@ -47,7 +47,7 @@ def create(call: Call, title: str, **extra: Any) -> str:
 
 
 def test_every_tool_needs_a_beads_workspace(call: Call, root: Path, ctx: ToolContext) -> None:
-    ctx.services = replace(ctx.services, beads=BUILTIN)
+    ctx.services = ctx.services.with_values(BUILTIN)
     (root / "README.md").write_text("project\n")
     before = snapshot(root)
     for name, arguments in [("bd_list", {}), ("bd_ready", {}), ("bd_create", {"title": "x"}),
@@ -250,7 +250,7 @@ def test_damaged_file_is_reported_and_never_rewritten(call: Call, root: Path, be
 
 def test_beads_folder_linked_outside_the_workspace_is_refused(call: Call, root: Path, tmp_path: Path,
                                                                ctx: ToolContext) -> None:
-    ctx.services = replace(ctx.services, beads=BUILTIN)
+    ctx.services = ctx.services.with_values(BUILTIN)
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     beads_init(outside)
@@ -293,7 +293,7 @@ def test_concurrent_threads_lose_nothing(catalog: Catalog, beads: Path, ctx: Too
 
 def _write_beads_in_another_process(root: str, label: str, count: int, barrier: Any) -> None:
     catalog = Catalog.from_modules([codeward.tools.beads])
-    ctx = ToolContext(Workspace.create([root]), services=Services(beads=BUILTIN))
+    ctx = ToolContext(Workspace.create([root]), services=Services(BUILTIN))
     barrier.wait()
     for i in range(count):
         out = catalog.call("bd_create", {"title": f"{label} {i}"}, ctx)

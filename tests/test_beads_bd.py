@@ -10,17 +10,16 @@ import shutil
 import sys
 import textwrap
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from codeward.beads import beads_init
-from codeward.beads.tracker import BeadsSettings, beads_settings_of
-from codeward.catalog import ToolOutcome
-from codeward.context import ToolContext
-from codeward.result import ErrorKind
+from codeward.engines.beads import beads_init
+from codeward.engines.beads.tracker import BeadsSettings
+from codeward.kernel.context import ToolContext
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.result import ErrorKind
 from tests.conftest import snapshot
 
 Call = Callable[..., ToolOutcome]
@@ -72,7 +71,7 @@ def fake_bd(tmp_path: Path, root: Path, ctx: ToolContext) -> Path:
     script.parent.mkdir()
     script.write_text(f"#!{sys.executable}\n" + FAKE_BD.format(log=str(log)))
     script.chmod(0o755)
-    ctx.services = replace(ctx.services, beads=BeadsSettings(bd_command=str(script), timeout=5))
+    ctx.services = ctx.services.with_values(BeadsSettings(bd_command=str(script), timeout=5))
     return log
 
 
@@ -131,8 +130,8 @@ def test_non_json_output_is_a_clear_error(call: Call, fake_bd: Path) -> None:
 
 
 def test_hung_bd_is_killed_at_the_timeout(call: Call, fake_bd: Path, ctx: ToolContext) -> None:
-    settings = beads_settings_of(ctx.services)
-    ctx.services = replace(ctx.services, beads=BeadsSettings(bd_command=settings.bd_command, timeout=0.5))
+    settings = ctx.services.get(BeadsSettings)
+    ctx.services = ctx.services.with_values(BeadsSettings(bd_command=settings.bd_command, timeout=0.5))
     out = call("bd_create", title="hang")
     assert out.is_error and out.errors[0].kind is ErrorKind.TIMEOUT
     assert "did not finish within 0.5 s" in out.text
@@ -140,7 +139,7 @@ def test_hung_bd_is_killed_at_the_timeout(call: Call, fake_bd: Path, ctx: ToolCo
 
 def test_missing_bd_when_required(call: Call, root: Path, ctx: ToolContext) -> None:
     beads_init(root)
-    ctx.services = replace(ctx.services, beads=BeadsSettings(backend="bd", bd_command="bd-not-installed-here"))
+    ctx.services = ctx.services.with_values(BeadsSettings(backend="bd", bd_command="bd-not-installed-here"))
     out = call("bd_list")
     assert out.is_error and out.errors[0].kind is ErrorKind.UNAVAILABLE
     assert "'bd-not-installed-here' is not on PATH" in out.text
@@ -148,7 +147,7 @@ def test_missing_bd_when_required(call: Call, root: Path, ctx: ToolContext) -> N
 
 def test_auto_falls_back_to_the_builtin_store(call: Call, root: Path, ctx: ToolContext) -> None:
     beads_init(root, prefix="app")
-    ctx.services = replace(ctx.services, beads=BeadsSettings(bd_command="bd-not-installed-here"))
+    ctx.services = ctx.services.with_values(BeadsSettings(bd_command="bd-not-installed-here"))
     out = call("bd_create", title="local")
     assert not out.is_error and out.structured is not None and out.structured["backend"] == "built-in store"
     assert '"title":"local"' in (root / ".beads" / "issues.jsonl").read_text()

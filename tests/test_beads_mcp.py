@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from codeward.beads import beads_init
+from codeward.engines.beads import beads_init
 
 pytestmark = pytest.mark.anyio
 

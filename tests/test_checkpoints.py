@@ -12,13 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.checkpoints import journal as journal_module
-from codeward.checkpoints import store as store_module
-from codeward.checkpoints.journal import CheckpointSettings
-from codeward.context import Settings, ToolContext
-from codeward.result import ErrorKind
-from codeward.workspace import Workspace
+from codeward.config.checkpoints import CheckpointSettings
+from codeward.engines.checkpoints import journal as journal_module
+from codeward.engines.checkpoints import store as store_module
+from codeward.engines.checkpoints.store import store_for
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import Services, ToolContext
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.result import ErrorKind
+from codeward.kernel.workspace import Workspace
 from tests.conftest import snapshot
 
 Call = Callable[..., ToolOutcome]
@@ -128,20 +130,20 @@ def test_contents_too_big_to_keep_are_not_restored_without_force(root: Path, cal
 def test_the_store_is_bounded(root: Path, workspace: Workspace, catalog: Catalog,
                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(store_module, "BLOB_GRACE_SECONDS", 0.0)
-    ctx = ToolContext(workspace, settings=Settings(checkpoints=CheckpointSettings(keep=3)))
+    ctx = ToolContext(workspace, services=Services(CheckpointSettings(keep=3)))
     (root / "gone").mkdir()
     assert not catalog.call("delete_path", {"path": "gone"}, ctx).is_error
     assert len(list((root / ".codeward/checkpoints/trash").iterdir())) == 1
     for n in range(8):
         catalog.call("write_file", {"path": "f.txt", "content": f"version {n}\n" * 50, "overwrite": True}, ctx)
-    records = CheckpointSettings(keep=3).store(root).records()
+    records = store_for(root, CheckpointSettings(keep=3)).records()
     assert [r.id for r in records] == [7, 8, 9]
     objects = [p for p in (root / ".codeward/checkpoints/objects").rglob("*") if p.is_file()]
     assert len(objects) == 3  # the earlier contents records 7, 8 and 9 replaced; the rest is collected
     assert not list((root / ".codeward/checkpoints/trash").iterdir())  # the pruned deletion's trash too
     assert not catalog.call("undo", {"steps": 3}, ctx).is_error
     assert (root / "f.txt").read_text() == "version 4\n" * 50
-    ctx_off = ToolContext(workspace, settings=Settings(checkpoints=CheckpointSettings(enabled=False)))
+    ctx_off = ToolContext(workspace, services=Services(CheckpointSettings(enabled=False)))
     outcome = catalog.call("write_file", {"path": "g.txt", "content": "x"}, ctx_off)
     assert not outcome.is_error and outcome.checkpoint is None
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from codeward import __version__
-from codeward.docs import tools_markdown
+from codeward.apps.docs import tools_markdown
 from codeward.tools import default_catalog, served_catalog, toolset_choice
 from tests.conftest import REPO
 
@@ -174,7 +174,7 @@ def test_index_command_builds_what_find_symbol_uses(root: Path) -> None:
 def test_a_command_registers_only_itself_and_parses_as_with_every_command() -> None:
     """Running one command imports only its own module; its flags and help are the same as in
     the whole parser (which ``codeward --help`` and an unknown command still get)."""
-    from codeward.cli import COMMANDS, build_parser
+    from codeward.apps.cli import COMMANDS, build_parser
 
     def sub_help(parser: argparse.ArgumentParser, command: str) -> str:
         action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
@@ -183,13 +183,13 @@ def test_a_command_registers_only_itself_and_parses_as_with_every_command() -> N
     full = build_parser()
     for command in COMMANDS:
         assert sub_help(build_parser(only=command), command) == sub_help(full, command)
-    probe = ("import sys\nfrom codeward.cli import main\nsys.argv = ['codeward', 'serve', '--help']\n"
+    probe = ("import sys\nfrom codeward.apps.cli import main\nsys.argv = ['codeward', 'serve', '--help']\n"
              "try:\n    main()\nexcept SystemExit:\n    pass\n"
-             "print(sorted(m for m in sys.modules if m.startswith('codeward.cli.')), file=sys.stderr)")
+             "print(sorted(m for m in sys.modules if m.startswith('codeward.apps.cli.')), file=sys.stderr)")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert "usage: codeward serve" in out.stdout and "--token-env" in out.stdout
     loaded = out.stderr.strip().splitlines()[-1]
-    assert "'codeward.cli.serve'" in loaded and "'codeward.cli.chat'" not in loaded
+    assert "'codeward.apps.cli.serve'" in loaded and "'codeward.apps.cli.chat'" not in loaded
     everything = subprocess.run([sys.executable, "-m", "codeward", "--help"], capture_output=True, text=True,
                                 timeout=120)
     assert all(command.replace("_", "-") in everything.stdout for command in COMMANDS)

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from codeward.cli import build_parser
-from codeward.cli.parser import subcommands
+from codeward.apps.cli import build_parser
+from codeward.apps.cli.parser import subcommands
 from tests.conftest import snapshot
 from tests.fake_openai import FakeOpenAI, text, tool_calls
 from tests.process_support import http_handler_server
@@ -303,7 +303,7 @@ def test_zsh_and_fish_scripts_name_the_command(root: Path) -> None:
 
 
 def test_the_command_is_found_past_the_common_options() -> None:
-    from codeward.cli import command_word
+    from codeward.apps.cli import command_word
 
     assert command_word(["--config", "servers.json", "-v", "serve", "--http"]) == "serve"
     assert command_word(["-q", "tools", "--json"]) == "tools"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from codeward.cli.run import EXIT_SETUP, EXIT_TIMEOUT, run_file_cli
+from codeward.apps.cli.run import EXIT_SETUP, EXIT_TIMEOUT, run_file_cli
 from tests.conftest import snapshot
 
 pytestmark = pytest.mark.xdist_group("coding-cli")

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.coding.runtime import CodingRuntime
 from codeward.config import CodingSettings
+from codeward.engines.execution.runtime import CodingRuntime
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.outcome import ToolOutcome
 from tests.fake_openai import FakeOpenAI, text
 from tests.sandbox_support import caller, context, runtime_fixture
 

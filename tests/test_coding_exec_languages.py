@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.coding.runtime import CodingRuntime
+from codeward.engines.execution.runtime import CodingRuntime
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.outcome import ToolOutcome
 from tests.sandbox_support import caller, context, runtime_fixture
 
 pytestmark = pytest.mark.xdist_group("coding-languages")

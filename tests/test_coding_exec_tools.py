@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.coding.languages import detect_toolchains
-from codeward.coding.runtime import CodingRuntime
 from codeward.config import CodingSettings
+from codeward.engines.execution.languages import detect_toolchains
+from codeward.engines.execution.runtime import CodingRuntime
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.outcome import ToolOutcome
 from tests.conftest import snapshot
 from tests.sandbox_support import caller, context, runtime_fixture
 
@@ -219,8 +220,8 @@ def test_monitor_reports_setup_errors_as_errors(run: Callable[..., ToolOutcome])
 
 
 def test_run_in_docker_says_clearly_when_no_engine_is_reachable(run: Callable[..., ToolOutcome]) -> None:
-    from codeward.coding.sandbox import SandboxUnavailable
-    from codeward.coding.sandbox.docker import engine_client
+    from codeward.engines.sandbox import SandboxUnavailable
+    from codeward.engines.sandbox.docker import engine_client
 
     try:
         engine_client()
@@ -270,8 +271,8 @@ def test_process_backend_results_are_marked_not_isolated(catalog: Catalog, root:
 def test_a_named_backend_that_cannot_run_is_refused_not_replaced(catalog: Catalog, root: Path) -> None:
     runtime = CodingRuntime(CodingSettings(backend="docker", pool_size=0))
     try:
-        from codeward.coding.sandbox import SandboxUnavailable
-        from codeward.coding.sandbox.docker import engine_client
+        from codeward.engines.sandbox import SandboxUnavailable
+        from codeward.engines.sandbox.docker import engine_client
 
         try:
             engine_client()

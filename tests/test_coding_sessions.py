@@ -8,12 +8,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from codeward.coding.languages import BY_NAME
-from codeward.coding.runtime import CodingRuntime
-from codeward.coding.sandbox import SandboxRequest
-from codeward.coding.sandbox.model import Status
-from codeward.coding.sessions import SessionStore
 from codeward.config import CodingSettings
+from codeward.engines.execution.languages import BY_NAME
+from codeward.engines.execution.runtime import CodingRuntime
+from codeward.engines.execution.sessions import SessionStore
+from codeward.engines.sandbox import SandboxRequest
+from codeward.engines.sandbox.model import Status
 
 pytestmark = pytest.mark.xdist_group("sandbox")
 
@@ -106,3 +106,11 @@ def test_idle_sessions_end_without_another_call() -> None:
         assert "NameError" in out and any("had expired" in note for note in notes)
     finally:
         runtime.close()
+
+
+def test_the_configuration_names_exactly_the_languages_that_have_a_recipe() -> None:
+    """``[coding] docker_images`` and a call's ``language`` are checked against the configuration's list,
+    which lives below the engine that runs them: it must name every recipe, and only those."""
+    from codeward.config.coding import LANGUAGE_NAMES
+
+    assert tuple(BY_NAME) == LANGUAGE_NAMES

@@ -110,8 +110,8 @@ def test_bad_toml_names_the_line_and_nothing_runs(root: Path) -> None:
 
 def test_tool_arguments_and_config_keys_share_one_describer(tmp_path: Path) -> None:
     catalog = default_catalog()
-    from codeward.context import ToolContext
-    from codeward.workspace import Workspace
+    from codeward.kernel.context import ToolContext
+    from codeward.kernel.workspace import Workspace
 
     outcome = catalog.call("read_file", {"pth": "x"}, ToolContext(Workspace.create([tmp_path])))
     assert outcome.is_error and "unknown argument 'pth'; did you mean 'path'?" in outcome.text

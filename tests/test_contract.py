@@ -21,7 +21,7 @@ import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
-from codeward.catalog import Catalog
+from codeward.kernel.catalog import Catalog
 from codeward.tools import CORE_TOOLS, DISCOVERY_TOOLSET
 from tests.conftest import node_tool
 from tests.contract_support import (

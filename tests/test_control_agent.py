@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from codeward.control.approval import ApprovalDesk, is_approval
-from codeward.control.client import ApiHookClient
-from codeward.control.server import ControlServer
-from codeward.control.state import ControlState
-from codeward.gateway.policy import ApprovalRequest
+from codeward.approval.desk import ApprovalDesk, is_approval
+from codeward.approval.policy import ApprovalRequest
+from codeward.apps.control.client import ApiHookClient
+from codeward.apps.control.server import ControlServer
+from codeward.apps.control.state import ControlState
 from tests.control_support import ANNOUNCE, WRITE, Lines, Terminal, agent_env, client_from, finish
 from tests.fake_openai import FakeOpenAI, text
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from codeward.control.client import ApiHookClient, HookError
-from codeward.control.server import ControlServer
-from codeward.control.state import ControlState
+from codeward.apps.control.client import ApiHookClient, HookError
+from codeward.apps.control.server import ControlServer
+from codeward.apps.control.state import ControlState
 from tests.process_support import free_port
 
 
@@ -476,7 +476,7 @@ def test_events_from_many_threads_arrive_once_and_in_order(server: ControlServer
 def test_a_watcher_that_cannot_keep_up_is_cut_off() -> None:
     import asyncio
 
-    from codeward.control.events import SUBSCRIBER_QUEUE, EventHub
+    from codeward.apps.control.events import SUBSCRIBER_QUEUE, EventHub
 
     async def scenario() -> tuple[bool, Any]:
         hub = EventHub()

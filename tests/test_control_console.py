@@ -98,8 +98,8 @@ def test_console_shows_live_calls_and_approves_and_denies_by_click(browser: Any,
 
 
 def test_console_without_the_token_says_how_to_get_in(browser: Any, root: Path, tmp_path: Path) -> None:
-    from codeward.control.server import ControlServer
-    from codeward.control.state import ControlState
+    from codeward.apps.control.server import ControlServer
+    from codeward.apps.control.state import ControlState
 
     with ControlServer(ControlState(), port=0) as server:
         page = browser.new_page()
@@ -126,7 +126,7 @@ def test_serve_control_shows_an_mcp_clients_call_and_a_click_approves_it(
     import anyio
     from mcp import Client, StdioServerParameters
 
-    from codeward.control.client import ApiHookClient
+    from codeward.apps.control.client import ApiHookClient
     from tests.process_support import free_port
 
     port = free_port()

@@ -22,8 +22,8 @@ pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("gateway")]
 
 SERVE = """
 import sys
-from codeward.control.plane import ControlOptions
-from codeward.cli.gateway import run_gateway_cli
+from codeward.apps.control.plane import ControlOptions
+from codeward.apps.cli.gateway import run_gateway_cli
 sys.exit(run_gateway_cli(sys.argv[1], transport="http", port=int(sys.argv[2]),
                          control=ControlOptions(serve=True, port=0, approval_timeout=30)))
 """

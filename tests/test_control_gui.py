@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from codeward.control.client import ApiHookClient, HookError
-from codeward.control.gui import GuiQueue, StateDriver
-from codeward.control.server import ControlServer
-from codeward.control.state import ControlState
+from codeward.apps.control.client import ApiHookClient, HookError
+from codeward.apps.control.gui import GuiQueue, StateDriver
+from codeward.apps.control.server import ControlServer
+from codeward.apps.control.state import ControlState
 from tests.control_support import WRITE, Terminal, agent_env
 from tests.fake_openai import FakeOpenAI, text
 from tests.test_control_api import bearer, raw
@@ -261,9 +261,9 @@ def test_serve_approvals_without_control_is_a_usage_error(root: Path, tmp_path: 
 
 def test_mma_status_shows_the_projects_beads_as_tracks_and_tickets(
         driven: tuple[ControlServer, ApiHookClient], root: Path) -> None:
-    from codeward.beads.store import beads_init
-    from codeward.control.board import beads_board
-    from codeward.workspace import Workspace
+    from codeward.apps.control.board import beads_board
+    from codeward.engines.beads.store import beads_init
+    from codeward.kernel.workspace import Workspace
 
     server, client = driven
     server.state.board = lambda: beads_board(Workspace.create([root]))

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from codeward.logs import LOG_FILES, REDACTED, Redactor, SessionLogs
+from codeward.apps.control.session_logs import LOG_FILES, SessionLogs
+from codeward.kernel.redaction import REDACTED, Redactor
 from tests.control_support import Terminal, agent_env
 from tests.fake_openai import FakeOpenAI, text, tool_calls
 
@@ -111,7 +112,8 @@ def test_every_subprocess_of_the_process_is_seen(tmp_path: Path) -> None:
     script = textwrap.dedent(f"""
         import os, subprocess, sys
         from pathlib import Path
-        from codeward.logs import SessionLogs, Redactor
+        from codeward.apps.control.session_logs import SessionLogs
+        from codeward.kernel.redaction import Redactor
         logs = SessionLogs(Path({str(tmp_path / "logs")!r}), Redactor())
         logs.watch_subprocesses()
         subprocess.run(["sh", "-c", "sleep 0.2; exit 3"])
@@ -138,7 +140,7 @@ def test_every_subprocess_of_the_process_is_seen(tmp_path: Path) -> None:
 
 
 def test_a_scripted_chat_session_logs_everything_and_no_secret(root: Path, tmp_path: Path) -> None:
-    from codeward.control.client import ApiHookClient
+    from codeward.apps.control.client import ApiHookClient
 
     home = tmp_path / "home"
     (root / "notes.txt").write_text(f"The service token is {SERVICE_TOKEN}.\n")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from codeward.catalog import ToolOutcome
-from codeward.result import ErrorKind
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.result import ErrorKind
 from tests.conftest import snapshot
 
 Call = Callable[..., ToolOutcome]

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.context import Settings, ToolContext
-from codeward.result import ErrorKind
-from codeward.workspace import Workspace
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import Settings, ToolContext
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.result import ErrorKind
+from codeward.kernel.workspace import Workspace
 from tests.conftest import snapshot
 
 Call = Callable[..., ToolOutcome]
@@ -284,7 +285,7 @@ def test_fifos_are_refused_without_waiting_for_a_writer(root: Path, call: Call) 
 
 
 def test_files_past_the_text_limit_are_refused_before_reading(root: Path, call: Call) -> None:
-    from codeward.code.textfile import MAX_TEXT_FILE_BYTES
+    from codeward.engines.files.textfile import MAX_TEXT_FILE_BYTES
 
     with open(root / "huge.log", "wb") as handle:  # sparse: no disk used
         handle.truncate(MAX_TEXT_FILE_BYTES + 1)
@@ -353,7 +354,7 @@ def test_an_edit_keeps_the_file_owner(root: Path, call: Call) -> None:
 
 
 def test_a_call_carrying_too_much_text_is_refused_before_any_tool_runs(call: Call, root: Path) -> None:
-    from codeward.catalog import MAX_ARGUMENT_CHARS
+    from codeward.kernel.catalog import MAX_ARGUMENT_CHARS
 
     before = snapshot(root)
     outcome = call("write_file", path="huge.txt", content="x" * (MAX_ARGUMENT_CHARS + 1))

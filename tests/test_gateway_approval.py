@@ -18,9 +18,9 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
+from codeward.approval.policy import ApprovalRequest
 from codeward.config import load_config
-from codeward.gateway.policy import ApprovalRequest
-from codeward.stack import Approver, Stack, build_stack
+from codeward.serving.stack import Approver, Stack, build_stack
 from tests.conftest import snapshot
 from tests.gateway_support import PEER
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from codeward.cli.call import call_gateway_tool as call_cli
-from codeward.cli.servers import list_servers_cli
+from codeward.apps.cli.call import call_gateway_tool as call_cli
+from codeward.apps.cli.servers import list_servers_cli
 from codeward.config import ConfigError
 from tests.conftest import snapshot
 from tests.gateway_support import PEER
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.xdist_group("gateway")
 
 SERVE = """
 import sys
-from codeward.cli.gateway import run_gateway_cli
+from codeward.apps.cli.gateway import run_gateway_cli
 options = dict(arg.split("=", 1) for arg in sys.argv[2:])
 sys.exit(run_gateway_cli(sys.argv[1], transport=options.get("transport", "stdio"), port=int(options.get("port", 0)),
                          roots=[options["roots"]] if "roots" in options else []))

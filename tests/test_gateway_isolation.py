@@ -251,7 +251,7 @@ async def test_a_url_elicitation_finishing_reaches_handshake_sessions(gateway_ht
 async def test_a_round_that_continues_nothing_is_told_so(gateway_http: str) -> None:
     """A 2026-07-28 round whose state names a request that is not waiting (it ended, or another replica
     holds it, or the handle is made up): a clear error, and the call does not run."""
-    from codeward.request_link import RoundState
+    from codeward.serving.request_link import RoundState
     from tests.fidelity_support import RAW
 
     state = RoundState({"codeward.relay.1": {"action": "accept", "content": {"colour": "red"}}},

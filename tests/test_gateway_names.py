@@ -7,11 +7,11 @@ import random
 import re
 from pathlib import Path
 
+from codeward.approval.policy import ApprovalPolicy
 from codeward.gateway.config import GatewayConfig, ServerConfig
-from codeward.gateway.names import ToolRef, assign_names, hashed_name, split_name
+from codeward.gateway.names import ToolFilter, ToolRef, assign_names, hashed_name, split_name
 from codeward.gateway.pins import PinFile, PinVerdict, tool_fingerprint
-from codeward.gateway.policy import ApprovalPolicy, ToolFilter
-from codeward.surface import ToolInfo, ToolOrigin
+from codeward.kernel.surface import ToolInfo, ToolOrigin
 
 VALID = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
 

@@ -22,14 +22,14 @@ from typing import Any
 import anyio
 import pytest
 
-from codeward.chain import chain
-from codeward.content import BinaryBlock
-from codeward.context import ToolContext
+from codeward.approval.policy import Approval, ApprovalPolicy, ApprovalRequest, ConfirmCallback
 from codeward.gateway import Gateway, ServerState
 from codeward.gateway.config import GatewayConfig
-from codeward.gateway.policy import Approval, ApprovalPolicy, ApprovalRequest, ConfirmCallback
-from codeward.surface import ToolSurface
-from codeward.workspace import Workspace
+from codeward.kernel.chain import chain
+from codeward.kernel.content import BinaryBlock
+from codeward.kernel.context import ToolContext
+from codeward.kernel.surface import ToolSurface
+from codeward.kernel.workspace import Workspace
 from tests.conftest import node_tool, snapshot
 from tests.gateway_support import LEGACY_PEER, config, peer_http, process_gone, stdio_peer
 from tests.process_support import background, free_port, start, stop
@@ -449,7 +449,7 @@ async def test_filters_and_read_only_auto_approval(ctx: ToolContext) -> None:
 
 
 async def test_bad_arguments_and_huge_results_are_handled(tmp_path: Path) -> None:
-    from codeward.context import Settings
+    from codeward.kernel.context import Settings
 
     ctx = ToolContext(Workspace.create([tmp_path]), settings=Settings(output_cap_chars=2_000))
     async with Gateway(config({"p": stdio_peer()})) as gateway:

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.context import Services, ToolContext
-from codeward.shell import ShellSettings
-from codeward.workspace import GIT_MARKER_LOCK, Access, Workspace, looks_like_git_dir
+from codeward.engines.shell import ShellSettings
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import Services, ToolContext
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.workspace import GIT_MARKER_LOCK, Access, Workspace, looks_like_git_dir
 from tests.sandbox_support import needs_bwrap
 
 BARE_PARTS = {
@@ -139,7 +140,7 @@ def test_apply_patch_waits_for_a_concurrent_repository_write_and_then_refuses(tm
 @needs_bwrap
 def test_the_shell_write_back_waits_for_a_concurrent_repository_write_and_then_refuses(tmp_path: Path,
                                                                                       catalog: Catalog) -> None:
-    ctx = ToolContext(Workspace.create([tmp_path]), services=Services(shell=ShellSettings(sandbox=True)))
+    ctx = ToolContext(Workspace.create([tmp_path]), services=Services(ShellSettings(sandbox=True)))
     script = "mkdir -p new && printf 'ref: refs/heads/main\\n' > new/HEAD && echo written"
     with catalog.locks.hold([GIT_MARKER_LOCK]):
         worker, box = _start(lambda: catalog.call("run_shell", {"script": script}, ctx))

@@ -1,4 +1,4 @@
-"""codeward.git.history on real repositories: every place git keeps a secret is found, a clean
+"""codeward.engines.git.history on real repositories: every place git keeps a secret is found, a clean
 history is clean, answers are remembered by the repository's state, and nothing the repository
 configures runs."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from codeward import state_dir
-from codeward.git.history import HistoryVerdict, check_history
-from codeward.workspace import Workspace, secret_paths
+from codeward.engines.git.history import HistoryVerdict, check_history
+from codeward.kernel import state_dir
+from codeward.kernel.workspace import Workspace, secret_paths
 
 ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t",
        "GIT_COMMITTER_EMAIL": "t@example.invalid", "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent",

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.context import ToolContext
-from codeward.git import EMPTY_TREE, Repository
-from codeward.git.diff_sections import withhold
-from codeward.workspace import Workspace
+from codeward.engines.git import EMPTY_TREE, Repository
+from codeward.engines.git.diff_sections import withhold
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import ToolContext
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.workspace import Workspace
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 Call = Callable[..., ToolOutcome]

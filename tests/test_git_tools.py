@@ -12,14 +12,15 @@ from typing import Any
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.chain import chain
-from codeward.context import CallInfo, ToolContext
-from codeward.gateway.policy import Approval, ApprovalPolicy, ApprovalRequest
-from codeward.previews import preview_call
-from codeward.result import ErrorKind
-from codeward.surface import CatalogSurface, ToolSurface
-from codeward.workspace import Workspace
+from codeward.approval.policy import Approval, ApprovalPolicy, ApprovalRequest
+from codeward.approval.previews import preview_call
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.chain import chain
+from codeward.kernel.context import CallInfo, ToolContext
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.result import ErrorKind
+from codeward.kernel.surface import CatalogSurface, ToolSurface
+from codeward.kernel.workspace import Workspace
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 Call = Callable[..., ToolOutcome]

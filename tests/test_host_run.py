@@ -15,17 +15,17 @@ from typing import Any
 
 import pytest
 
-from codeward.catalog import Catalog
-from codeward.chain import chain
+from codeward.approval.host_run import HostRunApproval
+from codeward.approval.policy import Approval, ApprovalPolicy, ApprovalRequest
 from codeward.config import load_config
-from codeward.context import ToolContext
-from codeward.gateway.host_run_approval import HostRunApproval
-from codeward.gateway.policy import Approval, ApprovalPolicy, ApprovalRequest
-from codeward.host_run import EVERY_WRITE, NEEDS_PERSON, Consent
-from codeward.result import ErrorKind
-from codeward.stack import workspace_for
-from codeward.surface import CatalogSurface
-from codeward.workspace import Access, Workspace
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.chain import chain
+from codeward.kernel.context import ToolContext
+from codeward.kernel.host_run import EVERY_WRITE, NEEDS_PERSON, Consent
+from codeward.kernel.result import ErrorKind
+from codeward.kernel.surface import CatalogSurface
+from codeward.kernel.workspace import Access, Workspace
+from codeward.serving.stack import workspace_for
 from tests.conftest import snapshot
 from tests.sandbox_support import bwrap_works
 

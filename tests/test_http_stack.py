@@ -20,14 +20,14 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from codeward.transport.http_head_bound import MAX_HEAD_BYTES
-from codeward.transport.http_head_deadline import TIMED_OUT, DeadlineH11Protocol
-from codeward.transport.jsonrpc_guard import MAX_MESSAGE_BYTES
+from codeward.engines.jsonrpc.guard import MAX_MESSAGE_BYTES
+from codeward.serving.transport.http_head_bound import MAX_HEAD_BYTES
+from codeward.serving.transport.http_head_deadline import TIMED_OUT, DeadlineH11Protocol
 from tests.process_support import background, free_port, server_stderr
 
 TOKEN = "stack-test-token-0123456789abcdef"
 HIDE_FAST = ("import sys; sys.modules['uvloop'] = sys.modules['httptools'] = None; "
-             "from codeward.cli import main; sys.exit(main())")
+             "from codeward.apps.cli import main; sys.exit(main())")
 """``codeward`` as it runs where the fast extra is not installed (the modules cannot be imported)."""
 FAST_LIBRARIES = ("uvloop/loop.", "httptools/parser/")
 """Paths of the compiled modules a process has mapped once it imported uvloop and httptools."""
@@ -238,7 +238,7 @@ def test_a_slow_head_that_finishes_in_time_is_served_and_the_next_one_has_its_ow
 
 def test_the_switch_is_read_from_the_file_and_the_environment_and_checked(tmp_path: Path) -> None:
     from codeward.config import ConfigError, load_config
-    from codeward.transport.http_stack import http_stack
+    from codeward.serving.transport.http_stack import http_stack
 
     config_file = tmp_path / "project" / "codeward.toml"
     config_file.parent.mkdir()
@@ -268,7 +268,7 @@ def test_serving_over_stdio_never_imports_the_fast_stack(tmp_path: Path) -> None
     watch = ("import atexit, sys\n"
              "atexit.register(lambda: sys.stderr.write('fast modules: %s\\n' % sorted(\n"
              "    m for m in sys.modules if m.split('.')[0] in ('uvloop', 'httptools'))))\n"
-             "from codeward.cli import main\n"
+             "from codeward.apps.cli import main\n"
              "sys.exit(main())\n")
     messages = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from codeward.cli.index import run_index_cli
-from codeward.code import symbol_index
-from codeward.code.symbol_index import MAX_FILE_BYTES, SymbolIndex, default_index_path
-from codeward.workspace import Workspace
+from codeward.apps.cli.index import run_index_cli
+from codeward.engines.code_intel import symbol_index
+from codeward.engines.code_intel.symbol_index import MAX_FILE_BYTES, SymbolIndex, default_index_path
+from codeward.kernel.workspace import Workspace
 
 BASE_PY = '''\
 """The base module."""
@@ -263,7 +263,7 @@ def test_a_batch_the_pool_cannot_return_is_tagged_in_process(
                         functools.partial(symbol_index._tag_in_pool, work=getattr(index_faults, fault)))
     pooled = SymbolIndex.open(workspace, db_path=tmp_path / "pool.sqlite").data
     serial = SymbolIndex.open(workspace, db_path=tmp_path / "serial.sqlite").data
-    with pooled, serial, caplog.at_level("WARNING", logger="codeward.code.symbol_index"):
+    with pooled, serial, caplog.at_level("WARNING", logger="codeward.engines.code_intel.symbol_index"):
         assert pooled.refresh(workers=2).parsed == 80
         assert serial.refresh(workers=1).parsed == 80
         assert pooled.counts() == serial.counts()

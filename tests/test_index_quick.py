@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from codeward.catalog import ToolOutcome
-from codeward.code.index_rows import Symbol
-from codeward.code.symbol_index import POOL_MIN_FILES, SymbolIndex
-from codeward.workspace import Workspace
+from codeward.engines.code_intel.index_rows import Symbol
+from codeward.engines.code_intel.symbol_index import POOL_MIN_FILES, SymbolIndex
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.workspace import Workspace
 from tests.conftest import snapshot
 
 CTAGS_NAMES = ("ctags-universal", "universal-ctags", "ctags")

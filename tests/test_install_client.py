@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from codeward.client_setup.clients import CLIENTS, ClientSetupError, HttpEntry, StdioEntry, render, target
+from codeward.apps.client_setup.clients import CLIENTS, ClientSetupError, HttpEntry, StdioEntry, render, target
 from tests.conftest import snapshot
 
 HOME_VARS = ("HOME", "USERPROFILE", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "APPDATA", "CODEWARD_HOME",

@@ -7,7 +7,7 @@ import json
 import mcp_types as types
 import pytest
 
-from codeward.transport.jsonrpc_guard import MAX_NESTING, MAX_VALUES, Rejection, screen
+from codeward.engines.jsonrpc.guard import MAX_NESTING, MAX_VALUES, Rejection, screen
 
 
 def request(**fields: object) -> bytes:

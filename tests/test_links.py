@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from codeward.links import climbs_out_of_link, kernel_resolve, link_refusal
-from codeward.workspace import Workspace
+from codeward.engines.files.links import climbs_out_of_link, kernel_resolve, link_refusal
+from codeward.kernel.workspace import Workspace
 
 
 @pytest.fixture

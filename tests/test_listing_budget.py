@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from codeward.config import load_config
-from codeward.stack import Stack, build_stack
-from codeward.surface import ToolInfo
-from codeward.tool_listing import wire_entry
+from codeward.kernel.surface import ToolInfo
+from codeward.serving.stack import Stack, build_stack
+from codeward.serving.tool_listing import wire_entry
 
 CHARS_PER_TOKEN = 4
 DEFAULT_BUDGET = 150

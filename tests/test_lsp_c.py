@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from codeward.lsp.positions import Encoding, Span, TextEdit, apply_edits, lines_of
-from codeward.result import ErrorKind
+from codeward.engines.lsp.positions import Encoding, Span, TextEdit, apply_edits, lines_of
+from codeward.kernel.result import ErrorKind
 from codeward.tools import default_catalog
 from tests.lsp_support import (
     SERVER_WAIT_S,

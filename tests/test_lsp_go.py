@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from codeward.config.lsp import LspSettings
-from codeward.context import Services, ToolContext
-from codeward.result import ErrorKind
+from codeward.kernel.context import Services, ToolContext
+from codeward.kernel.result import ErrorKind
+from codeward.kernel.workspace import Workspace
 from codeward.tools import default_catalog
-from codeward.workspace import Workspace
 from tests.lsp_support import (
     BareServer,
     Tools,
@@ -108,7 +108,7 @@ def test_renames_keep_the_module_building_and_its_tests_as_they_were(module: tup
 def test_a_name_based_rename_breaks_the_build_and_is_never_applied(module: tuple[Path, Tools, BareServer]) -> None:
     root, tools, _bare = module
     index_only = Tools(tools.catalog, ToolContext(Workspace.create([root]),
-                                                  services=Services(lsp=LspSettings(enabled=False))))
+                                                  services=Services(LspSettings(enabled=False))))
     before = project_files(root, own)
     plan = index_only.ok("rename_symbol", path="version4.go", name="New", new_name="Generate")
     assert plan["name_based"] and not plan["applied"]

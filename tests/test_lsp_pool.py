@@ -15,14 +15,14 @@ import pytest
 
 from codeward.config.lsp import LspSettings
 from codeward.config.sandbox import SandboxSettings
-from codeward.context import Services, ToolContext
-from codeward.host_run import EVERY_WRITE, NEEDS_PERSON
-from codeward.lsp.answers import RenameDraft, write_rename
-from codeward.lsp.pool import Phase, Server, servers_of
-from codeward.lsp.positions import EditConflict, Encoding, Span, TextEdit, apply_edits, lines_of
-from codeward.result import ErrorKind
+from codeward.engines.lsp.answers import RenameDraft, write_rename
+from codeward.engines.lsp.pool import Phase, Server, servers_of
+from codeward.engines.lsp.positions import EditConflict, Encoding, Span, TextEdit, apply_edits, lines_of
+from codeward.kernel.context import Services, ToolContext
+from codeward.kernel.host_run import EVERY_WRITE, NEEDS_PERSON
+from codeward.kernel.result import ErrorKind
+from codeward.kernel.workspace import Workspace
 from codeward.tools import default_catalog
-from codeward.workspace import Workspace
 from tests.conftest import snapshot
 from tests.lsp_support import Tools, located_or_skip
 
@@ -54,8 +54,7 @@ def c_project(root: Path) -> None:
 
 
 def tools_for(root: Path, **settings: Any) -> Tools:
-    return Tools(default_catalog(), ToolContext(Workspace.create([root]), services=Services(
-        lsp=LspSettings(**settings))))
+    return Tools(default_catalog(), ToolContext(Workspace.create([root]), services=Services(LspSettings(**settings))))
 
 
 def wait_until(condition: Any, timeout: float = 300.0) -> None:
@@ -154,8 +153,8 @@ def test_an_idle_server_is_stopped(root: Path) -> None:
 def test_no_server_starts_where_the_sandbox_refuses(root: Path) -> None:
     located_or_skip("c")
     c_project(root)
-    tools = Tools(default_catalog(), ToolContext(Workspace.create([root]), services=Services(
-        lsp=LspSettings(startup_wait_s=60.0), sandbox=SandboxSettings(backend="docker"))))
+    services = Services(LspSettings(startup_wait_s=60.0), SandboxSettings(backend="docker"))
+    tools = Tools(default_catalog(), ToolContext(Workspace.create([root]), services=services))
     try:
         answer = tools("find_references", path="ring.c", name="ring_size")
         assert not answer.is_error and answer.structured is not None and answer.structured["name_based"]
@@ -169,8 +168,8 @@ def test_no_server_starts_where_the_sandbox_refuses(root: Path) -> None:
 def test_the_operators_process_backend_runs_a_server_and_every_answer_says_not_isolated(root: Path) -> None:
     located_or_skip("c")
     c_project(root)
-    tools = Tools(default_catalog(), ToolContext(Workspace.create([root]), services=Services(
-        lsp=LspSettings(startup_wait_s=300.0), sandbox=SandboxSettings(backend="process"))))
+    services = Services(LspSettings(startup_wait_s=300.0), SandboxSettings(backend="process"))
+    tools = Tools(default_catalog(), ToolContext(Workspace.create([root]), services=services))
     try:
         answer = tools("find_references", path="ring.c", name="ring_size")
         assert not answer.is_error and answer.structured is not None, answer.text

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from codeward.config.lsp import LspSettings
-from codeward.context import Services, ToolContext
-from codeward.result import ErrorKind
+from codeward.kernel.context import Services, ToolContext
+from codeward.kernel.result import ErrorKind
+from codeward.kernel.workspace import Workspace
 from codeward.tools import default_catalog
-from codeward.workspace import Workspace
 from tests.lsp_support import (
     NODE_MODULES,
     BareServer,
@@ -121,7 +121,7 @@ def test_a_name_based_rename_breaks_the_build_and_is_never_applied(module: tuple
     precise = tools.ok("rename_symbol", path="src/util.ts", line=line, column=column, new_name="mapPart")
     assert precise["edits"] == 2 and not precise["name_based"], precise
     index_only = Tools(tools.catalog, ToolContext(Workspace.create([root]),
-                                                  services=Services(lsp=LspSettings(enabled=False))))
+                                                  services=Services(LspSettings(enabled=False))))
     before = project_files(root, own)
     plan = index_only.ok("rename_symbol", path="src/util.ts", line=line, column=column, new_name="mapPart")
     assert plan["name_based"] and plan["edits"] > 2 and ".mapPart(" in plan["diff"]

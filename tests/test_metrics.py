@@ -5,13 +5,12 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import replace
 
 import pytest
 
-from codeward.catalog import ToolOutcome
-from codeward.context import ToolContext
-from codeward.metrics import CallMetrics, ToolTotals, bucket_bound, bucket_of, merged_stats, percentile
+from codeward.audit.metrics import CallMetrics, ToolTotals, bucket_bound, bucket_of, merged_stats, percentile
+from codeward.kernel.context import ToolContext
+from codeward.kernel.outcome import ToolOutcome
 
 Call = Callable[..., ToolOutcome]
 
@@ -105,7 +104,7 @@ def test_without_a_recorder_process_figures_only(call: Call) -> None:
 
 def test_recorded_calls_show_per_tool(call: Call, ctx: ToolContext) -> None:
     metrics = CallMetrics()
-    ctx.services = replace(ctx.services, metrics=metrics)
+    ctx.services = ctx.services.with_values(metrics)
     for arguments in ({"path": "missing.txt"}, {"path": "missing.txt"}, {}):
         done = call("read_file", **arguments)
         metrics.record(done.name, done.seconds, done.is_error)

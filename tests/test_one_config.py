@@ -157,3 +157,55 @@ def test_ask(project: Path, tmp_path: Path) -> None:
     told = fake.messages(1)[-1]
     assert told["role"] == "tool" and "blacklisted" in told["content"] and SECRET not in json.dumps(fake.requests)
     assert SECRET not in done.stdout + done.stderr
+
+
+def test_checkpoints_and_kept_outputs_are_set_in_the_file(tmp_path: Path) -> None:
+    """``[checkpoints]`` and ``[server] spill_keep`` (code-only settings before) work from codeward.toml,
+    on the command line and through a server alike; a bad value is refused with the key named."""
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "big.txt").write_text("row of text\n" * 2_000, encoding="utf-8")
+    for number in range(100):
+        (root / f"listed_file_{number:03}.txt").write_text("x\n", encoding="utf-8")
+    (root / "codeward.toml").write_text("[server]\noutput_cap_tokens = 100\nspill_keep = 1\n\n"
+                                        "[checkpoints]\nenabled = false\n", encoding="utf-8")
+    wrote = codeward("call", "write_file", "path=new.txt", "content=hi", cwd=root)
+    assert wrote.returncode == 0, wrote.stderr
+    undo = codeward("undo", cwd=root)
+    assert undo.returncode != 0 and "checkpoints are off" in undo.stderr + undo.stdout, undo.stderr
+    assert not (root / ".codeward" / "checkpoints").exists()
+    for _ in range(2):  # read_file pages at the cap itself; a listing is cut and saved whole
+        listed = codeward("call", "get_tree", "path=.", cwd=root)
+        assert listed.returncode == 0 and "output truncated" in listed.stdout, listed.stderr
+    params = StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve"], cwd=str(root),
+                                    env=dict(os.environ))
+
+    async def session() -> str:
+        async with Client(params) as client:
+            return _text(await client.call_tool("search_text", {"pattern": "row", "path": "big.txt"}))
+
+    assert "output truncated" in anyio.run(session)
+    assert len(list((root / ".codeward" / "outputs").glob("*.txt"))) == 1, "spill_keep = 1 keeps the newest only"
+    (root / "codeward.toml").write_text("[checkpoints]\nkeep = 0\n", encoding="utf-8")
+    refused = codeward("call", "read_file", "path=big.txt", cwd=root)
+    assert refused.returncode == 2 and "[checkpoints] keep must be an integer of at least 1" in refused.stderr, \
+        refused.stderr
+
+
+def test_every_environment_override_reaches_a_context_built_without_a_configuration(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A context built by hand (a test, a script) reads a table missing from its services as its defaults
+    with the environment's overrides: every override variable reaches ``ctx.services.get(Table)``."""
+    from codeward.config.environment import OVERRIDES
+    from codeward.config.root import Config
+    from codeward.kernel.context import Services
+
+    for override in OVERRIDES:
+        table = type(getattr(Config(), override.table))
+        value = "1" if override.boolean else {("sandbox", "backend"): "process", ("state", "url"): "memory://",
+                                              ("coding", "model_base_url"): "http://127.0.0.1:9/v1"}.get(
+            (override.table, override.key), "/made-up/by-the-test")
+        monkeypatch.setenv(override.variable, value)
+        read = getattr(Services().get(table), override.key)
+        assert str(read) in (value, "True"), f"{override.variable} does not reach [{override.table}] {override.key}"
+        monkeypatch.delenv(override.variable)

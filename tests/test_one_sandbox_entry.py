@@ -1,11 +1,11 @@
 """Every program codeward starts on project content goes through the one sandbox entry point
-(``codeward.contained``): a new executor cannot forget it.
+(``codeward.engines.contained.project_sandbox``): a new executor cannot forget it.
 
 Read from the source (every module's syntax tree): the modules that start a program themselves
 are exactly the ones listed here, each for a reason ``docs/security.md`` states — the sandbox's
 own backends, and the few programs that run on the host because nothing of what they read or run
 can come from the agent. A new ``subprocess.Popen`` anywhere else fails this test: run the
-program through :class:`codeward.contained.ProjectSandbox` (or, if it truly reads nothing the
+program through :class:`codeward.engines.contained.project_sandbox.ProjectSandbox` (or, if it truly reads nothing the
 agent writes, add it here and to the table in docs/security.md, with the reason).
 """
 
@@ -21,17 +21,17 @@ SOURCE = REPO / "src" / "codeward"
 SECURITY_DOC = REPO / "docs" / "security.md"
 
 STARTS_PROGRAMS = {
-    "coding/sandbox/runner.py": "the sandbox: starts every backend's launch (the one spawn)",
-    "coding/sandbox/bwrap.py": "the sandbox: bubblewrap itself, and `bwrap --version`",
-    "coding/sandbox/process.py": "the sandbox: the process backend, when the operator chose it",
-    "coding/sandbox/network.py": "the sandbox: slirp4netns for a run the operator gives the network",
-    "coding/sandbox/doctor.py": "`bwrap --version` for codeward doctor",
-    "code/ctags_tags.py": "ctags with --options=NONE",
-    "code/ripgrep.py": "ripgrep with --no-config",
-    "git/runner.py": "git, hardened",
-    "coding/languages.py": "the toolchains' --version, once",
-    "registry/tool_env.py": "pip installing a registry tool's signed pins (wheels only)",
-    "shell/host.py": "[shell] sandbox = false: the operator's unsandboxed shell",
+    "engines/sandbox/runner.py": "the sandbox: starts every backend's launch (the one spawn)",
+    "engines/sandbox/bwrap.py": "the sandbox: bubblewrap itself, and `bwrap --version`",
+    "engines/sandbox/process.py": "the sandbox: the process backend, when the operator chose it",
+    "engines/sandbox/network.py": "the sandbox: slirp4netns for a run the operator gives the network",
+    "engines/sandbox/doctor.py": "`bwrap --version` for codeward doctor",
+    "engines/code_intel/ctags_tags.py": "ctags with --options=NONE",
+    "engines/files/ripgrep.py": "ripgrep with --no-config",
+    "engines/git/runner.py": "git, hardened",
+    "engines/execution/languages.py": "the toolchains' --version, once",
+    "engines/registry/tool_env.py": "pip installing a registry tool's signed pins (wheels only)",
+    "engines/shell/host.py": "[shell] sandbox = false: the operator's unsandboxed shell",
     "gateway/stdio_client.py": "the upstream MCP servers of the operator's configuration",
     "gateway/transports.py": "the upstream MCP servers of the operator's configuration (the SDK's client)",
 }
@@ -84,9 +84,9 @@ def modules_starting_programs() -> set[str]:
 def test_only_the_listed_modules_start_programs() -> None:
     found = modules_starting_programs()
     unlisted = sorted(found - set(STARTS_PROGRAMS))
-    assert not unlisted, (f"{unlisted} start programs themselves: run them through codeward.contained."
-                          "ProjectSandbox, or, when nothing they read can come from the agent, list them (with the "
-                          "reason) here and in docs/security.md")
+    assert not unlisted, (f"{unlisted} start programs themselves: run them through "
+                          "codeward.engines.contained.project_sandbox.ProjectSandbox, or, when nothing they read can "
+                          "come from the agent, list them (with the reason) here and in docs/security.md")
     assert not set(STARTS_PROGRAMS) - found, "a listed module no longer starts a program: drop it from the list"
 
 

@@ -28,11 +28,11 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
-from codeward.catalog import Catalog, ToolSpec
-from codeward.context import ToolContext
+from codeward.kernel.catalog import Catalog, ToolSpec
+from codeward.kernel.context import ToolContext
+from codeward.kernel.wire_schema import wire_output_schema
+from codeward.kernel.workspace import Workspace
 from codeward.tools import default_catalog
-from codeward.wire_schema import wire_output_schema
-from codeward.workspace import Workspace
 from tests.contract_support import FIXTURE_PROJECT, contract_world
 
 JSON_SCALARS = st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.text(max_size=12) | st.floats(
@@ -210,8 +210,8 @@ def arguments(spec: ToolSpec) -> st.SearchStrategy[dict[str, Any]]:
 @pytest.mark.parametrize("name", OUTPUT_TOOLS)
 def test_results_for_generated_arguments_fit_the_wire_schema(name: str, catalog: Catalog, tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    from codeward.assembly import services_for
     from codeward.config import load_config
+    from codeward.serving.stack import services_for
 
     spec = catalog.get(name)
     assert spec is not None and spec.examples

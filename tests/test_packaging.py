@@ -67,7 +67,7 @@ def test_the_wheel_and_the_sdist_hold_every_package_file(dist: Path) -> None:
     missing = [name for name in wanted if name.removeprefix("src/") not in in_wheel]
     assert not missing, f"not in the wheel (add them to [tool.setuptools.package-data]): {missing}"
     entry_points = zipfile.ZipFile(_wheel(dist)).read(f"codeward-{__version__}.dist-info/entry_points.txt").decode()
-    assert "codeward = codeward.cli:main" in entry_points
+    assert "codeward = codeward.apps.cli:main" in entry_points
     with tarfile.open(dist / f"codeward-{__version__}.tar.gz") as sdist:
         in_sdist = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
     missing = [name for name in [*wanted, "pyproject.toml", "README.md"] if name not in in_sdist]
@@ -124,7 +124,7 @@ async def test_pipx_installs_the_wheel_and_its_client_entry_serves(dist: Path, t
     # The console's static files, read the way the control app serves them (importlib.resources).
     python = home / "venvs" / "codeward" / "bin" / "python"
     static = subprocess.run([str(python), "-c", "from importlib.resources import files\n"
-                             "d = files('codeward.control') / 'static'\n"
+                             "d = files('codeward.apps.control') / 'static'\n"
                              "print(sorted(p.name for p in d.iterdir()), len((d / 'index.html').read_text()))"],
                             env=env, capture_output=True, text=True, timeout=120)
     assert static.returncode == 0 and "'console.js'" in static.stdout and "'index.html'" in static.stdout

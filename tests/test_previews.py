@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from codeward.catalog import Catalog
-from codeward.chain import chain
-from codeward.context import ToolContext
-from codeward.control.approval import ask_data
-from codeward.gateway.policy import Approval, ApprovalPolicy, ApprovalRequest
-from codeward.previews import command_preview, preview_call
-from codeward.surface import CatalogSurface
+from codeward.approval.desk import ask_data
+from codeward.approval.policy import Approval, ApprovalPolicy, ApprovalRequest
+from codeward.approval.previews import command_preview, preview_call
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.chain import chain
+from codeward.kernel.context import ToolContext
+from codeward.kernel.surface import CatalogSurface
 from tests.conftest import snapshot
 
 pytestmark = pytest.mark.anyio
@@ -86,7 +86,7 @@ def test_moves_deletions_folders_and_the_executable_bit_are_previewed(root: Path
 
 
 def test_a_mode_change_alone_is_named_as_git_names_it(tmp_path: Path) -> None:
-    from codeward.tree_diff import tree_diff
+    from codeward.engines.files.tree_diff import tree_diff
 
     old, new = tmp_path / "old", tmp_path / "new"
     old.write_text("same\n")

@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.context import ToolContext
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import ToolContext
+from codeward.kernel.outcome import ToolOutcome
 from tests.conftest import snapshot
 
 SAMPLE = '''\

@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.context import ToolContext
-from codeward.workspace import Workspace
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import ToolContext
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.workspace import Workspace
 
 SAMPLE_MODULES: tuple[str, ...] = (
     "json.decoder", "json.encoder", "argparse", "pathlib", "collections", "email.message",

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from codeward.catalog import ToolOutcome
-from codeward.result import ErrorKind
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.result import ErrorKind
 from tests.conftest import snapshot
 
 Call = Callable[..., ToolOutcome]

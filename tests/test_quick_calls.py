@@ -10,9 +10,9 @@ from typing import Annotated
 import pytest
 from pydantic import Field
 
-from codeward.catalog import QUICK_FILE_BYTES, Catalog, tool
-from codeward.context import ToolContext
-from codeward.result import Result
+from codeward.kernel.catalog import QUICK_FILE_BYTES, Catalog, tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import Result
 
 pytestmark = pytest.mark.anyio
 

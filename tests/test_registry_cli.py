@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from codeward.cli import main
+from codeward.apps.cli import main
 from tests.conftest import snapshot
 from tests.registry_support import python_tool, user_space, without_state, write
 

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from codeward.catalog import ToolOutcome
-from codeward.cli import main as cli_main
-from codeward.context import Services
-from codeward.registry import Registry, registry_settings_of
-from codeward.workspace import Workspace
+from codeward.apps.cli import main as cli_main
+from codeward.config.registry import RegistrySettings
+from codeward.engines.registry import Registry
+from codeward.kernel.context import Services
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.workspace import Workspace
 from tests.conftest import snapshot
 from tests.registry_support import person, python_tool, runtime, sign, user_space, without_state, write
 
@@ -145,7 +146,7 @@ def test_search_ranks_with_bm25_and_follows_file_changes(root: Path, user_space:
     assert "word_count" in only_tools and "[knowledge" not in only_tools
     assert "ping_host" in call("registry_search", query="net").text  # category
 
-    registry = Registry(Workspace.create([root]), registry_settings_of(Services()))
+    registry = Registry(Workspace.create([root]), Services().get(RegistrySettings))
     with registry.index() as index:
         assert index.refresh(registry.spaces.files()) == 0  # nothing changed since the last search
     slug = root / ".ai/tools/text/slugify_title.py"

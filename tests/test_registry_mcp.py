@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from codeward.registry.settings import USER_DIR_ENV
-from codeward.user_dirs import HOME_ENV
+from codeward.engines.registry.settings import USER_DIR_ENV
+from codeward.kernel.user_dirs import HOME_ENV
 from tests.registry_support import python_tool, write
 
 pytestmark = pytest.mark.anyio
@@ -152,7 +152,7 @@ async def test_meta_mode_lists_four_tools_that_reach_the_whole_catalog(tmp_path:
 
 GATEWAY = """
 import sys
-from codeward.cli.gateway import run_gateway_cli
+from codeward.apps.cli.gateway import run_gateway_cli
 sys.exit(run_gateway_cli(sys.argv[1], roots=[sys.argv[2]], meta=True))
 """
 

@@ -16,14 +16,15 @@ from typing import Any
 import psutil
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.cli import main as cli_main
-from codeward.context import CallInfo, Services, ToolContext
-from codeward.net.settings import WebSettings
-from codeward.registry.served import ServedTools
-from codeward.registry.settings import RegistrySettings
-from codeward.surface import CatalogSurface
-from codeward.workspace import Workspace
+from codeward.apps.cli import main as cli_main
+from codeward.config.web import WebSettings
+from codeward.engines.registry.served import ServedTools
+from codeward.engines.registry.settings import RegistrySettings
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import CallInfo, Services, ToolContext
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.surface import CatalogSurface
+from codeward.kernel.workspace import Workspace
 from tests.conftest import snapshot
 from tests.process_support import http_handler_server
 from tests.registry_support import person, python_tool, runtime, sign, user_space, without_state, write
@@ -218,7 +219,7 @@ def test_api_tool_runs_through_a_runtime_to_http_client(root: Path, user_space: 
     write(root, ".ai/tools/get_item.py", api_tool("items/{item_id}"))
     write(root, ".ai/tools/post_item.py", api_tool("items", "POST"))
     write(root, ".ai/tools/lost_item.py", api_tool(f"http://127.0.0.1:{api_port}/nowhere/{{item_id}}"))
-    allowed = ToolContext(Workspace.create([root]), services=Services(web=WebSettings(allow_hosts=("127.0.0.1",))))
+    allowed = ToolContext(Workspace.create([root]), services=Services(WebSettings(allow_hosts=("127.0.0.1",))))
     guarded = ToolContext(Workspace.create([root]))
 
     def call(ctx: ToolContext, tool: str, **arguments: Any) -> ToolOutcome:
@@ -254,7 +255,7 @@ def test_mcp_tool_items_call_a_served_tool_with_preset_arguments(root: Path, use
                       '__tool_type__ = "mcp_tool"', "__executor_id__ = None", '__category__ = "shortcuts"',
                       'CONFIG = {"tool": "read_file", "arguments": {"path": "notes.txt", "limit": 2}}', ""])
     write(root, ".ai/tools/head_notes.py", text)
-    ctx = ToolContext(Workspace.create([root]), services=Services(served=ServedTools(CatalogSurface(catalog))))
+    ctx = ToolContext(Workspace.create([root]), services=Services(ServedTools(CatalogSurface(catalog))))
     signer = ctx.child(call=CallInfo(approved=True))
     assert not catalog.call("registry_execute", {"name": "head_notes", "action": "sign"}, signer).is_error
     ran = catalog.call("registry_execute", {"name": "head_notes", "params": {}}, ctx)
@@ -289,7 +290,7 @@ def test_packages_are_declared_pinned_and_installed_with_a_persons_yes(root: Pat
     path = write(root, ".ai/tools/sizes.py", python_tool(body=body, params="n: int", header="import humanize"))
     recorder = _Recorder()
     settings = RegistrySettings(user_dir=user_space, venv_dir=shared_venvs, install_timeout=300)
-    ctx = ToolContext(Workspace.create([root]), reporter=recorder, services=Services(registry=settings))
+    ctx = ToolContext(Workspace.create([root]), reporter=recorder, services=Services(settings))
     person = ctx.child(call=CallInfo(approved=True))
 
     guessed = catalog.call("registry_execute", {"name": "sizes", "action": "sign"}, person)
@@ -318,7 +319,7 @@ def test_packages_are_declared_pinned_and_installed_with_a_persons_yes(root: Pat
 
     elsewhere = tmp_path / "other-venvs"
     moved = settings.model_copy(update={"venv_dir": elsewhere})
-    fresh = ToolContext(Workspace.create([root]), services=Services(registry=moved))
+    fresh = ToolContext(Workspace.create([root]), services=Services(moved))
     unasked = catalog.call("registry_execute", {"name": "sizes", "params": {"n": 1}}, fresh)
     assert unasked.is_error and "installing humanize==4.9.0 for sizes the first time needs a person's" in unasked.text
     assert "codeward registry run sizes" in unasked.text

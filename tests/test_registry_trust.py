@@ -15,12 +15,14 @@ from typing import Any
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.cli import main as cli_main
-from codeward.context import CallInfo, Services, ToolContext
-from codeward.registry.keys import KeyStore, PublicKey, SigningKeyError
-from codeward.user_dirs import data_home
-from codeward.workspace import Access, Workspace
+from codeward.apps.cli import main as cli_main
+from codeward.config.registry import RegistrySettings
+from codeward.engines.registry.keys import KeyStore, PublicKey, SigningKeyError
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import CallInfo, Services, ToolContext
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.user_dirs import data_home
+from codeward.kernel.workspace import Access, Workspace
 from tests.conftest import snapshot
 from tests.registry_support import person, python_tool, sign, user_space, without_state, write
 from tests.sandbox_support import bwrap_works
@@ -79,10 +81,10 @@ def test_a_teammates_signature_counts_once_their_key_is_trusted(root: Path, user
     path = write(root, ".ai/tools/greet.py", python_tool())
     sign(person, "greet")  # signed with our key, then re-signed with Alice's (as if pulled from her)
     data = path.read_bytes()
-    from codeward.registry import Registry, registry_settings_of
-    from codeward.registry.trust import sign as sign_covered
+    from codeward.engines.registry import Registry
+    from codeward.engines.registry.trust import sign as sign_covered
 
-    registry = Registry(Workspace.create([root]), registry_settings_of(Services()))
+    registry = Registry(Workspace.create([root]), Services().get(RegistrySettings))
     item = registry.fresh(registry.find("greet").data).data[0]  # type: ignore[union-attr,arg-type]
     theirs = sign_covered(registry.covered(item, data), data, teammate)
     assert theirs.ok and theirs.data is not None
@@ -190,7 +192,7 @@ def test_codeward_s_data_folder_is_off_limits_even_inside_a_root(tmp_path: Path,
             refused = workspace.resolve(str(path), access)
             assert not refused.ok and "codeward's per-user data" in refused.error_text(), (path, access)
     assert not workspace.visible(data_home())
-    from codeward.shell.confine import confine
+    from codeward.engines.contained.confine import confine
 
     assert str(data_home().resolve()) in confine(workspace, hide_secrets=False).hidden
 

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from codeward.catalog import Catalog
 from codeward.config import ReviewSettings
-from codeward.context import ToolContext
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import ToolContext
 from tests.conftest import snapshot
 from tests.review_fixtures import CORE, Call, caller, plant_line, planted_project, write_planted_project
 
@@ -176,7 +175,7 @@ def test_gitignored_blacklisted_and_outside_files_are_not_analyzed(root: Path, c
 
 def test_missing_analyzer_is_a_per_type_error(root: Path, ctx: ToolContext, catalog: Catalog) -> None:
     write_planted_project(root)
-    ctx.services = replace(ctx.services, review=ReviewSettings(executables={"bandit": str(root / "no-such-bandit")}))
+    ctx.services = ctx.services.with_values(ReviewSettings(executables={"bandit": str(root / "no-such-bandit")}))
     outcome = catalog.call("coding_analyze_file", {"file_path": "app/pkg/core.py",
                                                    "analysis_types": ["lint", "security"]}, ctx)
     assert not outcome.is_error, outcome.text
@@ -202,7 +201,7 @@ def test_hung_analyzer_is_stopped_at_the_timeout(root: Path, ctx: ToolContext, c
                                                  tmp_path: Path) -> None:
     (root / "a.py").write_text("import os\n")
     fake = _fake_analyzer(tmp_path, "ruff", "sleep 60")
-    ctx.services = replace(ctx.services, review=ReviewSettings(executables={"ruff": fake}, timeout_seconds=5))
+    ctx.services = ctx.services.with_values(ReviewSettings(executables={"ruff": fake}, timeout_seconds=5))
     result = catalog.call("coding_analyze_file", {"file_path": "a.py", "analysis_types": ["lint", "security"]},
                           ctx).structured
     assert result is not None and result["success"] is False
@@ -216,7 +215,7 @@ def test_unreadable_analyzer_output_is_a_clear_error(root: Path, ctx: ToolContex
     (root / "a.py").write_text("import os\n")
     fake = _fake_analyzer(tmp_path, "bandit", "echo 'this is not json'")
     crashing = _fake_analyzer(tmp_path, "radon", "echo 'Traceback: boom' >&2; exit 3")
-    ctx.services = replace(ctx.services, review=ReviewSettings(executables={"bandit": fake, "radon": crashing}))
+    ctx.services = ctx.services.with_values(ReviewSettings(executables={"bandit": fake, "radon": crashing}))
     result = catalog.call("coding_analyze_file", {"file_path": "a.py"}, ctx).structured
     assert result is not None
     runs = {run["analysis_type"]: run for run in result["analyses"]}
@@ -230,7 +229,7 @@ def test_a_cancelled_call_stops_its_analyzers(root: Path, ctx: ToolContext, cata
                                               tmp_path: Path) -> None:
     (root / "a.py").write_text("import os\n")
     hanging = _fake_analyzer(tmp_path, "ruff", "sleep 60")
-    ctx.services = replace(ctx.services, review=ReviewSettings(executables={"ruff": hanging}, timeout_seconds=60))
+    ctx.services = ctx.services.with_values(ReviewSettings(executables={"ruff": hanging}, timeout_seconds=60))
     timer = threading.Timer(0.5, ctx.cancelled.set)
     timer.start()
     try:
@@ -311,7 +310,7 @@ def test_empty_directory_is_analyzed_with_a_note(root: Path, call: Call) -> None
 
 
 def test_analyzers_come_from_the_interpreters_environment() -> None:
-    from codeward.coding.review.runner import locate
+    from codeward.engines.review.runner import locate
 
     for name in ("ruff", "mypy", "bandit", "radon", "vulture", "lizard"):
         found = locate(name, ReviewSettings())

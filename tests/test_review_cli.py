@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from codeward.cli.review import EXIT_PASS, EXIT_USAGE, EXIT_VIOLATION, run_review_cli
+from codeward.apps.cli.review import EXIT_PASS, EXIT_USAGE, EXIT_VIOLATION, run_review_cli
 from codeward.config import ReviewSettings
 from tests.conftest import snapshot
 from tests.review_fixtures import write_planted_project
@@ -20,7 +20,7 @@ LENIENT = ["max_errors=100", "max_warnings=100", "avg_complexity=50", "min_maint
 
 SCRIPT = """
 import json, sys
-from codeward.cli.review import run_review_cli
+from codeward.apps.cli.review import run_review_cli
 path, fmt, gates, output = json.loads(sys.argv[1])
 sys.exit(run_review_cli(path, fmt, gates, output))
 """

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from codeward.catalog import Catalog
-from codeward.context import ToolContext
-from codeward.workspace import Workspace
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import ToolContext
+from codeward.kernel.workspace import Workspace
 from tests.review_fixtures import Call, caller, plant_line, planted_project
 
 MODULE = '''\

@@ -15,9 +15,9 @@ from urllib.parse import unquote
 import jsonschema
 import pytest
 
-from codeward.catalog import Catalog
-from codeward.cli.review import EXIT_VIOLATION, run_review_cli
+from codeward.apps.cli.review import EXIT_VIOLATION, run_review_cli
 from codeward.config import ReviewSettings
+from codeward.kernel.catalog import Catalog
 from tests.conftest import REPO
 from tests.review_fixtures import caller, planted_project
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
 from codeward.config import ReviewSettings
-from codeward.context import ToolContext
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import ToolContext
+from codeward.kernel.outcome import ToolOutcome
 from tests.conftest import snapshot
 from tests.review_fixtures import Call, caller, planted_project, write_planted_project
 
@@ -121,7 +121,7 @@ def test_clean_code_passes_the_default_gates(module_call: Call) -> None:
 def test_a_gate_whose_analysis_failed_fails(root: Path, ctx: ToolContext, catalog: Catalog) -> None:
     """Complexity could not be measured: the complexity gates say so and fail instead of passing blind."""
     (root / "ok.py").write_text('"""Fine."""\n\n\ndef one() -> int:\n    return 1\n')
-    ctx.services = replace(ctx.services, review=ReviewSettings(executables={"radon": str(root / "missing-radon")}))
+    ctx.services = ctx.services.with_values(ReviewSettings(executables={"radon": str(root / "missing-radon")}))
     outcome = catalog.call("coding_check_quality_gates", {"path": ".", "gates": {"max_complexity": 5}}, ctx)
     gates = _gates(outcome)
     for name in ("avg_complexity", "max_complexity", "min_maintainability", "max_errors", "max_warnings"):
@@ -137,7 +137,7 @@ def test_a_single_file_can_be_gated(module_call: Call) -> None:
 
 def test_an_analyzer_that_cannot_run_fails_the_gates(root: Path, ctx: ToolContext, catalog: Catalog) -> None:
     (root / "ok.py").write_text('"""Fine."""\n\nVALUE = 1\n')
-    ctx.services = replace(ctx.services, review=ReviewSettings(executables={"mypy": str(root / "missing-mypy")}))
+    ctx.services = ctx.services.with_values(ReviewSettings(executables={"mypy": str(root / "missing-mypy")}))
     outcome = catalog.call("coding_check_quality_gates", {"path": "."}, ctx)
     report = outcome.structured
     assert report is not None and report["overall_status"] == "fail"

@@ -11,16 +11,15 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from codeward.catalog import Catalog
 from codeward.config import ReviewSettings
-from codeward.context import ToolContext
-from codeward.workspace import Workspace
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import ToolContext
+from codeward.kernel.workspace import Workspace
 from tests.conftest import node_tool
 
 SCRIPT = '#!/bin/sh\necho $1\nfor f in $(ls *.txt); do echo "$f"; done\n'
@@ -35,7 +34,7 @@ needs_biome = pytest.mark.skipif(BIOME is None, reason="Biome is not installed (
 
 def _lint(root: Path, catalog: Catalog, path: str = ".", **config: Any) -> dict[str, Any]:
     ctx = ToolContext(Workspace.create([root]))
-    ctx.services = replace(ctx.services, review=ReviewSettings(**config))
+    ctx.services = ctx.services.with_values(ReviewSettings(**config))
     outcome = catalog.call("coding_analyze_project", {"path": path, "analysis_types": ["lint"]}, ctx)
     assert outcome.structured is not None, outcome.text
     return outcome.structured

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from codeward.coding.review.analyzers import EXTENSIONS
+from codeward.engines.review.analyzers import EXTENSIONS
 from tests.conftest import REPO
 
 PRE_COMMIT = Path(sys.executable).parent / "pre-commit"

@@ -14,17 +14,16 @@ import json
 import shutil
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from codeward.catalog import Catalog
-from codeward.coding.review.analyzers.ruff import RULES
 from codeward.config import ReviewSettings
-from codeward.context import ToolContext
-from codeward.workspace import Workspace
+from codeward.engines.review.analyzers.ruff import RULES
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import ToolContext
+from codeward.kernel.workspace import Workspace
 from tests.conftest import REPO, snapshot
 
 VENDORED = REPO / "tests" / "fixtures" / "review" / "iniconfig"
@@ -75,7 +74,7 @@ def _ruff_check(root: Path, *options: str) -> set[tuple[str, int, int, str]]:
 
 def _analyze(root: Path, catalog: Catalog, types: list[str], **config: Any) -> dict[str, Any]:
     ctx = ToolContext(Workspace.create([root]))
-    ctx.services = replace(ctx.services, review=ReviewSettings(**config))
+    ctx.services = ctx.services.with_values(ReviewSettings(**config))
     outcome = catalog.call("coding_analyze_project", {"path": ".", "analysis_types": types}, ctx)
     assert not outcome.is_error, outcome.text
     assert outcome.structured is not None
@@ -85,7 +84,7 @@ def _analyze(root: Path, catalog: Catalog, types: list[str], **config: Any) -> d
 def _lint(root: Path, catalog: Catalog, **config: Any) -> set[tuple[str, int, int, str]]:
     """codeward's lint findings, every one of them (from the saved report, not only the top 20)."""
     ctx = ToolContext(Workspace.create([root]))
-    ctx.services = replace(ctx.services, review=ReviewSettings(**config))
+    ctx.services = ctx.services.with_values(ReviewSettings(**config))
     report = root / "lint-report.json"
     outcome = catalog.call("coding_analyze_project", {"path": ".", "analysis_types": ["lint"],
                                                       "output_path": report.name, "report_format": "json"}, ctx)

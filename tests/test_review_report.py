@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from codeward.catalog import Catalog
+from codeward.kernel.catalog import Catalog
 from tests.conftest import REPO, snapshot
 from tests.review_fixtures import Call, caller, planted_project
 

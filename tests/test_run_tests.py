@@ -10,12 +10,13 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.code.test_results import parse_junit
-from codeward.context import Services, ToolContext
-from codeward.result import ErrorKind
-from codeward.shell.settings import ShellSettings
-from codeward.workspace import Workspace
+from codeward.engines.shell.settings import ShellSettings
+from codeward.engines.shell.test_results import parse_junit
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import Services, ToolContext
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.result import ErrorKind
+from codeward.kernel.workspace import Workspace
 
 HOST_PYTHON = (sys.prefix, sys.base_prefix)
 """This test environment's Python, shown read-only in the sandbox (its /usr Python has no pytest)."""
@@ -44,7 +45,7 @@ def _project(root: Path) -> None:
 
 @pytest.fixture
 def run(root: Path, workspace: Workspace, catalog: Catalog) -> Any:
-    ctx = ToolContext(workspace, services=Services(shell=ShellSettings(ro_paths=HOST_PYTHON)))
+    ctx = ToolContext(workspace, services=Services(ShellSettings(ro_paths=HOST_PYTHON)))
 
     def call(**arguments: Any) -> ToolOutcome:
         return catalog.call("run_tests", arguments, ctx)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from codeward.coding.sandbox import Limit, Sandbox, SandboxRequest, SandboxUnavailable, Status, probe_sandbox
-from codeward.coding.sandbox.cgroups import detect_layout
+from codeward.engines.sandbox import Limit, Sandbox, SandboxRequest, SandboxUnavailable, Status, probe_sandbox
+from codeward.engines.sandbox.cgroups import detect_layout
 from tests.conftest import snapshot
 from tests.sandbox_support import bwrap_works, survivors
 

@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.coding.sandbox.installation import installation_of
-from codeward.coding.sandbox.overlay import overlays_work
 from codeward.config.sandbox import SandboxSettings
-from codeward.context import Services, ToolContext
-from codeward.workspace import Workspace
+from codeward.engines.sandbox.installation import installation_of
+from codeward.engines.sandbox.overlay import overlays_work
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import Services, ToolContext
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.workspace import Workspace
 from tests.conftest import snapshot
 from tests.sandbox_support import needs_bwrap
 
@@ -30,7 +31,7 @@ def project(root: Path) -> dict[str, bytes]:
 
 
 def shell(catalog: Catalog, root: Path, script: str) -> ToolOutcome:
-    ctx = ToolContext(Workspace.create([root]), services=Services(sandbox=SandboxSettings(disk_mb=CAP_MB)))
+    ctx = ToolContext(Workspace.create([root]), services=Services(SandboxSettings(disk_mb=CAP_MB)))
     return catalog.call("run_shell", {"script": script, "timeout_s": 60}, ctx)
 
 

@@ -23,9 +23,9 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from codeward.catalog import Catalog
-from codeward.coding.runtime import CodingRuntime
-from codeward.coding.sandbox import SandboxRequest, SandboxResult, probe_sandbox
+from codeward.engines.execution.runtime import CodingRuntime
+from codeward.engines.sandbox import SandboxRequest, SandboxResult, probe_sandbox
+from codeward.kernel.catalog import Catalog
 from tests.sandbox_support import caller, context
 
 pytestmark = pytest.mark.xdist_group("sandbox-docker")

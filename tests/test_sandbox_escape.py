@@ -16,9 +16,10 @@ import psutil
 import pytest
 
 import codeward
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.coding.runtime import CodingRuntime
-from codeward.coding.sandbox.network import network_unavailable
+from codeward.engines.execution.runtime import CodingRuntime
+from codeward.engines.sandbox.network import network_unavailable
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.outcome import ToolOutcome
 from tests.conftest import snapshot
 from tests.sandbox_support import TcpServer, caller, context, needs_bwrap, runtime_fixture, survivors
 

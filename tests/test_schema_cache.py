@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from codeward.catalog import ToolSpec, specs_in
-from codeward.schema_cache import CACHE_PREFIX, KEEP_FILES, SchemaCache, source_key
-from codeward.surface import ToolInfo
+from codeward.kernel.catalog import ToolSpec, specs_in
+from codeward.kernel.schema_cache import CACHE_PREFIX, KEEP_FILES, SchemaCache, source_key
+from codeward.kernel.surface import ToolInfo
 from codeward.tools import TOOL_MODULES, default_catalog
 
 SENTINEL = {"type": "object", "properties": {"from_cache": {"type": "string"}}}
@@ -165,9 +165,9 @@ def test_each_build_keeps_its_own_file_and_old_ones_are_pruned(tmp_path: Path) -
 
 LAZY_PROBE = textwrap.dedent("""
     import json, sys
-    from codeward.context import ToolContext
+    from codeward.kernel.context import ToolContext
     from codeward.tools import default_catalog
-    from codeward.workspace import Workspace
+    from codeward.kernel.workspace import Workspace
 
     catalog = default_catalog()
     before = sorted(m for m in sys.modules if m.startswith("codeward.tools."))
@@ -250,7 +250,7 @@ async def test_a_tool_listed_from_the_file_validates_and_returns_structured_outp
 UNIMPORTABLE = textwrap.dedent("""
     import sys
     sys.modules["codeward.tools.web"] = None  # importing it now fails, as a missing dependency would
-    from codeward.cli import main
+    from codeward.apps.cli import main
     sys.argv = ["codeward", "serve", sys.argv[1]]
     sys.exit(main())
 """)
@@ -275,8 +275,8 @@ async def test_a_tool_whose_module_cannot_be_imported_says_so_and_the_others_wor
 
 def test_the_saved_schemas_are_out_of_every_tools_reach(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """They are listed to the next session's model: the agent must not be able to write them."""
-    from codeward.context import ToolContext
-    from codeward.workspace import Workspace
+    from codeward.kernel.context import ToolContext
+    from codeward.kernel.workspace import Workspace
 
     home = tmp_path / "home"
     monkeypatch.setenv("CODEWARD_HOME", str(home))

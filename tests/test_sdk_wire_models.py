@@ -41,7 +41,7 @@ PROBE = textwrap.dedent("""
 SCHEMAS = textwrap.dedent("""
     import json, sys
     if sys.argv[1] == "deferred":
-        from codeward.sdk_wire_models import defer_wire_models
+        from codeward.serving.sdk_wire_models import defer_wire_models
         assert defer_wire_models() is True
     import mcp  # noqa: F401  (the SDK as a server imports it)
     from pydantic import BaseModel
@@ -106,7 +106,7 @@ def test_nothing_changes_once_the_sdk_is_imported() -> None:
     code = textwrap.dedent("""
         import mcp  # noqa: F401
         import mcp_types._v2025_11_25 as v2025
-        from codeward.sdk_wire_models import defer_wire_models
+        from codeward.serving.sdk_wire_models import defer_wire_models
         from mcp_types._wire_base import WireModel
         assert defer_wire_models() is False
         assert not WireModel.model_config.get("defer_build")
@@ -120,7 +120,7 @@ def test_an_sdk_without_the_expected_base_is_left_alone() -> None:
     code = textwrap.dedent("""
         import sys
         sys.modules["mcp_types._wire_base"] = None  # a release that moved or renamed the base
-        from codeward.sdk_wire_models import defer_wire_models
+        from codeward.serving.sdk_wire_models import defer_wire_models
         assert defer_wire_models() is False
         print("left alone")
     """)

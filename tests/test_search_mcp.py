@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from codeward.code import ripgrep
+from codeward.engines.files import ripgrep
 from tests.conftest import snapshot
 
 pytestmark = [pytest.mark.anyio,

@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.code import ripgrep
-from codeward.context import ToolContext
-from codeward.result import ErrorKind
+from codeward.engines.files import ripgrep
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import ToolContext
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.result import ErrorKind
+from codeward.kernel.workspace import Workspace
 from codeward.tools import search
-from codeward.workspace import Workspace
 from tests.conftest import snapshot
 
 Call = Callable[..., ToolOutcome]

@@ -1,5 +1,5 @@
 """The one list of secrets: the names (and key headers) the file tools refuse are the files the
-shell sandbox hides (:func:`codeward.workspace.secret_paths`)."""
+shell sandbox hides (:func:`codeward.kernel.workspace.secret_paths`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from codeward.catalog import ToolOutcome
-from codeward.workspace import Workspace, private_key_marker, secret_paths
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.workspace import Workspace, private_key_marker, secret_paths
 
 Call = Callable[..., ToolOutcome]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from codeward.cli.servers import list_servers_cli
+from codeward.apps.cli.servers import list_servers_cli
 from codeward.config import ConfigError, load_config
 from tests.gateway_support import PEER
 

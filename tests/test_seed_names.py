@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from codeward.catalog import Catalog, Result, tool
-from codeward.context import ToolContext
+from codeward.kernel.catalog import Catalog, Result, tool
+from codeward.kernel.context import ToolContext
 from codeward.tools import default_catalog
 
 SEED_NAMES = ("run_powershell", "code_execute", "code_review_file", "code_review_project", "code_debug")

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from codeward.cli import main
+from codeward.apps.cli import main
 from tests.serve_probe import RUN_AS_PYTHON_M_CODEWARD, probed_serve
 
 PROBE = textwrap.dedent("""
@@ -26,7 +26,7 @@ PROBE = textwrap.dedent("""
     seen = {"before": 0, "after": 0}
 
     def count(phase, info):
-        if phase == "start" and "codeward.cli" in sys.modules:  # from codeward's own start on
+        if phase == "start" and "codeward.apps.cli" in sys.modules:  # from codeward's own start on
             seen["after" if gc.get_freeze_count() else "before"] += 1
 
     def report():

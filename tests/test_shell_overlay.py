@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.coding.sandbox.overlay import overlays_work
-from codeward.context import Services, ToolContext
-from codeward.shell import ShellSettings
-from codeward.workspace import Workspace
+from codeward.engines.sandbox.overlay import overlays_work
+from codeward.engines.shell import ShellSettings
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import Services, ToolContext
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.workspace import Workspace
 from tests.conftest import snapshot
 from tests.sandbox_support import needs_bwrap
 
@@ -34,7 +35,7 @@ GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent", "GIT_AUTHOR_NAME"
 
 def shell(catalog: Catalog, root: Path, script: str, settings: ShellSettings | None = None,
           workspace: Workspace | None = None) -> ToolOutcome:
-    ctx = ToolContext(workspace or Workspace.create([root]), services=Services(shell=settings))
+    ctx = ToolContext(workspace or Workspace.create([root]), services=Services(settings))
     outcome = catalog.call("run_shell", {"script": script, "timeout_s": 60}, ctx)
     assert not outcome.is_error, outcome.text
     return outcome

@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
 from codeward.config import ConfigError, ModelSettings, load_config
-from codeward.context import Services, ToolContext
-from codeward.shell import ShellSettings
-from codeward.workspace import Workspace
+from codeward.engines.shell import ShellSettings
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import Services, ToolContext
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.workspace import Workspace
 from tests.conftest import snapshot
 from tests.fake_openai import FakeOpenAI, text
 from tests.sandbox_support import needs_bwrap
@@ -39,7 +40,7 @@ class Recorder:
 
 def shell_call(catalog: Catalog, root: Path, settings: ShellSettings | None = None,
                reporter: Recorder | None = None) -> Any:
-    ctx = ToolContext(Workspace.create([root]), services=Services(shell=settings), reporter=reporter or Recorder())
+    ctx = ToolContext(Workspace.create([root]), services=Services(settings), reporter=reporter or Recorder())
 
     def run(script: str, **arguments: Any) -> ToolOutcome:
         return catalog.call("run_shell", {"script": script, **arguments}, ctx)
@@ -148,7 +149,7 @@ def test_bad_env_file_is_a_clear_error_and_nothing_runs(
 def test_bad_input_is_a_clear_error_and_changes_nothing(
         catalog: Catalog, root: Path, arguments: dict[str, Any], complaint: str) -> None:
     before = snapshot(root)
-    ctx = ToolContext(Workspace.create([root]), services=Services(shell=ShellSettings(sandbox=False)))
+    ctx = ToolContext(Workspace.create([root]), services=Services(ShellSettings(sandbox=False)))
     outcome = catalog.call("run_shell", arguments, ctx)
     assert outcome.is_error and complaint in outcome.text
     assert snapshot(root) == before and not (root / ".codeward").exists()

@@ -13,12 +13,13 @@ from typing import Any
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.coding.sandbox import SandboxRequest, Status
-from codeward.context import Services, ToolContext
-from codeward.shell import ShellSettings
-from codeward.shell.host import run_on_host
-from codeward.workspace import Workspace
+from codeward.engines.sandbox import SandboxRequest, Status
+from codeward.engines.shell import ShellSettings
+from codeward.engines.shell.host import run_on_host
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import Services, ToolContext
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.workspace import Workspace
 from tests.conftest import snapshot
 from tests.sandbox_support import TcpServer, needs_bwrap, survivors
 
@@ -27,7 +28,7 @@ MODES = [pytest.param(True, id="sandboxed", marks=needs_bwrap), pytest.param(Fal
 
 def run_shell(catalog: Catalog, roots: list[Path], script: str, settings: ShellSettings | None = None,
               **arguments: Any) -> ToolOutcome:
-    ctx = ToolContext(Workspace.create(roots), services=Services(shell=settings))
+    ctx = ToolContext(Workspace.create(roots), services=Services(settings))
     return catalog.call("run_shell", {"script": script, **arguments}, ctx)
 
 

@@ -13,15 +13,16 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from codeward.catalog import Catalog, Result, ToolOutcome, tool
-from codeward.chain import Middleware, chain
-from codeward.context import ToolContext
-from codeward.control.observe import Observe, SessionObserver
-from codeward.control.state import ControlState
+from codeward.approval.policy import Approval, ApprovalPolicy, ApprovalRequest
+from codeward.apps.control.observe import Observe, SessionObserver
+from codeward.apps.control.state import ControlState
 from codeward.gateway import Gateway
-from codeward.gateway.policy import Approval, ApprovalPolicy, ApprovalRequest
-from codeward.surface import CatalogSurface, ToolSurface
-from codeward.workspace import Workspace
+from codeward.kernel.catalog import Catalog, Result, tool
+from codeward.kernel.chain import Middleware, chain
+from codeward.kernel.context import ToolContext
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.surface import CatalogSurface, ToolSurface
+from codeward.kernel.workspace import Workspace
 from tests.gateway_support import config, stdio_peer
 
 WAIT = 3.0

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from codeward import state_dir
-from codeward.catalog import Catalog
-from codeward.code.symbol_index import SymbolIndex
-from codeward.context import Settings, ToolContext
-from codeward.registry.outputs import save_output
-from codeward.shell.log import ShellLogEntry, append_entry
-from codeward.state_dir import StateDir, StateDirError
-from codeward.workspace import Workspace
+from codeward.engines.code_intel.symbol_index import SymbolIndex
+from codeward.engines.registry.outputs import save_output
+from codeward.engines.shell.log import ShellLogEntry, append_entry
+from codeward.kernel import state_dir
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import Settings, ToolContext
+from codeward.kernel.state_dir import StateDir, StateDirError
+from codeward.kernel.workspace import Workspace
 from tests.registry_support import python_tool, user_space, write  # noqa: F401 (fixture)
 
 

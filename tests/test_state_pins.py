@@ -109,10 +109,10 @@ async def test_replicas_agree_on_pins_and_a_repin_on_one_is_seen_by_all(tmp_path
 async def test_a_pin_that_cannot_be_checked_refuses_the_call_and_recovers(tmp_path: Path) -> None:
     """The call path itself (not the session's start) fails closed while Redis is away."""
     from codeward.config.state import StateSettings
-    from codeward.context import ToolContext
     from codeward.gateway.gateway import Gateway
-    from codeward.state.redis_state import RedisState
-    from codeward.workspace import Workspace
+    from codeward.kernel.context import ToolContext
+    from codeward.kernel.workspace import Workspace
+    from codeward.serving.shared_state.redis_state import RedisState
     from tests.gateway_support import config, stdio_peer
 
     with redis_server(tmp_path) as redis_port:
@@ -138,7 +138,7 @@ async def test_a_pin_that_cannot_be_checked_refuses_the_call_and_recovers(tmp_pa
 @pytest.mark.anyio
 async def test_concurrent_first_pins_agree(tmp_path: Path) -> None:
     from codeward.config.state import StateSettings
-    from codeward.state.redis_state import RedisState
+    from codeward.serving.shared_state.redis_state import RedisState
 
     with redis_server(tmp_path) as redis_port:
         states = [RedisState(StateSettings(url=f"redis://127.0.0.1:{redis_port}/0")) for _ in range(4)]

@@ -27,11 +27,11 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.message import SessionMessage
 
-from codeward.transport.line_streams import LineReaderProtocol, MessageReader
+from codeward.engines.jsonrpc.line_streams import LineReaderProtocol, MessageReader
 
 pytestmark = pytest.mark.anyio
 
-FAST_READER = "codeward.transport.line_streams.MessageReader"
+FAST_READER = "codeward.engines.jsonrpc.line_streams.MessageReader"
 
 PROBE_SERVER = '''
 import asyncio
@@ -42,8 +42,8 @@ import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
 
-from codeward.transport.era_loop import serve_stdio_connection
-from codeward.transport.stdio import fast_stdio_server
+from codeward.serving.transport.era_loop import serve_stdio_connection
+from codeward.serving.transport.stdio import fast_stdio_server
 
 state = {}
 if "--sdk-without-era-loops" in sys.argv:  # an SDK whose private era loop is not the one expected

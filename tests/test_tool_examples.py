@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from codeward.catalog import Catalog, Result, tool
-from codeward.context import ToolContext
+from codeward.kernel.catalog import Catalog, Result, tool
+from codeward.kernel.context import ToolContext
 
 FIXTURE_NOTE = "tests/fixtures/contract_project"
 
@@ -84,7 +84,7 @@ def test_the_description_check_catches_the_values_that_were_copied() -> None:
 def test_examples_reach_the_generated_docs(catalog: Catalog) -> None:
     import json
 
-    from codeward.docs import tools_markdown
+    from codeward.apps.docs import tools_markdown
 
     markdown = tools_markdown(catalog)
     for spec in catalog:

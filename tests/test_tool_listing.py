@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from codeward.surface import CatalogSurface, CompositeSurface, ToolInfo
-from codeward.tool_listing import ToolListing, wire_tool
+from codeward.kernel.surface import CatalogSurface, CompositeSurface, ToolInfo
+from codeward.serving.tool_listing import ToolListing, wire_tool
 from codeward.tools import default_catalog
 
 

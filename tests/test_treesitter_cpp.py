@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.context import ToolContext
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import ToolContext
+from codeward.kernel.outcome import ToolOutcome
 from tests.conftest import snapshot
 
 Run = Callable[..., ToolOutcome]

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from codeward.code.symbol_index import SymbolIndex
-from codeward.code.usage_scan import Usage
-from codeward.workspace import Workspace
+from codeward.engines.code_intel.symbol_index import SymbolIndex
+from codeward.engines.code_intel.usage_scan import Usage
+from codeward.kernel.workspace import Workspace
 
 USER_PY = "from pkg.api import target\n\nvalue = target()\n"
 API_PY = "def target():\n    return 1\n"

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 
 import pytest
 
-from codeward.catalog import ToolOutcome
-from codeward.context import ToolContext
-from codeward.net.settings import WebSettings
-from codeward.result import ErrorKind
+from codeward.config.web import WebSettings
+from codeward.kernel.context import ToolContext
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.result import ErrorKind
 from tests.fixtures.web.server import serve_fixtures
 
 LOCAL = WebSettings(allow_hosts=("127.0.0.1",))
@@ -26,7 +25,7 @@ def site() -> Iterator[tuple[str, list[str]]]:
 
 @pytest.fixture
 def base(site: tuple[str, list[str]], ctx: ToolContext) -> str:
-    ctx.services = replace(ctx.services, web=LOCAL)
+    ctx.services = ctx.services.with_values(LOCAL)
     return site[0]
 
 
@@ -143,14 +142,14 @@ def test_http_errors_are_errors_with_the_status(call: Call, base: str, code: int
 
 
 def test_size_cap_cuts_the_body_and_says_so(call: Call, base: str, ctx: ToolContext) -> None:
-    ctx.services = replace(ctx.services, web=LOCAL.model_copy(update={"max_bytes": 100_000}))
+    ctx.services = ctx.services.with_values(LOCAL.model_copy(update={"max_bytes": 100_000}))
     out = call("fetch_url", url=f"{base}/huge", max_length=1000)
     assert not out.is_error, out.text
     assert "only that much was read" in out.text and "of 100,000" in out.text
 
 
 def test_slow_server_times_out(call: Call, base: str, ctx: ToolContext) -> None:
-    ctx.services = replace(ctx.services, web=LOCAL.model_copy(update={"read_timeout": 0.2}))
+    ctx.services = ctx.services.with_values(LOCAL.model_copy(update={"read_timeout": 0.2}))
     out = call("fetch_url", url=f"{base}/slow?seconds=1.5")
     assert out.is_error and out.errors[0].kind is ErrorKind.TIMEOUT
     assert "did not answer in time" in out.text
@@ -170,7 +169,7 @@ def test_connection_goes_to_the_vetted_address_with_the_original_host(
 ) -> None:
     base = site[0]
     port = base.rsplit(":", 1)[1]
-    ctx.services = replace(ctx.services, web=LOCAL.model_copy(update={"resolver": lambda host, _port: ["127.0.0.1"]}))
+    ctx.services = ctx.services.with_values(LOCAL.model_copy(update={"resolver": lambda host, _port: ["127.0.0.1"]}))
     out = call("fetch_url", url=f"http://docs.example.test:{port}/echo-host")
     assert not out.is_error, out.text
     assert f"Host header: docs.example.test:{port}" in out.text

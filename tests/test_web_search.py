@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 
 import pytest
 
-from codeward.catalog import ToolOutcome
-from codeward.context import ToolContext
-from codeward.net.settings import WebSettings
-from codeward.result import ErrorKind
+from codeward.config.web import WebSettings
+from codeward.kernel.context import ToolContext
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.result import ErrorKind
 from tests.fixtures.web.server import serve_fixtures
 
 Call = Callable[..., ToolOutcome]
@@ -36,7 +35,7 @@ def site() -> Iterator[tuple[str, list[str]]]:
 def engine(site: tuple[str, list[str]], ctx: ToolContext) -> list[str]:
     """Point web_search at the local results server; returns the server's request log."""
     web = WebSettings(allow_hosts=("127.0.0.1",), search_endpoint=f"{site[0]}/html/")
-    ctx.services = replace(ctx.services, web=web)
+    ctx.services = ctx.services.with_values(web)
     site[1].clear()
     return site[1]
 
@@ -81,7 +80,7 @@ def test_unreachable_provider_is_a_clear_error(call: Call, ctx: ToolContext) -> 
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     endpoint = f"http://127.0.0.1:{port}/html/"
-    ctx.services = replace(ctx.services, web=WebSettings(allow_hosts=("127.0.0.1",), search_endpoint=endpoint))
+    ctx.services = ctx.services.with_values(WebSettings(allow_hosts=("127.0.0.1",), search_endpoint=endpoint))
     out = call("web_search", query="anything")
     assert out.is_error and out.errors[0].kind is ErrorKind.UNAVAILABLE
     assert f"the search provider {endpoint} is unreachable: cannot connect" in out.text
@@ -90,7 +89,7 @@ def test_unreachable_provider_is_a_clear_error(call: Call, ctx: ToolContext) -> 
 
 def test_provider_http_error_is_reported(call: Call, site: tuple[str, list[str]], ctx: ToolContext) -> None:
     web = WebSettings(allow_hosts=("127.0.0.1",), search_endpoint=f"{site[0]}/status/503")
-    ctx.services = replace(ctx.services, web=web)
+    ctx.services = ctx.services.with_values(web)
     out = call("web_search", query="anything")
     assert out.is_error and out.errors[0].kind is ErrorKind.UNAVAILABLE
     assert "answered HTTP 503" in out.text

@@ -7,14 +7,13 @@ The only server involved runs on 127.0.0.1 and must see no request for a refused
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 
 import pytest
 
-from codeward.catalog import ToolOutcome
-from codeward.context import ToolContext
-from codeward.net.settings import WebSettings
-from codeward.result import ErrorKind
+from codeward.config.web import WebSettings
+from codeward.kernel.context import ToolContext
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.result import ErrorKind
 from tests.fixtures.web.server import serve_fixtures
 
 Call = Callable[..., ToolOutcome]
@@ -99,7 +98,7 @@ def test_names_resolving_to_loopback_are_refused(call: Call, site: tuple[str, li
     assert_refused(call("fetch_url", url=f"http://localhost:{port}/article"),
                    "localhost resolves to 127.0.0.1, which is a loopback address")
     assert_refused(call("fetch_url", url=f"http://LocalHost.:{port}/article"), "loopback")
-    ctx.services = replace(ctx.services, web=WebSettings(resolver=fake_dns))
+    ctx.services = ctx.services.with_values(WebSettings(resolver=fake_dns))
     assert_refused(call("fetch_url", url=f"http://loopy.example.test:{port}/article"),
                    "loopy.example.test resolves to 127.0.0.1, which is a loopback address")
     assert_refused(call("fetch_url", url=f"http://v6loop.example.test:{port}/"), "::1, which is a loopback")
@@ -113,7 +112,7 @@ def test_names_resolving_to_loopback_are_refused(call: Call, site: tuple[str, li
 ])
 def test_names_resolving_to_internal_addresses_are_refused(call: Call, ctx: ToolContext,
                                                            host: str, reason: str) -> None:
-    ctx.services = replace(ctx.services, web=WebSettings(resolver=fake_dns))
+    ctx.services = ctx.services.with_values(WebSettings(resolver=fake_dns))
     assert_refused(call("fetch_url", url=f"http://{host}/computeMetadata/v1/"), reason)
 
 
@@ -126,7 +125,7 @@ def test_names_resolving_to_internal_addresses_are_refused(call: Call, ctx: Tool
 ])
 def test_redirect_to_an_internal_address_is_refused(call: Call, site: tuple[str, list[str]], port: int,
                                                     ctx: ToolContext, target: str, reason: str) -> None:
-    ctx.services = replace(ctx.services, web=WebSettings(allow_hosts=("127.0.0.1",)))
+    ctx.services = ctx.services.with_values(WebSettings(allow_hosts=("127.0.0.1",)))
     location = target.format(port=port)
     out = call("fetch_url", url=f"http://127.0.0.1:{port}/redirect?to={location}")
     assert_refused(out, reason)
@@ -135,11 +134,11 @@ def test_redirect_to_an_internal_address_is_refused(call: Call, site: tuple[str,
 
 def test_allowlist_lets_named_internal_hosts_through(call: Call, site: tuple[str, list[str]], port: int,
                                                      ctx: ToolContext) -> None:
-    ctx.services = replace(ctx.services, web=WebSettings(allow_hosts=("localhost",)))
+    ctx.services = ctx.services.with_values(WebSettings(allow_hosts=("localhost",)))
     out = call("fetch_url", url=f"http://localhost:{port}/plain")
     assert not out.is_error and "line one" in out.text
     assert_refused(call("fetch_url", url=f"http://127.0.0.1:{port}/plain"), "loopback")
-    ctx.services = replace(ctx.services, web=WebSettings(allow_hosts=("127.0.0.0/8",)))
+    ctx.services = ctx.services.with_values(WebSettings(allow_hosts=("127.0.0.0/8",)))
     out = call("fetch_url", url=f"http://127.0.0.1:{port}/plain")
     assert not out.is_error and "line one" in out.text
     assert_refused(call("fetch_url", url=f"http://2130706433:{port}/plain"), "that means 127.0.0.1")
@@ -148,7 +147,7 @@ def test_allowlist_lets_named_internal_hosts_through(call: Call, site: tuple[str
 
 def test_search_endpoint_is_guarded_too(call: Call, site: tuple[str, list[str]], port: int,
                                         ctx: ToolContext) -> None:
-    ctx.services = replace(ctx.services, web=WebSettings(search_endpoint=f"http://127.0.0.1:{port}/html/"))
+    ctx.services = ctx.services.with_values(WebSettings(search_endpoint=f"http://127.0.0.1:{port}/html/"))
     out = call("web_search", query="python asyncio timeout")
     assert_refused(out, "127.0.0.1 is a loopback address")
     assert site[1] == []

@@ -13,8 +13,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from pydantic import BaseModel
 
-from codeward.catalog import Catalog
-from codeward.wire_schema import wire_output_schema
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.wire_schema import wire_output_schema
 
 pytestmark = pytest.mark.anyio
 

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from codeward.catalog import Catalog, ToolOutcome
-from codeward.context import ToolContext
-from codeward.result import ErrorKind
-from codeward.workspace import Access, Workspace
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import ToolContext
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.result import ErrorKind
+from codeward.kernel.workspace import Access, Workspace
 from tests.conftest import snapshot
 
 Call = Callable[..., ToolOutcome]
@@ -307,7 +308,7 @@ def test_git_folder_spelled_otherwise_is_still_not_writable(project: Path, call:
 
 
 def test_a_folder_swapped_for_a_symlink_after_resolving_is_not_used(root: Path, outside: Path) -> None:
-    from codeward.code.textfile import read_text, write_text
+    from codeward.engines.files.textfile import read_text, write_text
 
     workspace = Workspace.create([root])
     (root / "sub").mkdir()
@@ -326,8 +327,9 @@ def test_a_folder_swapped_for_a_symlink_after_resolving_is_not_used(root: Path, 
 
 
 def test_a_resource_read_checks_what_it_opened(root: Path, outside: Path) -> None:
-    from codeward.code.textfile import read_checked
-    from codeward.file_resources import MAX_RESOURCE_BYTES, FileResources, file_uri
+    from codeward.engines.files.textfile import read_checked
+    from codeward.serving.file_content import MAX_RESOURCE_BYTES, file_uri
+    from codeward.serving.file_resources import FileResources
 
     workspace = Workspace.create([root])
     (root / "sub").mkdir()

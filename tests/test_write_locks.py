@@ -20,19 +20,19 @@ from pathlib import Path
 
 import pytest
 
-from codeward import path_locks
-from codeward.catalog import Catalog
-from codeward.context import ToolContext
-from codeward.path_locks import hold_roots
-from codeward.repository_guard import RepositoryGuard
-from codeward.result import ErrorKind
-from codeward.state_dir import WRITE_LOCK, LockBusy, StateDir
-from codeward.workspace import Workspace
+from codeward.kernel import path_locks
+from codeward.kernel.catalog import Catalog
+from codeward.kernel.context import ToolContext
+from codeward.kernel.path_locks import hold_roots
+from codeward.kernel.repository_guard import RepositoryGuard
+from codeward.kernel.result import ErrorKind
+from codeward.kernel.state_dir import WRITE_LOCK, LockBusy, StateDir
+from codeward.kernel.workspace import Workspace
 
 HOLDER = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from codeward.state_dir import WRITE_LOCK, StateDir
+    from codeward.kernel.state_dir import WRITE_LOCK, StateDir
     with StateDir(Path(sys.argv[1])).locked(WRITE_LOCK, 10):
         print("held", flush=True)
         sys.stdin.read()

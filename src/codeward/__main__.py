@@ -5,6 +5,6 @@ import sys
 
 gc.disable()  # while the command line's modules import: main() turns it on (a server: once it serves)
 
-from codeward.cli import main  # noqa: E402
+from codeward.apps.cli import main  # noqa: E402
 
 sys.exit(main())

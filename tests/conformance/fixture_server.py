@@ -21,10 +21,10 @@ import anyio
 import anyio.from_thread
 from pydantic import BaseModel
 
-from codeward.catalog import Catalog, tool
-from codeward.content import BinaryBlock, ResourceBlock, RichContent, TextBlock
-from codeward.context import ToolContext
-from codeward.providers import (
+from codeward.kernel.catalog import Catalog, tool
+from codeward.kernel.content import BinaryBlock, ResourceBlock, RichContent, TextBlock
+from codeward.kernel.context import ToolContext
+from codeward.kernel.providers import (
     PromptArgumentInfo,
     PromptInfo,
     PromptMessageData,
@@ -32,11 +32,11 @@ from codeward.providers import (
     ResourceInfo,
     ResourceTemplateInfo,
 )
-from codeward.result import ErrorKind, Result
-from codeward.server import CodewardServer
-from codeward.surface import CatalogSurface
+from codeward.kernel.result import ErrorKind, Result
+from codeward.kernel.surface import CatalogSurface
+from codeward.kernel.workspace import Workspace
+from codeward.serving.server import CodewardServer
 from codeward.tools import default_catalog
-from codeward.workspace import Workspace
 
 # A 1x1 red PNG and a tiny silent WAV.
 PNG = base64.b64decode(

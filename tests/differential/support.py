@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, settings
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
 
-from codeward.code import ripgrep
+from codeward.engines.files import ripgrep
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PROJECTS = {

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from codeward.code import ripgrep
+from codeward.engines.files import ripgrep
 from tests.differential.support import BOUNDED, World, find_entries, git, git_init, mcp_session, rg, unpack
 
 pytestmark = [pytest.mark.skipif(ripgrep.find_binary() is None, reason="ripgrep is not installed"),

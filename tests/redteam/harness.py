@@ -45,7 +45,7 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from codeward.state_dir import GITIGNORE
+from codeward.kernel.state_dir import GITIGNORE
 
 USER_NAME = "codeward-redteam"
 """The unprivileged account the attacks also run as (created by the harness when missing)."""

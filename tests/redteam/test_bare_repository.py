@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from codeward.coding.sandbox.overlay import overlays_work
+from codeward.engines.sandbox.overlay import overlays_work
 from tests.redteam.harness import Host, Session
 from tests.sandbox_support import bwrap_works
 

@@ -18,7 +18,7 @@ import threading
 import anyio
 import pytest
 
-from codeward.coding.sandbox.overlay import overlays_work
+from codeward.engines.sandbox.overlay import overlays_work
 from tests.redteam.harness import Host
 from tests.sandbox_support import bwrap_works
 

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from codeward.git import EMPTY_TREE
+from codeward.engines.git import EMPTY_TREE
 from tests.redteam.harness import SECRET_ENV, Host
 
 pytestmark = pytest.mark.anyio

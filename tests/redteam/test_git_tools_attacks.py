@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from codeward.git import EMPTY_TREE
+from codeward.engines.git import EMPTY_TREE
 from tests.redteam.harness import SECRET_ENV, SECRET_KEY, Host
 
 pytestmark = pytest.mark.anyio

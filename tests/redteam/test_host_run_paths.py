@@ -77,9 +77,9 @@ def scene(host: Host) -> None:
 def person_deletes(host: Host, rel: str) -> None:
     """The person deletes ``rel`` with codeward's own tool (a checkpoint ``undo`` could revert), as
     ``codeward call delete_path`` would do it (in this process: a scene, not an attack)."""
+    from codeward.approval.policy import by_person
     from codeward.config import load_config
-    from codeward.gateway.policy import by_person
-    from codeward.stack import build_stack
+    from codeward.serving.stack import build_stack
 
     config = load_config(str(host.project / "codeward.toml"), cwd=host.project, user=False)  # theirs, named
     stack = build_stack(config, [host.project])

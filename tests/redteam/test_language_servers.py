@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from codeward.lsp.client import LspClient
+from codeward.engines.lsp.client import LspClient
 from tests.lsp_support import NODE22, located_or_skip, node_on_path
 from tests.redteam.harness import PROJECT_CONFIG, Host
 from tests.sandbox_support import bwrap_works

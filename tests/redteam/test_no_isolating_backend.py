@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from codeward.coding.sandbox.bwrap import find_bwrap
-from codeward.coding.sandbox.choice import Executor
+from codeward.engines.sandbox.bwrap import find_bwrap
+from codeward.engines.sandbox.choice import Executor
 from tests.redteam.harness import SERVER_TIMEOUT_S, Host, Session
 from tests.redteam.test_registry_attacks import person_configures, person_signs, place, tool_text
 

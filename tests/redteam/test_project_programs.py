@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from codeward.beads import beads_init
+from codeward.engines.beads import beads_init
 from tests.redteam.harness import SECRET_NAMED, Host
 from tests.sandbox_support import bwrap_works
 

@@ -22,8 +22,8 @@ from typing import Any
 import psutil
 import pytest
 
-from codeward.coding.sandbox.network import network_unavailable
-from codeward.coding.sandbox.overlay import overlays_work
+from codeward.engines.sandbox.network import network_unavailable
+from codeward.engines.sandbox.overlay import overlays_work
 from tests.redteam.harness import Host
 from tests.sandbox_support import bwrap_works
 

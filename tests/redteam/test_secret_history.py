@@ -18,7 +18,7 @@ import shutil
 
 import pytest
 
-from codeward.coding.sandbox.overlay import overlays_work
+from codeward.engines.sandbox.overlay import overlays_work
 from tests.redteam.harness import SECRET_ENV, SECRET_NAMED, Host
 from tests.sandbox_support import bwrap_works
 

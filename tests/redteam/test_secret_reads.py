@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from codeward.git import EMPTY_TREE
+from codeward.engines.git import EMPTY_TREE
 from tests.redteam.harness import SECRET_FILES, Host
 
 pytestmark = pytest.mark.anyio

@@ -4,16 +4,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from codeward.approval.policy import ApprovalRequest, ConfirmCallback
 from codeward.audit.log import AuditLog
-from codeward.catalog import ToolOutcome
-from codeward.chain import Middleware, ToolCall
-from codeward.gateway.policy import ApprovalRequest, ConfirmCallback
-from codeward.result import ErrorKind
-from codeward.surface import ToolSurface
+from codeward.kernel.chain import Middleware, ToolCall
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.result import ErrorKind
+from codeward.kernel.surface import GET_PROMPT, READ_RESOURCE, ToolSurface
+from codeward.kernel.user_dirs import data_home
+
+EVENTS = {READ_RESOURCE: "read", GET_PROMPT: "prompt"}
+"""The record's event for a resource read and a prompt get (the URI or the prompt's name hashed with
+the arguments); every tool call is a ``call``."""
 
 
 class Audit(Middleware):
-    """Outermost: records ``ok``, ``error`` or ``denied`` (a person or the policy said no) per call."""
+    """Outermost: records ``ok``, ``error`` or ``denied`` (a person or the policy said no) per call,
+    resource read and prompt get."""
 
     def __init__(self, log: AuditLog) -> None:
         self.log = log
@@ -22,7 +28,8 @@ class Audit(Middleware):
         outcome = await inner.call(call.name, call.arguments, call.ctx)
         denied = any(e.kind is ErrorKind.PERMISSION and "not approved" in e.message for e in outcome.errors)
         verdict = "denied" if denied else "error" if outcome.is_error else "ok"
-        await self.log.record("call", user=getattr(call.ctx.call, "user", None), tool=call.name,
+        event = EVENTS.get(call.name, "call")
+        await self.log.record(event, user=getattr(call.ctx.call, "user", None), tool=call.name,
                               arguments=call.arguments, outcome=verdict, seconds=round(outcome.seconds, 3))
         return outcome
 
@@ -45,6 +52,4 @@ class AuditedApprovals:
 
 def audit_log_path(directory: Path | None, host: str, port: int) -> Path:
     """One file per replica: ``audit-<host>-<port>.jsonl`` in ``[audit] log_dir`` (or the data folder)."""
-    from codeward.user_dirs import data_home
-
     return (directory or data_home() / "audit") / f"audit-{host}-{port}.jsonl"

@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
-from codeward.audit.log import AuditLog
+from codeward.approval.policy import ConfirmCallback
+from codeward.audit.log import AuditLog, AuditSink
 from codeward.audit.middleware import Audit, AuditedApprovals, audit_log_path
 from codeward.audit.users import load_users
 from codeward.config.root import Config
-from codeward.gateway.policy import ConfirmCallback
-from codeward.state.backend import StateBackend
+
+
+class SharedAudit(AuditSink, Protocol):
+    """Where every replica's records meet (the serving runtime's shared state), and which replica this is."""
+
+    @property
+    def replica(self) -> str: ...
 
 
 @dataclass(frozen=True)
 class HttpAudit:
-    """What ``serve --http`` and ``gateway --http`` add to their stack for the audit."""
+    """What an HTTP server adds to its stack for the audit (:func:`codeward.serving.runtime.serve_mcp`)."""
 
     log: AuditLog
     users: dict[str, str] | None
@@ -26,7 +33,7 @@ class HttpAudit:
         return AuditedApprovals(confirm, self.log)
 
 
-def http_audit(config: Config, state: StateBackend, host: str, port: int) -> HttpAudit:
+def http_audit(config: Config, state: SharedAudit, host: str, port: int) -> HttpAudit:
     """Users from ``[audit] users_file`` (a bad file is refused with its problem), records to the
     replica's JSONL file and to the shared state (every replica's ``GET /audit`` reads it)."""
     users = load_users(config.audit.users_file) if config.audit.users_file is not None else None

@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -27,6 +27,8 @@ from pydantic import (
     field_validator,
 )
 from pydantic import Field as Field
+
+from codeward.config.environment import environment_tables
 
 T = TypeVar("T", bound="Table")
 
@@ -105,6 +107,20 @@ class Table(BaseModel):
     """``defer_build``: a table's validator is built when a value is first validated, so a command
     run with no configuration file and no override variable (a server an agent starts) never
     builds one (see :func:`defaults`)."""
+
+    table_name: ClassVar[str] = ""
+    """The table's name in ``codeward.toml`` (``coding`` for ``[coding]``), for a table some environment
+    variable overrides (:mod:`codeward.config.environment`)."""
+
+    @classmethod
+    def unconfigured(cls) -> Self:
+        """This table for a context built without a configuration (a test, a script): the defaults with the
+        environment's overrides (``CODEWARD_SANDBOX``...), as a loaded configuration has them. What
+        ``ctx.services.get(...)`` gives for a table the services were not built with."""
+        values = environment_tables().get(cls.table_name, {}) if cls.table_name else {}
+        if not values:
+            return defaults(cls)
+        return cls.model_validate(values, context={"origin": "environment", "base_dir": Path.cwd()})
 
     @field_validator("*", mode="before")
     @classmethod

@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import field_validator
 
 from codeward.config.base import Bool, Field, Int, Seconds, Str, Table, code_only
-from codeward.llm.profile import ModelProfile
+from codeward.config.model_profile import ModelProfile
 
 Backend = Literal["bwrap", "docker", "process"]
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
+LANGUAGE_NAMES = ("python", "javascript", "bash", "c", "cpp", "go", "rust", "java")
+"""The languages codeward runs (:mod:`codeward.engines.execution.languages` has each one's recipe): the
+names ``docker_images`` and a call's ``language`` may use."""
 IMAGE_REFERENCE = re.compile(r"^[a-z0-9][a-z0-9._/:@-]{0,254}$")
 """A Docker image reference as codeward accepts one (``python:3.11-slim``, ``registry/x@sha256:...``)."""
 
 
 class CodingSettings(Table):
     """Choices for code execution."""
+
+    table_name: ClassVar[str] = "coding"
 
     backend: Backend | None = None
     """The older key for code execution's sandbox alone: ``bwrap``, ``docker`` or ``process``; unset
@@ -55,8 +60,6 @@ class CodingSettings(Table):
     @field_validator("docker_images")
     @classmethod
     def _docker_images(cls, value: dict[str, str]) -> dict[str, str]:
-        from codeward.coding.languages import LANGUAGE_NAMES
-
         unknown = sorted(set(value) - set(LANGUAGE_NAMES))
         if unknown:
             raise ValueError(f"names unknown languages {', '.join(map(repr, unknown))}; "
@@ -66,12 +69,6 @@ class CodingSettings(Table):
             raise ValueError(f"has an image that is not a Docker image reference (like python:3.11-slim): "
                              f"{', '.join(bad)}")
         return value
-
-    def docker_image(self, language: str) -> str:
-        """The image ``language`` runs in under Docker: the configured one, else the official one."""
-        from codeward.coding.languages import BY_NAME
-
-        return self.docker_images.get(language) or BY_NAME[language].docker_image
 
     def model_profile(self) -> ModelProfile | None:
         """The model ``coding_debug_code`` asks, as a profile of the one model client; ``None`` if unset."""

@@ -1,6 +1,6 @@
 """Configuration errors: every problem of a file at once, each naming the file, table, key and fix.
 
-Validation errors go through :mod:`codeward.validation_messages`, the describer tool-argument
+Validation errors go through :mod:`codeward.kernel.validation_messages`, the describer tool-argument
 errors use, and are located the way they are written: ``[mcp.servers.fs] timeout``.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from codeward.validation_messages import Problem, problems
+from codeward.kernel.validation_messages import Problem, problems
 
 
 class ConfigError(ValueError):

@@ -17,7 +17,6 @@ from urllib.parse import urlsplit
 
 from pydantic import BeforeValidator, ValidationInfo, field_validator, model_validator
 
-from codeward import state_dir
 from codeward.config.base import (
     Bool,
     ConfigPath,
@@ -33,6 +32,8 @@ from codeward.config.base import (
     expand_env,
     origin_of,
 )
+from codeward.config.errors import ConfigError
+from codeward.kernel import state_dir
 
 Transport = Literal["stdio", "http", "sse"]
 PinMode = Literal["off", "warn", "refuse"]
@@ -366,8 +367,6 @@ class GatewayConfig(Table):
 
     def with_server(self, server: ServerConfig) -> GatewayConfig:
         """A copy with one more server (its alias must be new)."""
-        from codeward.config.errors import ConfigError
-
         if self.server(server.alias) is not None:
             raise ConfigError(f"a server named {server.alias!r} is already configured; choose another alias")
         return self.model_copy(update={"servers": (*self.servers, server)})

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import field_validator
 
 from codeward.config.base import Field, Str, Table
-from codeward.llm.profile import ModelConfigError, ModelProfile
+from codeward.config.model_profile import ModelConfigError, ModelProfile
 
 __all__ = ["ModelConfigError", "ModelProfile", "ModelSettings"]
 

@@ -23,7 +23,7 @@ from codeward.config.environment import OVERRIDES
 from codeward.config.mcp import ServerConfig
 from codeward.config.model import ModelProfile
 from codeward.config.root import Config
-from codeward.validation_messages import annotation_name
+from codeward.kernel.validation_messages import annotation_name
 
 PREAMBLE = """# Configuration
 

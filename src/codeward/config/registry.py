@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import ClassVar
 
 from codeward.config.base import ConfigPath, Field, Int, Seconds, Str, Strings, Table, code_only
 
@@ -13,6 +14,8 @@ PROJECT_DIR_NAME = ".ai"
 
 class RegistrySettings(Table):
     """Locations and limits of the registry."""
+
+    table_name: ClassVar[str] = "registry"
 
     user_dir: ConfigPath = Field(default_factory=lambda: Path.home() / PROJECT_DIR_NAME,
                                  json_schema_extra={"default_text": "~/.ai"})

@@ -14,6 +14,7 @@ from codeward.config.agent import AgentSettings
 from codeward.config.audit import AuditSettings
 from codeward.config.base import Field, Table
 from codeward.config.beads import BeadsSettings
+from codeward.config.checkpoints import CheckpointSettings
 from codeward.config.coding import CodingSettings
 from codeward.config.index import IndexSettings
 from codeward.config.lsp import LspSettings
@@ -26,7 +27,7 @@ from codeward.config.server import ServerSettings
 from codeward.config.shell import ShellSettings
 from codeward.config.state import StateSettings
 from codeward.config.web import WebSettings
-from codeward.context import Settings
+from codeward.kernel.context import Settings
 
 
 class Config(Table):
@@ -41,6 +42,7 @@ class Config(Table):
     registry: RegistrySettings = Field(default_factory=RegistrySettings)
     review: ReviewSettings = Field(default_factory=ReviewSettings)
     index: IndexSettings = Field(default_factory=IndexSettings)
+    checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)
     lsp: LspSettings = Field(default_factory=LspSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
     model: ModelSettings = Field(default_factory=ModelSettings)
@@ -80,5 +82,9 @@ class Config(Table):
 
     @property
     def settings(self) -> Settings:
-        """The per-call settings every tool context of this configuration carries."""
-        return Settings(output_cap_chars=self.server.output_cap_chars)
+        """How every call's output is bounded, as each tool context of this configuration carries it."""
+        return Settings(output_cap_chars=self.server.output_cap_chars, spill_keep=self.server.spill_keep)
+
+    def tables(self) -> tuple[Table, ...]:
+        """Every table, for the typed slots of the services every call carries (``ctx.services.get(WebSettings)``)."""
+        return tuple(getattr(self, name) for name in type(self).model_fields)

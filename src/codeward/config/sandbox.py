@@ -6,7 +6,7 @@ analyzers, registry tools): which backend may run them, and how much a run may w
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import field_validator
 
@@ -19,6 +19,8 @@ MAX_DISK_MB = 1024 * 1024
 
 class SandboxSettings(Table):
     """The backend every executor runs in, and the cap on what one run writes."""
+
+    table_name: ClassVar[str] = "sandbox"
 
     backend: SandboxBackend = "auto"
     """``auto``: an isolating backend only — bubblewrap, or for code execution a Docker engine —

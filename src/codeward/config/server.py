@@ -3,6 +3,8 @@ stack."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pydantic import field_validator
 
 from codeward.config.base import ADDITIVE, PROJECT_ONLY, Bool, ConfigPath, Field, Int, Seconds, Strings, Table
@@ -12,6 +14,8 @@ CHARS_PER_TOKEN = 4
 
 class ServerSettings(Table):
     """The workspace policy and catalog every command builds from the configuration."""
+
+    table_name: ClassVar[str] = "server"
 
     roots: tuple[ConfigPath, ...] = Field(default=(), json_schema_extra={PROJECT_ONLY: True})
     """Directories the tools may access, the first being primary (relative to the file). Empty: the
@@ -34,6 +38,9 @@ class ServerSettings(Table):
     output_cap_tokens: Int = 25_000
     """About this many tokens of a tool's output are returned; the rest is saved to a file the caller
     can read."""
+    spill_keep: Int = 100
+    """Outputs cut by ``output_cap_tokens`` are kept whole under ``.codeward/outputs/``; this many of the
+    newest are kept, older ones deleted as new ones are saved."""
     fast_http: Bool = True
     """``serve --http`` and ``gateway --http`` run on uvloop and httptools when the ``fast`` extra is
     installed (``pip install 'codeward[fast]'``); false forces asyncio and h11, for debugging. The
@@ -49,6 +56,13 @@ class ServerSettings(Table):
     def _cap(cls, value: int) -> int:
         if value < 100:
             raise ValueError("must be an integer of at least 100")
+        return value
+
+    @field_validator("spill_keep")
+    @classmethod
+    def _keep(cls, value: int) -> int:
+        if value < 1:
+            raise ValueError("must be an integer of at least 1")
         return value
 
     @property

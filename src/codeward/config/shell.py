@@ -14,7 +14,8 @@ from codeward.config.model import ModelSettings
 
 HARD_MAX_TIMEOUT_S = 3600.0
 """No setting can allow a longer single script than this."""
-_MINIMUMS = {"output_chars": 1000, "max_output_bytes": 10_000, "memory_mb": 64, "max_processes": 8}
+_MINIMUMS = {"output_chars": 1000, "max_output_bytes": 10_000, "memory_mb": 64, "max_processes": 8,
+             "max_processes_running": 1, "process_output_kb": 4}
 
 
 class ShellSettings(Table):
@@ -45,6 +46,15 @@ class ShellSettings(Table):
     """Memory of a sandboxed run, all its processes together."""
     max_processes: Int = 1024
     """Processes and threads of a sandboxed run."""
+    max_processes_running: Int = 4
+    """Long-running processes (``process_start``) one client may have at once."""
+    process_output_kb: Int = 256
+    """Output kept per long-running process (stdout and stderr together); older output is dropped."""
+    process_lifetime_s: float = Field(default=3600.0, strict=True, gt=0)
+    """The longest a long-running process may run, in seconds; then it is killed (its writes wait for
+    ``process_stop``)."""
+    process_idle_s: float = Field(default=900.0, strict=True, gt=0)
+    """A long-running process nobody read, wrote to or heard from for this long is killed."""
     log: Bool = True
     """Append every run to ``.codeward/logs/shell.jsonl`` in the primary root."""
     qa_on_failure: Bool = False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
 from urllib.parse import urlsplit
 
 from pydantic import field_validator
@@ -16,6 +17,8 @@ class StateSettings(Table):
     """The state backend of ``serve --http`` and ``gateway --http``: resumable-stream events, session
     metadata and in-flight calls. One machine needs nothing; replicas behind a load balancer share
     one Redis."""
+
+    table_name: ClassVar[str] = "state"
 
     url: Str = IN_PROCESS
     """``memory://`` (this process only, the default) or ``redis://[:password@]host:port/db``

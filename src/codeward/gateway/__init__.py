@@ -2,7 +2,7 @@
 
 Public pieces: :func:`load_gateway_config` (``codeward.toml`` ``[mcp]`` or ``mcpServers``
 JSON), :class:`Gateway` (a tool surface over every upstream), :class:`Upstream` (one
-connection) and the typed upstream errors. Its commands live in :mod:`codeward.cli`.
+connection) and the typed upstream errors. Its commands live in :mod:`codeward.apps.cli`.
 """
 
 from importlib import import_module

@@ -19,8 +19,8 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ValidationError
 
-from codeward.client_link import ClientLink
 from codeward.gateway.relay import QUESTIONS, RelayBoard, RelayRefused, Unattributable
+from codeward.kernel.client_link import ClientLink
 
 logger = logging.getLogger("codeward.gateway")
 

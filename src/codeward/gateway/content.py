@@ -24,13 +24,13 @@ import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-from codeward.client_link import ClientLink
 from codeward.gateway.errors import UpstreamError, UpstreamRpcError
 from codeward.gateway.names import ToolRef, assign_names
 from codeward.gateway.pending import RoundExpired
 from codeward.gateway.relay import Relay
 from codeward.gateway.upstream import Upstream
 from codeward.gateway.uris import expose_uri, upstream_uri
+from codeward.kernel.client_link import ClientLink
 
 logger = logging.getLogger("codeward.gateway")
 

@@ -17,7 +17,7 @@ Each exception knows its :class:`ErrorKind` and renders as an :class:`ErrorInfo`
 
 from __future__ import annotations
 
-from codeward.result import ErrorInfo, ErrorKind
+from codeward.kernel.result import ErrorInfo, ErrorKind
 
 BODY_SNIPPET = 400
 

@@ -1,10 +1,10 @@
 """The gateway: many upstream servers served as one namespaced tool surface.
 
-:class:`Gateway` is a :class:`~codeward.surface.ToolSurface` (``tool_infos``, ``has``,
+:class:`Gateway` is a :class:`~codeward.kernel.surface.ToolSurface` (``tool_infos``, ``has``,
 ``call``), so the MCP server, the agent and the CLI use it like the native catalog. It
 offers only what each server's allow/deny lists and the pins let through; whether a call
 may run is decided outside it, by the approval middleware of the stack's chain (each listed
-tool carries its :class:`~codeward.surface.ToolOrigin` for that). Use it
+tool carries its :class:`~codeward.kernel.surface.ToolOrigin` for that). Use it
 as an async context manager: entering starts every upstream connection in parallel (each
 with its own deadline) and returns at once; :meth:`Gateway.wait_settled` waits until every
 server is either ready or reported failed.
@@ -29,23 +29,22 @@ import anyio
 import anyio.abc
 import mcp_types as types
 
-from codeward.catalog import ToolOutcome
-from codeward.client_link import ClientLink
-from codeward.context import ToolContext
 from codeward.gateway.config import GatewayConfig, ServerConfig
 from codeward.gateway.content import UpstreamContent
 from codeward.gateway.errors import UpstreamError
-from codeward.gateway.names import ToolRef, assign_names, plain_name, split_name
+from codeward.gateway.names import ToolFilter, ToolRef, assign_names, plain_name, split_name
 from codeward.gateway.pending import PendingRequests, RoundExpired
 from codeward.gateway.pins import PinFile, PinStore, PinVerdict, tool_fingerprint
-from codeward.gateway.policy import ToolFilter
 from codeward.gateway.relay import Relay, link_of
 from codeward.gateway.results import outcome_from_error, outcome_from_result, outcome_from_upstream_error
 from codeward.gateway.upstream import ServerState, ServerStatus, Upstream
 from codeward.gateway.uris import expose_uri
-from codeward.result import ErrorInfo, ErrorKind
-from codeward.state.errors import StateUnavailable
-from codeward.surface import ToolInfo, ToolOrigin, unknown_tool
+from codeward.kernel.client_link import ClientLink
+from codeward.kernel.context import ToolContext
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.result import ErrorInfo, ErrorKind
+from codeward.kernel.state_unavailable import StateUnavailable
+from codeward.kernel.surface import ToolInfo, ToolOrigin, unknown_tool
 
 logger = logging.getLogger("codeward.gateway")
 

@@ -1,4 +1,5 @@
-"""Exposed tool names: ``alias__tool``, always valid, never clashing, decided the same way every time.
+"""Exposed tool names: ``alias__tool``, always valid, never clashing, decided the same way every time;
+and which of a server's tools are offered at all (its ``allow``/``deny`` lists, :class:`ToolFilter`).
 
 The rule (also in docs/gateway.md):
 
@@ -14,12 +15,13 @@ The rule (also in docs/gateway.md):
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from codeward.config.mcp import ALIAS_SEPARATOR
+from codeward.config.mcp import ALIAS_SEPARATOR, ServerConfig
 
 VALID_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
 _INVALID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
@@ -87,3 +89,25 @@ def assign_names(refs: Iterable[ToolRef], *, limit: int = 128, reserved: Iterabl
 
 def exposed_names_by_ref(assigned: Mapping[str, ToolRef]) -> dict[ToolRef, str]:
     return {ref: name for name, ref in assigned.items()}
+
+
+def matches(name: str, patterns: tuple[str, ...]) -> bool:
+    """Exact names, or shell-style globs like ``alias__*`` (case-sensitive)."""
+    return any(name == p or fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+@dataclass(frozen=True)
+class ToolFilter:
+    """A server's ``allow``/``deny`` lists over its own tool names; deny wins; empty allow = all."""
+
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, server: ServerConfig) -> ToolFilter:
+        return cls(server.allow, server.deny)
+
+    def offers(self, tool: str) -> bool:
+        if self.deny and matches(tool, self.deny):
+            return False
+        return not self.allow or matches(tool, self.allow)

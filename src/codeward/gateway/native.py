@@ -5,16 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from codeward.catalog import ToolOutcome
-from codeward.chain import Middleware, ToolCall
 from codeward.gateway.names import plain_name
-from codeward.surface import ToolInfo, ToolSurface, unknown_tool
+from codeward.kernel.chain import Middleware, ToolCall
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.surface import ToolInfo, ToolSurface, unknown_tool
 
 
 class Alias(Middleware):
     """The inner surface's tools renamed ``alias__name`` (so they sort and read like upstream tools).
 
-    Only the names change: each tool keeps its :class:`~codeward.surface.ToolOrigin`, so approval
+    Only the names change: each tool keeps its :class:`~codeward.kernel.surface.ToolOrigin`, so approval
     rules written for ``name`` or ``alias__name`` mean the same tool.
     """
 

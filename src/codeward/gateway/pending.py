@@ -4,7 +4,7 @@ A 2026-07-28 client has no back-channel. When the upstream a call runs on asks s
 mid-call, the gateway must answer the client's request with an ``input_required`` result
 carrying the question — while the upstream request goes on, waiting for its answer. So in that
 era an upstream request runs in a task of its own, a :class:`PendingRequest`, under a random
-handle the round's state carries (:attr:`codeward.client_link.InputRequired.resume`); the
+handle the round's state carries (:attr:`codeward.kernel.client_link.InputRequired.resume`); the
 client's next call with the answers finds it by that handle, hands the answers over and waits
 again, until the upstream answers.
 
@@ -26,8 +26,8 @@ from typing import Any, Generic, TypeVar
 import anyio
 import anyio.abc
 
-from codeward.client_link import ClientLink, InputRequired
 from codeward.gateway.relay import Relay
+from codeward.kernel.client_link import ClientLink, InputRequired
 
 logger = logging.getLogger("codeward.gateway")
 

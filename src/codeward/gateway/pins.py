@@ -7,7 +7,7 @@ definition is logged (``warn``) or the tool is withheld and its calls refused (`
 until the user re-pins it with ``codeward servers --repin``.
 
 :class:`PinStore` is the seam: :class:`PinFile` keeps one machine's pins in a JSON file; replicas
-of a team gateway share theirs in Redis (:class:`codeward.state.redis_pins.RedisPins`), where the
+of a team gateway share theirs in Redis (:class:`codeward.serving.shared_state.redis_pins.RedisPins`), where the
 first replica to pin a tool decides for all and a re-pin on one is seen by every one.
 
 The hash covers the name, description, input and output schemas and the annotations (so a
@@ -27,8 +27,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
 
-from codeward import state_dir
-from codeward.state_dir import StateDir
+from codeward.kernel import state_dir
+from codeward.kernel.state_dir import StateDir
 
 
 class PinVerdict(StrEnum):
@@ -160,7 +160,7 @@ class PinFile:
         """Write atomically (temp file, fsync, rename) so a crash never leaves half a file.
 
         In a project's ``.codeward/`` (the default) the write goes through its
-        :class:`~codeward.state_dir.StateDir`, which follows no link planted there.
+        :class:`~codeward.kernel.state_dir.StateDir`, which follows no link planted there.
         """
         if self.path is None:
             return

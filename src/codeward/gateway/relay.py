@@ -3,7 +3,7 @@
 An upstream server believes the gateway is its client. During a call it may ask for a sampled
 message (``sampling/createMessage``), a form or a URL to visit (``elicitation/create``) or the
 roots (``roots/list``), and it reports progress and log messages. Each goes to the MCP client
-of the call it belongs to, in that client's protocol era (:mod:`codeward.client_link`):
+of the call it belongs to, in that client's protocol era (:mod:`codeward.kernel.client_link`):
 
 * a :class:`Relay` is one upstream request in flight and the client it belongs to: it asks the
   client (at once, or in a 2026-07-28 input round) and passes progress and log lines on in order;
@@ -31,8 +31,8 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from codeward.client_link import ClientLink
-from codeward.context import NullReporter, ToolContext
+from codeward.kernel.client_link import ClientLink
+from codeward.kernel.context import NullReporter, ToolContext
 
 logger = logging.getLogger("codeward.gateway")
 

@@ -20,11 +20,12 @@ from typing import Any
 
 import mcp_types as types
 
-from codeward.catalog import ToolOutcome, bound_output
-from codeward.content import BinaryBlock, Block, ResourceBlock, RichContent, TextBlock
-from codeward.context import ToolContext
 from codeward.gateway.errors import UpstreamError, UpstreamRpcError
-from codeward.result import ErrorInfo
+from codeward.kernel.content import BinaryBlock, Block, ResourceBlock, RichContent, TextBlock
+from codeward.kernel.context import ToolContext
+from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.result import ErrorInfo
+from codeward.kernel.steps import bound_output
 
 PASSED_AS_ERRORS = frozenset({types.URL_ELICITATION_REQUIRED})
 """JSON-RPC error codes an MCP client acts on itself (URL elicitation required: it opens the URLs the

@@ -3,7 +3,7 @@
 The SDK's ``stdio_client`` moves every message through a reader task, a text decoder and a
 memory stream (and the same on the way out). The gateway sits in the middle of every call,
 so it uses codeward's line streams instead (the ones the server's own stdio uses): the event
-loop reads the pipe and :class:`~codeward.transport.line_streams.MessageReader` parses whole
+loop reads the pipe and :class:`~codeward.engines.jsonrpc.line_streams.MessageReader` parses whole
 lines. Behaviour matches the SDK transport: the same inherited environment plus the
 configured one, its own process group, and on exit stdin closed, a grace period, then
 SIGTERM and SIGKILL to the whole group. Off asyncio (or on Windows) the SDK transport is used.
@@ -24,6 +24,8 @@ from typing import IO, Any
 import anyio
 import sniffio
 
+from codeward.engines.jsonrpc.line_streams import LineReaderProtocol, MessageReader, MessageWriter, WriterProtocol
+
 EXIT_GRACE = 2.0
 """Seconds a server gets to exit after its stdin closes (as the SDK transport allows)."""
 KILL_GRACE = 2.0
@@ -43,8 +45,6 @@ async def fast_stdio_client(
 ) -> AsyncIterator[tuple[Any, Any]]:
     """Start ``command`` and yield ``(read_stream, write_stream)`` over its stdout/stdin."""
     from mcp.client.stdio import get_default_environment
-
-    from codeward.transport.line_streams import LineReaderProtocol, MessageReader, MessageWriter, WriterProtocol
 
     loop = asyncio.get_running_loop()
     full_env = get_default_environment() | dict(env)

@@ -13,7 +13,8 @@ import importlib
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
-from codeward.catalog import Catalog, ToolSpec, specs_in
+from codeward.kernel.catalog import Catalog, ToolSpec, specs_in
+from codeward.kernel.schema_cache import SchemaCache
 
 TOOL_MODULES: tuple[str, ...] = (
     "codeward.tools.files",
@@ -33,6 +34,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "codeward.tools.beads",
     "codeward.tools.coding_review",
     "codeward.tools.coding_exec",
+    "codeward.tools.processes",
     "codeward.tools.shell",
     "codeward.tools.tests",
     "codeward.tools.registry_tools",
@@ -70,7 +72,7 @@ TOOLSET_SUMMARIES: Mapping[str, str] = {
     "runtime": "The server's own call figures, memory and CPU.",
     "beads": "The project's Beads issue tracker (.beads/).",
     "coding": "Static analysis, quality gates and reports; run code in a sandbox or Docker.",
-    "shell": "The project's tests in the sandbox (run_shell is core).",
+    "shell": "The project's tests and long-running processes (dev servers, REPLs) in the sandbox; run_shell is core.",
     "registry": "The .ai/ registry: search, read and run user tools, directives and knowledge.",
     "lsp": "Language servers: whole-project references, renames, definitions, diagnostics.",
     DISCOVERY_TOOLSET: "Find, enable and call the other toolsets.",
@@ -117,7 +119,7 @@ def toolset_choice(requested: Collection[str] | None) -> ToolsetChoice:
 def default_catalog(toolsets: Iterable[str] | None = None) -> Catalog:
     """The catalog of every built-in tool, optionally limited to some toolsets.
 
-    When this build saved its listing before (:mod:`codeward.schema_cache`), the catalog comes from
+    When this build saved its listing before (:mod:`codeward.kernel.schema_cache`), the catalog comes from
     it and no tool module is imported until one of its tools runs; otherwise the modules are
     imported and the listing saved for the next start.
     """
@@ -131,8 +133,6 @@ def served_catalog(choice: ToolsetChoice) -> Catalog:
 
 
 def _all_specs() -> list[ToolSpec]:
-    from codeward.schema_cache import SchemaCache
-
     cache = SchemaCache.default()
     specs = cache.specs(TOOL_MODULES) if cache is not None else None
     if specs is None:

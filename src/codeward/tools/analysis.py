@@ -1,7 +1,7 @@
 """Analysis tools: symbol search, repository map, usages, class hierarchies, call paths,
 file summaries and git diffs.
 
-Repository-wide questions go to the symbol index (:mod:`codeward.code.symbol_index`),
+Repository-wide questions go to the symbol index (:mod:`codeward.engines.code_intel.symbol_index`),
 refreshed incrementally before each answer, so they cost milliseconds after the first
 build instead of a parse of every file.
 """
@@ -14,20 +14,22 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from codeward.catalog import tool
-from codeward.code.call_graph import CallGraphBuilder, CallNode
-from codeward.code.file_summary import summarize
-from codeward.code.index_rows import Symbol
-from codeward.code.repo_map import build_repo_map
-from codeward.code.symbol_index import CALLABLE_KINDS, CLASS_KINDS, SymbolIndex, index_root_for, index_settings_of
-from codeward.code.tags import Extractors, tagged_language
-from codeward.code.textfile import read_text
-from codeward.code.usage_scan import SpanTable, Usage, locate_matches, usage_pattern
-from codeward.context import ToolContext
-from codeward.git import Repository, check_revision
-from codeward.result import ErrorKind, Result
+from codeward.config.index import IndexSettings
+from codeward.engines.code_intel.call_graph import CallGraphBuilder, CallNode
+from codeward.engines.code_intel.file_summary import summarize
+from codeward.engines.code_intel.index_rows import Symbol
+from codeward.engines.code_intel.python_symbols import parse_module
+from codeward.engines.code_intel.repo_map import build_repo_map
+from codeward.engines.code_intel.symbol_index import CALLABLE_KINDS, CLASS_KINDS, SymbolIndex, index_root_for
+from codeward.engines.code_intel.tags import Extractors, tagged_language
+from codeward.engines.code_intel.usage_scan import SpanTable, Usage, locate_matches, usage_pattern
+from codeward.engines.files.textfile import read_text
+from codeward.engines.git import Repository, check_revision
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import ErrorKind, Result
+from codeward.kernel.workspace import Access
 from codeward.tools.arguments import Scope
-from codeward.workspace import Access
 
 TOOLSET = "analysis"
 PYTHON_TOOLSET = "python"
@@ -228,7 +230,7 @@ def _open_index(ctx: ToolContext, real: Path, *, references: bool = True) -> Res
 
     try:
         stats = index.refresh(progress=report, cancelled=ctx.cancelled, references=references,
-                              ctags=index_settings_of(ctx.services).ctags)
+                              ctags=ctx.services.get(IndexSettings).ctags)
     except Exception:
         index.close()
         raise
@@ -442,7 +444,6 @@ def _member_lines(text: str, name: str) -> set[int]:
     """The ``def``/``class`` lines of the file's definitions named exactly ``name`` (dotted), if any."""
     if "." not in name:
         return set()
-    from codeward.code.python_symbols import parse_module
 
     try:
         module = parse_module(text)

@@ -1,7 +1,7 @@
 """Beads tools: list, create, update and find ready issues of the project's ``.beads/`` tracker.
 
 They delegate to the ``bd`` CLI when it is on PATH and use the built-in store of
-``.beads/issues.jsonl`` otherwise (see :mod:`codeward.beads.tracker`). Without a ``.beads/``
+``.beads/issues.jsonl`` otherwise (see :mod:`codeward.engines.beads.tracker`). Without a ``.beads/``
 folder in the primary root every tool answers the seed's "no active workspace" error.
 """
 
@@ -11,12 +11,12 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from codeward.beads.model import DEFAULT_PRIORITY, Bead, IssueType, Status
-from codeward.beads.tracker import MAX_TITLE_CHARS, BeadChanges, open_tracker
-from codeward.catalog import tool
-from codeward.context import ToolContext
-from codeward.result import ErrorKind, Result
-from codeward.workspace import Access
+from codeward.engines.beads.model import DEFAULT_PRIORITY, Bead, IssueType, Status
+from codeward.engines.beads.tracker import MAX_TITLE_CHARS, BeadChanges, open_tracker
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import ErrorKind, Result
+from codeward.kernel.workspace import Access
 
 Priority = Annotated[int, Field(ge=0, le=4, description="0 critical .. 4 backlog.")]
 

@@ -1,7 +1,7 @@
 """``list_checkpoints`` and ``undo``: the way back from any tool call that changed files.
 
 Every call of a tool that writes is recorded by the catalog as a checkpoint (see
-:mod:`codeward.checkpoints`); these tools show them and revert them. ``undo`` refuses to
+:mod:`codeward.engines.checkpoints`); these tools show them and revert them. ``undo`` refuses to
 overwrite a file that changed outside codeward since — it names each one and asks the client
 (elicitation) when the client can answer, else it needs ``force=true``.
 """
@@ -15,14 +15,15 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from codeward.catalog import tool
-from codeward.checkpoints.journal import Journal
-from codeward.checkpoints.rewind import Outcome, Rewind, in_effect, reverted_by, select
-from codeward.checkpoints.store import CheckpointStore, Record
-from codeward.context import ToolContext
-from codeward.host_run import NEEDS_PERSON
-from codeward.result import ErrorKind, Result
-from codeward.workspace import HOST_RUN_HINT, Workspace
+from codeward.config.checkpoints import CheckpointSettings
+from codeward.engines.checkpoints.journal import Journal, journal_of
+from codeward.engines.checkpoints.rewind import Outcome, Rewind, in_effect, reverted_by, select
+from codeward.engines.checkpoints.store import CheckpointStore, Record, store_for
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.host_run import NEEDS_PERSON
+from codeward.kernel.result import ErrorKind, Result
+from codeward.kernel.workspace import HOST_RUN_HINT, Workspace
 
 TOOLSET = "checkpoints"
 SHOWN_PATHS = 4
@@ -80,8 +81,9 @@ class UndoReport(BaseModel):
 
 
 def _store(ctx: ToolContext) -> CheckpointStore:
-    journal = ctx.call.journal
-    return journal.store if journal is not None else ctx.settings.checkpoints.store(ctx.workspace.primary)
+    journal = journal_of(ctx)
+    return journal.store if journal is not None else store_for(ctx.workspace.primary,
+                                                                ctx.services.get(CheckpointSettings))
 
 
 def _paths(workspace: Workspace, record: Record) -> list[str]:
@@ -125,7 +127,7 @@ def _undo_preview(arguments: Mapping[str, Any], ctx: ToolContext) -> str | None:
     steps, checkpoint = arguments.get("steps", 1), arguments.get("checkpoint")
     if arguments.get("dry_run") or not isinstance(steps, int) or not isinstance(checkpoint, int | None):
         return None
-    journal = Journal(ctx.workspace, "undo", "preview", ctx.settings.checkpoints)
+    journal = Journal(ctx.workspace, "undo", "preview", ctx.services.get(CheckpointSettings))
     planned = _plan(ctx, journal.store, journal, steps, checkpoint)
     return planned.data[0].preview() if planned.ok else None
 
@@ -142,7 +144,7 @@ def undo(
 ) -> Result[UndoReport | None]:
     """Undo the latest tool edits: files restored, moves and deletions reversed. Refuses a file changed
     outside codeward since, naming it; force overwrites it."""
-    journal = ctx.call.journal
+    journal = journal_of(ctx)
     if journal is None:
         return Result.fail(ErrorKind.UNAVAILABLE, "checkpoints are off, so there is nothing to undo",
                            "Turn checkpoints on (they are on by default).")

@@ -15,15 +15,18 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from codeward.catalog import tool
-from codeward.coding.debug import Attempt, detect_language, diagnose, repair
-from codeward.coding.execute import Execution, Limits, execute
-from codeward.coding.monitor import Sampler
-from codeward.coding.runtime import NO_MODEL, runtime_of, settings_of
-from codeward.coding.sandbox.choice import SandboxRefused
-from codeward.config.coding import IMAGE_REFERENCE
-from codeward.context import ToolContext
-from codeward.result import ErrorKind, Result
+from codeward.config.coding import IMAGE_REFERENCE, CodingSettings
+from codeward.engines.execution.debug import Attempt, detect_language, diagnose, repair
+from codeward.engines.execution.execute import Execution, Limits, execute
+from codeward.engines.execution.languages import docker_image
+from codeward.engines.execution.monitor import Sampler
+from codeward.engines.execution.runtime import NO_MODEL, runtime_of
+from codeward.engines.llm.client import ask_text_sync
+from codeward.engines.sandbox import SandboxUnavailable
+from codeward.engines.sandbox.choice import SandboxRefused
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import ErrorKind, Result
 
 LanguageName = Literal["python", "javascript", "java", "cpp", "c", "go", "rust", "bash"]
 LanguageArg = LanguageName
@@ -96,7 +99,7 @@ class ExecutionOutput(BaseModel):
 
 def network_refusal(ctx: ToolContext, asked: bool, argument: str) -> Result[None] | None:
     """A refusal when a call asks for network the operator has not allowed, else ``None``."""
-    if not asked or settings_of(ctx.services).allow_network:
+    if not asked or ctx.services.get(CodingSettings).allow_network:
         return None
     return Result.fail(ErrorKind.PERMISSION,
                        f"{argument}=true was refused: network access for code is the operator's decision, and this "
@@ -337,16 +340,15 @@ def coding_run_in_docker(
     refused = network_refusal(ctx, network_enabled, "network_enabled")
     if refused is not None:
         return refused.cast(None)  # type: ignore[arg-type]
-    from codeward.coding.docker_exec import run_code_in_docker
-    from codeward.coding.sandbox import SandboxUnavailable
-    from codeward.coding.sandbox.docker import DockerSandbox, engine_client
+    from codeward.engines.execution.docker_exec import run_code_in_docker
+    from codeward.engines.sandbox.docker import DockerSandbox, engine_client
 
     try:
         sandbox = DockerSandbox(engine_client())
     except SandboxUnavailable as exc:
         return Result.fail(ErrorKind.UNAVAILABLE, f"Docker execution failed (status: setup_error): {exc}",
                            "Use coding_execute_code, which runs code in the local sandbox without Docker.")
-    chosen = image or settings_of(ctx.services).docker_image(language)
+    chosen = image or docker_image(ctx.services.get(CodingSettings), language)
     ctx.progress(0, 1, f"running {language} in {chosen}")
     outcome = run_code_in_docker(sandbox, language, code, stdin, image=chosen, environment=environment,
                                  memory_limit=memory_limit.lower(), cpu_limit=cpu_limit, network=network_enabled,
@@ -462,7 +464,7 @@ def coding_debug_code(
     lang = language or detect_language(source_code, stderr)
     found = diagnose(lang, stderr, stdout, exit_code)
     diagnosis = DiagnosisOutput(**vars(found))
-    settings = settings_of(ctx.services)
+    settings = ctx.services.get(CodingSettings)
     profile = settings.model_profile()
     if profile is None:
         return Result.success(DebugOutput(
@@ -476,8 +478,6 @@ def coding_debug_code(
 
     def report(number: int, attempt: Attempt) -> None:
         ctx.progress(number, max_retries, f"attempt {number}: {attempt.status}")
-
-    from codeward.llm.client import ask_text_sync
 
     def ask(messages: list[dict[str, str]]) -> str:
         return ask_text_sync(profile, list(messages), api_key=settings.model_api_key or "not-needed")

@@ -1,6 +1,6 @@
 """Review tools: static analysis of a file or project, quality gates, and quality reports.
 
-Thin wrappers over :mod:`codeward.coding.review.service`; see ``docs/review.md``.
+Thin wrappers over :mod:`codeward.engines.review.service`; see ``docs/review.md``.
 """
 
 from __future__ import annotations
@@ -9,10 +9,9 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from codeward.catalog import tool
-from codeward.coding.review import service
-from codeward.coding.review.gates import QualityGates
-from codeward.coding.review.models import (
+from codeward.engines.review import service
+from codeward.engines.review.gates import QualityGates
+from codeward.engines.review.models import (
     AnalysisType,
     FileAnalysis,
     GateReport,
@@ -20,9 +19,10 @@ from codeward.coding.review.models import (
     ReportResult,
     Severity,
 )
-from codeward.coding.review.report import ReportFormat
-from codeward.context import ToolContext
-from codeward.result import Result
+from codeward.engines.review.report import ReportFormat
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import Result
 
 TypesArg = Annotated[list[AnalysisType] | None, Field(description="Default: all.")]
 ThresholdArg = Annotated[Severity, Field(description="The least severe issue reported.")]

@@ -20,15 +20,15 @@ from typing import Annotated
 
 from pydantic import Field
 
-from codeward.catalog import tool
-from codeward.checkpoints.journal import Journal, trash_size
-from codeward.checkpoints.states import state_of
-from codeward.code.textfile import PathChanged, checked_dir
-from codeward.context import ToolContext
-from codeward.host_run import NEEDS_PERSON
-from codeward.links import host_readlink, kernel_resolve, link_refusal
-from codeward.result import ErrorKind, Result
-from codeward.workspace import HOST_RUN_HINT, Access, Workspace
+from codeward.engines.checkpoints.journal import Journal, journal_of, trash_size
+from codeward.engines.checkpoints.states import state_of
+from codeward.engines.files.links import host_readlink, kernel_resolve, link_refusal
+from codeward.engines.files.textfile import PathChanged, checked_dir
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.host_run import NEEDS_PERSON
+from codeward.kernel.result import ErrorKind, Result
+from codeward.kernel.workspace import HOST_RUN_HINT, Access, Workspace
 
 MAX_TREE_ENTRIES = 200_000
 """A deletion checks every entry of the tree; past this many it asks for a narrower path."""
@@ -51,10 +51,11 @@ def operand(workspace: Workspace, raw: str, param: str) -> Result[Path]:
 
 
 def _journal(ctx: ToolContext, action: str) -> Result[Journal]:
-    if ctx.call.journal is None:
+    journal = journal_of(ctx)
+    if journal is None:
         return Result.fail(ErrorKind.UNAVAILABLE, f"checkpoints are off, and {action} keeps a recoverable copy in one",
                            "Turn checkpoints on (they are on by default), or use run_shell.")
-    return Result.success(ctx.call.journal)
+    return Result.success(journal)
 
 
 def _in_root(workspace: Workspace, path: Path) -> bool:

@@ -13,12 +13,12 @@ from typing import Annotated, TypeVar
 import pathspec
 from pydantic import Field
 
-from codeward.catalog import tool
-from codeward.code.textfile import TextFile, read_text, read_text_plain, split_lines, write_text
-from codeward.code.walk import Entry, walk
-from codeward.context import ToolContext
-from codeward.result import ErrorKind, Result, quoted
-from codeward.workspace import Access, Workspace
+from codeward.engines.files.textfile import TextFile, read_text, read_text_plain, split_lines, write_text
+from codeward.engines.files.walk import Entry, walk
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import ErrorKind, Result, quoted
+from codeward.kernel.workspace import Access, Workspace
 
 MAX_LISTED = 2000
 MAX_MATCHES = 1000

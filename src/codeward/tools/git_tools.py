@@ -1,7 +1,7 @@
 """Git for the agent: status, log, show and blame, and a commit only a person approves — all through
 codeward's hardened git.
 
-Every tool here reads through :class:`codeward.git.Repository`: the repository is verified to
+Every tool here reads through :class:`codeward.engines.git.Repository`: the repository is verified to
 lie inside the roots, git runs with nothing the repository or the machine configures that
 would start a program (hooks, fsmonitor, filters, textconv, pagers...), and blacklisted files
 are excluded from every pathspec and checked again in every answer — a secret's name or
@@ -18,17 +18,19 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from codeward.catalog import tool
-from codeward.code.textfile import displayable, read_text
-from codeward.context import ToolContext
-from codeward.git import EMPTY_TREE, Repository, check_revision
-from codeward.git.blame import check_content, content_lines, read_blame
-from codeward.git.commit import commit as commit_paths
-from codeward.git.commit import identity, pending, preview_diff
-from codeward.git.log import Commit, read_commit, read_log
-from codeward.git.status import StatusEntry, read_status
-from codeward.result import ErrorKind, Result
-from codeward.workspace import Access
+from codeward.approval.consent import person_refuses
+from codeward.engines.files.textfile import read_text
+from codeward.engines.git import EMPTY_TREE, Repository, check_revision
+from codeward.engines.git.blame import check_content, content_lines, read_blame
+from codeward.engines.git.commit import commit as commit_paths
+from codeward.engines.git.commit import identity, pending, preview_diff
+from codeward.engines.git.log import Commit, read_commit, read_log
+from codeward.engines.git.status import StatusEntry, read_status
+from codeward.kernel.catalog import tool
+from codeward.kernel.content import displayable
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import ErrorKind, Result
+from codeward.kernel.workspace import Access
 
 TOOLSET = "git"
 MAX_BLAME_LINES = 2_000
@@ -473,16 +475,7 @@ def git_commit(
 
 def _approved_by_client(ctx: ToolContext, paths: list[str], message: str, diff: str) -> bool:
     """Ask the client's user (MCP elicitation) to approve the commit; False when no one can be asked."""
-    if ctx.peer is None:
-        return False
     shown = diff if len(diff) <= 8_000 else diff[:8_000] + f"\n[... {len(diff) - 8_000:,} more characters]\n"
     text = (f"codeward: commit {', '.join(paths)} with the message:\n\n{message.strip()}\n\n"
             f"the change it would record:\n{shown}")
-    schema = {"type": "object", "properties": {"commit": {"type": "boolean", "title": "Commit", "default": False}},
-              "required": ["commit"]}
-    try:
-        answer = ctx.peer.elicit(text, schema)
-    except Exception:  # no elicitation support, a closed session: the answer is no
-        return False
-    content = answer.get("content") or {}
-    return answer.get("action") == "accept" and content.get("commit") is True
+    return person_refuses(ctx, text, field="commit", title="Commit") is None

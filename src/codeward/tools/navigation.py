@@ -3,7 +3,7 @@
 Python, TypeScript/JavaScript, Go and C/C++ files are answered by their language server
 (basedpyright, typescript-language-server, gopls, clangd), each started on first use in the
 sandbox and kept; until it is ready — or where it is not installed — the symbol index answers by
-name, marked so, with a note saying why (:mod:`codeward.lsp.answers`). Python references and
+name, marked so, with a note saying why (:mod:`codeward.engines.lsp.answers`). Python references and
 renames share ``py_find_references``/``py_rename_symbol``'s engines (jedi while basedpyright
 starts). The ``lsp`` toolset is not served by default; ``[server] toolsets`` turns it on.
 """
@@ -15,16 +15,17 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from codeward.catalog import tool
-from codeward.code.symbol_index import SymbolIndex, index_root_for, index_settings_of
-from codeward.code.textfile import read_text
-from codeward.context import ToolContext
-from codeward.lsp import answers, python_answers
-from codeward.lsp.answers import Navigation, Target, find_target, indexed_name
-from codeward.lsp.reports import DefinitionReport, DiagnosticsReport, ReferenceReport, RenameReport, SymbolInfo
-from codeward.lsp.servers import spec_for
-from codeward.lsp.tool_args import ApplyArg, LimitArg, OffsetArg, UnsureArg
-from codeward.result import ErrorKind, Result
+from codeward.config.index import IndexSettings
+from codeward.engines.code_intel.symbol_index import SymbolIndex, index_root_for
+from codeward.engines.files.textfile import read_text
+from codeward.engines.lsp import answers, python_answers
+from codeward.engines.lsp.answers import Navigation, Target, find_target, indexed_name
+from codeward.engines.lsp.reports import DefinitionReport, DiagnosticsReport, ReferenceReport, RenameReport, SymbolInfo
+from codeward.engines.lsp.servers import spec_for
+from codeward.engines.lsp.tool_args import ApplyArg, LimitArg, OffsetArg, UnsureArg
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import ErrorKind, Result
 
 TOOLSET = "lsp"
 
@@ -58,7 +59,7 @@ def _located(ctx: ToolContext, path: str, name: str, line: int, column: int,
         return _failed(opened)
     index = opened.data
     try:
-        index.refresh(cancelled=ctx.cancelled, ctags=index_settings_of(ctx.services).ctags)
+        index.refresh(cancelled=ctx.cancelled, ctags=ctx.services.get(IndexSettings).ctags)
         text = loaded.data.text
         if not need_symbol:
             return Result.success((index, Target(real, display, 1, 1, "", display), text))

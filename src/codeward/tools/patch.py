@@ -2,7 +2,7 @@
 
 The whole patch is checked before a byte is written: every path through the gate for
 writing, every file readable as text, every hunk applying exactly where it should (see
-:mod:`codeward.code.unified_diff`), every file added absent and every file deleted matching.
+:mod:`codeward.engines.files.unified_diff`), every file added absent and every file deleted matching.
 Only then are the files written, each atomically, keeping its encoding, BOM and line endings;
 if a write still fails (a permission), the files already written are put back, so the patch is
 applied whole or not at all. The changes form one checkpoint: ``undo`` reverts the patch.
@@ -18,15 +18,15 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from codeward.catalog import tool
-from codeward.checkpoints.states import state_of
-from codeward.code import unified_diff
-from codeward.code.textfile import PathChanged, TextFile, atomic_write, checked_dir, read_checked, read_text
-from codeward.code.unified_diff import FilePatch
-from codeward.context import ToolContext
-from codeward.repository_guard import COMPLETED, RepositoryGuard
-from codeward.result import ErrorKind, Result
-from codeward.workspace import POLICY_HINT, Access
+from codeward.engines.checkpoints.states import state_of
+from codeward.engines.files import unified_diff
+from codeward.engines.files.textfile import PathChanged, TextFile, atomic_write, checked_dir, read_checked, read_text
+from codeward.engines.files.unified_diff import FilePatch
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.repository_guard import COMPLETED, RepositoryGuard
+from codeward.kernel.result import ErrorKind, Result
+from codeward.kernel.workspace import POLICY_HINT, Access
 
 MAX_PATCH_FILES = 500
 

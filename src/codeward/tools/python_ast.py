@@ -17,9 +17,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from codeward.catalog import tool
-from codeward.code.definition_swap import Defined, mismatch
-from codeward.code.python_rewrite import (
+from codeward.engines.code_intel.definition_swap import Defined, mismatch
+from codeward.engines.code_intel.python_rewrite import (
     REGION_END,
     REGION_START,
     AnchorType,
@@ -33,7 +32,7 @@ from codeward.code.python_rewrite import (
     skeleton,
     statement_region,
 )
-from codeward.code.python_symbols import (
+from codeward.engines.code_intel.python_symbols import (
     DEFINITION_NODES,
     DefinitionNode,
     ParseCache,
@@ -54,12 +53,14 @@ from codeward.code.python_symbols import (
     syntax_problem,
     top_level_definitions,
 )
-from codeward.code.textfile import TextFile, read_text, write_text
-from codeward.context import ToolContext
-from codeward.planned_writes import write_all
-from codeward.result import ErrorKind, Result
+from codeward.engines.files.planned_writes import write_all
+from codeward.engines.files.textfile import TextFile, read_text, write_text
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import ErrorKind, Result
+from codeward.kernel.workspace import Access, Workspace
 from codeward.tools.arguments import NewDefinition, Occurrence, PySymbol
-from codeward.workspace import Access, Workspace
+from codeward.tools.python_refs import plan_rename
 
 AnchorArg = Annotated[Literal["start", "end", "before", "after"], Field(
     description="start/end: of the file, or of the class anchor_symbol names; before/after: the definition it "
@@ -584,7 +585,6 @@ def _rename_then_edit(ctx: ToolContext, data: LoadedPython, symbol: Symbol, new_
         return Result.fail(ErrorKind.CONFLICT, f"{symbol.qualname} is defined several times in {data.display}; "
                            "a rename applies to the name, not one occurrence",
                            "Rename with py_rename_symbol first, then update the occurrence.", data="")
-    from codeward.tools.python_refs import plan_rename
 
     planned = plan_rename(ctx, str(data.real), new_name, name=symbol.qualname)
     if not planned.ok or planned.data is None:

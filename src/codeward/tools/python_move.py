@@ -4,7 +4,7 @@ A move to another module is planned whole before anything is written: the defini
 imports it needs go to the destination; the old module imports it back if it still uses it; every
 file of the project that imports the name from the old module — ``from old import name``,
 ``import pkg.old`` then ``pkg.old.name``, relative imports, star imports, package re-exports,
-tests — is rewritten to the new one (:mod:`codeward.code.python_importers`); ``__all__`` follows.
+tests — is rewritten to the new one (:mod:`codeward.engines.code_intel.python_importers`); ``__all__`` follows.
 Strings naming the old place (``mock.patch("pkg.old.name")``) are listed as unsure. A move that
 would leave an import it cannot rewrite, a name bound twice, a new import cycle, or a file that
 may not be written is refused with the list, and nothing changes. Otherwise every file is
@@ -21,11 +21,10 @@ from typing import Annotated
 
 from pydantic import Field
 
-from codeward.catalog import tool
-from codeward.code.python_edits import TextEdit, apply_edits
-from codeward.code.python_importers import Finding, ImporterPlan, MovedName, Resolver, View, plan_importer
-from codeward.code.python_modules import PYTHON_SUFFIXES, ModuleMap
-from codeward.code.python_move import (
+from codeward.engines.code_intel.python_edits import TextEdit, apply_edits
+from codeward.engines.code_intel.python_importers import Finding, ImporterPlan, MovedName, Resolver, View, plan_importer
+from codeward.engines.code_intel.python_modules import PYTHON_SUFFIXES, ModuleMap
+from codeward.engines.code_intel.python_move import (
     Carried,
     Home,
     add_imports,
@@ -36,8 +35,8 @@ from codeward.code.python_move import (
     removed_from_all,
     uses_relative_imports,
 )
-from codeward.code.python_rewrite import AnchorType, attached_comment_start, cut_lines, removal_lines
-from codeward.code.python_symbols import (
+from codeward.engines.code_intel.python_rewrite import AnchorType, attached_comment_start, cut_lines, removal_lines
+from codeward.engines.code_intel.python_symbols import (
     PythonModule,
     Symbol,
     check_edit,
@@ -47,12 +46,14 @@ from codeward.code.python_symbols import (
     reindent,
     rename_definition,
 )
-from codeward.code.symbol_index import index_root_for
-from codeward.code.textfile import read_text
-from codeward.code.walk import walk
-from codeward.context import ToolContext
-from codeward.planned_writes import PlannedWrite, unified_diff, write_all
-from codeward.result import ErrorKind, Result
+from codeward.engines.code_intel.symbol_index import index_root_for
+from codeward.engines.files.planned_writes import PlannedWrite, unified_diff, write_all
+from codeward.engines.files.textfile import read_text
+from codeward.engines.files.walk import walk
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import ErrorKind, Result
+from codeward.kernel.workspace import Access
 from codeward.tools.arguments import Occurrence, PySymbol
 from codeward.tools.python_ast import (
     TOOLSET,
@@ -63,7 +64,6 @@ from codeward.tools.python_ast import (
     load_python_symbol,
     place_definition,
 )
-from codeward.workspace import Access
 
 MAX_PROJECT_FILES = 20_000
 SKIPPED_FOLDERS = frozenset({"node_modules", ".venv", "venv", ".tox", ".nox", "__pycache__", "site-packages",

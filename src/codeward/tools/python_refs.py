@@ -2,7 +2,7 @@
 
 The symbol is named the way the other ``py_*`` tools name it (a dotted name defined in a file)
 or pointed at (line and column of any of its uses). basedpyright answers once it runs (in the
-sandbox), jedi while it starts or where it is not installed (:mod:`codeward.lsp.python_answers`);
+sandbox), jedi while it starts or where it is not installed (:mod:`codeward.engines.lsp.python_answers`);
 the symbol index lists every occurrence of the name in code, so that those neither ties to the
 symbol are listed as unsure. Every file read or shown passes the gate; a rename writes only when
 every file it changes may be written and nothing is unsure (or ``unsure`` says what to do), all
@@ -19,17 +19,18 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from codeward.catalog import tool
-from codeward.code import python_refs
-from codeward.code.python_symbols import lookup_one, parse_module
-from codeward.code.symbol_index import SymbolIndex, index_root_for, index_settings_of
-from codeward.code.textfile import read_text
-from codeward.context import ToolContext
-from codeward.lsp import python_answers
-from codeward.lsp.answers import Target, find_target
-from codeward.lsp.reports import ReferenceReport, RenameReport
-from codeward.lsp.tool_args import ApplyArg, LimitArg, OffsetArg, UnsureArg
-from codeward.result import ErrorKind, Result
+from codeward.config.index import IndexSettings
+from codeward.engines.code_intel import python_refs
+from codeward.engines.code_intel.python_symbols import lookup_one, parse_module
+from codeward.engines.code_intel.symbol_index import SymbolIndex, index_root_for
+from codeward.engines.files.textfile import read_text
+from codeward.engines.lsp import python_answers
+from codeward.engines.lsp.answers import Target, find_target
+from codeward.engines.lsp.reports import ReferenceReport, RenameReport
+from codeward.engines.lsp.tool_args import ApplyArg, LimitArg, OffsetArg, UnsureArg
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import ErrorKind, Result
 
 TOOLSET = "python"
 
@@ -93,7 +94,7 @@ def _opened(ctx: ToolContext, root: Path) -> Result[SymbolIndex]:
         return opened
     index = opened.data
     try:
-        index.refresh(cancelled=ctx.cancelled, ctags=index_settings_of(ctx.services).ctags)
+        index.refresh(cancelled=ctx.cancelled, ctags=ctx.services.get(IndexSettings).ctags)
     except Exception:
         index.close()
         raise

@@ -1,7 +1,7 @@
 """The four registry meta-tools: search, load, execute and help.
 
 They cover the items of ``.ai/`` (project) and ``~/.ai/`` (user) — and, when the server
-provides its tool list (always in meta mode, see :class:`codeward.registry.meta.Meta`),
+provides its tool list (always in meta mode, see :class:`codeward.tools.meta.Meta`),
 every tool the server serves, so a client that lists only these four can still find and call
 everything.
 """
@@ -12,15 +12,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from codeward.catalog import tool
-from codeward.context import ToolContext
-from codeward.registry.consent import ask_person
-from codeward.registry.describe import Hit, item_help, item_hit, overview, render_hits, served_help, served_hit
-from codeward.registry.execute import run_tool
-from codeward.registry.items import Kind, Space
-from codeward.registry.served import ServedTools, served_of
-from codeward.registry.service import Registry, describe_covered
-from codeward.result import ErrorKind, Result
+from codeward.approval.consent import ask_person
+from codeward.engines.registry.describe import Hit, item_help, item_hit, overview, render_hits, served_help, served_hit
+from codeward.engines.registry.execute import run_tool
+from codeward.engines.registry.items import Kind, Space
+from codeward.engines.registry.served import ServedTools
+from codeward.engines.registry.service import Registry, describe_covered
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import ErrorKind, Result
 
 Name = Annotated[str, Field(description="As registry_search shows it.")]
 KindArg = Annotated[Literal["tool", "directive", "knowledge"] | None,
@@ -49,7 +49,7 @@ def registry_search(
         with registry.index() as index:
             total = len(index.names())
             hits += [item_hit(registry, item, score) for item, score in index.search(query, wanted_kind, space, limit)]
-    served = served_of(ctx.services)
+    served = ctx.services.find(ServedTools)
     if served is not None and source in ("all", "served") and wanted_kind in (None, Kind.TOOL):
         total += len(served.infos())
         hits += [served_hit(served, info, score) for info, score in served.search(query, limit)]
@@ -97,7 +97,7 @@ def registry_execute(
 ) -> Result[Any]:
     """Run a tool by name: one this server serves, or a registry tool signed by a key the user trusts (in
     the sandbox). Or ask the user to sign an item."""
-    served = served_of(ctx.services)
+    served = ctx.services.find(ServedTools)
     if action == "sign":
         if source is None and served is not None and served.has(name) and not _is_item(ctx, name):
             return Result.fail(ErrorKind.INVALID_INPUT, f"{name} is served by this server, not a registry item; "
@@ -106,7 +106,7 @@ def registry_execute(
     if source is None and served is not None and served.has(name):
         return call_served(served, name, params, dry_run, ctx)
     ran = run_tool(Registry.for_context(ctx), name, params, ctx, space=Space(source) if source else None,
-                   dry_run=dry_run, timeout=timeout)
+                   dry_run=dry_run, timeout=timeout, consent=ask_person)
     if not ran.ok or ran.data is None:
         return ran.cast("")
     return Result(data=ran.data.render(), notes=list(ran.notes))
@@ -121,7 +121,7 @@ def registry_help(
 ) -> Result[str]:
     """How to call one tool or use one item (its arguments), or an overview of everything available."""
     registry = Registry.for_context(ctx)
-    served = served_of(ctx.services)
+    served = ctx.services.find(ServedTools)
     if not name:
         return Result.success(overview(registry, served))
     if served is not None and kind in (None, "tool"):

@@ -12,10 +12,10 @@ import time
 
 from pydantic import BaseModel
 
-from codeward.catalog import tool
-from codeward.context import ToolContext
-from codeward.metrics import metrics_of
-from codeward.result import Result
+from codeward.audit.metrics import CallMetrics
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import Result
 
 CPU_SAMPLE_SECONDS = 0.1
 
@@ -93,7 +93,7 @@ def _server_metrics(ctx: ToolContext) -> ServerMetrics:
     import psutil
 
     process = psutil.Process(os.getpid())
-    recorder = metrics_of(ctx.services)
+    recorder = ctx.services.find(CallMetrics)
     with process.oneshot():
         memory = process.memory_info()
         times = process.cpu_times()

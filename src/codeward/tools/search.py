@@ -1,6 +1,6 @@
 """Content search: ``search_text``, ripgrep behind the workspace gate.
 
-ripgrep walks and matches (:mod:`codeward.code.ripgrep`); this module decides what may be
+ripgrep walks and matches (:mod:`codeward.engines.files.ripgrep`); this module decides what may be
 searched and what may be shown. Every path ripgrep reports is checked again: counted results
 against the allowlist and blacklist, shown results with the full symlink-resolving
 :meth:`Workspace.visible` test, so a link out of the workspace or a secret file never appears.
@@ -25,14 +25,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from codeward.catalog import tool
-from codeward.code import ignore, ripgrep
-from codeward.code.ripgrep import BinaryHit, CaseMode, Counted, Line, Query, Search
-from codeward.code.textfile import BINARY_SNIFF_BYTES, displayable
-from codeward.context import ToolContext
-from codeward.result import ErrorKind, Result, quoted
+from codeward.engines.files import ignore, ripgrep
+from codeward.engines.files.ripgrep import BinaryHit, CaseMode, Counted, Line, Query, Search
+from codeward.engines.files.textfile import BINARY_SNIFF_BYTES
+from codeward.kernel.catalog import tool
+from codeward.kernel.content import displayable
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import ErrorKind, Result, quoted
+from codeward.kernel.workspace import HARD_BLACKLIST_NAMES, HARD_BLACKLIST_SUFFIX, Workspace
 from codeward.tools.arguments import Scope
-from codeward.workspace import HARD_BLACKLIST_NAMES, HARD_BLACKLIST_SUFFIX, Workspace
 
 SCAN_CAP = 10_000
 """Matching lines read before a search stops counting (the count then says 'more than')."""
@@ -282,7 +283,7 @@ class _Plan:
         """The ignore files of the folders between the root and the searched folder, re-anchored.
 
         ripgrep reads those inside the searched folder itself; these it is handed, so that a
-        search of a subfolder sees the rules a walk from the root would (:mod:`codeward.code.ignore`).
+        search of a subfolder sees the rules a walk from the root would (:mod:`codeward.engines.files.ignore`).
         """
         target = self.target
         if target.is_file or target.real == target.cwd:
@@ -308,7 +309,7 @@ class _Plan:
         """The gate check for counting: inside the roots, not blacklisted, not a private key by its first
         line, not ignored (memoized per path).
 
-        What ripgrep reports is checked against the ignore rules (:mod:`codeward.code.ignore`)
+        What ripgrep reports is checked against the ignore rules (:mod:`codeward.engines.files.ignore`)
         again: ripgrep lets an include glob override the ignore files (``--glob '*.log'`` searches
         an ignored ``debug.log``), and it reads a few rules otherwise than git (POSIX classes such
         as ``[[:digit:]]``, a byte-order mark before the first line); with the check a search sees

@@ -13,12 +13,13 @@ from typing import Annotated
 
 from pydantic import Field
 
-from codeward.catalog import tool
-from codeward.coding.review.models import FileAnalysis, ProjectAnalysis
-from codeward.context import ToolContext
-from codeward.result import ErrorKind, Result
-from codeward.shell.runner import MAX_SCRIPT_CHARS, ShellCommand, run_command
-from codeward.shell.settings import HARD_MAX_TIMEOUT_S, shell_settings_of
+from codeward.config.shell import ShellSettings
+from codeward.engines.review.models import FileAnalysis, ProjectAnalysis
+from codeward.engines.shell.runner import MAX_SCRIPT_CHARS, ShellCommand, run_command
+from codeward.engines.shell.settings import HARD_MAX_TIMEOUT_S
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import ErrorKind, Result
 from codeward.tools.coding_exec import (
     CodeArg,
     DebugOutput,
@@ -40,7 +41,7 @@ def run_powershell(
 ) -> Result[str]:
     """Manual Slop's shell tool: run a PowerShell script in the project root, as run_shell does
     with shell="pwsh" (sandboxed the same way); fails naming run_shell where pwsh is not installed."""
-    ran = run_command(ctx, ShellCommand(script, "pwsh", timeout_s), shell_settings_of(ctx.services))
+    ran = run_command(ctx, ShellCommand(script, "pwsh", timeout_s), ctx.services.get(ShellSettings))
     if any(e.message.startswith(NO_PWSH) for e in ran.errors):
         return Result.fail(ErrorKind.UNAVAILABLE, "run_powershell needs PowerShell (pwsh), which is not installed "
                            "on this machine", "Call run_shell with the script written for bash (run_shell(script=..., "

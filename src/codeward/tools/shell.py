@@ -1,7 +1,7 @@
 """The shell toolset: ``run_shell``, the seed's shell runner, sandboxed by default.
 
-How scripts run comes from ``ctx.services.shell``
-(:class:`codeward.shell.settings.ShellSettings`, the ``[shell]`` table); without it the safe
+How scripts run comes from the ``[shell]`` table (``ctx.services.get(ShellSettings)``)
+(:class:`codeward.engines.shell.settings.ShellSettings`, the ``[shell]`` table); without it the safe
 defaults apply. See ``docs/shell.md``.
 """
 
@@ -11,11 +11,12 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from codeward.catalog import tool
-from codeward.context import ToolContext
-from codeward.result import Result
-from codeward.shell.runner import MAX_SCRIPT_CHARS, ShellCommand, run_command
-from codeward.shell.settings import HARD_MAX_TIMEOUT_S, shell_settings_of
+from codeward.config.shell import ShellSettings
+from codeward.engines.shell.runner import MAX_SCRIPT_CHARS, ShellCommand, run_command
+from codeward.engines.shell.settings import HARD_MAX_TIMEOUT_S
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import Result
 
 
 @tool(toolset="shell", read_only=False, destructive=True, open_world=True, title="Run a shell script",
@@ -28,4 +29,4 @@ def run_shell(
 ) -> Result[str]:
     """Run a shell script in the project root, sandboxed: the project is writable, nothing else is, there
     is no network and secret files read empty. Returns its stdout, stderr and exit code."""
-    return run_command(ctx, ShellCommand(script, shell, timeout_s), shell_settings_of(ctx.services))
+    return run_command(ctx, ShellCommand(script, shell, timeout_s), ctx.services.get(ShellSettings))

@@ -2,7 +2,7 @@
 
 The tests are the project's own code, so they run exactly where ``run_shell`` runs a script —
 the same sandbox, the same limits, their writes brought back through the same gate and
-recorded in the call's checkpoint (:func:`codeward.shell.runner.execute`); there is no second
+recorded in the call's checkpoint (:func:`codeward.engines.shell.runner.execute`); there is no second
 way to run anything. pytest is found from the project's configuration and asked for a JUnit
 report, which becomes the structured answer: counts, and for each failure its test id, the
 file and line where it failed and the message. Any other runner is given as a command and
@@ -17,14 +17,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from codeward.catalog import save_output, tool
-from codeward.code.test_results import TestSummary, parse_junit, uses_pytest
-from codeward.coding.sandbox.choice import Executor
-from codeward.context import ToolContext
-from codeward.result import ErrorKind, Result
-from codeward.shell.runner import MAX_SCRIPT_CHARS, ShellCommand, execute
-from codeward.shell.settings import HARD_MAX_TIMEOUT_S, shell_settings_of
-from codeward.workspace import Access
+from codeward.config.shell import ShellSettings
+from codeward.engines.sandbox.choice import Executor
+from codeward.engines.shell.runner import MAX_SCRIPT_CHARS, ShellCommand, execute
+from codeward.engines.shell.settings import HARD_MAX_TIMEOUT_S
+from codeward.engines.shell.test_results import TestSummary, parse_junit, uses_pytest
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import ErrorKind, Result
+from codeward.kernel.steps import save_output
+from codeward.kernel.workspace import Access
 
 MARKER = "<<<codeward-junit-report>>>"
 JUNIT_PATH = "/tmp/codeward-junit.xml"
@@ -87,7 +89,7 @@ def run_tests(
 ) -> Result[TestReport | None]:
     """Run the project's tests in the sandbox: pytest, with counts and each failure's test, file:line and
     message; or another runner's command."""
-    settings = shell_settings_of(ctx.services)
+    settings = ctx.services.get(ShellSettings)
     root = ctx.workspace.primary
     if command.strip():
         if targets or keyword:

@@ -1,10 +1,10 @@
 """The discovery tools of the lean listing: ``toolsets`` (list, describe, enable) and ``call_tool``.
 
-A lean server (the default: :mod:`codeward.lean_listing`) lists the core tools and these two; every
+A lean server (the default: :mod:`codeward.kernel.lean_listing`) lists the core tools and these two; every
 other tool is reached through them. ``toolsets`` is read-only: enabling a toolset changes what this
 session lists, never a file. ``call_tool`` runs another tool, so it carries the hints of the worst
 tool it may run; the server's chain turns it into a call of that tool before approval, audit and
-metrics see it (:class:`codeward.lean_listing.CallThrough`), so this function only runs where no
+metrics see it (:class:`codeward.kernel.lean_listing.CallThrough`), so this function only runs where no
 such chain is (and says so).
 """
 
@@ -16,10 +16,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from codeward.catalog import tool
-from codeward.context import ToolContext
-from codeward.lean_listing import LeanListing, SessionToolsets, listing_tokens
-from codeward.result import ErrorKind, Result
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.lean_listing import LeanListing, listing_tokens
+from codeward.kernel.result import ErrorKind, Result
+from codeward.kernel.session_toolsets import SessionToolsets
 from codeward.tools import DISCOVERY_TOOLSET, EVERY_TOOLSET
 
 Action = Literal["list", "describe", "enable", "disable"]
@@ -36,7 +37,7 @@ def toolsets(
     """More tools than you see: list shows every toolset and its tools; describe explains them (a tool's
     arguments too); enable adds a toolset's tools to your tool list for this session (disable removes them).
     call_tool runs any tool without enabling it."""
-    listing = ctx.services.lean
+    listing = ctx.services.find(LeanListing)
     if listing is None:
         return Result.success("Every tool of this server is listed already: there is nothing to enable.")
     session = ctx.call.toolsets

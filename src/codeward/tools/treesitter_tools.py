@@ -1,6 +1,6 @@
 """Structural code tools over tree-sitter: outline, skeleton, definition, signature, update.
 
-Two families share one engine (:mod:`codeward.code.outline_ops`):
+Two families share one engine (:mod:`codeward.engines.code_intel.outline_ops`):
 
 * ``ts_c_*`` and ``ts_cpp_*`` (toolset ``cpp``) parse any file as C or C++ — headers
   without an extension (``<vector>``) included;
@@ -18,9 +18,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from codeward.catalog import tool
-from codeward.code.outline_model import OutlineCache, ParsedSource, Symbol
-from codeward.code.outline_ops import (
+from codeward.engines.code_intel.outline_model import OutlineCache, ParsedSource, Symbol
+from codeward.engines.code_intel.outline_ops import (
     C_FAMILY,
     definition_text,
     find_symbol,
@@ -28,12 +27,13 @@ from codeward.code.outline_ops import (
     signature_text,
     skeleton,
 )
-from codeward.code.textfile import TextFile, read_text, write_text
-from codeward.code.treesitter import GrammarUnavailable, extensions_text, language_for_path, language_info
-from codeward.context import ToolContext
-from codeward.result import ErrorKind, Result
+from codeward.engines.code_intel.treesitter import GrammarUnavailable, extensions_text, language_for_path, language_info
+from codeward.engines.files.textfile import TextFile, read_text, write_text
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import ErrorKind, Result
+from codeward.kernel.workspace import Access
 from codeward.tools.arguments import CodeSymbol, NewDefinition
-from codeward.workspace import Access
 
 MAX_SOURCE_BYTES = 8_000_000
 

@@ -1,8 +1,8 @@
 """Web tools: fetch a page as readable Markdown, and search the web (DuckDuckGo's HTML results).
 
-Both go through the SSRF guard of :mod:`codeward.net.guard`; the limits, the allowlist of
-internal hosts and the search endpoint come from ``ctx.services.web``
-(:class:`codeward.net.settings.WebSettings`), safe defaults when absent.
+Both go through the SSRF guard of :mod:`codeward.engines.net.guard`; the limits, the allowlist of
+internal hosts and the search endpoint come from the ``[web]`` table (``ctx.services.get(WebSettings)``)
+(:class:`codeward.config.web.WebSettings`), safe defaults when absent.
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from codeward.catalog import tool
-from codeward.context import ToolContext
-from codeward.net.fetch import Fetched, guarded_get
-from codeward.net.readable import Readable, decode_text, readable
-from codeward.net.search import parse_results
-from codeward.net.settings import web_settings_of
-from codeward.result import ErrorKind, Result
+from codeward.config.web import WebSettings
+from codeward.engines.net.fetch import Fetched, guarded_get
+from codeward.engines.net.readable import Readable, decode_text, readable
+from codeward.engines.net.search import parse_results
+from codeward.kernel.catalog import tool
+from codeward.kernel.context import ToolContext
+from codeward.kernel.result import ErrorKind, Result
 
 DEFAULT_PAGE_CHARS = 20_000
 MAX_PAGE_CHARS = 90_000
@@ -38,7 +38,7 @@ def fetch_url(
 ) -> Result[str]:
     """Fetch an http(s) URL: a page's main content as Markdown. A long page comes in parts: the result
     names the start_index that continues it."""
-    settings = web_settings_of(ctx.services)
+    settings = ctx.services.get(WebSettings)
     ctx.progress(0, 2, f"fetching {url}")
     got = guarded_get(url, settings, cancelled=ctx.cancelled)
     if not got.ok or got.data is None:
@@ -79,7 +79,7 @@ def web_search(
     empty = SearchResults(query=query, results=[])
     if not query.strip():
         return Result.fail(ErrorKind.INVALID_INPUT, "query is blank", "Give the words to search for.", data=empty)
-    settings = web_settings_of(ctx.services)
+    settings = ctx.services.get(WebSettings)
     endpoint = settings.search_endpoint
     ctx.progress(0, 1, f"searching for {query!r}")
     got = guarded_get(endpoint, settings, params={"q": query.strip()}, cancelled=ctx.cancelled)

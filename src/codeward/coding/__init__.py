@@ -1,5 +1,0 @@
-"""The coding module: sandboxed execution of untrusted code, static review, monitoring, debugging.
-
-The sandbox API (:mod:`codeward.coding.sandbox`) is the seam other tools use to run a
-process contained; :mod:`codeward.coding.execute` builds language execution on top of it.
-"""

@@ -1,0 +1,283 @@
+"""Whether a repository's object store holds a file the workspace keeps secret.
+
+The shell sandbox covers ``.env`` with an empty stand-in, but a script that may read ``.git``
+could still print it from the history: ``git show HEAD:.env``, ``git cat-file``, or inflating
+``.git/objects`` by hand. :func:`check_history` answers, before a run, whether that could
+happen, so the runner can hide the object store of such a repository (and say so).
+
+What counts, asked of a hardened git (no repository-configured program runs):
+
+* every path of every tree reachable from any ref (the stash included), any reflog entry and
+  the index (``git rev-list --objects --all --reflog --indexed-objects``), judged by
+  :meth:`Workspace.blacklist_reason` as the file tools judge it — a blob stored under a secret
+  name and under an ordinary one is reported by git under one of them, and then its content is
+  readable through the ordinary name anyway;
+* the current content of every secret file found in the work tree, as an object anywhere in
+  the store (``git hash-object`` then ``git cat-file --batch-check``): a copy nothing
+  references (an ``add`` undone) is still there to inflate.
+
+Not covered: an *older* content of a secret that only unreachable objects hold (a commit
+amended away whose reflog expired); ``git gc --prune=now`` removes those.
+
+A full listing costs about a second per 10,000 commits, so the answer is remembered in
+``.codeward/`` (:data:`codeward.kernel.state_dir.GIT_HISTORY`), keyed by the state of the refs, the
+reflogs, the index, the secret files and the policy: an unchanged repository costs a few
+``stat`` calls, and a repository that moved on lists only the objects the tips already
+checked do not reach (``--not`` them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from codeward.engines.git.repository import alternates
+from codeward.engines.git.runner import GitOutput, run_git
+from codeward.kernel.result import Result
+from codeward.kernel.state_dir import GIT_HISTORY, StateDir
+from codeward.kernel.workspace import Workspace
+
+SCAN_TIMEOUT_S = 300.0
+"""The longest one listing of a repository's objects may take (a first check of a very long history)."""
+CACHE_VERSION = 1
+MAX_SHOWN = 5
+MAX_REMEMBERED_REPOSITORIES = 64
+HASH_LINE = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
+_STATE_FILES = ("HEAD", "packed-refs", "index", "objects/info/alternates", "objects/info/packs", "shallow")
+_STATE_FOLDERS = ("refs", "logs")
+
+
+@dataclass(frozen=True)
+class HistoryVerdict:
+    """What one repository's store would show a script."""
+
+    git_dir: Path
+    secrets: tuple[str, ...] = ()
+    """Blacklisted paths (as tools show them) whose content the store holds, the first few."""
+    count: int = 0
+    """How many there are in all."""
+    problem: str = ""
+    """Why the check could not answer (then the store is hidden too: fail closed)."""
+    cached: bool = False
+
+    @property
+    def exposes(self) -> bool:
+        """Whether a script reading this store could read a secret (or that could not be ruled out)."""
+        return bool(self.count or self.problem)
+
+
+@dataclass
+class _Memo:
+    """The remembered answers of one state folder, by git directory."""
+
+    entries: dict[str, dict[str, object]] = field(default_factory=dict)
+
+
+def check_history(workspace: Workspace, git_dir: Path, secret_files: Sequence[Path], state: StateDir | None
+                  ) -> HistoryVerdict:
+    """Whether the repository at ``git_dir`` (a git directory inside the roots) holds the content
+    of a file the workspace blacklists; remembered in ``state`` by the repository's state."""
+    work_tree = git_dir.parent
+    secrets = [path for path in secret_files if path.is_relative_to(work_tree) and _is_file(path)]
+    key = state_key(workspace, git_dir, secrets)
+    memo = _load(state)
+    entry = memo.entries.get(str(git_dir))
+    if entry is not None and entry.get("key") == key:
+        found = [str(p) for p in entry.get("found", []) if isinstance(p, str)]  # type: ignore[attr-defined]
+        return HistoryVerdict(git_dir, tuple(found[:MAX_SHOWN]), len(found), cached=True)
+    repository = _Store.open(workspace, git_dir)
+    if isinstance(repository, str):
+        return HistoryVerdict(git_dir, problem=repository)
+    policy = hashlib.sha256(repr(workspace.blacklist_globs).encode()).hexdigest()
+    previous = entry if entry is not None and entry.get("policy") == policy else None  # else judge all anew
+    scanned = _scan(workspace, repository, secrets, previous)
+    if isinstance(scanned, str):
+        return HistoryVerdict(git_dir, problem=scanned)
+    history, stored, tips = scanned
+    found = sorted({*history, *stored})
+    memo.entries.pop(str(git_dir), None)
+    memo.entries[str(git_dir)] = {"key": key, "policy": policy, "found": found, "history": history,
+                                     "tips": tips}
+    _save(state, memo)
+    return HistoryVerdict(git_dir, tuple(found[:MAX_SHOWN]), len(found))
+
+
+def state_key(workspace: Workspace, git_dir: Path, secrets: Iterable[Path]) -> str:
+    """A digest of everything the answer depends on, read without running git: the refs and
+    their logs, the index, the pack list, the secret files (size and time) and the policy.
+    Times in nanoseconds make a forged answer shipped in a cloned ``.codeward/`` useless."""
+    digest = hashlib.sha256()
+
+    def add(*parts: object) -> None:
+        digest.update(repr(parts).encode("utf-8", "surrogateescape"))
+
+    add(CACHE_VERSION, str(git_dir), workspace.blacklist_globs)
+    with contextlib.suppress(OSError):
+        info = os.stat(git_dir)
+        add(info.st_dev, info.st_ino)
+    for name in _STATE_FILES:
+        path = git_dir / name
+        try:
+            info = os.stat(path)
+        except OSError:
+            add(name, None)
+            continue
+        add(name, info.st_size, info.st_mtime_ns, info.st_ino)
+        if name != "index" and info.st_size <= 1 << 20:
+            with contextlib.suppress(OSError):
+                add(path.read_bytes())
+    for folder in _STATE_FOLDERS:
+        for directory, dirs, files in os.walk(git_dir / folder):
+            dirs.sort()
+            for name in sorted(files):
+                path = Path(directory) / name
+                with contextlib.suppress(OSError):
+                    info = os.stat(path)
+                    add(str(path), info.st_size, info.st_mtime_ns)
+                    if folder == "refs" and info.st_size <= 4096:
+                        add(path.read_bytes())
+    for path in sorted(secrets):
+        with contextlib.suppress(OSError):
+            info = os.stat(path)
+            add(str(path), info.st_size, info.st_mtime_ns, info.st_ino)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class _Store:
+    """A git directory (a ``.git`` folder, a submodule's, or a bare repository) read with only
+    ``GIT_DIR`` set: no work tree is needed to list a history, and none is trusted."""
+
+    git_dir: Path
+    top: Path
+    """Where the history's paths are judged from: the folder holding the git directory."""
+
+    @classmethod
+    def open(cls, workspace: Workspace, git_dir: Path) -> _Store | str:
+        """The store, or why it is not read: its common directory or an alternate object store
+        lies outside the roots (a script could not see those; codeward does not read them)."""
+        store = cls(git_dir, git_dir.parent)
+        asked = store.run(["rev-parse", "--git-common-dir"])
+        if not asked.ok or asked.data.returncode:
+            return _failure("opening the repository", asked)
+        common = Path(asked.data.stdout.strip())
+        common = (common if common.is_absolute() else git_dir / common).resolve()
+        for what, place in (("common git directory", common), *(("alternate object store", alt)
+                                                               for alt in alternates(common))):
+            if not workspace.contains(place):
+                return f"its {what} is at {place}, outside the workspace"
+        return store
+
+    def run(self, args: Sequence[str], *, timeout: float = 30.0, stdin: bytes | None = None) -> Result[GitOutput]:
+        return run_git(args, self.git_dir, git_dir=self.git_dir, timeout=timeout, stdin=stdin)
+
+
+def _scan(workspace: Workspace, repository: _Store, secrets: Sequence[Path],
+          previous: dict[str, object] | None) -> tuple[list[str], list[str], list[str]] | str:
+    """(the secrets found in the history, the secret files stored, the tips checked) or why the
+    check failed. With a previous answer only objects its tips do not reach are listed, and its
+    findings kept: while those tips' objects exist, what they hold is still there to read (a
+    rewritten history is listed whole once they are pruned)."""
+    tipped = repository.run(["rev-list", "--no-walk=unsorted", "--all", "--reflog"], timeout=SCAN_TIMEOUT_S)
+    if not tipped.ok or tipped.data.returncode:
+        return _failure("listing the refs", tipped)
+    tips = sorted(set(tipped.data.stdout.split()))
+    names: set[str] = set()
+    old = previous.get("tips") if previous is not None else None
+    kept = previous.get("history") if previous is not None else None
+    earlier = [name for name in kept if isinstance(name, str)] if isinstance(kept, list) else []
+    listed = None
+    if isinstance(old, list) and old and isinstance(kept, list):
+        stdin = "".join(f"^{tip}\n" for tip in old if isinstance(tip, str) and HASH_LINE.match(tip)).encode()
+        listed = repository.run(["rev-list", "--objects", "--all", "--reflog", "--indexed-objects", "--stdin"],
+                                timeout=SCAN_TIMEOUT_S, stdin=stdin)
+        if listed.ok and listed.data.returncode:
+            listed = None  # a tip checked before is gone (history rewritten, gc): list everything
+    if listed is None:
+        earlier = []
+        listed = repository.run(["rev-list", "--objects", "--all", "--reflog", "--indexed-objects"],
+                                timeout=SCAN_TIMEOUT_S)
+    if not listed.ok or listed.data.returncode:
+        return _failure("listing the objects", listed)
+    for line in listed.data.stdout.split("\n"):
+        _, space, name = line.partition(" ")
+        if space:
+            names.add(name)
+        elif line and not HASH_LINE.match(line):
+            names.add(line)  # a path with a newline in it: its parts are judged one by one
+    found = {shown for name in names if (shown := _secret_name(workspace, repository, name))}
+    stored = _stored_copies(workspace, repository, secrets)
+    if isinstance(stored, str):
+        return stored
+    return sorted({*found, *earlier}), stored, tips
+
+
+def _secret_name(workspace: Workspace, repository: _Store, name: str) -> str:
+    """The path as tools show it when the workspace blacklists it ("" when it does not); a name
+    that is not a plain relative path counts as secret (fail closed)."""
+    if not name:
+        return ""
+    if name.startswith("/") or ".." in name.split("/") or "\x00" in name:
+        return name
+    path = repository.top / name
+    return workspace.display(path) if workspace.blacklist_reason(path) else ""
+
+
+def _stored_copies(workspace: Workspace, repository: _Store, secrets: Sequence[Path]) -> list[str] | str:
+    """The secret files whose current content is an object in the store, whatever references it."""
+    if not secrets:
+        return []
+    files = [str(path) for path in secrets]
+    hashed = repository.run(["hash-object", "--no-filters", "--", *files])
+    if not hashed.ok or hashed.data.returncode:
+        return _failure("hashing the secret files", hashed)
+    ids = hashed.data.stdout.split()
+    if len(ids) != len(files):
+        return "git hash-object did not hash every secret file"
+    checked = repository.run(["cat-file", "--batch-check=%(objectname) %(objecttype)"],
+                             stdin="".join(f"{oid}\n" for oid in ids).encode())
+    if not checked.ok or checked.data.returncode:
+        return _failure("looking the secret files up in the store", checked)
+    lines = checked.data.stdout.splitlines()
+    return [workspace.display(path) for path, line in zip(secrets, lines, strict=False)
+            if not line.endswith(" missing")]
+
+
+def _failure(what: str, ran: Result[GitOutput]) -> str:
+    if ran.ok:
+        return f"git failed {what}: {ran.data.first_error_line()}"
+    return f"git failed {what}: {ran.errors[0].message if ran.errors else 'unknown error'}"
+
+
+def _is_file(path: Path) -> bool:
+    with contextlib.suppress(OSError):
+        return os.path.isfile(path) and not os.path.islink(path)
+    return False
+
+
+def _load(state: StateDir | None) -> _Memo:
+    if state is None:
+        return _Memo()
+    try:
+        with state.open_folder() as folder:
+            fd = os.open(GIT_HISTORY, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
+            with os.fdopen(fd, "rb") as handle:
+                data = json.loads(handle.read(16 << 20))
+    except (OSError, ValueError):
+        return _Memo()
+    entries = data.get("entries") if isinstance(data, dict) and data.get("version") == CACHE_VERSION else None
+    return _Memo({k: v for k, v in entries.items() if isinstance(v, dict)} if isinstance(entries, dict) else {})
+
+
+def _save(state: StateDir | None, memo: _Memo) -> None:
+    if state is None:
+        return
+    kept = dict(list(memo.entries.items())[-MAX_REMEMBERED_REPOSITORIES:])
+    with contextlib.suppress(OSError):
+        state.replace(GIT_HISTORY, json.dumps({"version": CACHE_VERSION, "entries": kept}).encode(), mode=0o600)

@@ -1,0 +1,100 @@
+"""Approvals across replicas: a call waiting on one replica can be answered on any.
+
+:class:`SharedApprovals` wraps the replica's own askers (the MCP client's elicitation, the
+console, a terminal): the pending approval is published in the shared state, and whichever comes
+first decides — a local answer, or one given on any replica (``POST /approvals/<id>`` on its HTTP
+port, delivered by Redis pub/sub). If the shared state is unreachable the local askers decide alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from typing import TYPE_CHECKING
+
+from codeward.approval.askers import Abstain, ask_mcp_client, confirm_with_client
+from codeward.approval.policy import ApprovalRequest, ConfirmCallback
+from codeward.kernel.state_unavailable import StateUnavailable
+from codeward.serving.shared_state.backend import StateBackend
+
+if TYPE_CHECKING:
+    from codeward.audit.log import AuditLog
+
+log = logging.getLogger(__name__)
+
+
+APPROVAL_TIMEOUT_S = 600.0
+"""Without a local asker (no console, a client without elicitation), an approval nobody answers on
+any replica within this long is denied."""
+
+
+async def answer_pending(state: StateBackend, approval_id: str, approved: bool, by: str,
+                         audit: AuditLog | None = None) -> bool | None:
+    """Answer one pending approval of any replica as ``by`` (a person: a user's token on ``POST
+    /approvals/<id>``, or a console): True if this answer decided it, False if it was already
+    answered, None if no approval has that id. A deciding answer is audited with who gave it."""
+    pending = next((a for a in await state.pending_approvals() if a.get("id") == approval_id), None)
+    decided = await state.answer_approval(approval_id, approved, by)
+    if decided and audit is not None:
+        await audit.record("answer", user=by, tool=str((pending or {}).get("tool", "?")),
+                           arguments=(pending or {}).get("arguments"), outcome="approved" if approved else "denied",
+                           approval=approval_id, held_by=(pending or {}).get("replica"),
+                           caller=(pending or {}).get("user"))
+    return decided
+
+
+class SharedApprovals:
+    """A confirm callback: local askers race an answer given on any replica."""
+
+    def __init__(self, state: StateBackend, local: ConfirmCallback, timeout: float = APPROVAL_TIMEOUT_S) -> None:
+        self.state = state
+        # The client's prompt says "no" when it cannot ask; here it must abstain, leaving the other replicas.
+        self.local = ask_mcp_client if local is confirm_with_client else local
+        self.timeout = timeout
+
+    async def __call__(self, request: ApprovalRequest) -> bool:
+        approval_id = uuid.uuid4().hex
+        call = getattr(request.context, "call", None)
+        data = {
+            "id": approval_id, "tool": request.name, "server": request.alias,
+            "arguments": json.loads(json.dumps(dict(request.arguments), default=str)),
+            "description": (request.description.splitlines() or [""])[0][:300],
+            "replica": self.state.replica, "user": getattr(call, "user", None), "opened": time.time(),
+        }
+        try:
+            await self.state.open_approval(approval_id, data)
+        except StateUnavailable as error:
+            log.warning("%s; only this replica's askers can answer", error)
+            return await self.local(request)
+        local = asyncio.ensure_future(self.local(request))
+        remote = asyncio.ensure_future(self.state.wait_approval(approval_id))
+        try:
+            done, _ = await asyncio.wait({local, remote}, return_when=asyncio.FIRST_COMPLETED)
+            if remote in done and remote.exception() is None:
+                local.cancel()
+                request.decided_by.append(str(remote.result().get("by", "another replica")))
+                return bool(remote.result()["approved"])
+            if remote in done:
+                log.warning("%s; only this replica's askers can answer", remote.exception())
+                approved = bool(await local)
+            elif local.exception() is not None and isinstance(local.exception(), Abstain):
+                done, _ = await asyncio.wait({remote}, timeout=self.timeout)
+                if remote in done and remote.exception() is None:
+                    request.decided_by.append(str(remote.result().get("by", "another replica")))
+                    return bool(remote.result()["approved"])
+                approved = False  # nobody answered anywhere: denied
+            else:
+                approved = bool(local.result())
+        except asyncio.CancelledError:
+            local.cancel()
+            raise
+        finally:
+            remote.cancel()
+        try:
+            await self.state.answer_approval(approval_id, approved, f"replica {self.state.replica}")
+        except StateUnavailable as error:
+            log.warning("%s", error)
+        return approved

@@ -1,0 +1,299 @@
+"""The Redis state backend: every replica of a deployment shares one Redis (official ``redis`` client,
+asyncio API).
+
+Keys (under ``[state] key_prefix``): ``events:<session>`` a Redis stream per MCP session (the
+entry id is the SSE event id; trimmed to the newest entries, expiring an hour after the last);
+``session:<session>`` the ``initialize`` request that opened a session (another replica replays it to
+take the session up); ``call:<session>:<stream>`` the JSON-RPC request of a call in flight; ``lease:<session>:<stream>``
+the replica running it, expiring unless renewed; ``approval:<id>``, the set ``approvals`` and
+``approval-answer:<id>`` pending approvals and their answers, announced on the pub/sub channel
+``approval-answers:<id>``; ``audit`` a stream of every replica's audit records; ``pins`` and
+``pins-version`` the gateway's tool pins (:mod:`codeward.serving.shared_state.redis_pins`); ``metrics`` a hash
+replica → its call figures (:mod:`codeward.serving.shared_state.metrics`), kept a day after the last write.
+Every Redis error becomes
+:class:`StateUnavailable`, within ``[state] timeout`` seconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import uuid
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from mcp.server.streamable_http import EventCallback, EventId, EventMessage, StreamId
+from mcp_types import JSONRPCError, JSONRPCMessage, JSONRPCResponse, jsonrpc_message_adapter
+from redis import asyncio as aioredis
+from redis.exceptions import RedisError
+
+from codeward.config.state import StateSettings
+from codeward.kernel.state_unavailable import StateUnavailable
+from codeward.serving.shared_state.backend import CallRecord, EventLog, StoredEvent
+from codeward.serving.shared_state.redis_pins import RedisPins
+
+log = logging.getLogger(__name__)
+
+MAX_EVENTS_PER_SESSION = 5000
+EVENTS_TTL_S = 3600
+CALL_TTL_S = 86400
+SESSION_TTL_S = 86400
+MAX_AUDIT = 100_000
+METRICS_TTL_S = 86400
+
+
+def public_url(url: str) -> str:
+    """The URL without its password, for messages."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username + ':***@' if parts.username else ':***@'}{host}{f':{parts.port}' if parts.port else ''}"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+class RedisState:
+    """Shared state in Redis; one instance per replica (connections are made on first use)."""
+
+    shared = True
+
+    def __init__(self, settings: StateSettings) -> None:
+        self.replica = uuid.uuid4().hex[:12]
+        self.where = public_url(settings.url)
+        self._prefix = settings.key_prefix
+        self._timeout = settings.timeout
+        self._lease_ms = int(settings.lease * 1000)
+        self._redis: aioredis.Redis = aioredis.from_url(  # type: ignore[no-untyped-call]
+            settings.url, decode_responses=True, socket_timeout=settings.timeout,
+            socket_connect_timeout=settings.timeout, retry_on_timeout=False, health_check_interval=0)
+        self._mine: set[tuple[str, str]] = set()
+
+    def key(self, *parts: str) -> str:
+        return ":".join((self._prefix, *parts))
+
+    @asynccontextmanager
+    async def _calling(self) -> AsyncIterator[aioredis.Redis]:
+        """Every Redis command runs in here: its failures become one clear error naming Redis."""
+        try:
+            yield self._redis
+        except (RedisError, OSError) as error:
+            raise StateUnavailable(self.where, error) from error
+
+    def events(self, session_id: str) -> EventLog:
+        return _RedisEvents(self, session_id)
+
+    async def check(self) -> None:
+        async with self._calling() as redis:
+            await redis.ping()
+
+    async def remember_session(self, session_id: str, initialize: dict[str, Any]) -> None:
+        async with self._calling() as redis:
+            await redis.set(self.key("session", session_id), json.dumps(initialize), ex=SESSION_TTL_S)
+
+    async def session_opening(self, session_id: str) -> dict[str, Any] | None:
+        async with self._calling() as redis:
+            raw = await redis.get(self.key("session", session_id))
+            if raw is not None:
+                await redis.expire(self.key("session", session_id), SESSION_TTL_S)
+        return dict(json.loads(raw)) if raw is not None else None
+
+    async def begin_call(self, record: CallRecord) -> None:
+        async with self._calling() as redis, redis.pipeline(transaction=True) as pipe:
+            pipe.set(self.key("call", record.session_id, record.stream_id),
+                     json.dumps({"request": record.request, "owner": record.owner}), ex=CALL_TTL_S)
+            pipe.set(self.key("lease", record.session_id, record.stream_id), self.replica, px=self._lease_ms)
+            await pipe.execute()
+        self._mine.add((record.session_id, record.stream_id))
+
+    async def end_call(self, session_id: str, stream_id: str) -> None:
+        self._mine.discard((session_id, stream_id))
+        async with self._calling() as redis:
+            await redis.delete(self.key("call", session_id, stream_id), self.key("lease", session_id, stream_id))
+
+    async def renew_leases(self) -> None:
+        if not self._mine:
+            return
+        async with self._calling() as redis, redis.pipeline(transaction=False) as pipe:
+            for session_id, stream_id in self._mine:
+                pipe.set(self.key("lease", session_id, stream_id), self.replica, px=self._lease_ms)
+            await pipe.execute()
+
+    async def call_record(self, session_id: str, stream_id: str) -> CallRecord | None:
+        async with self._calling() as redis:
+            raw = await redis.get(self.key("call", session_id, stream_id))
+        if raw is None:
+            return None
+        data = json.loads(raw)
+        return CallRecord(session_id, stream_id, data["request"], data["owner"])
+
+    async def lease_alive(self, session_id: str, stream_id: str) -> bool:
+        async with self._calling() as redis:
+            return bool(await redis.exists(self.key("lease", session_id, stream_id)))
+
+    async def claim(self, session_id: str, stream_id: str) -> bool:
+        async with self._calling() as redis:
+            won = await redis.set(self.key("lease", session_id, stream_id), self.replica, nx=True, px=self._lease_ms)
+        if won:
+            self._mine.add((session_id, stream_id))
+        return bool(won)
+
+    async def open_approval(self, approval_id: str, data: dict[str, Any]) -> None:
+        async with self._calling() as redis, redis.pipeline(transaction=True) as pipe:
+            pipe.set(self.key("approval", approval_id), json.dumps(data), ex=CALL_TTL_S)
+            pipe.sadd(self.key("approvals"), approval_id)
+            await pipe.execute()
+
+    async def pending_approvals(self) -> list[dict[str, Any]]:
+        async with self._calling() as redis:
+            ids = sorted(await redis.smembers(self.key("approvals")))  # type: ignore[misc]
+            raw = await redis.mget([self.key("approval", i) for i in ids]) if ids else []
+            gone = [i for i, text in zip(ids, raw, strict=True) if text is None]
+            if gone:
+                await redis.srem(self.key("approvals"), *gone)  # type: ignore[misc]
+        return sorted((json.loads(text) for text in raw if text is not None), key=lambda d: d.get("opened", 0))
+
+    async def answer_approval(self, approval_id: str, approved: bool, by: str) -> bool | None:
+        answer = json.dumps({"approved": approved, "by": by})
+        async with self._calling() as redis:
+            if not await redis.exists(self.key("approval", approval_id)):
+                return None
+            if not await redis.set(self.key("approval-answer", approval_id), answer, nx=True, ex=CALL_TTL_S):
+                return False
+            await redis.srem(self.key("approvals"), approval_id)  # type: ignore[misc]
+            await redis.publish(self.key("approval-answers", approval_id), answer)
+        return True
+
+    async def wait_approval(self, approval_id: str) -> dict[str, Any]:
+        channel = self.key("approval-answers", approval_id)
+        async with self._calling() as redis:
+            pubsub = redis.pubsub()
+            try:
+                await pubsub.subscribe(channel)
+                while True:
+                    known = await redis.get(self.key("approval-answer", approval_id))
+                    if known is not None:
+                        return dict(json.loads(known))
+                    message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=self._timeout / 2)
+                    if message is not None:
+                        return dict(json.loads(message["data"]))
+            finally:
+                with contextlib.suppress(RedisError, OSError):
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    async def audit(self, record: Mapping[str, Any]) -> None:
+        async with self._calling() as redis:
+            await redis.xadd(self.key("audit"), {"r": json.dumps(dict(record))}, maxlen=MAX_AUDIT, approximate=True)
+
+    async def recent_audit(self, count: int) -> list[dict[str, Any]]:
+        async with self._calling() as redis:
+            entries = await redis.xrevrange(self.key("audit"), count=count)
+        return [dict(json.loads(fields["r"])) for _, fields in entries]
+
+    async def publish_metrics(self, figures: Mapping[str, Any]) -> None:
+        async with self._calling() as redis, redis.pipeline(transaction=False) as pipe:
+            pipe.hset(self.key("metrics"), self.replica, json.dumps(dict(figures)))
+            pipe.expire(self.key("metrics"), METRICS_TTL_S)
+            await pipe.execute()
+
+    async def replica_metrics(self) -> dict[str, dict[str, Any]]:
+        async with self._calling() as redis:
+            raw = await redis.hgetall(self.key("metrics"))  # type: ignore[misc]
+        found: dict[str, dict[str, Any]] = {}
+        for replica, text in raw.items():
+            with contextlib.suppress(ValueError):
+                figures = json.loads(text)
+                if isinstance(figures, dict):
+                    found[str(replica)] = figures
+        return found
+
+    def pins(self) -> RedisPins:
+        return RedisPins(self)
+
+    async def aclose(self) -> None:
+        with contextlib.suppress(RedisError, OSError):  # a Redis that went away
+            await self._redis.aclose()
+
+    # -- events -------------------------------------------------------------------------
+
+    async def _append(self, session_id: str, stream_id: str, message: str) -> str:
+        key = self.key("events", session_id)
+        async with self._calling() as redis, redis.pipeline(transaction=True) as pipe:
+            pipe.xadd(key, {"s": stream_id, "m": message}, maxlen=MAX_EVENTS_PER_SESSION, approximate=True)
+            pipe.expire(key, EVENTS_TTL_S)
+            event_id, _ = await pipe.execute()
+        return str(event_id)
+
+    async def _range(self, session_id: str, start: str, end: str = "+", count: int | None = None) -> list[Any]:
+        async with self._calling() as redis:
+            return list(await redis.xrange(self.key("events", session_id), start, end, count=count))
+
+    async def _read(self, session_id: str, after: str, wait: float) -> list[Any]:
+        block = max(1, int(min(wait, self._timeout / 2) * 1000))
+        async with self._calling() as redis:
+            answer = await redis.xread({self.key("events", session_id): after}, block=block, count=500)
+        return list(answer[0][1]) if answer else []
+
+
+class _RedisEvents:
+    """One session's event log: a Redis stream whose entry ids are the SSE event ids."""
+
+    def __init__(self, state: RedisState, session_id: str) -> None:
+        self._state = state
+        self._session = session_id
+
+    async def store_event(self, stream_id: StreamId, message: JSONRPCMessage | None) -> EventId:
+        text = "" if message is None else _dump(message)
+        try:
+            event_id = await self._state._append(self._session, stream_id, text)
+        except StateUnavailable as error:
+            # The SDK's router must not die with Redis: the event goes out without a resumable id.
+            log.warning("%s", error)
+            event_id = ""
+        if _is_answer(message):
+            try:
+                await self._state.end_call(self._session, stream_id)
+            except StateUnavailable as error:
+                log.warning("%s", error)
+        return event_id
+
+    async def replay_events_after(self, last_event_id: EventId, send_callback: EventCallback) -> StreamId | None:
+        stream_id = await self.stream_of(last_event_id)
+        if stream_id is None:
+            return None
+        for event in await self._state._range(self._session, f"({last_event_id}"):
+            entry_id, fields = event
+            if fields.get("s") == stream_id and fields.get("m"):
+                await send_callback(EventMessage(jsonrpc_message_adapter.validate_json(fields["m"]), entry_id))
+        return stream_id
+
+    async def stream_of(self, event_id: str) -> str | None:
+        if not _valid_id(event_id):
+            return None
+        found = await self._state._range(self._session, event_id, event_id, count=1)
+        return str(found[0][1].get("s")) if found else None
+
+    async def stream_events(self, stream_id: str) -> Sequence[StoredEvent]:
+        return [StoredEvent(entry_id, stream_id, fields.get("m") or None)
+                for entry_id, fields in await self._state._range(self._session, "-")
+                if fields.get("s") == stream_id]
+
+    async def read_after(self, event_id: str, wait: float) -> Sequence[StoredEvent]:
+        return [StoredEvent(entry_id, str(fields.get("s")), fields.get("m") or None)
+                for entry_id, fields in await self._state._read(self._session, event_id, wait)]
+
+
+def _valid_id(event_id: str) -> bool:
+    """A Redis stream entry id (``<ms>-<seq>``); anything else is not an event of this backend."""
+    left, dash, right = event_id.partition("-")
+    return bool(dash) and left.isdigit() and right.isdigit()
+
+
+def _is_answer(message: JSONRPCMessage | None) -> bool:
+    return isinstance(message, (JSONRPCResponse, JSONRPCError))
+
+
+def _dump(message: JSONRPCMessage) -> str:
+    return jsonrpc_message_adapter.dump_json(message, by_alias=True, exclude_unset=True).decode()

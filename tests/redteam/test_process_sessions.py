@@ -1,0 +1,39 @@
+"""A long-running process is the same box as run_shell, as root and as the unprivileged user:
+it cannot read a secret, plant a hook or change git's configuration (its writes pass the gate
+when it stops), reach the host's loopback listener, or outlive its stop; its dev server is
+reachable from the session's next run (their shared namespace) and nowhere else."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from tests.process_support import free_port
+from tests.redteam.harness import Host
+from tests.sandbox_support import survivors
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_process_is_contained_like_a_script(host: Host) -> None:
+    marker = f"4713.{uuid.uuid4().int % 10**9}"
+    port = free_port()
+    reach_host = (f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {host.listener.port}), 2)\" "
+                  "2>/dev/null && echo REACHED-HOST || echo no-host")
+    attack = (f"cat .env deploy/server.key; mkdir -p .git/hooks; printf '#!/bin/sh\\n{host.marker_command()}\\n' "
+              f"> .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; echo '[core] fsmonitor = x' >> .git/config; "
+              f"{reach_host}; echo attacked; exec python3 -u -m http.server {port} --bind 127.0.0.1 # {marker}")
+    async with host.serve() as session:
+        started = await session.call("process_start", {"name": "attack", "command": attack})
+        assert not started.is_error, started.text
+        read = await session.call("process_read", {"name": "attack", "wait_s": 30, "until": "Serving"})
+        printed = (read.structured or {}).get("text", "")
+        assert "attacked" in printed and "no-host" in printed and "REACHED-HOST" not in printed, read.text
+        fetch = f"python3 -c \"import urllib.request as u; print(u.urlopen('http://127.0.0.1:{port}/src/app.py').read())\""
+        fetched = await session.call("run_shell", {"script": fetch})
+        assert "def main" in fetched.text, fetched.text
+        stopped = await session.call("process_stop", {"name": "attack"})
+        assert not stopped.is_error, stopped.text
+        assert ".git" in stopped.text, stopped.text  # said what it did not apply
+    assert survivors(marker) == []
