@@ -42,6 +42,8 @@ import anyio
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 
+from codeward.tools import OPT_IN_TOOLSETS, default_catalog
+
 REPO = Path(__file__).resolve().parent.parent
 NODE_FILESYSTEM = REPO / "tests/node/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
 TARGETS = {"lean (default)": 5_000, "full (all)": 10_000, "meta": 1_500}
@@ -255,12 +257,15 @@ def report(lists: dict[str, Listing], counters: dict[str, Counter], baseline: st
           + ", ".join(f"{name} {tokens:,}" for name, tokens in whole.items()))
 
     lean, full = lists["lean (default)"], lists["full (all)"]
-    every = {tool["name"] for tool in full.tools} | {"toolsets", "call_tool"}
+    # a lean server serves every toolset but the opt-in ones (served when [server] toolsets names them)
+    opt_in = {spec.name for spec in default_catalog() if spec.toolset in OPT_IN_TOOLSETS}
+    every = {tool["name"] for tool in full.tools if tool["name"] not in opt_in} | {"toolsets", "call_tool"}
     reachable = lean.reachable or set()
     missing = sorted(every - reachable)
     print(f"\nlean session: toolsets enable all -> tools/list_changed {'received' if lean.told else 'NOT RECEIVED'}; "
           f"listed again: {len(reachable)} tools; "
-          + ("every tool reachable: ok" if not missing else f"NOT REACHABLE: {', '.join(missing)}"))
+          + ("every served tool reachable: ok" if not missing else f"NOT REACHABLE: {', '.join(missing)}")
+          + f" (opt-in, served when named: {', '.join(sorted(OPT_IN_TOOLSETS))})")
 
     print(f"\nthe lean listing, per tool ({', '.join(counters)}):")
     for tool in sorted(lean.tools, key=lambda t: -_chars(compact(model_part([t])))):
