@@ -3,6 +3,7 @@ codeward gateway replicas behind them (each in its own process group, so a test 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -10,12 +11,32 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from tests.gateway_support import PEER
 from tests.process_support import free_port, start, stop
 
 TOKEN = "replica-test-token"
 ALICE = "alice-own-token"
+BOB = "bob-own-token"
+CAROL = "carol-own-token"
+DAVE = "dave-own-token"
+USERS = {"alice": (ALICE, None), "bob": (BOB, ["agent", "approver"]), "carol": (CAROL, ["approver"]),
+         "dave": (DAVE, ["auditor"])}
+"""The team of the replica tests: alice calls tools (no roles named: an agent), bob calls tools and
+approves, carol only approves, dave only reads the audit and the figures."""
+
+
+def users_file(path: Path, users: Mapping[str, tuple[str, Sequence[str] | None]] = USERS) -> Path:
+    """A users file: each user's token hash and roles."""
+
+    lines = []
+    for name, (token, roles) in users.items():
+        lines.append(f'[users.{name}]\ntoken_sha256 = "{hashlib.sha256(token.encode()).hexdigest()}"')
+        if roles is not None:
+            lines.append(f"roles = {list(roles)!r}".replace("'", '"'))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
 
 
 def have(*programs: str) -> str | None:
@@ -45,8 +66,12 @@ def redis_server(directory: Path, port: int | None = None) -> Iterator[int]:
 def nginx_config(directory: Path, port: int, replicas: Sequence[int]) -> Path:
     """deploy/nginx.conf's load-balancing section around the given replica ports, runnable unprivileged."""
     template = (Path(__file__).resolve().parent.parent / "deploy" / "nginx.conf").read_text(encoding="utf-8")
-    servers = "\n".join(f"        server 127.0.0.1:{p} max_fails=1 fail_timeout=5s;" for p in replicas)
-    text = (template.replace("        # REPLICAS\n", servers + "\n")
+    lines = [line for line in template.splitlines(keepends=True) if "# REPLICAS " in line]
+    servers = "".join(line.replace("# REPLICAS ", "").replace("PORT", str(p)) for line in lines for p in replicas)
+    template = template.replace(lines[0], servers)
+    for line in lines[1:]:
+        template = template.replace(line, "")
+    text = (template
             .replace("listen 127.0.0.1:8700;", f"listen 127.0.0.1:{port};")
             .replace("PREFIX", str(directory)))
     path = directory / "nginx.conf"
@@ -68,13 +93,9 @@ def nginx(directory: Path, replicas: Sequence[int]) -> Iterator[int]:
 
 
 def gateway_config(directory: Path, redis_port: int, extra: str = "", mcp: str = "") -> Path:
-    """A replica's codeward.toml: user alice, the audit, Redis state, the peer server (``extra``: more of
-    its table; ``mcp``: more of ``[mcp]``)."""
-    import hashlib
-
-    users = directory / "users.toml"
-    users.write_text(f'[users.alice]\ntoken_sha256 = "{hashlib.sha256(ALICE.encode()).hexdigest()}"\n',
-                     encoding="utf-8")
+    """A replica's codeward.toml: the team's users (:data:`USERS`), the audit, Redis state, the peer server
+    (``extra``: more of its table; ``mcp``: more of ``[mcp]``)."""
+    users_file(directory / "users.toml")
     path = directory / "codeward.toml"
     path.write_text(f"""
 [audit]
@@ -112,3 +133,56 @@ def kill(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL the replica and everything it started: a crash, not a shutdown."""
     os.killpg(proc.pid, 9)
     proc.wait(timeout=10)
+
+
+def wait_ready(port: int, timeout: float = 60.0) -> None:
+    """Return once the replica on ``port`` says it is ready (``/readyz``: its upstream connected, Redis up)."""
+    import time
+
+    import httpx2 as httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=5).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise TimeoutError(f"the replica on port {port} was not ready within {timeout}s")
+
+
+def start_replicas(config: Path, count: int) -> list[tuple[subprocess.Popen[bytes], int]]:
+    """``count`` replicas started side by side (each takes seconds to import and connect its upstream),
+    returned once each is ready."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def ready_replica(_: int) -> tuple[subprocess.Popen[bytes], int]:
+        proc, port = start_replica(config)
+        try:
+            wait_ready(port)
+        except TimeoutError:
+            stop(proc)
+            raise
+        return proc, port
+
+    with ThreadPoolExecutor(count) as pool:
+        return list(pool.map(ready_replica, range(count)))
+
+
+@contextmanager
+def team_deployment(directory: Path, count: int = 2) -> Iterator[dict[str, Any]]:
+    """Redis, ``count`` gateway replicas with the team's users (:data:`USERS`) and nginx with
+    ``deploy/nginx.conf`` in front: ``url`` (nginx's ``/mcp``), ``replicas`` [(process, port)], ``ports``,
+    ``redis`` (its port), ``config``, ``tmp``."""
+    with redis_server(directory) as redis_port:
+        config = gateway_config(directory, redis_port)
+        replicas = start_replicas(config, count)
+        try:
+            (directory / "nginx").mkdir()
+            with nginx(directory / "nginx", [port for _, port in replicas]) as port:
+                yield {"url": f"http://127.0.0.1:{port}/mcp", "replicas": replicas, "redis": redis_port,
+                       "tmp": directory, "config": config, "ports": [p for _, p in replicas]}
+        finally:
+            for proc, _ in replicas:
+                stop(proc)

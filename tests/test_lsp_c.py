@@ -14,6 +14,7 @@ import pytest
 
 from codeward.engines.lsp.positions import Encoding, Span, TextEdit, apply_edits, lines_of
 from codeward.kernel.result import ErrorKind
+from codeward.serving.stack import call_steps
 from codeward.tools import default_catalog
 from tests.lsp_support import (
     SERVER_WAIT_S,
@@ -64,7 +65,7 @@ def module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Too
     bare.warm(root / "test" / "tests.c")
     ctx = waiting_context(root)
     try:
-        yield root, Tools(default_catalog(), ctx), bare
+        yield root, Tools(default_catalog().with_steps(call_steps()), ctx), bare
     finally:
         bare.close()
         ctx.services.runtimes.close()

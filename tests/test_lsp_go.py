@@ -14,6 +14,7 @@ from codeward.config.lsp import LspSettings
 from codeward.kernel.context import Services, ToolContext
 from codeward.kernel.result import ErrorKind
 from codeward.kernel.workspace import Workspace
+from codeward.serving.stack import call_steps
 from codeward.tools import default_catalog
 from tests.lsp_support import (
     BareServer,
@@ -58,7 +59,7 @@ def module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Too
     bare.warm(root / "uuid.go")
     ctx = waiting_context(root)
     try:
-        yield root, Tools(default_catalog(), ctx), bare
+        yield root, Tools(default_catalog().with_steps(call_steps()), ctx), bare
     finally:
         bare.close()
         ctx.services.runtimes.close()

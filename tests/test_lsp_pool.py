@@ -22,6 +22,7 @@ from codeward.kernel.context import Services, ToolContext
 from codeward.kernel.host_run import EVERY_WRITE, NEEDS_PERSON
 from codeward.kernel.result import ErrorKind
 from codeward.kernel.workspace import Workspace
+from codeward.serving.stack import call_steps
 from codeward.tools import default_catalog
 from tests.conftest import snapshot
 from tests.lsp_support import Tools, located_or_skip
@@ -54,7 +55,8 @@ def c_project(root: Path) -> None:
 
 
 def tools_for(root: Path, **settings: Any) -> Tools:
-    return Tools(default_catalog(), ToolContext(Workspace.create([root]), services=Services(LspSettings(**settings))))
+    context = ToolContext(Workspace.create([root]), services=Services(LspSettings(**settings)))
+    return Tools(default_catalog().with_steps(call_steps()), context)
 
 
 def wait_until(condition: Any, timeout: float = 300.0) -> None:
@@ -154,7 +156,7 @@ def test_no_server_starts_where_the_sandbox_refuses(root: Path) -> None:
     located_or_skip("c")
     c_project(root)
     services = Services(LspSettings(startup_wait_s=60.0), SandboxSettings(backend="docker"))
-    tools = Tools(default_catalog(), ToolContext(Workspace.create([root]), services=services))
+    tools = Tools(default_catalog().with_steps(call_steps()), ToolContext(Workspace.create([root]), services=services))
     try:
         answer = tools("find_references", path="ring.c", name="ring_size")
         assert not answer.is_error and answer.structured is not None and answer.structured["name_based"]
@@ -169,7 +171,7 @@ def test_the_operators_process_backend_runs_a_server_and_every_answer_says_not_i
     located_or_skip("c")
     c_project(root)
     services = Services(LspSettings(startup_wait_s=300.0), SandboxSettings(backend="process"))
-    tools = Tools(default_catalog(), ToolContext(Workspace.create([root]), services=services))
+    tools = Tools(default_catalog().with_steps(call_steps()), ToolContext(Workspace.create([root]), services=services))
     try:
         answer = tools("find_references", path="ring.c", name="ring_size")
         assert not answer.is_error and answer.structured is not None, answer.text

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from codeward.serving.stack import call_steps
 from codeward.tools import default_catalog
 from tests.lsp_support import (
     BareServer,
@@ -62,7 +63,7 @@ def module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str,
     bares = {name: BareServer("python", root) for name, root in roots.items()}
     ctx = waiting_context(*roots.values())
     try:
-        yield roots, Tools(default_catalog(), ctx), bares
+        yield roots, Tools(default_catalog().with_steps(call_steps()), ctx), bares
     finally:
         for bare in bares.values():
             bare.close()

@@ -15,6 +15,7 @@ from codeward.config.lsp import LspSettings
 from codeward.kernel.context import Services, ToolContext
 from codeward.kernel.result import ErrorKind
 from codeward.kernel.workspace import Workspace
+from codeward.serving.stack import call_steps
 from codeward.tools import default_catalog
 from tests.lsp_support import (
     NODE_MODULES,
@@ -62,7 +63,7 @@ def module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Too
     ctx = waiting_context(root, NODE_MODULES.resolve())
     try:
         with node_on_path():
-            yield root, Tools(default_catalog(), ctx), bare
+            yield root, Tools(default_catalog().with_steps(call_steps()), ctx), bare
     finally:
         bare.close()
         ctx.services.runtimes.close()

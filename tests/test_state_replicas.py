@@ -21,7 +21,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.process_support import stop
-from tests.replica_support import ALICE, TOKEN, gateway_config, have, kill, nginx, redis_server, start_replica
+from tests.replica_support import ALICE, TOKEN, gateway_config, have, kill, nginx, redis_server, start_replicas
 
 missing = have("redis-server", "nginx")
 pytestmark = [
@@ -35,7 +35,7 @@ pytestmark = [
 def deployment(tmp_path: Path) -> Iterator[dict[str, Any]]:
     with redis_server(tmp_path) as redis_port:
         config = gateway_config(tmp_path, redis_port)
-        replicas = [start_replica(config) for _ in range(2)]
+        replicas = start_replicas(config, 2)  # each ready: its upstream connected (/readyz)
         try:
             (tmp_path / "nginx").mkdir()
             with nginx(tmp_path / "nginx", [port for _, port in replicas]) as port:
@@ -68,9 +68,12 @@ def _replicas_by_id(replicas: list[Replica]) -> dict[str, Replica]:
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
-async def _pending(ports: list[int], tool: str) -> dict[str, Any]:
+async def _pending(ports: list[int], tool: str, answered: list[Any]) -> dict[str, Any]:
+    """The approval ``tool``'s call waits on, on either replica; fails at once (saying how) if the call was
+    answered before anyone was asked (the results so far are all approved ones)."""
     async with httpx.AsyncClient(headers=AUTH, timeout=10) as http:
         while True:
+            assert not any(r.is_error for r in answered), f"answered before anyone was asked: {answered}"
             for port in ports:
                 listed = (await http.get(f"http://127.0.0.1:{port}/approvals")).json()["approvals"]
                 waiting = [a for a in listed if a["tool"] == tool]
@@ -93,7 +96,7 @@ async def test_an_approval_waiting_on_one_replica_is_answered_on_the_other(deplo
 
                 group.start_soon(call)
                 with anyio.fail_after(30):
-                    pending = await _pending(ports, "peer__count")
+                    pending = await _pending(ports, "peer__count", results)
                 assert pending["server"] == "peer" and pending["replica"] in by_id
                 other = next(port for name, (_, port) in by_id.items() if name != pending["replica"])
                 where = f"http://127.0.0.1:{other}/approvals/{pending['id']}"

@@ -57,6 +57,9 @@ class ApprovalRequest:
     decided_by: list[str] = field(default_factory=list, compare=False, repr=False)
     """Who answered, noted by the asker whose answer decided (``console``, ``terminal``, a user who
     answered on another replica), for the audit; empty when no asker says."""
+    withdrawn: list[str] = field(default_factory=list, compare=False, repr=False)
+    """Why nobody could answer (the server holding the call is stopping), noted by the asker that gave
+    the call back; the refusal's hint says it instead of the policy's reason."""
 
     def details(self) -> str:
         """The preview as a prompt shows it, after the call's summary ("" without one)."""
@@ -226,7 +229,7 @@ class Approval(Middleware):
             approved = await self._ask(request)
             waited = time.perf_counter() - asked  # a person's think time, not the tool's latency
             if not approved:
-                hint = (PERSON_ONLY if always_ask else
+                hint = (request.withdrawn[-1] if request.withdrawn else PERSON_ONLY if always_ask else
                         "Ask the user to approve the call when prompted (it always asks)." if info.ask_always
                         else self.policy.reason(name))
                 denied = _denied(name, hint, changed)

@@ -8,7 +8,7 @@ from typing import Protocol
 from codeward.approval.policy import ConfirmCallback
 from codeward.audit.log import AuditLog, AuditSink
 from codeward.audit.middleware import Audit, AuditedApprovals, audit_log_path
-from codeward.audit.users import load_users
+from codeward.audit.users import Directory
 from codeward.config.root import Config
 
 
@@ -24,7 +24,8 @@ class HttpAudit:
     """What an HTTP server adds to its stack for the audit (:func:`codeward.serving.runtime.serve_mcp`)."""
 
     log: AuditLog
-    users: dict[str, str] | None
+    users: Directory
+    """Who may call, and in which roles (``[audit] users_file``; the server's own token joins it)."""
 
     def middleware(self) -> Audit:
         return Audit(self.log)
@@ -36,6 +37,6 @@ class HttpAudit:
 def http_audit(config: Config, state: SharedAudit, host: str, port: int) -> HttpAudit:
     """Users from ``[audit] users_file`` (a bad file is refused with its problem), records to the
     replica's JSONL file and to the shared state (every replica's ``GET /audit`` reads it)."""
-    users = load_users(config.audit.users_file) if config.audit.users_file is not None else None
+    users = Directory(config.audit.users_file)
     log = AuditLog(audit_log_path(config.audit.log_dir, host, port), state.replica, sink=state)
     return HttpAudit(log, users)

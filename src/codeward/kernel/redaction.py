@@ -1,11 +1,12 @@
 """Secrets cut out of text and JSON-like values before they are written or shown anywhere.
 
 One :class:`Redactor` for every place that keeps or passes on what programs and models said: the
-session logs (:mod:`codeward.apps.control.session_logs`) and what a review's analyzers print
-(:mod:`codeward.engines.review.engine`). It knows the values of environment variables named like
-``*KEY*``/``*TOKEN*``/``*SECRET*``, the exact values it is told about, bearer and basic
-credentials, API-key shapes and key-bearing URL parameters, and blanks JSON fields named like
-secrets.
+session logs (:mod:`codeward.apps.control.session_logs`), what a review's analyzers print
+(:mod:`codeward.engines.review.engine`), and a held call's arguments as approvers on other replicas
+see them (:mod:`codeward.serving.shared_state.approvals`: the shared state never holds them raw). It
+knows the values of environment variables named like ``*KEY*``/``*TOKEN*``/``*SECRET*``, the exact
+values it is told about, bearer and basic credentials, API-key shapes, key-bearing URL parameters
+and assignments (``API_TOKEN=…``, ``password: …``), and blanks JSON fields named like secrets.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ SECRET_PATTERNS = (
     re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"),
     re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_-]{16,}"),
     re.compile(r"(?i)([?&](?:token|api_key|apikey|access_token|key)=)[^&\s\"']+"),
+    # A shell assignment or a config line: API_TOKEN=…, export GH_SECRET="…", password: …
+    re.compile(r"(?i)(\b[A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD)[A-Z0-9_]*\s*[=:]\s*[\"']?)[^\s\"';&|]{6,}"),
 )
 
 class Redactor:
@@ -85,6 +88,6 @@ def _keep_prefix(match: re.Match[str]) -> str:
     prefix = match.group(1)
     if prefix.lower() in ("bearer", "basic"):
         return f"{prefix} {REDACTED}"
-    if prefix.startswith(("?", "&")):
+    if prefix.startswith(("?", "&")) or prefix.rstrip("\"' ").endswith(("=", ":")):
         return prefix + REDACTED
     return REDACTED

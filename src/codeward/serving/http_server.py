@@ -5,32 +5,41 @@ server never loads Starlette's app, uvicorn, the fast stack or the shared state.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from types import FrameType
 from typing import Any, Protocol
 
 import anyio
 import uvicorn
 from mcp.server.lowlevel import Server
 from mcp.server.transport_security import TransportSecuritySettings
+from sse_starlette.sse import EventSourceResponse
 
 from codeward.audit.log import AuditLog
 from codeward.audit.metrics import CallMetrics
 from codeward.audit.setup import HttpAudit, http_audit
-from codeward.audit.users import UsersMiddleware
+from codeward.audit.users import Directory, Role, UsersFileError, UsersMiddleware
 from codeward.config import Config
 from codeward.kernel.context import Services
 from codeward.kernel.surface import ToolSurface
+from codeward.serving.drain import Drain
 from codeward.serving.shared_state import MemoryState, open_state
 from codeward.serving.shared_state.backend import StateBackend
 from codeward.serving.shared_state.http import add_approvals, add_state
-from codeward.serving.shared_state.metrics import MetricsPublisher
+from codeward.serving.shared_state.metrics import METRICS, MetricsPublisher
+from codeward.serving.shared_state.resume import APPROVALS, AUDIT
 from codeward.serving.transport.http_answers import answer_by_need
-from codeward.serving.transport.http_auth import BearerTokenMiddleware
+from codeward.serving.transport.http_drain import DrainGate
 from codeward.serving.transport.http_endpoint import HttpEndpoint
 from codeward.serving.transport.http_guard import JsonRpcGuardMiddleware
+from codeward.serving.transport.http_health import HealthEndpoints
 from codeward.serving.transport.http_stack import HttpStack, configured_http_stack
 from codeward.serving.transport.http_stack import http_stack as choose_stack
 from codeward.serving.transport.http_token import HttpAuth, http_auth
@@ -47,16 +56,28 @@ class ServedApp(Protocol):
     def announcing(self) -> AbstractAsyncContextManager[None]: ...
 
 
+def role_needed(method: str, path: str) -> Role:
+    """What a request may only do with a role: answer and list held calls (approver), read the audit and
+    the call figures (auditor), anything else — the MCP endpoint — call tools (agent)."""
+    path = path.rstrip("/")
+    if path == APPROVALS or path.startswith(APPROVALS + "/"):
+        return Role.APPROVER
+    if path in (AUDIT, METRICS):
+        return Role.AUDITOR
+    return Role.AGENT
+
+
 def http_app(server: ServedApp, *, host: str = "127.0.0.1", path: str = "/mcp", token: str | None = None,
              allowed_hosts: Sequence[str] = (), state: StateBackend | None = None,
-             users: Mapping[str, str] | None = None, audit: AuditLog | None = None, **options: Any) -> Any:
-    """A Starlette app serving streamable HTTP, with DNS-rebinding protection and optional bearer auth;
-    resumable streams and calls in flight kept in ``state`` (this process's memory by default).
+             users: Directory | None = None, audit: AuditLog | None = None, drain: Drain | None = None,
+             connecting: Callable[[], Sequence[str]] = tuple, **options: Any) -> Any:
+    """A Starlette app serving streamable HTTP, with DNS-rebinding protection and optional bearer auth
+    (the server's token, and a users file's tokens with their roles); resumable streams and calls in
+    flight kept in ``state`` (this process's memory by default); ``/healthz`` and ``/readyz`` for probes.
     Each request is answered with one JSON body unless it asks for a stream
     (:mod:`codeward.serving.transport.http_answers`); with shared state, always with a resumable stream."""
-
-
     state = state or MemoryState()
+    drain = drain or Drain(deadline=0.0)
     options.setdefault("event_store", state.events(""))
     options.setdefault("retry_interval", 1000)
     security = None
@@ -73,35 +94,116 @@ def http_app(server: ServedApp, *, host: str = "127.0.0.1", path: str = "/mcp", 
     if not state.shared and "json_response" not in options:  # replicas keep every answer resumable
 
         answer_by_need(app, server.lowlevel)
+    app.add_middleware(DrainGate, drain=drain)
     app.add_middleware(JsonRpcGuardMiddleware)
     add_approvals(app, state, server.services.find(CallMetrics), audit)
-    if users:  # added last, so outermost: nothing unauthenticated is read
-
-        app.add_middleware(UsersMiddleware, users=users, token=token)
-    elif token:
-        app.add_middleware(BearerTokenMiddleware, token=token)
+    directory = users or Directory(None)
+    directory.accept_own(token)
+    if token or directory.path is not None:  # nothing unauthenticated is read, and each path needs its role
+        app.add_middleware(UsersMiddleware, users=directory, needs=role_needed)
+    # outermost: probes carry no token
+    app.add_middleware(HealthEndpoints, drain=drain, state=state, connecting=connecting)
     return app
 
 
 async def run_http(server: ServedApp, *, host: str, port: int, token: str | None = None,
-                   state: StateBackend | None = None, users: Mapping[str, str] | None = None,
-                   audit: AuditLog | None = None, http_stack: HttpStack | None = None, **options: Any) -> None:
+                   state: StateBackend | None = None, users: Directory | None = None,
+                   audit: AuditLog | None = None, http_stack: HttpStack | None = None, drain: Drain | None = None,
+                   connecting: Callable[[], Sequence[str]] = tuple, **options: Any) -> None:
     """Serve :func:`http_app` with uvicorn on ``http_stack``'s parser (default: the fast one when
-    installed); the caller started the event loop, with :meth:`HttpStack.run` for uvloop."""
-
-
-    app = http_app(server, host=host, token=token, state=state, users=users, audit=audit, **options)
+    installed) until SIGTERM or Ctrl-C has drained it (:mod:`codeward.serving.drain`); SIGHUP reloads
+    the users file and reopens the audit file. The caller started the event loop, with
+    :meth:`HttpStack.run` for uvloop."""
+    drain = drain or Drain(deadline=0.0)
+    users = users or Directory(None)
+    EventSourceResponse.DEFAULT_PING_INTERVAL = SSE_PING_S  # the SDK makes its streams without a ping argument
+    app = http_app(server, host=host, token=token, state=state, users=users, audit=audit, drain=drain,
+                   connecting=connecting, **options)
     freeze_startup_heap()
     chosen = http_stack or choose_stack()
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
-                            **chosen.uvicorn_options())
+                            timeout_graceful_shutdown=GRACE_AFTER_DRAIN_S, **chosen.uvicorn_options())
     async with server.announcing(), anyio.create_task_group() as group:
         metrics = server.services.find(CallMetrics)
         if state is not None and state.shared and metrics is not None:
 
             group.start_soon(MetricsPublisher(state, metrics).run)
-        await uvicorn.Server(config).serve()
+        await DrainingServer(config, drain, lambda: _reload(users, audit)).serve()
         group.cancel_scope.cancel()
+
+
+GRACE_AFTER_DRAIN_S = 2
+"""Once drained, what is left are idle connections and standing event streams (a client's ``GET``): they
+get this long to close before they are cut (the client reconnects to another replica)."""
+SSE_PING_S = 1
+"""Every event stream carries a comment this often while it has nothing to say, so a balancer's read
+timeout can be short (``deploy/nginx.conf``: 5 s) — a hung replica is noticed within seconds — while
+calls that run for an hour keep their stream."""
+
+
+def _say(text: str) -> None:
+    print(f"codeward: {text}", file=sys.stderr, flush=True)
+
+
+def _reload(users: Directory, audit: AuditLog | None) -> None:
+    """SIGHUP: the users file read again (a broken one keeps the users as they were), the audit file
+    reopened (after a rotation by ``mv``). Every other setting is read at start only."""
+    try:
+        _say(f"SIGHUP: {users.reload()}")
+    except UsersFileError as error:
+        _say(f"SIGHUP: the users file was not reloaded, the users stay as they were: {error}")
+    if audit is not None and audit.path is not None:
+        audit.close()
+        _say(f"SIGHUP: the audit file {audit.path} is reopened at its next record")
+
+
+class DrainingServer(uvicorn.Server):
+    """uvicorn's server with codeward's signals: SIGTERM and SIGINT drain, then stop (a second one stops
+    at once); SIGHUP reloads. The signal is not raised again after the stop: a drained server's command
+    exits 0, without a traceback."""
+
+    def __init__(self, config: uvicorn.Config, drain: Drain, reload: Callable[[], None]) -> None:
+        super().__init__(config)
+        self.drain = drain
+        self.reload = reload
+        self._stopping: asyncio.Task[None] | None = None
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        loop = asyncio.get_running_loop()
+
+        def stop(signum: int, frame: FrameType | None) -> None:
+            loop.call_soon_threadsafe(self._stop, signal.Signals(signum).name)
+
+        def hang_up(signum: int, frame: FrameType | None) -> None:
+            loop.call_soon_threadsafe(self.reload)
+
+        handlers: dict[int, Callable[[int, FrameType | None], None]] = {
+            signal.SIGTERM: stop, signal.SIGINT: stop, signal.SIGHUP: hang_up}
+        originals = {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
+        try:
+            yield
+        finally:
+            for sig, original in originals.items():
+                signal.signal(sig, original)
+
+    def _stop(self, name: str) -> None:
+        if self._stopping is not None:
+            _say(f"{name} again: stopping now, {self.drain.running} calls cut")
+            self.should_exit = self.force_exit = True
+            return
+        self._stopping = asyncio.ensure_future(self._drain_then_stop(name))
+
+    async def _drain_then_stop(self, name: str) -> None:
+        _say(f"{name}: draining — no new requests, {self.drain.running} in flight get up to "
+             f"{self.drain.deadline:g}s ([server] drain_timeout); {name} again stops at once")
+        finished = await self.drain.drain()
+        _say("drained: every call finished; stopping" if finished else
+             f"drain deadline reached with {self.drain.running} calls running; they are cut")
+        self.should_exit = True
 
 
 @dataclass(frozen=True)

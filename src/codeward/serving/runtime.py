@@ -4,27 +4,34 @@
 them over HTTP on a shared ``[state] url``) differ only in what they ask for (:class:`Serving`).
 The order is always the same::
 
-    shared state → audit → control plane → approvals → observers → build_stack → server → transport
+    shared state → audit → drain → control plane → approvals → observers → build_stack → server → transport
 
 so an HTTP server always has its audit — an approval answered through its ``/approvals`` endpoint
-records who answered, on ``serve`` as on ``gateway`` — and always its DNS-rebinding protection for
-a host that is not loopback. The control plane belongs to the applications above this floor; a
-command hands one in (:class:`Plane`: what the runtime needs of it), and without one nothing is
-observed and approvals go to the asker as they are.
+records who answered, on ``serve`` as on ``gateway`` —, its roles, its probes (``/healthz``,
+``/readyz``), its drain (:mod:`codeward.serving.drain`: SIGTERM stops it without losing a call, the
+approvals it holds handed back) and always its DNS-rebinding protection for a host that is not
+loopback. The control plane belongs to the applications above this floor; a command hands one in
+(:class:`Plane`: what the runtime needs of it), and without one nothing is observed and approvals
+go to the asker as they are.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+import signal
+import sys
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Literal, Protocol
 
 import anyio
 
 from codeward.config import Config, GatewayConfig
 from codeward.kernel.chain import Middleware
+from codeward.serving.drain import Drain
 from codeward.serving.stack import Approver, Stack, build_stack
 from codeward.serving.transport.http_endpoint import HttpEndpoint
 
@@ -123,8 +130,9 @@ def serve_mcp(config: Config, serving: Serving, *, plane: PlaneFactory | None = 
 async def _serve(config: Config, serving: Serving, plane_factory: PlaneFactory | None,
                  announce: Callable[[Started], None], http: HttpServing | None) -> None:
     state, audit = (http.state, http.audit) if http is not None else (None, None)
+    drain = Drain(config.server.drain_timeout)
     async with (plane_factory() if plane_factory is not None else _no_plane()) as plane:
-        stack = serving_stack(config, serving, plane, state, audit)
+        stack = serving_stack(config, serving, plane, state, audit, drain)
         # the client's roots are the native tools' workspace: without native tools, nothing to ask it
         server = stack.server(name=serving.name, roots_from_client=not stack.roots_given and serving.http is None
                               and stack.native_tools)
@@ -132,7 +140,8 @@ async def _serve(config: Config, serving: Serving, plane_factory: PlaneFactory |
             plane.attach_server(stack, serving, state, audit)
             if http is None:
                 announce(Started(stack, serving))
-                await server.run_stdio()
+                with _hang_up_noted():
+                    await server.run_stdio()
                 return
             endpoint = http.endpoint
             with http.auth() as auth:
@@ -140,11 +149,12 @@ async def _serve(config: Config, serving: Serving, plane_factory: PlaneFactory |
                 await server.run_http(host=endpoint.host, port=endpoint.port, token=auth.token,
                                       allowed_hosts=endpoint.allowed_hosts, state=state,
                                       users=audit.users if audit is not None else None,
-                                      audit=audit.log if audit is not None else None, http_stack=http.loop)
+                                      audit=audit.log if audit is not None else None, http_stack=http.loop,
+                                      drain=drain, connecting=_connecting(stack))
 
 
 def serving_stack(config: Config, serving: Serving, plane: Plane, state: StateBackend | None,
-                  audit: HttpAudit | None) -> Stack:
+                  audit: HttpAudit | None, drain: Drain | None = None) -> Stack:
     """Approvals (the plane's race, any replica's answer, the audit of each decision), the observers
     (the audit outermost, then the plane's), and the one stack built from them."""
     approver = None
@@ -155,7 +165,7 @@ def serving_stack(config: Config, serving: Serving, plane: Plane, state: StateBa
         if state is not None and state.shared and serving.confirm is not approve_everything:
             from codeward.serving.shared_state.approvals import SharedApprovals  # answered on any replica
 
-            approvals = SharedApprovals(state, approvals)
+            approvals = SharedApprovals(state, approvals, drain=drain)
         if audit is not None:
             approvals = audit.approvals(approvals)
         approver = Approver(approvals)
@@ -163,6 +173,31 @@ def serving_stack(config: Config, serving: Serving, plane: Plane, state: StateBa
     return build_stack(config, serving.roots, gateway=serving.gateway, upstreams=serving.upstreams,
                        native=serving.native, meta=serving.meta, approver=approver, observers=observers,
                        pins=state.pins() if state is not None and serving.upstreams else None)
+
+
+@contextmanager
+def _hang_up_noted() -> Iterator[None]:
+    """SIGHUP on a stdio server is noted on stderr and changes nothing (the users file and the audit file
+    an HTTP server reloads do not exist here); it used to end the server without a word."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def noted(signum: int, frame: FrameType | None) -> None:
+        print("codeward: SIGHUP: a stdio server has nothing to reload; settings are read at start "
+              "(the client restarts the server to change them)", file=sys.stderr, flush=True)
+
+    original = signal.signal(signal.SIGHUP, noted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGHUP, original)
+
+
+def _connecting(stack: Stack) -> Callable[[], list[str]]:
+    """The gateway's upstream servers still connecting (``/readyz`` waits for them)."""
+    gateway = stack.gateway
+    return lambda: [s.alias for s in (gateway.statuses() if gateway is not None else ()) if s.state == "connecting"]
 
 
 @asynccontextmanager

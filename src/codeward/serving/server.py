@@ -54,8 +54,10 @@ from codeward.serving.tool_listing import ToolListing
 
 if TYPE_CHECKING:
     from codeward.audit.log import AuditLog
+    from codeward.audit.users import Directory
     from codeward.kernel.lean_listing import LeanListing
     from codeward.kernel.providers import PromptProvider, RelayedProvider, ResourceProvider
+    from codeward.serving.drain import Drain
     from codeward.serving.shared_state.backend import StateBackend
     from codeward.serving.transport.http_stack import HttpStack
 
@@ -617,7 +619,7 @@ class CodewardServer:
 
     def http_app(self, *, host: str = "127.0.0.1", path: str = "/mcp", token: str | None = None,
                  allowed_hosts: Sequence[str] = (), state: StateBackend | None = None,
-                 users: Mapping[str, str] | None = None, audit: AuditLog | None = None, **options: Any) -> Any:
+                 users: Directory | None = None, audit: AuditLog | None = None, **options: Any) -> Any:
         """A Starlette app serving streamable HTTP (:func:`codeward.serving.http_server.http_app`)."""
         from codeward.serving.http_server import http_app  # HTTP only: the transport's app and middleware
 
@@ -625,13 +627,14 @@ class CodewardServer:
                         users=users, audit=audit, **options)
 
     async def run_http(self, *, host: str, port: int, token: str | None = None, state: StateBackend | None = None,
-                       users: Mapping[str, str] | None = None, audit: AuditLog | None = None,
-                       http_stack: HttpStack | None = None, **options: Any) -> None:
+                       users: Directory | None = None, audit: AuditLog | None = None,
+                       http_stack: HttpStack | None = None, drain: Drain | None = None,
+                       connecting: Callable[[], Sequence[str]] = tuple, **options: Any) -> None:
         """Serve over streamable HTTP until stopped (:func:`codeward.serving.http_server.run_http`)."""
         from codeward.serving.http_server import run_http  # HTTP only: uvicorn and the app
 
         await run_http(self, host=host, port=port, token=token, state=state, users=users, audit=audit,
-                       http_stack=http_stack, **options)
+                       http_stack=http_stack, drain=drain, connecting=connecting, **options)
 
 
 class _LowLevelServer(Server[Any]):

@@ -129,6 +129,10 @@ class StateBackend(Protocol):
         """Wait for the answer to one approval (``{"approved": bool, "by": str}``)."""
         ...
 
+    async def withdraw_approval(self, approval_id: str) -> None:
+        """Take a pending approval back (its replica is stopping): no longer listed, answering it is unknown."""
+        ...
+
     async def audit(self, record: Mapping[str, Any]) -> None:
         """Add one audit record to the shared audit stream."""
         ...

@@ -106,6 +106,9 @@ class MemoryState:
         self._approvals.pop(approval_id, None)
         return answer
 
+    async def withdraw_approval(self, approval_id: str) -> None:
+        self._approvals.pop(approval_id, None)
+
     async def audit(self, record: Mapping[str, Any]) -> None:
         self._audit.append(dict(record))
 

@@ -183,6 +183,12 @@ class RedisState:
                 with contextlib.suppress(RedisError, OSError):
                     await pubsub.aclose()  # type: ignore[no-untyped-call]
 
+    async def withdraw_approval(self, approval_id: str) -> None:
+        async with self._calling() as redis, redis.pipeline(transaction=True) as pipe:
+            pipe.delete(self.key("approval", approval_id))
+            pipe.srem(self.key("approvals"), approval_id)
+            await pipe.execute()
+
     async def audit(self, record: Mapping[str, Any]) -> None:
         async with self._calling() as redis:
             await redis.xadd(self.key("audit"), {"r": json.dumps(dict(record))}, maxlen=MAX_AUDIT, approximate=True)

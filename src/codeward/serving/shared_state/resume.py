@@ -259,16 +259,20 @@ class ApprovalsEndpoint:
                 await _json(send, 400, {"error": "bad answer",
                                         "message": 'send {"approved": true} or {"approved": false} as JSON'})
                 return
-            from codeward.serving.shared_state.approvals import answer_pending
+            from codeward.serving.shared_state.approvals import OwnCall, answer_pending
 
             by = str(scope.get(USER_KEY) or f"replica {self.state.replica}")  # the user whose token answered
             decided = await answer_pending(self.state, approval_id, answer["approved"], by, self.audit)
         except StateUnavailable as error:
             await _json(send, 503, {"error": "state unavailable", "message": str(error)})
             return
+        except OwnCall as error:
+            await _json(send, 403, {"error": "own call", "message": str(error)})
+            return
         if decided is None:
             await _json(send, 404, {"error": "unknown approval", "message": f"no pending approval {approval_id!r} "
-                                    "(GET /approvals lists them; answered ones expire)"})
+                                    "(GET /approvals lists them; answered ones expire, and a replica that stops "
+                                    "withdraws those it held)"})
         elif not decided:
             await _json(send, 409, {"error": "already answered",
                                     "message": f"approval {approval_id!r} was already answered"})
