@@ -74,11 +74,12 @@ def contract_world(tmp_path: Path) -> Iterator[ContractWorld]:
         subprocess.run(["git", "-c", "commit.gpgsign=false", *command], cwd=project, env=git_env, check=True)
     with ExitStack() as stack:
         web_base, _seen = stack.enter_context(serve_fixtures())
-        # Every toolset, the opt-in ones too; language servers off: their examples answer from the index,
-        # as they do where no server is installed (tests/test_navigation_servers.py runs the servers' answers
-        # through the official client).
+        # The lean listing with the opt-in lsp toolset served and listed (a client reaches every other
+        # toolset through `toolsets`); language servers off: their examples answer from the index, as they do
+        # where no server is installed (tests/test_navigation_servers.py runs the servers' answers through the
+        # official client).
         (project / "codeward.toml").write_text(
-            f'[server]\ntoolsets = ["all"]\n\n[lsp]\nenabled = false\n\n'
+            f'[server]\ntoolsets = ["core", "lsp"]\n\n[lsp]\nenabled = false\n\n'
             f'[web]\nallow_hosts = ["127.0.0.1"]\nsearch_endpoint = "{web_base}/html/"\n', encoding="utf-8")
         socket_dir = Path(tempfile.mkdtemp(prefix="cw-docker-"))  # a unix socket path must stay short
         stack.callback(shutil.rmtree, socket_dir, ignore_errors=True)

@@ -14,11 +14,11 @@ import pytest
 from codeward.apps.agent.budget import CatalogPlan, group_tools, plan_catalog, schema_tokens
 from codeward.engines.llm.window import ContextWindow
 from codeward.kernel.surface import CatalogSurface
-from codeward.tools import served_catalog
+from codeward.tools import CORE_TOOLS, default_catalog, served_catalog, toolset_choice
 from codeward.tools.meta import meta_catalog
 from tests.fake_openai import FakeOpenAI, llama_props, text, tool_calls
 
-ALL_TOOLS = len(served_catalog())
+ALL_TOOLS = len(served_catalog(toolset_choice(None)))
 META_TOOLS = {"registry_search", "registry_load", "registry_execute", "registry_help"}
 
 
@@ -33,7 +33,7 @@ def offered(fake: FakeOpenAI, index: int = 0) -> set[str]:
 
 
 def toolsets_of(names: set[str]) -> set[str]:
-    catalog = served_catalog()
+    catalog = served_catalog(toolset_choice(None))
     return {spec.toolset for spec in catalog if spec.name in names}
 
 
@@ -50,8 +50,9 @@ def test_a_16k_context_gets_the_core_and_the_relevant_toolsets(root: Path) -> No
         done = ask(root, fake.base_url, "what does src/app.py export?")
     assert done.returncode == 0, done.stderr
     names = offered(fake)
-    assert toolsets_of(names) == {"files", "python"} and {"read_file", "py_get_skeleton"} <= names
-    assert "[codeward] trimmed to files, python:" in done.stderr
+    python = {spec.name for spec in default_catalog() if spec.toolset == "python"}
+    assert names == set(CORE_TOOLS) | python, "the lean core (discovery tools too) and the relevant toolset"
+    assert "[codeward] trimmed to core, python:" in done.stderr
     assert "16,384-token context (server /props)" in done.stderr
 
 
@@ -59,7 +60,23 @@ def test_a_6k_context_gets_the_core_toolset_alone(root: Path) -> None:
     with FakeOpenAI([text("ok")], props=llama_props(6_144)) as fake:
         done = ask(root, fake.base_url, "what does src/app.py export?")
     assert done.returncode == 0, done.stderr
-    assert toolsets_of(offered(fake)) == {"files"}
+    assert offered(fake) == set(CORE_TOOLS)
+
+
+def test_the_model_enables_a_toolset_and_its_tools_are_offered_from_the_next_round(root: Path) -> None:
+    """The lean default in the agent: the core is offered, the model enables a toolset with ``toolsets``,
+    the next request offers it (past the trimmed plan: the model asked), and the new tool runs."""
+    (root / "app.py").write_text("def total(items):\n    return sum(items)\n")
+    replies = [tool_calls(("toolsets", '{"action": "enable", "names": ["python"]}')),
+               tool_calls(("py_check_syntax", '{"path": "app.py"}')), text("The syntax is fine.")]
+    with FakeOpenAI(replies, props=llama_props(6_144)) as fake:
+        done = ask(root, fake.base_url, "hello")
+    assert done.returncode == 0, done.stderr
+    python = {spec.name for spec in default_catalog() if spec.toolset == "python"}
+    assert offered(fake, 0) == set(CORE_TOOLS), "6k: the core alone"
+    assert offered(fake, 1) == set(CORE_TOOLS) | python and offered(fake, 2) == offered(fake, 1)
+    assert "│ enabled python: " in done.stderr and "┌ py_check_syntax" in done.stderr
+    assert "│ ERROR" not in done.stderr.split("┌ py_check_syntax", 1)[1], done.stderr
 
 
 def test_a_tiny_context_gets_meta_mode_and_meta_calls_still_reach_every_tool(root: Path) -> None:
@@ -99,7 +116,7 @@ def test_a_profile_states_the_context_size(root: Path) -> None:
             'model = "m"\ncontext_tokens = 6144\n')
         done = ask(root, fake.base_url, "hello")
     assert done.returncode == 0, done.stderr
-    assert toolsets_of(offered(fake)) == {"files"}
+    assert offered(fake) == set(CORE_TOOLS)
     assert "profile 'small' context_tokens" in done.stderr
     assert fake.gets == [], "a stated size is not asked of the server"
 
@@ -147,9 +164,10 @@ def test_a_request_over_the_context_says_how_to_fit(root: Path) -> None:
 
 
 def plan(window: int, question: str, used: int = 300, reply: int = 1024, **choice: Any) -> CatalogPlan:
-    catalog = served_catalog()
-    groups = group_tools(CatalogSurface(catalog).tool_infos(),
-                         lambda name: spec.toolset if (spec := catalog.get(name)) else None)
+    catalog = served_catalog(toolset_choice(None))
+    groups = group_tools(CatalogSurface(catalog).tool_infos(),  # grouped as a lean stack groups them
+                         lambda name: "core" if name in CORE_TOOLS else spec.toolset if (spec := catalog.get(name))
+                         else None)
     meta = schema_tokens(CatalogSurface(meta_catalog()).tool_infos())
     return plan_catalog(groups, meta, ContextWindow(window, "stated"), used, reply, question, **choice)
 
@@ -157,11 +175,11 @@ def plan(window: int, question: str, used: int = 300, reply: int = 1024, **choic
 @pytest.mark.parametrize(("window", "question", "form", "toolsets"), [
     (131_072, "anything", "full", None),
     (32_768, "anything", "full", None),
-    (16_384, "search the web for the httpx docs", "trimmed", ("files", "web")),
-    (16_384, "find where parse_config is defined", "trimmed", ("files", "analysis", "python")),
-    (16_384, "list the open issues", "trimmed", ("files", "beads")),
-    (16_384, "fix the crash in main.c", "trimmed", ("files", "cpp")),
-    (6_144, "find where parse_config is defined", "trimmed", ("files",)),
+    (16_384, "search the web for the httpx docs", "trimmed", ("core", "web")),
+    (16_384, "find where parse_config is defined", "trimmed", ("core", "python")),
+    (16_384, "list the open issues", "trimmed", ("core", "beads")),
+    (16_384, "fix the crash in main.c", "trimmed", ("core", "cpp")),
+    (6_144, "find where parse_config is defined", "trimmed", ("core",)),
     (4_096, "find where parse_config is defined", "meta", None),
     (2_048, "anything", "meta", None),
 ])
@@ -177,4 +195,4 @@ def test_the_plan_for_a_stated_context(window: int, question: str, form: str,
 def test_a_long_conversation_moves_the_plan_towards_meta() -> None:
     forms = [plan(16_384, "find where parse_config is defined", used=used).form for used in (300, 7_500, 11_500)]
     assert forms == ["trimmed", "trimmed", "meta"]
-    assert plan(16_384, "x", used=300).toolsets == ("files",)
+    assert plan(16_384, "x", used=300).toolsets == ("core",)

@@ -75,7 +75,7 @@ def test_ask_with_the_default_configuration_answers_with_a_tool_call(local_model
     done = subprocess.run([sys.executable, "-m", "codeward", "ask", "Read notes.txt and tell me the secret word."],
                           cwd=project, env=env, capture_output=True, text=True, timeout=900)
     report = f"exit {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr[-3000:]}"
-    assert "[codeward] trimmed to files" in done.stderr, report
+    assert "[codeward] trimmed to core" in done.stderr, report
     assert "┌ read_file" in done.stderr, report
     assert "│ The secret word is PELICAN." in done.stderr, "the tool ran and its result went back to the model"
     assert done.returncode == 0, report

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from codeward import __version__
 from codeward.apps.docs import tools_markdown
-from codeward.tools import default_catalog, served_catalog
+from codeward.tools import default_catalog, served_catalog, toolset_choice
 from tests.conftest import REPO
 
 
@@ -31,7 +31,7 @@ def test_docs_tools_md_is_generated_from_the_catalog() -> None:
 
 
 def test_tools_lists_every_tool_in_each_format() -> None:
-    names = served_catalog().names()  # what a server lists by default (the opt-in toolsets are not)
+    names = served_catalog(toolset_choice(None)).names()  # what a server lists by default (the opt-in toolsets are not)
     plain = run("tools").stdout
     assert all(name in plain for name in names)
     listed = json.loads(run("tools", "--json").stdout)

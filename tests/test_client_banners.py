@@ -35,7 +35,7 @@ def _stdio_banner(root: Path, env: dict[str, str]) -> list[str]:
     os.close(terminal)
     try:
         assert proc.stderr is not None
-        return [proc.stderr.readline().rstrip("\n") for _ in range(6)]
+        return [proc.stderr.readline().rstrip("\n") for _ in range(7)]
     finally:
         proc.kill()
         proc.wait(timeout=10)
@@ -48,7 +48,9 @@ async def test_stdio_banner_prints_the_command_that_works(root: Path, tmp_path: 
         pytest.skip("codeward is not installed as a script beside this interpreter")
     off_path = {**home_env(tmp_path / "home"), "PATH": "/usr/bin:/bin"}
     banner = _stdio_banner(root, off_path)
-    assert "serving" in banner[0] and "MCP server" in banner[1] and "Press Ctrl-C" in banner[5]
+    assert "serving" in banner[0] and "MCP server" in banner[1] and "Press Ctrl-C" in banner[6]
+    assert re.fullmatch(r"listing 15 of \d+ tools, ~[\d,]+ tokens a request; the toolsets tool reaches the other "
+                        r'\d+ \(\[server\] toolsets = \["all"\] lists every one\)', banner[5].strip()), banner[5]
     assert banner[4].startswith("sandbox: ") and "codeward doctor" in banner[4]
     command = str(VENV_BIN / "codeward")
     assert banner[2].strip() == f"claude mcp add codeward -- {shlex.join([command, 'serve', str(root)])}"

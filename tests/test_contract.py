@@ -16,10 +16,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
+import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
 from codeward.kernel.catalog import Catalog
+from codeward.tools import CORE_TOOLS, DISCOVERY_TOOLSET
 from tests.conftest import node_tool
 from tests.contract_support import (
     CallRecord,
@@ -40,9 +43,46 @@ def _text(result: Any) -> str:
     return "\n".join(getattr(block, "text", "") for block in result.content)
 
 
-async def _python_session(client: Client, world: ContractWorld, catalog: Catalog,
-                          prefix: str = "") -> tuple[list[str], list[str]]:
-    """List, then run every example call in one session; the names listed and the problems found."""
+class ListChanged:
+    """Heard ``notifications/tools/list_changed`` (a handshake-era session's message handler)."""
+
+    def __init__(self) -> None:
+        self.heard = anyio.Event()
+
+    async def __call__(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self.heard.set()
+
+
+async def _discover_everything(client: Client, prefix: str, told: ListChanged | None) -> None:
+    """A lean server lists its core: enable every toolset through ``toolsets`` and hear of it (on the
+    handshake-era notification, or the 2026-07-28 listen stream), as a client reaching the rest would."""
+    lean = [tool.name for tool in (await client.list_tools()).tools if tool.name.startswith(prefix)]
+    assert f"{prefix}toolsets" in lean and len(lean) < 30, f"a lean server lists its core tools: {lean}"
+    if told is not None:
+        answer = await client.call_tool(f"{prefix}toolsets", {"action": "enable", "names": ["all"]})
+        assert not answer.is_error, _text(answer)
+        with anyio.fail_after(60):
+            await told.heard.wait()
+        return
+    async with client.listen(tools_list_changed=True) as stream:
+        answer = await client.call_tool(f"{prefix}toolsets", {"action": "enable", "names": ["all"]})
+        assert not answer.is_error, _text(answer)
+        with anyio.fail_after(60):
+            await stream.__anext__()
+
+
+async def _python_session(client: Client, world: ContractWorld, catalog: Catalog, prefix: str = "",
+                          told: ListChanged | None = None) -> tuple[list[str], list[str]]:
+    """Start lean, enable every toolset, list again, then run every example call in one session; the
+    names listed and the problems found."""
+    await _discover_everything(client, prefix, told)
+    return await _run_examples(client, world, catalog, prefix)
+
+
+async def _run_examples(client: Client, world: ContractWorld, catalog: Catalog,
+                        prefix: str = "") -> tuple[list[str], list[str]]:
+    """List, then run every listed tool's example calls; the names listed and the problems found."""
     listed = (await client.list_tools()).tools
     names = [tool.name for tool in listed]
     with_schema = {tool.name for tool in listed if tool.output_schema}
@@ -64,16 +104,33 @@ async def _python_session(client: Client, world: ContractWorld, catalog: Catalog
                                                  ("http", "legacy")])
 async def test_the_python_client_accepts_every_example(tmp_path: Path, catalog: Catalog, transport: str,
                                                        mode: str) -> None:
+    told = ListChanged() if mode == "legacy" else None
     with contract_world(tmp_path) as world:
         if transport == "stdio":
-            async with Client(world.serve_params(), mode=mode) as client:  # type: ignore[arg-type]
+            async with Client(world.serve_params(), mode=mode, message_handler=told) as client:  # type: ignore[arg-type]
                 era = client.protocol_version
-                names, problems = await _python_session(client, world, catalog)
+                names, problems = await _python_session(client, world, catalog, told=told)
         else:
+            # a 2026-07-28 request over HTTP names no session, so nothing enables toolsets for it: the operator
+            # lists every tool for this path (tests/test_lean_listing.py shows such a client using call_tool)
+            if mode == "auto":
+                config = world.project / "codeward.toml"
+                settings = config.read_text(encoding="utf-8")
+                config.write_text(settings.replace('toolsets = ["core", "lsp"]', 'toolsets = ["all"]'),
+                                  encoding="utf-8")
+                catalog = Catalog(spec for spec in catalog if spec.toolset != DISCOVERY_TOOLSET)
             with codeward_http(str(world.project), cwd=world.project, env=world.env) as url:
-                async with Client(url, mode=mode) as client:  # type: ignore[arg-type]
+                async with Client(url, mode=mode, message_handler=told) as client:  # type: ignore[arg-type]
                     era = client.protocol_version
-                    names, problems = await _python_session(client, world, catalog)
+                    if mode == "auto":
+                        names, problems = await _run_examples(client, world, catalog)
+                        # nor does a long-running process: it belongs to a client, and this request names none;
+                        # each process tool must say so (tests/test_processes_mcp.py runs them in sessions)
+                        stateless = [p for p in problems if p.startswith("process_") and "names no client" in p]
+                        assert len(stateless) == 4, problems  # process_list answers: this client has none
+                        problems = [p for p in problems if p not in stateless]
+                    else:
+                        names, problems = await _python_session(client, world, catalog, told=told)
     assert (era == MODERN) == (mode == "auto"), era
     assert sorted(names) == sorted(catalog.names())
     assert not problems, "\n".join(problems)
@@ -108,8 +165,10 @@ def test_the_typescript_client_accepts_every_example(tmp_path: Path, catalog: Ca
         calls, missing = planned_calls(world, catalog, catalog.names())
         params = world.serve_params()
         plan = {"server": {"command": params.command, "args": params.args, "cwd": params.cwd, "env": params.env},
-                "calls": [{"name": name, "arguments": arguments} for name, arguments in calls]}
+                "enable": ["all"], "calls": [{"name": name, "arguments": arguments} for name, arguments in calls]}
         answer = typescript_run(plan)
+    assert set(CORE_TOOLS) <= set(answer["lean"]) and len(answer["lean"]) < 30, answer["lean"]
+    assert answer["told"], "told of the toolsets it enabled"
     listed = {tool["name"]: tool for tool in answer["tools"]}
     assert sorted(listed) == sorted(catalog.names())
     records = [CallRecord(r["name"], r["accepted"], r.get("isError", False), r.get("structured", False),
@@ -139,9 +198,10 @@ def test_the_inspector_cli_accepts_a_sample(tmp_path: Path, catalog: Catalog) ->
             answer: dict[str, Any] = json.loads(done.stdout)
             return answer
 
-        listed = inspect("--method", "tools/list")
-        assert sorted(tool["name"] for tool in listed["tools"]) == sorted(catalog.names())
-        schemas = {tool["name"]: tool.get("outputSchema") for tool in listed["tools"]}
+        listed = inspect("--method", "tools/list")  # one request per run: it never lists again, so lean
+        lean = {tool["name"] for tool in listed["tools"]}
+        assert set(CORE_TOOLS) <= lean and len(lean) < 30, lean
+        schemas = {spec.name: spec.output_schema for spec in catalog}  # unlisted tools are called by name
         for name in INSPECTOR_SAMPLE:
             spec = catalog.get(name)
             assert spec is not None and spec.examples

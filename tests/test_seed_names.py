@@ -28,6 +28,8 @@ async def test_each_seed_name_answers_through_a_real_session_but_none_is_listed(
     params = StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve", str(root)],
                                    env={**os.environ, "PYTHONUNBUFFERED": "1", "CODEWARD_HOME": str(root.parent / "h")})
     async with Client(params) as client:
+        enabled = await client.call_tool("toolsets", {"action": "enable", "names": ["all"]})  # a lean server
+        assert not enabled.is_error, _text(enabled)
         listed = {t.name for t in (await client.list_tools()).tools}
         assert not listed & set(SEED_NAMES) and {"run_shell", "coding_execute_code"} <= listed
 

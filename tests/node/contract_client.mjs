@@ -1,7 +1,7 @@
 // Tool calls through the official TypeScript SDK client, for tests/test_contract.py.
 //
 // The plan arrives as JSON on stdin: {"server": {"command", "args", "cwd", "env"} or {"url"},
-// "calls": [{"name", "arguments"}]}. The client lists the tools first (so it validates every
+// "enable": [toolsets] (optional), "calls": [{"name", "arguments"}]}. The client lists the tools first (so it validates every
 // structured result against the tool's outputSchema, as it does for any caller), then makes each
 // call; the answer, one JSON object on stdout, says per call whether the client accepted it.
 import { readFileSync } from "node:fs";
@@ -9,6 +9,7 @@ import { readFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const plan = JSON.parse(readFileSync(0, "utf8"));
 const transport = plan.server.url
@@ -17,6 +18,18 @@ const transport = plan.server.url
 const client = new Client({ name: "codeward-contract", version: "1.0.0" });
 await client.connect(transport);
 
+// "enable": toolsets to enable first on a lean server; the client waits for tools/list_changed and
+// lists again, so it validates every newly listed tool's results too.
+let lean = null;
+let told = false;
+if (plan.enable) {
+  let heard;
+  const notified = new Promise((resolve) => { heard = resolve; });
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => { told = true; heard(); });
+  lean = (await client.listTools()).tools.map((tool) => tool.name);
+  await client.callTool({ name: "toolsets", arguments: { action: "enable", names: plan.enable } });
+  await Promise.race([notified, new Promise((resolve) => setTimeout(resolve, 60_000))]);
+}
 const listed = await client.listTools();
 const results = [];
 for (const call of plan.calls) {
@@ -32,6 +45,8 @@ for (const call of plan.calls) {
 }
 const answer = {
   protocolVersion: transport.protocolVersion ?? null,
+  lean,
+  told,
   tools: listed.tools.map((tool) => ({ name: tool.name, hasOutputSchema: Boolean(tool.outputSchema) })),
   results,
 };

@@ -9,7 +9,9 @@ import json
 from typing import Any
 
 from codeward.kernel.catalog import Catalog, ToolSpec
-from codeward.tools import OPT_IN_TOOLSETS
+from codeward.kernel.lean_listing import listing_tokens
+from codeward.kernel.surface import CatalogSurface
+from codeward.tools import CORE_TOOLS, DISCOVERY_TOOLSET, OPT_IN_TOOLSETS, TOOLSET_SUMMARIES
 
 
 def tools_markdown(catalog: Catalog) -> str:
@@ -26,6 +28,7 @@ def tools_markdown(catalog: Catalog) -> str:
         "test (`tests/test_contract.py`) runs every example through the official Python and TypeScript clients, "
         "the MCP Inspector and the gateway.",
         "",
+        *_lean_section(catalog),
     ]
 
     for toolset in catalog.toolsets():
@@ -46,6 +49,36 @@ def tools_markdown(catalog: Catalog) -> str:
         for spec in hidden:
             lines += _tool_section(spec)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _lean_section(catalog: Catalog) -> list[str]:
+    """What a client lists by default, what each toolset adds, and how a client reaches it."""
+    infos = {info.name: info for info in CatalogSurface(catalog).tool_infos()}
+    core = [name for name in CORE_TOOLS if name in infos]
+    lines = ["## What a client lists", "",
+             f"By default a client is listed the core tools — ~{listing_tokens(infos[n] for n in core):,} tokens "
+             "a request (characters / 4 of each tool's name, description and input schema) — and reaches every "
+             "other toolset in one step:", "",
+             "- `toolsets` (`{}` lists the toolsets; `{\"action\": \"enable\", \"names\": [\"git\"]}` lists a "
+             "toolset's tools for the rest of the session and sends the client `notifications/tools/list_changed`, "
+             "which the official SDKs and Claude Code follow by listing again; `describe` shows a tool's "
+             "arguments);",
+             "- `call_tool` (`{\"name\": \"git_log\", \"arguments\": {\"limit\": 5}}`) runs any tool now, for a "
+             "client that never lists again — a 2026-07-28 request over HTTP names no session, so this is its way;",
+             "- and every tool answers to its own name, listed or not, through the same approval and audit.", "",
+             "`[server] toolsets = [\"all\"]` lists every tool; `[\"core\", \"python\"]` lists toolsets from the start "
+             "besides the core (docs/configuration.md).", "",
+             f"Core: {', '.join(f'`{name}`' for name in core)}.", "",
+             "| toolset | what for | tools outside the core | tokens |", "|---|---|---|---|"]
+    for toolset in catalog.toolsets():
+        if toolset == DISCOVERY_TOOLSET:
+            continue
+        rest = [spec.name for spec in catalog if spec.toolset == toolset and spec.name not in core]
+        if rest:
+            opt_in = " Served only when `[server] toolsets` names it." if toolset in OPT_IN_TOOLSETS else ""
+            lines.append(f"| {toolset} | {TOOLSET_SUMMARIES.get(toolset, '')}{opt_in} | {len(rest)} | "
+                         f"~{listing_tokens(infos[n] for n in rest if n in infos):,} |")
+    return [*lines, ""]
 
 
 def _tool_section(spec: ToolSpec) -> list[str]:

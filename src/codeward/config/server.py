@@ -29,8 +29,12 @@ class ServerSettings(Table):
     one asks a person with the diff, whatever ``auto_approve`` says, and is refused when nobody can be
     asked."""
     toolsets: Strings | None = None
-    """Toolsets to serve (``codeward tools`` shows each tool's), or ``["all"]``; unset serves every toolset but
-    ``lsp`` (language-server navigation), which is served only when named."""
+    """What a client's model is sent. Unset (or ``["core"]``): the lean listing — the core tools and the
+    discovery tools ``toolsets`` (enables a toolset for the session; the client is told
+    ``tools/list_changed``) and ``call_tool``, with every toolset served; ``["core", "python"]`` lists
+    toolsets from the start besides; ``["all"]`` lists every tool; toolset names alone serve only those,
+    all listed (``codeward tools`` shows each tool's toolset). ``lsp`` (language-server navigation) is
+    served only when named, or with ``["all"]``."""
     output_cap_tokens: Int = 25_000
     """About this many tokens of a tool's output are returned; the rest is saved to a file the caller
     can read."""

@@ -35,7 +35,7 @@ from codeward.kernel.path_locks import PathLocks
 from codeward.kernel.result import ErrorKind, Result
 from codeward.kernel.steps import CallStep, HoldWriteLocks, RunningCall, kernel_steps, through
 from codeward.kernel.validation_messages import annotation_name, problems
-from codeward.kernel.wire_schema import simplify_optionals
+from codeward.kernel.wire_schema import lean_input_schema
 from codeward.kernel.workspace import Access, git_marker_lock_key
 
 TOOL_NAME_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
@@ -563,8 +563,9 @@ def _input_model(func: Callable[..., Any], tool_name: str) -> type[BaseModel]:
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """Drop pydantic's titles and spell optionals plainly: both only cost tokens."""
-    return simplify_optionals(_drop_titles(schema))  # type: ignore[no-any-return]
+    """Drop pydantic's titles, spell optionals plainly and leave out what tells a model nothing: all of it
+    only costs tokens (:func:`codeward.kernel.wire_schema.lean_input_schema`)."""
+    return lean_input_schema(_drop_titles(schema))  # type: ignore[no-any-return]
 
 
 def _displayable_json(value: Any) -> Any:

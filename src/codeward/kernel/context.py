@@ -27,6 +27,7 @@ from codeward.kernel.workspace import GIT_MARKER_LOCK, Workspace
 
 if TYPE_CHECKING:
     from codeward.kernel.client_link import ClientLink
+    from codeward.kernel.session_toolsets import SessionToolsets
 
 T = TypeVar("T")
 
@@ -201,6 +202,9 @@ class CallInfo:
     """Asks a person, during the call, to approve writing host-run files the call did not know it
     would write until it ran (a shell run's write-back): set by the approval layer
     (:class:`codeward.approval.host_run.HostRunApproval`); None when nobody can be asked."""
+    toolsets: SessionToolsets | None = None
+    """The toolsets the calling session enabled on a lean server (what ``toolsets`` changes); None for a
+    call from no session (the command line)."""
 
 
     @contextmanager

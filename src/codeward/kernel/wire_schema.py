@@ -2,7 +2,13 @@
 
 A model reads every tool's schema on every request, so what goes on the wire is compacted:
 
-* optional arguments (``anyOf: [X, null]`` with ``default: null``) become plain ``X``, not required;
+* optional arguments (``anyOf: [X, null]`` with ``default: null``) become plain ``X``, not required
+  (``anyOf: [X, Y, null]``: ``anyOf: [X, Y]``);
+* what says nothing a model needs is left out of input schemas: ``additionalProperties`` (the server
+  refuses an unknown argument, naming the nearest known one), an empty default (``""``, ``[]``, ``{}``,
+  ``false``: the same as leaving the argument out), a length bound of :data:`GUARD_BOUND` or more (a
+  guard against runaway input no sensible call reaches; the server still enforces it) and a ``type``
+  that a ``const`` or an ``enum`` of strings already says;
 * annotation hints are sent only where they differ from the protocol's defaults
   (``readOnlyHint=false``, ``destructiveHint=true``, ``idempotentHint=false``, ``openWorldHint=true``)
   and mean something (destructive and idempotent hints only for tools that write; every tool that
@@ -27,6 +33,33 @@ HINT_DEFAULTS: Mapping[str, bool] = {
     "openWorldHint": True,
 }
 NULL = {"type": "null"}
+GUARD_BOUND = 100
+"""``maxLength``/``maxItems`` at least this large guard the server; they are not sent."""
+EMPTY_DEFAULTS: tuple[object, ...] = ("", [], {}, False)
+
+
+def lean_input_schema(schema: Any) -> Any:
+    """:func:`simplify_optionals`, then without the keywords that say nothing a model needs (recursively)."""
+    return _without_noise(simplify_optionals(schema))
+
+
+def _without_noise(schema: Any) -> Any:
+    if isinstance(schema, list):
+        return [_without_noise(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "additionalProperties" and isinstance(value, bool):
+            continue
+        if key in ("maxLength", "maxItems") and isinstance(value, int) and value >= GUARD_BOUND:
+            continue
+        if key == "default" and any(value == empty and type(value) is type(empty) for empty in EMPTY_DEFAULTS):
+            continue
+        if key == "type" and _implied_type(schema) == value:
+            continue
+        out[key] = value if key in ("default", "const", "enum", "examples") else _without_noise(value)
+    return out
 
 
 def simplify_optionals(schema: Any) -> Any:
@@ -37,12 +70,22 @@ def simplify_optionals(schema: Any) -> Any:
         return schema
     schema = {k: simplify_optionals(v) for k, v in schema.items()}
     alternatives = schema.get("anyOf")
-    if (isinstance(alternatives, list) and len(alternatives) == 2 and NULL in alternatives
+    if (isinstance(alternatives, list) and len(alternatives) >= 2 and NULL in alternatives
             and "default" in schema and schema["default"] is None):
-        other = next(a for a in alternatives if a != NULL)
+        others = [a for a in alternatives if a != NULL]
         rest = {k: v for k, v in schema.items() if k not in ("anyOf", "default")}
-        return {**other, **rest}
+        return {**others[0], **rest} if len(others) == 1 else {"anyOf": others, **rest}
     return schema
+
+
+def _implied_type(schema: dict[str, Any]) -> str | None:
+    """The JSON type a ``const`` or an ``enum`` of strings already fixes, if any."""
+    if "const" in schema:
+        return _json_kind(schema["const"])
+    values = schema.get("enum")
+    if isinstance(values, list) and values and all(isinstance(v, str) for v in values):
+        return "string"
+    return None
 
 
 def wire_hints(annotations: Mapping[str, Any] | None) -> dict[str, bool]:

@@ -52,7 +52,7 @@ SubscriptionHook = Callable[[Iterable[str]], Awaitable[None]]
 """Told which resource URIs a 2026-07-28 listen stream watches when it opens, and again when it ends."""
 
 
-def _connection(ctx: ServerRequestContext[Any, Any]) -> Any:
+def connection_of(ctx: ServerRequestContext[Any, Any]) -> Any:
     """The connection under a request: ``ctx.session`` is a per-request wrapper, gone when the request
     is; the connection lives as long as the client and sends on its standalone channel. The SDK does
     not expose it on this context, hence the attribute (the wrapper is the fallback)."""
@@ -81,7 +81,7 @@ class ChangeNotifier:
     def remember(self, ctx: ServerRequestContext[Any, Any]) -> None:
         """Note the connection of a handshake-era request (2026-07-28 clients listen instead)."""
         try:
-            self._sessions.add(_connection(ctx))
+            self._sessions.add(connection_of(ctx))
         except TypeError:  # cannot be weakly referenced: not remembered
             logger.debug("cannot remember %r for list_changed", type(ctx.session).__name__)
 
@@ -89,7 +89,7 @@ class ChangeNotifier:
         """A handshake-era session asked to hear when ``uri`` changes."""
         self.remember(ctx)
         try:
-            self._subscribed.setdefault(_connection(ctx), set()).add(uri)
+            self._subscribed.setdefault(connection_of(ctx), set()).add(uri)
         except TypeError:
             logger.debug("cannot remember a subscription of %r", type(ctx.session).__name__)
 
@@ -97,13 +97,13 @@ class ChangeNotifier:
         """A handshake-era session set its log level: log lines outside any request below it are not sent to it."""
         self.remember(ctx)
         try:
-            self._levels[_connection(ctx)] = level
+            self._levels[connection_of(ctx)] = level
         except TypeError:
             logger.debug("cannot remember the log level of %r", type(ctx.session).__name__)
 
     def unsubscribe(self, ctx: ServerRequestContext[Any, Any], uri: str) -> bool:
         """Forget one subscription; whether the session had it."""
-        uris = self._subscribed.get(_connection(ctx))
+        uris = self._subscribed.get(connection_of(ctx))
         if uris is None or uri not in uris:
             return False
         uris.discard(uri)
@@ -176,6 +176,20 @@ class ChangeNotifier:
                 await getattr(session, _SENDERS[kind])()
             except Exception as exc:  # a closed session must not stop the others
                 logger.debug("dropped %s/list_changed for a session: %s", kind, exc)
+
+    async def notify_one(self, ctx: ServerRequestContext[Any, Any], kind: ListKind = "tools", *, modern: bool,
+                         listeners: bool) -> None:
+        """Tell one client that a list changed for it alone (its lean listing): a handshake-era client on its
+        connection; a 2026-07-28 client on its listen streams, which ``listeners`` says are its own (a
+        stdio server's), since a listen stream names no session."""
+        if modern:
+            if listeners:
+                await self.bus.publish(_EVENTS[kind])
+            return
+        try:
+            await getattr(connection_of(ctx), _SENDERS[kind])()
+        except Exception as exc:  # a closed session is told nothing
+            logger.debug("dropped %s/list_changed for a session: %s", kind, exc)
 
     async def notify_updated(self, uri: str) -> None:
         await self.bus.publish(ResourceUpdated(uri=uri))

@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from codeward.kernel.client_link import InputRequired
 from codeward.kernel.content import BinaryBlock, Block, ResourceBlock, TextBlock
 from codeward.kernel.context import CallInfo, Services, Settings, ToolContext
 from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.session_toolsets import SessionToolsets
 from codeward.kernel.surface import (
     CONTENT_CALLS,
     GET_PROMPT,
@@ -45,7 +47,7 @@ from codeward.kernel.surface import (
     unknown_tool,
 )
 from codeward.kernel.workspace import Workspace
-from codeward.serving.change_notices import ChangeNotifier
+from codeward.serving.change_notices import ChangeNotifier, connection_of
 from codeward.serving.file_resources import FileResources
 from codeward.serving.request_link import LOG_LEVELS, MODERN_ERA, RequestLink, RoundState, as_json, input_round
 from codeward.serving.tool_listing import ToolListing
@@ -53,6 +55,7 @@ from codeward.serving.tool_listing import ToolListing
 if TYPE_CHECKING:
     from codeward.audit.log import AuditLog
     from codeward.audit.users import Directory
+    from codeward.kernel.lean_listing import LeanListing
     from codeward.kernel.providers import PromptProvider, RelayedProvider, ResourceProvider
     from codeward.serving.drain import Drain
     from codeward.serving.shared_state.backend import StateBackend
@@ -235,16 +238,22 @@ class CodewardServer:
         relayed: RelayedProvider | None = None,
         files: bool = True,
         unavailable: Callable[[], Sequence[str]] | None = None,
+        lean: LeanListing | None = None,
     ) -> None:
         """``tools_can_change``: the surface's tool list may change while serving (a gateway);
         clients are then told, and :meth:`tools_changed` is how to tell them. ``relayed``: another
         server's resources, prompts and completions served beside these (a gateway's upstreams).
         ``files``: serve the workspace's files as resources (not on a gateway without native tools).
         ``unavailable``: why tools a client may expect are missing (a gateway's failed or starting upstreams),
-        sent as warning log messages with every ``tools/list`` so a short list never comes without a reason."""
+        sent as warning log messages with every ``tools/list`` so a short list never comes without a reason.
+        ``lean``: each session lists what this lean listing shows it (:mod:`codeward.kernel.lean_listing`), and is
+        told when a toolset it enabled changes that."""
         self.surface = surface
         self.unavailable = unavailable
         self.listing = ToolListing(surface)
+        self.lean = lean
+        self._toolsets: dict[str, SessionToolsets] = {}
+        """Each session's enabled toolsets (lean listing), by :func:`client_of`; a session's goes with it."""
         self.relayed = relayed
         self.holder = WorkspaceHolder(workspace, roots_from_client, stale=roots_from_client)
         self.settings = settings or Settings()
@@ -259,7 +268,7 @@ class CodewardServer:
         self.roots_ttl = roots_ttl
         self._log_level = "info"
         self.subscriptions: set[str] = set()
-        changes = tools_can_change or relayed is not None
+        changes = tools_can_change or relayed is not None or lean is not None
         self.notifier = ChangeNotifier(self._watch_all, self._unwatch_all) if changes else None
         handlers: dict[str, Any] = {
             "on_list_tools": self._list_tools,
@@ -278,8 +287,11 @@ class CodewardServer:
             handlers["on_subscriptions_listen"] = self.notifier.listen_handler
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            announced = NotificationOptions(tools_changed=True, prompts_changed=relayed is not None or
+                                            tools_can_change, resources_changed=relayed is not None or
+                                            tools_can_change) if changes else None
             self.lowlevel: Server[Any] = _LowLevelServer(
-                changes,
+                announced,
                 name,
                 version=__version__,
                 instructions=INSTRUCTIONS,
@@ -310,7 +322,31 @@ class CodewardServer:
                     logger.debug("could not send a note with tools/list: %s", exc)
         # The result as JSON, not ~80 Tool models: the SDK validates it against the session's
         # version of ListToolsResult and dumps it, as it would the model (tests/test_tool_listing.py).
-        return self.listing.result()
+        lean = self.lean
+        if lean is None:
+            return self.listing.result()
+        enabled = self._session_toolsets(ctx).enabled
+        return self.listing.result(lambda name: lean.shows(name, enabled))
+
+    def _session_toolsets(self, ctx: ServerRequestContext[Any, Any]) -> SessionToolsets:
+        """The toolsets the session of this request enabled (a 2026-07-28 HTTP request's: none, for good)."""
+        client = client_of(ctx)
+        if client is None:
+            return SessionToolsets(can_change=False)
+        found = self._toolsets.get(client)
+        if found is None:
+            found = self._toolsets[client] = SessionToolsets()
+            try:  # forgotten with the session's connection
+                weakref.finalize(connection_of(ctx), self._toolsets.pop, client, None)
+            except TypeError:  # a connection that cannot be weakly referenced lives as long as the server
+                logger.debug("the toolsets of %s are kept until the server stops", client)
+        return found
+
+    async def _tell_listing_changed(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        """A toolset enabled or disabled by this request's session: tell that client alone."""
+        if self.notifier is not None:
+            await self.notifier.notify_one(ctx, "tools", modern=is_version_at_least(ctx.protocol_version, MODERN_ERA),
+                                           listeners=client_of(ctx) == "")
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
@@ -321,7 +357,9 @@ class CodewardServer:
         workspace = await self._current_workspace(ctx, state.answers)
         if isinstance(workspace, types.InputRequiredResult):
             return input_round(workspace.input_requests or {}, state)
-        tool_ctx = self._context(ctx, workspace, state)
+        toolsets = self._session_toolsets(ctx) if self.lean is not None else None
+        version = toolsets.version if toolsets is not None else 0
+        tool_ctx = self._context(ctx, workspace, state, toolsets)
         try:
             if params.name in CONTENT_CALLS:  # the chain's names for reads, never a tool's
                 outcome = unknown_tool(params.name, [info.name for info in self.surface.tool_infos()])
@@ -329,13 +367,15 @@ class CodewardServer:
                 outcome = await self.surface.call(params.name, params.arguments, tool_ctx)
         except InputRequired as needed:
             return input_round(needed.requests, RoundState(state.answers, needed.resume or state.resume))
+        if toolsets is not None and toolsets.version != version:
+            await self._tell_listing_changed(ctx)
         return call_result(outcome)
 
     def _context(self, ctx: ServerRequestContext[Any, Any], workspace: Workspace,
-                 state: RoundState | None = None) -> ToolContext:
+                 state: RoundState | None = None, toolsets: SessionToolsets | None = None) -> ToolContext:
         """What a call of this request carries: the workspace, settings, services, the client as peer
         and as the link a relaying surface answers through (with the answers of the call's earlier
-        2026-07-28 input rounds, ``state``)."""
+        2026-07-28 input rounds, ``state``), and on a lean server the session's enabled ``toolsets``."""
         state = state if state is not None else RoundState()
         client = client_of(ctx)
         return ToolContext(
@@ -344,7 +384,8 @@ class CodewardServer:
             reporter=_RequestReporter(ctx, lambda: self._log_level),
             peer=_SessionPeer(ctx, state.answers),
             services=self.services,
-            call=CallInfo(close_sse_stream=ctx.close_sse_stream, client=client, user=user_of(ctx)),
+            call=CallInfo(close_sse_stream=ctx.close_sse_stream, client=client, user=user_of(ctx),
+                          toolsets=toolsets),
             link=RequestLink(ctx, client=client, state=state),
         )
 
@@ -609,12 +650,13 @@ class CodewardServer:
 
 
 class _LowLevelServer(Server[Any]):
-    """The SDK's server, announcing ``listChanged`` (tools, prompts, resources) to handshake-era clients
-    when those lists can change (2026-07-28 clients learn it from the ``subscriptions/listen`` handler)."""
+    """The SDK's server, announcing ``listChanged`` to handshake-era clients for the lists that can change
+    (a gateway's upstreams change all three; a lean listing, the tools): 2026-07-28 clients learn it from the
+    ``subscriptions/listen`` handler."""
 
-    def __init__(self, tools_can_change: bool, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, announced: NotificationOptions | None, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._tools_can_change = tools_can_change
+        self._announced = announced
 
     def create_initialization_options(
         self,
@@ -622,9 +664,8 @@ class _LowLevelServer(Server[Any]):
         experimental_capabilities: dict[str, dict[str, Any]] | None = None,
         extensions: dict[str, dict[str, Any]] | None = None,
     ) -> InitializationOptions:
-        if notification_options is None and self._tools_can_change:  # a gateway: its upstreams' lists change
-            notification_options = NotificationOptions(tools_changed=True, prompts_changed=True, resources_changed=True)
-        return super().create_initialization_options(notification_options, experimental_capabilities, extensions)
+        return super().create_initialization_options(notification_options or self._announced,
+                                                     experimental_capabilities, extensions)
 
 
 def client_of(ctx: ServerRequestContext[Any, Any]) -> str | None:

@@ -11,12 +11,16 @@ what they ask the builder for (upstreams, meta mode, who approves calls).
 
 The chain, outermost first::
 
-    observers (audit, control plane) → RecordCalls (metrics) → Meta (--meta) → Approval → tools
-                                                                          └→ resources/read, prompts/get
+    CallThrough (lean) → observers (audit, control plane) → RecordCalls (metrics) → Meta (--meta) → Approval → tools
+                                                                                         └→ resources/read, prompts/get
 
-(Meta's own tools — running or signing a registry item — pass the same Approval; resource reads
-and prompt gets pass every layer but the approval and meta mode, which wrap the tools only.) Each
-native tool's run has its own steps inside the catalog (:func:`call_steps`).
+(Meta's own tools — running or signing a registry item — pass the same Approval; ``call_tool`` is
+made a call of the tool it names before any layer sees it; resource reads and prompt gets pass every
+layer but the approval and meta mode, which wrap the tools only.) Each native tool's run has its own
+steps inside the catalog (:func:`call_steps`).
+
+By default the stack's listing is lean (:mod:`codeward.kernel.lean_listing`): :attr:`Stack.lean` says what
+each session lists; every tool stays callable.
 
 where *tools* are the native catalog (renamed by ``[mcp] native = "alias"`` on the gateway)
 and the gateway's upstream tools, first name wins.
@@ -39,14 +43,25 @@ from codeward.engines.registry.served import ServedTools
 from codeward.gateway.native import Alias
 from codeward.kernel.catalog import Catalog
 from codeward.kernel.chain import Middleware, chain
-from codeward.kernel.context import Reporter, Services, ToolContext
+from codeward.kernel.context import CallInfo, Reporter, Services, ToolContext
 from codeward.kernel.host_run import HostRunRules, ReaderOnFirstUse
+from codeward.kernel.lean_listing import CallThrough, LeanListing, Toolset, listing_line, listing_tokens
 from codeward.kernel.outcome import ToolOutcome
+from codeward.kernel.session_toolsets import SessionToolsets
 from codeward.kernel.steps import BoundOutput, CallStep, HoldWriteLocks, TrapErrors
 from codeward.kernel.surface import CatalogSurface, CompositeSurface, ContentSurface, ToolInfo, ToolSurface
 from codeward.kernel.workspace import Workspace
 from codeward.serving.file_resources import FileResources
-from codeward.tools import EVERY_TOOLSET, default_catalog, served_catalog
+from codeward.tools import (
+    CORE,
+    CORE_TOOLS,
+    DISCOVERY_TOOLSET,
+    EVERY_TOOLSET,
+    TOOLSET_SUMMARIES,
+    default_catalog,
+    served_catalog,
+    toolset_choice,
+)
 
 if TYPE_CHECKING:
     from codeward.approval.policy import Approval, ConfirmCallback
@@ -97,15 +112,21 @@ class Stack:
     approval: Approval | None = None
     meta: bool = False
     """The stack lists only the four meta-tools (``--meta``)."""
+    lean: LeanListing | None = None
+    """What each session lists when the listing is lean (``[server] toolsets`` unset or naming ``core``);
+    None when every tool is listed."""
     _meta_surface: ToolSurface | None = field(default=None, repr=False)
 
     @property
     def settings(self) -> Any:
         return self.config.settings
 
-    def context(self, *, reporter: Reporter | None = None, workspace: Workspace | None = None) -> ToolContext:
-        """A context for one direct call (outside an MCP server), with this stack's policy and services."""
-        ctx = ToolContext(workspace or self.workspace, settings=self.config.settings, services=self.services)
+    def context(self, *, reporter: Reporter | None = None, workspace: Workspace | None = None,
+                toolsets: SessionToolsets | None = None) -> ToolContext:
+        """A context for one direct call (outside an MCP server), with this stack's policy and services;
+        ``toolsets``: the calling session's (an agent conversation's) enabled toolsets."""
+        ctx = ToolContext(workspace or self.workspace, settings=self.config.settings, services=self.services,
+                          call=CallInfo(toolsets=toolsets))
         return ctx if reporter is None else ctx.child(reporter=reporter)
 
     async def acall(self, name: str, arguments: dict[str, Any] | None, ctx: ToolContext | None = None) -> ToolOutcome:
@@ -126,6 +147,13 @@ class Stack:
             self._meta_surface = chain(inside, [*outer, Meta(guard=self.approval, steps=call_steps())])
         return self._meta_surface
 
+    def listing_line(self) -> str:
+        """What a fresh client session lists and its cost in tokens a request (the banners' line)."""
+        infos = self.surface.tool_infos()
+        if self.meta:
+            return f"listing the {len(infos)} meta-tools, ~{listing_tokens(infos):,} tokens a request"
+        return listing_line(infos, self.lean)
+
     def server(self, *, name: str = "codeward", roots_from_client: bool = False) -> CodewardServer:
         """An MCP server over this stack (tools, the files and the registry's resources, prompts)."""
         from codeward.serving.server import CodewardServer
@@ -137,7 +165,8 @@ class Stack:
                                 prompt_providers=self.prompt_providers if native else (), name=name,
                                 tools_can_change=self.gateway is not None,
                                 relayed=self.gateway.content if self.gateway is not None else None, files=native,
-                                unavailable=self.gateway.unavailable if self.gateway is not None else None)
+                                unavailable=self.gateway.unavailable if self.gateway is not None else None,
+                                lean=self.lean)
         if self.gateway is not None:
             self.gateway.subscribe(server.tools_changed)  # an upstream's list_changed reaches our clients
             if server.notifier is not None:  # and its resource and prompt changes, and its log lines
@@ -206,16 +235,28 @@ def services_for(config: Config) -> Services:
 
 
 def catalog_for(config: Config) -> Catalog:
-    """The default catalog with the config's toolset filter (an unknown toolset is an error); unset, every
-    toolset but the opt-in ones (:data:`codeward.tools.OPT_IN_TOOLSETS`). Each call runs through
-    :func:`call_steps`."""
+    """The tools the config's ``[server] toolsets`` serves, listed or reachable (an unknown toolset is an
+    error); unset, every toolset but the opt-in ones (:data:`codeward.tools.OPT_IN_TOOLSETS`). Each call runs
+    through :func:`call_steps`."""
     if config.toolsets is not None:
-        known = default_catalog().toolsets()
-        unknown = set(config.toolsets) - set(known) - {EVERY_TOOLSET}
+        known = [name for name in default_catalog().toolsets() if name != DISCOVERY_TOOLSET]
+        unknown = set(config.toolsets) - set(known) - {CORE, EVERY_TOOLSET}
         if unknown:
             raise ConfigError(f"unknown toolsets in config: {', '.join(sorted(unknown))}; "
-                              f"known: {', '.join(known)} (or \"{EVERY_TOOLSET}\")")
-    return served_catalog(config.toolsets).with_steps(call_steps())
+                              f"known: {', '.join(known)}, or \"{CORE}\" (the lean listing) and \"{EVERY_TOOLSET}\"")
+    return served_catalog(toolset_choice(config.toolsets)).with_steps(call_steps())
+
+
+def lean_listing(config: Config, catalog: Catalog, surface: ToolSurface, prefix: str = "") -> LeanListing | None:
+    """What each session of a lean stack lists (None when the config lists every served tool)."""
+    choice = toolset_choice(config.toolsets)
+    if not choice.lean:
+        return None
+    toolsets = [Toolset(name, TOOLSET_SUMMARIES.get(name, ""),
+                        tuple(prefix + spec.name for spec in catalog if spec.toolset == name))
+                for name in catalog.toolsets()]
+    return LeanListing(tuple(toolsets), frozenset(prefix + name for name in CORE_TOOLS if name in catalog),
+                       listed=choice.listed, prefix=prefix, infos=surface.tool_infos)
 
 
 def _native_unlisted(catalog: Catalog, native: bool | str) -> Callable[[str], ToolInfo | None]:
@@ -267,10 +308,13 @@ def build_stack(
 
     parts: list[ToolSurface] = []
     native_names: tuple[str, ...] = ()
+    lean: LeanListing | None = None
     if native is not False:
         native_surface = chain(CatalogSurface(catalog), [Alias(native)] if isinstance(native, str) else [])
         native_names = tuple(info.name for info in native_surface.tool_infos())
         parts.append(native_surface)
+        if not meta:
+            lean = lean_listing(config, catalog, native_surface, f"{native}__" if isinstance(native, str) else "")
     upstream: Gateway | None = None
     if upstreams:  # even without servers: the agent's `:mcp connect` adds them at run time
         from codeward.gateway.gateway import Gateway
@@ -293,7 +337,7 @@ def build_stack(
     host_run = HostRunApproval(approver.confirm if approver is not None else None, catalog)
     inner: list[Middleware] = [*([approval] if approval is not None else []), host_run]
     approved = chain(tools, inner)
-    outer: list[Middleware] = [*observers]
+    outer: list[Middleware] = [*([CallThrough(lean)] if lean is not None else []), *observers]
     metrics = services.find(CallMetrics)
     if metrics is not None:
         outer.append(RecordCalls(metrics))
@@ -302,7 +346,7 @@ def build_stack(
 
         outer.append(Meta(guard=approval, steps=call_steps()))
     else:
-        services = services.with_values(ServedTools(approved))
+        services = services.with_values(ServedTools(approved), *([lean] if lean is not None else []))
 
     prompts, knowledge = registry_providers(services.get(RegistrySettings))
     # a gateway without native tools serves none of codeward's own content: the files are not its to show
@@ -313,4 +357,4 @@ def build_stack(
                  native_names=native_names, native_tools=native is not False, gateway=upstream,
                  resource_providers=(knowledge,),
                  prompt_providers=(prompts,), middleware=(*outer, *inner), approved=approved,
-                 approval=approval, meta=meta)
+                 approval=approval, meta=meta, lean=lean)

@@ -12,7 +12,7 @@ keeps its wire model.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import mcp_types as types
@@ -77,14 +77,18 @@ class ToolListing:
         self._models: list[types.Tool | None] = []
         self._schemas: dict[str, Mapping[str, Any]] = {}
 
-    def wire(self) -> list[dict[str, Any]]:
-        """The tools as ``tools/list`` sends them (a fresh list; the entries are shared, never mutated)."""
+    def wire(self, shown: Callable[[str], bool] | None = None) -> list[dict[str, Any]]:
+        """The tools as ``tools/list`` sends them, those ``shown`` by name (all by default): a fresh list;
+        the entries are shared, never mutated."""
         self._refresh(self._surface.tool_infos())
-        return list(self._entries)
+        if shown is None:
+            return list(self._entries)
+        return [entry for entry in self._entries if shown(entry["name"])]
 
-    def result(self) -> dict[str, Any]:
-        """The ``tools/list`` result as JSON: ``ListToolsResult(tools=self.tools())``, dumped."""
-        return {**self._envelope, "tools": self.wire()}
+    def result(self, shown: Callable[[str], bool] | None = None) -> dict[str, Any]:
+        """The ``tools/list`` result as JSON: ``ListToolsResult(tools=self.tools())``, dumped (a lean
+        session's: only the tools ``shown`` by name)."""
+        return {**self._envelope, "tools": self.wire(shown)}
 
     def tools(self) -> list[types.Tool]:
         """The tools as ``tools/list`` models (a fresh list; the models are shared, never mutated)."""
@@ -96,7 +100,8 @@ class ToolListing:
         return [model for model in models if model is not None]
 
     def input_schema(self, name: str) -> Mapping[str, Any] | None:
-        """The input schema of the listed tool ``name`` (``None`` if it is not listed)."""
+        """The input schema of the tool ``name``, listed to a lean session or not (``None`` if the surface has
+        no such tool)."""
         self._refresh(self._surface.tool_infos())
         return self._schemas.get(name)
 

@@ -29,6 +29,7 @@ from codeward.kernel.catalog import tool
 from codeward.kernel.context import ToolContext
 from codeward.kernel.result import ErrorKind, Result
 from codeward.kernel.workspace import Access
+from codeward.tools.arguments import Scope
 
 TOOLSET = "analysis"
 PYTHON_TOOLSET = "python"
@@ -40,9 +41,6 @@ r"""A name or a dotted name (``\w`` covers Unicode letters, as Python identifier
 TARGET_WITH_PATH = re.compile(r"^(.*?[^:]):(?!:)(.+)$")
 """``path:name`` (the first single colon; ``ns::f`` has none)."""
 
-PathArg = Annotated[str, Field(description="File path (relative to the workspace root).")]
-ScopeArg = Annotated[str, Field(description="File or directory to search, relative to the workspace root "
-                                            "('.' is the whole workspace).")]
 
 
 # -- output models ----------------------------------------------------------------------------
@@ -270,16 +268,16 @@ def _not_found_hint(index: SymbolIndex, name: str, *, language: str = "", what: 
       examples=[{"name": "Store"}, {"name": "total_*", "match": "glob"}])
 def find_symbol(
     ctx: ToolContext,
-    name: Annotated[str, Field(description="A name, a qualified name (class and member joined by '.' or "
-                                           "'::'), a glob with * and ?, or a regular expression with match='regex'.")],
-    kind: Annotated[str, Field(description="Only this kind: class, function, method, struct, interface, enum, "
-                                           "macro, typedef, variable, ... ('' for any).")] = "",
-    path: ScopeArg = ".",
+    name: Annotated[str, Field(description="Plain, qualified (Class.method, ns::f), a glob, or a regex with "
+                                           "match=regex.")],
+    kind: Annotated[str, Field(description="class, function, method, struct, enum, macro, variable...")] = "",
+    path: Scope = ".",
     match: Annotated[Literal["auto", "exact", "glob", "regex"],
-                     Field(description="auto: glob when the name has * ? [, else exact.")] = "auto",
-    limit: Annotated[int, Field(ge=1, le=500, description="Most definitions to list.")] = 50,
+                     Field(description="auto: glob if name has * ? [")] = "auto",
+    limit: Annotated[int, Field(ge=1, le=500)] = 50,
 ) -> Result[SymbolMatches | None]:
-    """Find where a symbol is defined across the repository: file, line range, kind, signature."""
+    """Where a symbol is defined, in any language of the repository: file, lines, kind, signature (from the
+    symbol index: faster than searching text)."""
     if not name.strip():
         return Result.fail(ErrorKind.INVALID_INPUT, "name is empty",
                            "Give a symbol's name, qualified or not, or a glob with * and ?.")
@@ -315,13 +313,12 @@ def find_symbol(
       examples=[{"path": ".", "max_tokens": 400}])
 def repo_map(
     ctx: ToolContext,
-    path: Annotated[str, Field(description="Directory to map ('.' is the whole workspace).")] = ".",
-    max_tokens: Annotated[int, Field(ge=64, le=32000, description="Token budget of the map (about 4 characters "
-                                                                   "per token).")] = 1024,
-    focus: Annotated[list[str], Field(description="Files you are working on: the ranking favours what they use "
-                                                  "and what uses them.")] = [],  # noqa: B006
+    path: str = ".",
+    max_tokens: Annotated[int, Field(ge=64, le=32000)] = 1024,
+    focus: Annotated[list[str], Field(description="Files you work on: ranks what they use and what uses them "
+                                                  "higher.")] = [],  # noqa: B006
 ) -> Result[str]:
-    """The most important definitions of a repository, ranked by how much the code uses them, within a token budget."""
+    """A first look at a repository: its most used definitions, ranked, within max_tokens."""
     resolved = _resolve_existing(ctx, path)
     if not resolved.ok:
         return resolved.cast("")
@@ -356,12 +353,11 @@ def repo_map(
       examples=[{"path": "src", "name": "total_price"}])
 def py_find_usages(
     ctx: ToolContext,
-    path: ScopeArg,
-    name: Annotated[str, Field(description="Identifier to find; a dotted name (a class or module, a dot, "
-                                           "a member) finds its qualified uses and its definition.")],
+    path: Scope,
+    name: Annotated[str, Field(description="An identifier, or dotted (module.name, Class.attr).")],
 ) -> Result[UsageReport | None]:
-    """Find every use of a name in a Python file or directory: name-based (whole identifier, whatever it refers
-    to). For the uses of one particular symbol, use py_find_references."""
+    """Every use of a Python name, whatever it refers to (whole identifiers). For the uses of one symbol,
+    py_find_references."""
     if not IDENTIFIER_NAME.match(name.strip()):
         return Result.fail(ErrorKind.INVALID_INPUT, f"name {name!r} is not an identifier",
                            "Give a Python name such as 'load_config' or a dotted one such as 'os.path.join'.")
@@ -460,10 +456,10 @@ def _member_lines(text: str, name: str) -> set[int]:
       examples=[{"path": "src", "class_name": "Item"}])
 def py_get_hierarchy(
     ctx: ToolContext,
-    path: ScopeArg,
-    class_name: Annotated[str, Field(description="Name of the base class, plain or qualified by its module.")],
+    path: Scope,
+    class_name: Annotated[str, Field(description="Plain, or qualified by its module.")],
 ) -> Result[Hierarchy | None]:
-    """List the subclasses of a class, transitively, found in a Python file or directory."""
+    """Every subclass of a Python class, transitively."""
     class_name = class_name.strip()
     if not IDENTIFIER_NAME.match(class_name):
         return Result.fail(ErrorKind.INVALID_INPUT, f"class_name {class_name!r} is not a class name",
@@ -523,12 +519,11 @@ def _tree_order(found: list[tuple[Symbol, str, int]]) -> list[tuple[Symbol, str,
       examples=[{"target": "summary", "max_depth": 2}])
 def derive_code_path(
     ctx: ToolContext,
-    target: Annotated[str, Field(description="Function to start from: its name (a method: its class, a dot, "
-                                             "its name); when several files define it, the file's path, a colon, "
-                                             "then the name.")],
-    max_depth: Annotated[int, Field(ge=1, le=10, description="How many calls deep to follow.")] = 3,
+    target: Annotated[str, Field(description="A function or Class.method; path:name when several files "
+                                             "define it.")],
+    max_depth: Annotated[int, Field(ge=1, le=10)] = 3,
 ) -> Result[CodePath | None]:
-    """Trace what a function calls, across files, to max_depth levels: a call tree from the symbol index."""
+    """The tree of what a function calls, across files, max_depth calls deep."""
     parsed = _parse_target(ctx, target)
     if not parsed.ok:
         return parsed.cast(None)
@@ -592,8 +587,9 @@ def _to_model(ctx: ToolContext, index: SymbolIndex, node: CallNode) -> CallPathN
 
 @tool(toolset=TOOLSET, read_only=True, title="Summarize a file",
       examples=[{"path": "src/inventory/store.py"}])
-def get_file_summary(ctx: ToolContext, path: PathArg) -> Result[str]:
-    """Summarize a file: Python imports/classes/functions/constants, TOML tables, Markdown headings, outlines."""
+def get_file_summary(ctx: ToolContext, path: str) -> Result[str]:
+    """A file in brief: a Python file's imports, classes, functions and constants; TOML tables; Markdown
+    headings; other code's outline."""
     resolved = _resolve_existing(ctx, path)
     if not resolved.ok:
         return resolved.cast("")
@@ -611,13 +607,13 @@ def get_file_summary(ctx: ToolContext, path: PathArg) -> Result[str]:
       examples=[{"path": "src"}])
 def get_git_diff(
     ctx: ToolContext,
-    path: Annotated[str, Field(description="File or directory inside a git work tree ('.' is the root).")] = ".",
-    base_rev: Annotated[str, Field(description="Revision to compare from (HEAD, main, HEAD~3, a hash); '' "
-                                               "compares the index (staged) with the work tree.")] = "HEAD",
-    head_rev: Annotated[str, Field(description="Revision to compare to; '' means the files on disk.")] = "",
-    context_lines: Annotated[int, Field(ge=0, le=50, description="Unchanged lines around each change.")] = 3,
+    path: str = ".",
+    base_rev: Annotated[str, Field(description="'': the index (staged changes).")] = "HEAD",
+    head_rev: Annotated[str, Field(description="'': the files on disk.")] = "",
+    context_lines: Annotated[int, Field(ge=0, le=50)] = 3,
 ) -> Result[str]:
-    """Show the git diff of a file or directory between two revisions (default: HEAD to the files on disk)."""
+    """The git diff of a file or folder between two revisions; by default your uncommitted changes (HEAD to
+    the files on disk)."""
     resolved = _resolve_existing(ctx, path)
     if not resolved.ok:
         return resolved.cast("")

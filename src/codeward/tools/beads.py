@@ -18,7 +18,7 @@ from codeward.kernel.context import ToolContext
 from codeward.kernel.result import ErrorKind, Result
 from codeward.kernel.workspace import Access
 
-Priority = Annotated[int, Field(ge=0, le=4, description="0 = critical ... 4 = backlog.")]
+Priority = Annotated[int, Field(ge=0, le=4, description="0 critical .. 4 backlog.")]
 
 
 class BeadView(BaseModel):
@@ -69,9 +69,9 @@ class BeadChange(BaseModel):
       examples=[{"status": "open"}])
 def bd_list(
     ctx: ToolContext,
-    status: Annotated[Status | None, Field(description="Only beads with this status.")] = None,
+    status: Status | None = None,
 ) -> Result[BeadList]:
-    """List the beads (issues) of the project's .beads/ tracker: ID, status, title per row."""
+    """The project's beads (issues, in .beads/): id, status, title."""
     tracker = open_tracker(ctx, Access.READ)
     if not tracker.ok or tracker.data is None:
         return tracker.cast(_no_list())
@@ -94,14 +94,14 @@ def bd_list(
       ])
 def bd_create(
     ctx: ToolContext,
-    title: Annotated[str, Field(min_length=1, max_length=MAX_TITLE_CHARS, description="Short summary.")],
-    description: Annotated[str, Field(description="What and why; acceptance criteria.")] = "",
+    title: Annotated[str, Field(min_length=1, max_length=MAX_TITLE_CHARS)],
+    description: str = "",
     priority: Priority = DEFAULT_PRIORITY,
-    issue_type: Annotated[IssueType, Field(description="Kind of work.")] = "task",
-    dependencies: Annotated[list[str], Field(description="Ids of beads that must be closed before this "
-                                                         "one is ready.")] = [],  # noqa: B006 - copied by pydantic
+    issue_type: IssueType = "task",
+    dependencies: Annotated[list[str], Field(description="Bead ids that must close first.")
+                            ] = [],  # noqa: B006 - copied by pydantic
 ) -> Result[BeadChange | None]:
-    """Create a bead (issue) in the project's .beads/ tracker; dependencies block it until closed."""
+    """Create a bead (an issue in .beads/); it is not ready until its dependencies are closed."""
     if not title.strip():
         return Result.fail(ErrorKind.INVALID_INPUT, "title is blank", "Give a short summary of the work.")
     tracker = open_tracker(ctx, Access.WRITE)
@@ -117,14 +117,14 @@ def bd_create(
       examples=[{"bead_id": "inv-3g9k", "status": "in_progress", "assignee": "sam"}])
 def bd_update(
     ctx: ToolContext,
-    bead_id: Annotated[str, Field(min_length=1, description="Id of the bead, as bd_list shows it.")],
-    status: Annotated[Status | None, Field(description="New status; 'closed' records closed_at.")] = None,
-    priority: Annotated[int | None, Field(ge=0, le=4, description="New priority, 0-4.")] = None,
-    title: Annotated[str | None, Field(min_length=1, max_length=MAX_TITLE_CHARS, description="New title.")] = None,
-    description: Annotated[str | None, Field(description="New description.")] = None,
-    assignee: Annotated[str | None, Field(description="Who works on it.")] = None,
+    bead_id: Annotated[str, Field(min_length=1)],
+    status: Status | None = None,
+    priority: Annotated[int | None, Field(ge=0, le=4)] = None,
+    title: Annotated[str | None, Field(min_length=1, max_length=MAX_TITLE_CHARS)] = None,
+    description: str | None = None,
+    assignee: str | None = None,
 ) -> Result[BeadChange | None]:
-    """Update a bead: status (open, in_progress, blocked, deferred, closed), priority, title, ..."""
+    """Change a bead's status, priority, title, description or assignee (only those given)."""
     changes = BeadChanges(status=status, priority=priority, title=title, description=description,
                           assignee=assignee)
     if not changes.given():
@@ -142,7 +142,7 @@ def bd_update(
 @tool(toolset="beads", read_only=True, output=BeadList, title="Beads ready to work on",
       examples=[{}])
 def bd_ready(ctx: ToolContext) -> Result[BeadList]:
-    """List open beads whose dependencies are all closed, highest priority first."""
+    """The open beads whose dependencies are all closed, highest priority first: what to work on next."""
     tracker = open_tracker(ctx, Access.READ)
     if not tracker.ok or tracker.data is None:
         return tracker.cast(_no_list())

@@ -102,9 +102,9 @@ def _paths(workspace: Workspace, record: Record) -> list[str]:
       examples=[{}, {"limit": 5}])
 def list_checkpoints(
     ctx: ToolContext,
-    limit: Annotated[int, Field(ge=1, le=500, description="Most checkpoints to list, newest first.")] = 20,
+    limit: Annotated[int, Field(ge=1, le=500)] = 20,
 ) -> Result[CheckpointList | None]:
-    """List the checkpoints: each tool call that changed files (and each undo), newest first, with what it touched."""
+    """The checkpoints, newest first: each tool call that changed files (and each undo), with what it touched."""
     records = _store(ctx).records()
     effective = in_effect(records)
     undone = reverted_by(records)
@@ -136,19 +136,14 @@ def _undo_preview(arguments: Mapping[str, Any], ctx: ToolContext) -> str | None:
       examples=[{"dry_run": True}, {}, {"steps": 2}])
 def undo(
     ctx: ToolContext,
-    steps: Annotated[int, Field(ge=1, le=1000, description="How many of the latest tool calls still in effect to "
-                                                           "undo.")] = 1,
-    checkpoint: Annotated[int | None, Field(description="Instead of steps: go back to just before this checkpoint "
-                                                        "(it and every later one are undone); an undo's id redoes.")
-                          ] = None,
-    force: Annotated[bool, Field(description="Overwrite files changed outside codeward since (refused otherwise).")
-                     ] = False,
-    dry_run: Annotated[bool, Field(description="Only show what would be restored.")] = False,
+    steps: Annotated[int, Field(ge=1, le=1000, description="Tool calls to undo, latest first.")] = 1,
+    checkpoint: Annotated[int | None, Field(description="Instead: undo back to before this checkpoint (an undo's "
+                                                        "id redoes).")] = None,
+    force: bool = False,
+    dry_run: bool = False,
 ) -> Result[UndoReport | None]:
-    """Undo the last tool edits (or go back to a checkpoint): files restored, moves and deletions reversed.
-
-    Refuses when a file changed outside codeward since, naming it; force=true overwrites it.
-    """
+    """Undo the latest tool edits: files restored, moves and deletions reversed. Refuses a file changed
+    outside codeward since, naming it; force overwrites it."""
     journal = journal_of(ctx)
     if journal is None:
         return Result.fail(ErrorKind.UNAVAILABLE, "checkpoints are off, so there is nothing to undo",

@@ -29,9 +29,10 @@ from codeward.kernel.context import ToolContext
 from codeward.kernel.result import ErrorKind, Result
 
 LanguageName = Literal["python", "javascript", "java", "cpp", "c", "go", "rust", "bash"]
-LanguageArg = Annotated[LanguageName, Field(description="Programming language of the code.")]
-CodeArg = Annotated[str, Field(description="Complete source code to run (a whole program).")]
-StdinArg = Annotated[str, Field(description="Text given to the program on standard input.")]
+LanguageArg = LanguageName
+CodeArg = Annotated[str, Field(description="A whole program.")]
+StdinArg = str
+TimeoutArg = Annotated[int, Field(ge=1, le=300, description="Seconds.")]
 STATUS_HELP = "success | error | timeout | setup_error"
 _MEMORY = re.compile(r"^\d+[bkmg]?$", re.IGNORECASE)
 _UNIT_BYTES = {"b": 1, "k": 1024, "m": 1048576, "g": 1073741824}
@@ -127,20 +128,14 @@ def coding_execute_code(
     language: LanguageArg,
     code: CodeArg,
     stdin: StdinArg = "",
-    timeout: Annotated[int, Field(ge=1, le=300, description="Wall-clock limit in seconds (1-300).")] = 30,
+    timeout: TimeoutArg = 30,
     session_id: Annotated[str | None, Field(
-        description="Keep interpreter state (variables, imports, files in /work) between calls with the same id "
-                    "(python only; sessions end after 15 idle minutes).")] = None,
-    memory_mb: Annotated[int | None, Field(ge=32, le=8192, description="Memory limit in MB "
-                                                                        "(default: per language).")] = None,
-    network: Annotated[bool, Field(description="Ask for network access (refused unless the operator allows it "
-                                               "with [coding] allow_network; default: none at all).")] = False,
+        description="python: keep variables and /work files between calls with this id (15 idle minutes).")] = None,
+    memory_mb: Annotated[int | None, Field(ge=32, le=8192)] = None,
+    network: Annotated[bool, Field(description="Only if the operator allows it.")] = False,
 ) -> Result[ExecutionOutput]:
-    """Run code in a sandbox (no network, private files, memory/process/time limits) and return its output.
-
-    Compiled languages (c, cpp, go, rust, java) are compiled first; a compile error is status "error"
-    with the compiler's messages in stderr. A failing program is a result too: check `status`.
-    """
+    """Run a program in a sandbox (no network, a private /work folder, limits) and return its output. Compiled
+    languages are built first; check status: a failing or uncompilable program is a result, not an error."""
     refused = network_refusal(ctx, network, "network")
     if refused is not None:
         return refused.cast(None)  # type: ignore[arg-type]
@@ -185,7 +180,7 @@ class LanguagesOutput(BaseModel):
 @tool(toolset="coding", read_only=True, output=LanguagesOutput, title="List runnable languages",
       examples=[{}])
 def code_list_languages(ctx: ToolContext) -> Result[LanguagesOutput]:
-    """List the languages coding_execute_code supports, which are available here (and why not), and the sandbox."""
+    """Which languages coding_execute_code can run here (and why not), and the sandbox in use."""
     runtime = runtime_of(ctx.services)
     try:
         sandbox = runtime.sandbox()
@@ -268,12 +263,12 @@ def coding_monitor_execution(
     ctx: ToolContext,
     language: LanguageArg,
     code: CodeArg,
-    sample_interval_ms: Annotated[int, Field(ge=10, le=5000, description="Milliseconds between samples.")] = 100,
-    include_memory_profile: Annotated[bool, Field(description="Add virtual memory and per-process peaks.")] = False,
-    timeout: Annotated[int, Field(ge=1, le=300, description="Wall-clock limit in seconds (1-300).")] = 60,
+    sample_interval_ms: Annotated[int, Field(ge=10, le=5000)] = 100,
+    include_memory_profile: Annotated[bool, Field(description="Virtual memory, per-process peaks.")] = False,
+    timeout: TimeoutArg = 60,
     stdin: StdinArg = "",
 ) -> Result[MonitorOutput]:
-    """Run code in the sandbox while sampling its CPU, memory and I/O into a timeline (psutil)."""
+    """Run a program in the sandbox, sampling its CPU, memory and I/O into a timeline."""
     runtime = runtime_of(ctx.services)
     sampler = Sampler(tick_s=sample_interval_ms / 1000, detailed=include_memory_profile)
     execution = execute(runtime, language, code, stdin, Limits(timeout_s=timeout), observer=sampler)
@@ -329,17 +324,16 @@ def coding_run_in_docker(
     ctx: ToolContext,
     language: LanguageArg,
     code: CodeArg,
-    image: Annotated[str | None, Field(description="Docker image (default: the operator's [coding] "
-                                                   "docker_images, else the language's official image, e.g. "
-                                                   "python:3.11-slim). Never pulled.")] = None,
-    environment: Annotated[dict[str, str] | None, Field(description="Environment variables for the program.")] = None,
-    memory_limit: Annotated[str, Field(description="Memory limit like '256m' or '1g'.")] = "256m",
-    cpu_limit: Annotated[float, Field(gt=0, le=64, description="CPU cores.")] = 1.0,
-    network_enabled: Annotated[bool, Field(description="Give the container network access.")] = False,
-    timeout: Annotated[int, Field(ge=1, le=300, description="Wall-clock limit in seconds (1-300).")] = 30,
+    image: Annotated[str | None, Field(description="A local image (never pulled); default: the language's.")
+                     ] = None,
+    environment: dict[str, str] | None = None,
+    memory_limit: Annotated[str, Field(description="e.g. 1g")] = "256m",
+    cpu_limit: Annotated[float, Field(gt=0, le=64)] = 1.0,
+    network_enabled: bool = False,
+    timeout: TimeoutArg = 30,
     stdin: StdinArg = "",
 ) -> Result[DockerOutput]:
-    """Run code in a throw-away Docker container with the given image, env and limits (needs a Docker engine)."""
+    """Run a program in a throw-away Docker container (needs a Docker engine)."""
     problem = _docker_argument_problem(image, environment or {}, memory_limit)
     if problem is not None:
         return Result.fail(ErrorKind.INVALID_INPUT, problem, "Fix the argument and call again.")
@@ -454,20 +448,17 @@ class DebugOutput(BaseModel):
       ])
 def coding_debug_code(
     ctx: ToolContext,
-    source_code: Annotated[str, Field(description="The source code that failed.")],
-    stdout: Annotated[str, Field(description="Standard output of the failed run.")],
-    stderr: Annotated[str, Field(description="Standard error of the failed run (with the traceback).")],
-    exit_code: Annotated[int, Field(description="Exit code of the failed run.")],
-    language: Annotated[LanguageName | None, Field(description="Language (default: detected).")] = None,
-    max_retries: Annotated[int, Field(ge=1, le=10, description="Most fixes to try.")] = 3,
+    source_code: str,
+    stdout: str,
+    stderr: str,
+    exit_code: int,
+    language: Annotated[LanguageName | None, Field(description="Default: detected.")] = None,
+    max_retries: Annotated[int, Field(ge=1, le=10)] = 3,
     stdin: StdinArg = "",
-    timeout: Annotated[int, Field(ge=1, le=300, description="Seconds each verification run may take.")] = 30,
+    timeout: TimeoutArg = 30,
 ) -> Result[DebugOutput]:
-    """Diagnose a failed run from its traceback; with a model configured, get a fix and verify it in the sandbox.
-
-    The configured OpenAI-compatible model proposes corrected code; each proposal is run in the sandbox
-    and the new error fed back, up to max_retries. Without a model only the diagnosis is returned.
-    """
+    """Diagnose a failed run from its output; with a model configured, also fixes proposed and tried in the
+    sandbox, up to max_retries."""
     if not source_code.strip():
         return Result.fail(ErrorKind.INVALID_INPUT, "source_code is empty", "Pass the code that failed.")
     lang = language or detect_language(source_code, stderr)

@@ -24,30 +24,21 @@ from codeward.kernel.catalog import tool
 from codeward.kernel.context import ToolContext
 from codeward.kernel.result import Result
 
-TypesArg = Annotated[
-    list[AnalysisType] | None,
-    Field(description="Analyses to run (default: all): lint (ruff; shellcheck, cppcheck, biome), type (mypy), "
-                      "security (bandit), complexity (radon; lizard for C/C++/Java/JS/Go/Rust...), maintainability "
-                      "(radon), dead_code (vulture)."),
-]
-ThresholdArg = Annotated[Severity, Field(description="Minimum severity to report: error, warning or info.")]
-GlobsArg = Annotated[list[str] | None,
-                     Field(description="Gitignore-style globs relative to path (** matches any folders).")]
+TypesArg = Annotated[list[AnalysisType] | None, Field(description="Default: all.")]
+ThresholdArg = Annotated[Severity, Field(description="The least severe issue reported.")]
+GlobsArg = Annotated[list[str] | None, Field(description="Gitignore-style, relative to path.")]
 
 
 @tool(toolset="coding", read_only=True, output=FileAnalysis, title="Analyze a source file",
       examples=[{"file_path": "src/inventory/models.py", "analysis_types": ["lint", "complexity"]}])
 def coding_analyze_file(
     ctx: ToolContext,
-    file_path: Annotated[str, Field(description="The file to analyze, relative to the workspace root.")],
+    file_path: str,
     analysis_types: TypesArg = None,
     severity_threshold: ThresholdArg = "info",
 ) -> Result[FileAnalysis | None]:
-    """Static analysis of one file: lint, types, security, complexity, maintainability, dead code.
-
-    Returns issues (severity, line, column, message, rule, category, suggestion), metrics and
-    counts by severity. An analyzer that cannot run is reported per analysis type.
-    """
+    """Static analysis of one file (ruff, mypy, bandit, radon, vulture; shellcheck, cppcheck, biome, lizard
+    for other languages): issues with line and rule, and metrics."""
     return service.analyze_file(ctx, file_path, analysis_types, severity_threshold)
 
 
@@ -56,19 +47,16 @@ def coding_analyze_file(
       examples=[{"path": "src", "analysis_types": ["lint", "complexity"], "severity_threshold": "warning"}])
 def coding_analyze_project(
     ctx: ToolContext,
-    path: Annotated[str, Field(description="Directory to analyze ('.' is the workspace root).")],
+    path: str,
     include_patterns: GlobsArg = None,
     exclude_patterns: GlobsArg = None,
-    output_path: Annotated[str | None, Field(description="Where to save a report (inside the workspace).")] = None,
-    report_format: Annotated[ReportFormat, Field(description="Format of the saved report.")] = "json",
+    output_path: Annotated[str | None, Field(description="Also save a report here.")] = None,
+    report_format: ReportFormat = "json",
     analysis_types: TypesArg = None,
     severity_threshold: ThresholdArg = "info",
 ) -> Result[ProjectAnalysis | None]:
-    """Static analysis of every source file under a directory, aggregated into a quality score.
-
-    Honours .gitignore; skips virtualenvs, node_modules and caches. Returns totals by severity,
-    average complexity and maintainability, the top issues and the files with issues.
-    """
+    """Static analysis of every source file under a folder (.gitignore honoured): totals, a quality score,
+    the top issues and the files with issues."""
     reviewed = service.analyze_project(
         ctx, path, include_patterns=include_patterns, exclude_patterns=exclude_patterns,
         analysis_types=analysis_types, severity_threshold=severity_threshold, output_path=output_path,
@@ -80,15 +68,12 @@ def coding_analyze_project(
       examples=[{"path": "src", "gates": {"avg_complexity": 8, "max_complexity": 20, "max_errors": 0}}])
 def coding_check_quality_gates(
     ctx: ToolContext,
-    path: Annotated[str, Field(description="Directory or file to analyze.")],
-    gates: Annotated[QualityGates | None, Field(description="Thresholds; omitted gates use their defaults.")] = None,
-    fail_on_violation: Annotated[bool, Field(description="Report 'fail' (else 'warn') when a gate is "
-                                                         "violated.")] = True,
+    path: str,
+    gates: QualityGates | None = None,
+    fail_on_violation: Annotated[bool, Field(description="false: 'warn', not 'fail'.")] = True,
 ) -> Result[GateReport | None]:
-    """Check a project against quality gates (complexity, maintainability, error and warning counts).
-
-    Each result has the threshold, the measured value and the margin (negative when violated).
-    """
+    """Check a folder or file against quality gates: each gate's threshold, measured value and margin
+    (negative when violated)."""
     return service.check_quality_gates(ctx, path, gates, fail_on_violation)
 
 
@@ -111,15 +96,13 @@ def coding_check_quality_gates(
       ])
 def coding_generate_report(
     ctx: ToolContext,
-    analysis_results: Annotated[dict[str, Any], Field(description="The result of coding_analyze_project or "
-                                                                  "coding_analyze_file.")],
-    output_path: Annotated[str, Field(description="Report file to write (inside the workspace; overwritten).")],
-    format: Annotated[ReportFormat, Field(description="html (with charts), markdown, json or "
-                                                                 "sarif (SARIF 2.1.0).")] = "html",
-    include_charts: Annotated[bool, Field(description="Include charts (HTML only).")] = True,
-    include_recommendations: Annotated[bool, Field(description="Include improvement advice.")] = True,
-    title: Annotated[str | None, Field(max_length=200, description="Report title.")] = None,
+    analysis_results: Annotated[dict[str, Any], Field(description="A coding_analyze_* result.")],
+    output_path: Annotated[str, Field(description="Overwritten.")],
+    format: ReportFormat = "html",
+    include_charts: Annotated[bool, Field(description="html only.")] = True,
+    include_recommendations: bool = True,
+    title: Annotated[str | None, Field(max_length=200)] = None,
 ) -> Result[ReportResult | None]:
-    """Write a code quality report (HTML with charts, Markdown or JSON) from analysis results."""
+    """Write a code quality report (HTML with charts, Markdown, JSON or SARIF) from analysis results."""
     return service.generate_report(ctx, analysis_results, output_path, format, include_charts,
                                    include_recommendations, title)

@@ -33,7 +33,6 @@ from codeward.kernel.workspace import HOST_RUN_HINT, Access, Workspace
 MAX_TREE_ENTRIES = 200_000
 """A deletion checks every entry of the tree; past this many it asks for a narrower path."""
 
-PathArg = Annotated[str, Field(description="Path relative to the workspace root.")]
 
 
 def operand(workspace: Workspace, raw: str, param: str) -> Result[Path]:
@@ -67,10 +66,10 @@ def _in_root(workspace: Workspace, path: Path) -> bool:
       examples=[{"path": "src/inventory/reports"}])
 def make_directory(
     ctx: ToolContext,
-    path: PathArg,
-    parents: Annotated[bool, Field(description="Create missing parent folders too.")] = True,
+    path: str,
+    parents: bool = True,
 ) -> Result[str]:
-    """Create a folder (and its missing parents). An existing folder is fine; a file in the way is an error."""
+    """Create a folder (and its missing parents unless parents=false); one that exists already is fine."""
     resolved = ctx.workspace.resolve(path, Access.WRITE)
     if not resolved.ok:
         return resolved.cast("")
@@ -111,12 +110,12 @@ def make_directory(
       examples=[{"source": "notes/ideas.md", "destination": "docs/ideas.md"}])
 def move_path(
     ctx: ToolContext,
-    source: Annotated[str, Field(description="File or folder to move, relative to the workspace root.")],
-    destination: Annotated[str, Field(description="Its new path (not the folder to move it into).")],
-    overwrite: Annotated[bool, Field(description="Replace an existing file at destination (its contents stay "
-                                                 "recoverable with undo).")] = False,
+    source: str,
+    destination: Annotated[str, Field(description="Its new path, not the folder to move it into.")],
+    overwrite: bool = False,
 ) -> Result[str]:
-    """Move or rename a file or folder within the workspace; missing parent folders are created. Undo moves it back."""
+    """Move or rename a file or folder (missing folders are made); overwrite replaces a file at destination,
+    recoverably. undo moves it back."""
     journal = _journal(ctx, "move_path")
     if not journal.ok:
         return journal.cast("")
@@ -205,11 +204,10 @@ def _move_problem(workspace: Workspace, src: Path, dst: Path, shown_src: str, sh
       examples=[{"path": "src/inventory/reports"}, {"path": "docs", "recursive": True}])
 def delete_path(
     ctx: ToolContext,
-    path: PathArg,
-    recursive: Annotated[bool, Field(description="Delete a folder that is not empty, with everything in it.")
-                         ] = False,
+    path: str,
+    recursive: Annotated[bool, Field(description="Also a folder that is not empty.")] = False,
 ) -> Result[str]:
-    """Delete a file or folder. It is moved into the checkpoint trash, never unlinked: undo puts it back."""
+    """Delete a file or folder: it goes to the checkpoint trash, and undo puts it back."""
     journal = _journal(ctx, "delete_path")
     if not journal.ok:
         return journal.cast("")

@@ -20,13 +20,11 @@ from codeward.kernel.context import ToolContext
 from codeward.kernel.result import ErrorKind, Result, quoted
 from codeward.kernel.workspace import Access, Workspace
 
-PathArg = Annotated[str, Field(description="File path (relative to the workspace root).")]
-DirArg = Annotated[str, Field(description="Directory path, relative to the workspace root ('.' is the root).")]
 MAX_LISTED = 2000
 MAX_MATCHES = 1000
 NOTE_ROOM = 400
 """Characters of the output cap kept for a page's notes (where to continue, the encoding)."""
-IncludeIgnored = Annotated[bool, Field(description="Also show what .gitignore (or .git/info/exclude) excludes.")]
+IncludeIgnored = Annotated[bool, Field(description="Also what .gitignore excludes.")]
 T = TypeVar("T")
 
 
@@ -73,15 +71,12 @@ def _line_range_error(start: int, end: int, total: int, display: str) -> Result[
       examples=[{"path": "README.md", "limit": 20}])
 def read_file(
     ctx: ToolContext,
-    path: PathArg,
-    offset: Annotated[int, Field(ge=1, description="First line to return (1-based).")] = 1,
-    limit: Annotated[int | None, Field(ge=1, description="Number of lines to return (default: all).")] = None,
+    path: str,
+    offset: Annotated[int, Field(ge=1)] = 1,
+    limit: Annotated[int | None, Field(ge=1)] = None,
 ) -> Result[str]:
-    """Read a text file. Long files come in pages: offset (first line, 1-based) and limit.
-
-    A page that would pass the output cap ends at a line boundary and says the offset to
-    continue from. A file that is not UTF-8 is read in its own encoding, named in a note.
-    """
+    """Read a text file (any encoding, named in a note); a long one comes in pages: offset (first line) and
+    limit (lines), and the result says where to continue."""
     loaded = _resolve_file(ctx, path)
     if not loaded.ok:
         return loaded.cast("")
@@ -132,11 +127,12 @@ def _page(lines: list[str], first: int, stop: int, budget: int) -> tuple[str, in
       examples=[{"path": "notes/ideas.md", "content": "# Ideas\n- a barcode scanner for the stock count\n"}])
 def write_file(
     ctx: ToolContext,
-    path: PathArg,
-    content: Annotated[str, Field(description="The complete new content of the file.")],
-    overwrite: Annotated[bool, Field(description="Replace an existing file (default: refuse).")] = False,
+    path: str,
+    content: str,
+    overwrite: bool = False,
 ) -> Result[str]:
-    """Create a text file (parent folders included). Refuses to replace an existing file unless overwrite."""
+    """Create a file (and its folders). An existing file is replaced only with overwrite; to change part of
+    one, use edit_file."""
     resolved = ctx.workspace.resolve(path, Access.WRITE)
     if not resolved.ok:
         return resolved.cast("")
@@ -172,11 +168,9 @@ def write_file(
 
 @tool(toolset="files", read_only=True, title="List a directory",
       examples=[{"path": "src/inventory"}])
-def list_directory(ctx: ToolContext, path: DirArg = ".") -> Result[str]:
-    """List a directory as a compact table: [dir]/[file]/[link] name size; what .gitignore excludes is marked.
-
-    Protected files and links leading outside the workspace are hidden.
-    """
+def list_directory(ctx: ToolContext, path: str = ".") -> Result[str]:
+    """One folder's entries: [dir]/[file]/[link] name size, with what .gitignore excludes marked (get_tree shows
+    several levels)."""
     resolved = _resolve_dir(ctx, path)
     if not resolved.ok:
         return resolved.cast("")
@@ -218,12 +212,12 @@ def _at_most(items: Iterable[T], limit: int) -> tuple[list[T], bool]:
       examples=[{"path": ".", "pattern": "*.py"}])
 def search_files(
     ctx: ToolContext,
-    path: DirArg,
-    pattern: Annotated[str, Field(description="Glob over paths below path: * matches within a name, ** across "
+    path: str,
+    pattern: Annotated[str, Field(description="* within a name, ** across "
                                               "folders; a pattern without / matches names at any depth.")],
     include_ignored: IncludeIgnored = False,
 ) -> Result[str]:
-    """Find files under a directory whose path matches a glob ('*.py' matches at any depth); honours .gitignore."""
+    """Find files below path by a glob of their path (.gitignore honoured)."""
     resolved = _resolve_dir(ctx, path)
     if not resolved.ok:
         return resolved.cast("")
@@ -251,11 +245,11 @@ def _matching(ctx: ToolContext, entries: Iterator[Entry], spec: pathspec.PathSpe
       examples=[{"path": "src/inventory/models.py", "start_line": 12, "end_line": 18}])
 def get_file_slice(
     ctx: ToolContext,
-    path: PathArg,
-    start_line: Annotated[int, Field(description="First line (1-based, inclusive).")],
-    end_line: Annotated[int, Field(description="Last line (inclusive).")],
+    path: str,
+    start_line: int,
+    end_line: int,
 ) -> Result[str]:
-    """Return lines start_line..end_line (1-based, inclusive) of a text file."""
+    """Lines start_line..end_line of a text file (1-based, inclusive)."""
     loaded = _resolve_file(ctx, path)
     if not loaded.ok:
         return loaded.cast("")
@@ -285,12 +279,13 @@ def get_file_slice(
       ])
 def set_file_slice(
     ctx: ToolContext,
-    path: PathArg,
-    start_line: Annotated[int, Field(description="First line to replace (1-based).")],
-    end_line: Annotated[int, Field(description="Last line to replace (inclusive); start_line-1 inserts.")],
-    new_content: Annotated[str, Field(description="Replacement text for those lines.")],
+    path: str,
+    start_line: int,
+    end_line: int,
+    new_content: str,
 ) -> Result[str]:
-    """Replace lines start_line..end_line with new_content (end_line = start_line - 1 inserts)."""
+    """Replace lines start_line..end_line (1-based, inclusive) with new_content; end_line = start_line - 1
+    inserts before start_line."""
     loaded = _resolve_file(ctx, path, Access.WRITE)
     if not loaded.ok:
         return loaded.cast("")
@@ -328,13 +323,14 @@ def set_file_slice(
       ])
 def edit_file(
     ctx: ToolContext,
-    path: PathArg,
-    old_string: Annotated[str, Field(description="Exact text to find (include enough context to be unique).")],
-    new_string: Annotated[str, Field(description="Text to put in its place.")],
-    replace_all: Annotated[bool, Field(description="Replace every occurrence, not just a unique one.")] = False,
-    dry_run: Annotated[bool, Field(description="Only show the unified diff; change nothing.")] = False,
+    path: str,
+    old_string: str,
+    new_string: str,
+    replace_all: bool = False,
+    dry_run: bool = False,
 ) -> Result[str]:
-    """Replace an exact string in a file. Fails clearly when it is absent or not unique."""
+    """Replace old_string with new_string. old_string must match the file exactly, once (add surrounding
+    lines to make it unique), unless replace_all."""
     loaded = _resolve_file(ctx, path, Access.WRITE)
     if not loaded.ok:
         return loaded.cast("")
@@ -376,11 +372,11 @@ def edit_file(
       examples=[{"path": ".", "max_depth": 2}])
 def get_tree(
     ctx: ToolContext,
-    path: DirArg = ".",
-    max_depth: Annotated[int, Field(ge=1, le=20, description="How many levels to show.")] = 3,
+    path: str = ".",
+    max_depth: Annotated[int, Field(ge=1, le=20)] = 3,
     include_ignored: IncludeIgnored = False,
 ) -> Result[str]:
-    """Show the directory structure to max_depth levels; skips .git and honours .gitignore."""
+    """The folder tree to max_depth levels (.gitignore honoured)."""
     resolved = _resolve_dir(ctx, path)
     if not resolved.ok:
         return resolved.cast("")

@@ -35,7 +35,6 @@ from codeward.kernel.workspace import Access
 TOOLSET = "git"
 MAX_BLAME_LINES = 2_000
 
-PathArg = Annotated[str, Field(description="A file or folder inside a git work tree ('.' is the workspace root).")]
 
 
 # -- output models -----------------------------------------------------------------------------
@@ -176,12 +175,12 @@ class GitBlameReport(BaseModel):
 @tool(toolset=TOOLSET, read_only=True, title="Git status", output=GitStatusReport, examples=[{"path": "."}])
 def git_status(
     ctx: ToolContext,
-    path: PathArg = ".",
-    untracked: Annotated[bool, Field(description="List untracked files too (every one, not folders).")] = True,
-    max_entries: Annotated[int, Field(ge=1, le=5000, description="Most paths to list.")] = 300,
+    path: str = ".",
+    untracked: bool = True,
+    max_entries: Annotated[int, Field(ge=1, le=5000)] = 300,
 ) -> Result[GitStatusReport | None]:
-    """Show the git status of a work tree (or of a path in it): the branch, its upstream and how far ahead or
-    behind, and each changed, staged, renamed, conflicted or untracked path. Protected files are never listed."""
+    """The git status of the work tree (or of a path in it): branch, how far ahead of or behind its upstream,
+    and each staged, changed, renamed, conflicted or untracked path."""
     found = _repository(ctx, path)
     if not found.ok:
         return found.cast(None)
@@ -203,20 +202,15 @@ def git_status(
       examples=[{"path": "src", "limit": 10}, {"revision": "main..HEAD", "files": True}])
 def git_log(
     ctx: ToolContext,
-    path: Annotated[str, Field(description="Only commits that changed this file or folder ('.' for all).")] = ".",
-    revision: Annotated[str, Field(description="Where to start (HEAD, a branch, a tag, a hash) or a range "
-                                               "(main..HEAD: commits on HEAD not on main).")] = "HEAD",
-    limit: Annotated[int, Field(ge=1, le=500, description="Most commits to show.")] = 20,
-    skip: Annotated[int, Field(ge=0, description="Commits to skip first (the next page).")] = 0,
-    files: Annotated[bool, Field(description="List the files each commit changed.")] = False,
-    author: Annotated[str, Field(max_length=200, description="Only commits whose author matches this "
-                                                             "regular expression.")] = "",
-    grep: Annotated[str, Field(max_length=200, description="Only commits whose message matches this regular "
-                                                           "expression (case-insensitive).")] = "",
+    path: Annotated[str, Field(description="Only commits changing it.")] = ".",
+    revision: Annotated[str, Field(description="A commit, or a range: main..HEAD.")] = "HEAD",
+    limit: Annotated[int, Field(ge=1, le=500)] = 20,
+    skip: Annotated[int, Field(ge=0)] = 0,
+    files: Annotated[bool, Field(description="List each commit's changed files.")] = False,
+    author: Annotated[str, Field(max_length=200, description="A regex.")] = "",
+    grep: Annotated[str, Field(max_length=200, description="A regex the message matches (any case).")] = "",
 ) -> Result[GitLogReport | None]:
-    """Show the commit history, newest first: hash, date, author and subject (and the changed files with
-    files=true), optionally only commits touching a path, in a range, by an author or matching a message.
-    Paged with skip."""
+    """Commit history, newest first: hash, date, author, subject; skip pages on."""
     found = _repository(ctx, path, must_exist=False)
     if not found.ok:
         return found.cast(None)
@@ -242,13 +236,11 @@ def git_log(
                                                                     {"revision": "HEAD", "path": "src"}])
 def git_show(
     ctx: ToolContext,
-    revision: Annotated[str, Field(description="The commit to show: HEAD, HEAD~2, a branch, a tag or a hash.")
-                        ] = "HEAD",
-    path: Annotated[str, Field(description="Only the changes to this file or folder ('.' for all).")] = ".",
-    context_lines: Annotated[int, Field(ge=0, le=50, description="Unchanged lines around each change.")] = 3,
+    revision: str = "HEAD",
+    path: Annotated[str, Field(description="Only its changes.")] = ".",
+    context_lines: Annotated[int, Field(ge=0, le=50)] = 3,
 ) -> Result[str]:
-    """Show one commit: its hash, author, date and full message, then the diff it made (against its first
-    parent for a merge), optionally only for a path. Changes to protected files are left out."""
+    """One commit: hash, author, date, whole message, and its diff (a merge's: against its first parent)."""
     found = _repository(ctx, path, must_exist=False)
     if not found.ok:
         return found.cast("")
@@ -283,15 +275,12 @@ def git_show(
       examples=[{"path": "src/inventory/store.py", "start_line": 10, "end_line": 40}])
 def git_blame(
     ctx: ToolContext,
-    path: Annotated[str, Field(description="The file to blame (relative to the workspace root).")],
-    start_line: Annotated[int, Field(ge=1, description="First line (1-based).")] = 1,
-    end_line: Annotated[int, Field(ge=0, description="Last line, inclusive; 0 means the end of the file "
-                                                     f"(at most {MAX_BLAME_LINES} lines per call).")] = 0,
-    revision: Annotated[str, Field(description="Blame the file as of this commit; empty: the file on disk "
-                                               "(uncommitted lines are marked).")] = "",
+    path: str,
+    start_line: Annotated[int, Field(ge=1)] = 1,
+    end_line: Annotated[int, Field(ge=0, description=f"0: the end (at most {MAX_BLAME_LINES} lines a call).")] = 0,
+    revision: Annotated[str, Field(description="'': the file on disk.")] = "",
 ) -> Result[GitBlameReport | None]:
-    """Show who last changed each line of a file, and in which commit (hash, date, author, subject), for a line
-    range."""
+    """Who last changed each line of a file, and in which commit (hash, date, author, subject)."""
     found = _repository(ctx, path, must_exist=not revision.strip())
     if not found.ok:
         return found.cast(None)
@@ -456,15 +445,11 @@ def _commit_preview(arguments: Mapping[str, Any], ctx: ToolContext) -> str | Non
       examples=[{"paths": ["src/inventory/store.py"], "message": "Reorder at two items left"}])
 def git_commit(
     ctx: ToolContext,
-    paths: Annotated[list[str], Field(max_length=500, description="The files or folders to commit (their "
-                                                                  "additions, changes and deletions); nothing "
-                                                                  "else staged is included.")],
-    message: Annotated[str, Field(max_length=20_000, description="The commit message: a short first line, then "
-                                                                 "details.")],
+    paths: Annotated[list[str], Field(max_length=500, description="Files or folders, with their additions, "
+                                                                  "changes and deletions.")],
+    message: Annotated[str, Field(max_length=20_000)],
 ) -> Result[CommitReport | None]:
-    """Commit the named files with a message (only those paths, whatever else is staged). Always asks a person
-    first, whatever the approval policy: the prompt shows the diff being committed. Runs no hooks and no
-    signing; protected files are never committed."""
+    """Commit these paths only (nothing else staged goes in), after a person approves the diff; runs no hooks."""
     plan = _commit_plan(ctx, paths, message)
     if not plan.ok:
         return plan.cast(None)

@@ -29,11 +29,10 @@ from codeward.kernel.result import ErrorKind, Result
 
 TOOLSET = "lsp"
 
-PathArg = Annotated[str, Field(description="The file where the symbol is defined or used.")]
-NameArg = Annotated[str, Field(description="The symbol's name as defined in that file (Class.method or "
-                                           "Class::method for a member); or give line and column instead.")]
-LineArg = Annotated[int, Field(ge=0, description="Instead of name: the 1-based line of any use of the symbol.")]
-ColumnArg = Annotated[int, Field(ge=0, description="With line: the 1-based column of the name on that line.")]
+PathArg = Annotated[str, Field(description="A file defining or using the symbol.")]
+NameArg = Annotated[str, Field(description="As defined in path (Class.method); or line and column of a use.")]
+LineArg = Annotated[int, Field(ge=0)]
+ColumnArg = Annotated[int, Field(ge=0)]
 
 
 def _failed(result: Result[Any]) -> Result[Any]:
@@ -82,8 +81,7 @@ def _is_python(path: Path) -> bool:
       examples=[{"path": "web/cart.js", "line": 17, "column": 16}, {"path": "src/inventory/store.py", "name": "Store"}])
 def find_definition(ctx: ToolContext, path: PathArg, name: NameArg = "", line: LineArg = 0,
                     column: ColumnArg = 0) -> Result[DefinitionReport]:
-    """Where the symbol at a position (or named in the file) is defined, following imports, aliases and types
-    (language server; the symbol index by name while it starts)."""
+    """Where a symbol is defined, through imports, aliases and types (language server)."""
     located = _located(ctx, path, name, line, column)
     if not located.ok:
         return _failed(located)
@@ -97,9 +95,8 @@ def find_definition(ctx: ToolContext, path: PathArg, name: NameArg = "", line: L
                                                               "limit": 20}])
 def find_references(ctx: ToolContext, path: PathArg, name: NameArg = "", line: LineArg = 0, column: ColumnArg = 0,
                     offset: OffsetArg = 0, limit: LimitArg = 200) -> Result[ReferenceReport]:
-    """Every use of one symbol across the project, through imports, aliases and overloads — not every name alike
-    (language server; while it starts, the symbol index's name matches, marked name-based). Occurrences of the
-    name the server cannot tie to the symbol are listed as unsure."""
+    """Every use of one symbol project-wide (language server), not of every same name; the rest come back
+    unsure."""
     located = _located(ctx, path, name, line, column)
     if not located.ok:
         return _failed(located)
@@ -112,12 +109,11 @@ def find_references(ctx: ToolContext, path: PathArg, name: NameArg = "", line: L
 
 @tool(toolset=TOOLSET, destructive=True, title="Rename a symbol across the project", output=RenameReport,
       write_paths=(), examples=[{"path": "web/cart.js", "name": "Cart.total", "new_name": "sum"}])
-def rename_symbol(ctx: ToolContext, path: PathArg, new_name: Annotated[str, Field(description="The new name.")],
+def rename_symbol(ctx: ToolContext, path: PathArg, new_name: str,
                   name: NameArg = "", line: LineArg = 0, column: ColumnArg = 0, apply: ApplyArg = False,
                   unsure: UnsureArg = "refuse") -> Result[RenameReport]:
-    """Rename a symbol and every reference to it (language server; Python as py_rename_symbol). Shows the diff
-    unless apply=true; then every file is written, all or none, as one checkpoint (undo reverts it). A name-based
-    plan (server starting or missing) is shown, never applied."""
+    """Rename a symbol and its references project-wide (language server): the diff, or with apply=true one
+    checkpoint (undo reverts it); a name-based plan is never applied."""
     located = _located(ctx, path, name, line, column)
     if not located.ok:
         return _failed(located)
@@ -137,8 +133,7 @@ def rename_symbol(ctx: ToolContext, path: PathArg, new_name: Annotated[str, Fiel
       examples=[{"path": "web/cart.js", "name": "formatTotal"}])
 def symbol_info(ctx: ToolContext, path: PathArg, name: NameArg = "", line: LineArg = 0,
                 column: ColumnArg = 0) -> Result[SymbolInfo]:
-    """The type, signature and documentation of the symbol at a position, and where it is defined (the language
-    server's hover; the index's definitions by name while it starts)."""
+    """A symbol's type, signature, docs and definition (language server hover)."""
     located = _located(ctx, path, name, line, column)
     if not located.ok:
         return _failed(located)
@@ -150,8 +145,8 @@ def symbol_info(ctx: ToolContext, path: PathArg, name: NameArg = "", line: LineA
 @tool(toolset=TOOLSET, read_only=True, title="A file's errors and warnings", output=DiagnosticsReport,
       examples=[{"path": "native/ring_buffer.c"}])
 def get_diagnostics(ctx: ToolContext, path: PathArg) -> Result[DiagnosticsReport]:
-    """Type errors, unresolved names and warnings of one file from its language server (syntax errors only,
-    from tree-sitter, while the server starts or where none is installed)."""
+    """Type errors, unresolved names and warnings of one file (language server; syntax errors alone while it
+    starts or where none is installed)."""
     located = _located(ctx, path, "", 0, 0, need_symbol=False)
     if not located.ok:
         return _failed(located)

@@ -73,15 +73,12 @@ class _Planned:
                           "+- the bakery delivers on Mondays\n"}])
 def apply_patch(
     ctx: ToolContext,
-    patch: Annotated[str, Field(description="A unified diff (as git diff or diff -u prints it), one or more files; "
-                                            "/dev/null as the old name adds a file, as the new name deletes one.")],
-    dry_run: Annotated[bool, Field(description="Only check that it applies; write nothing.")] = False,
+    patch: Annotated[str, Field(description="As git diff prints it; /dev/null as the old name adds a file, as the "
+                                            "new one deletes it.")],
+    dry_run: bool = False,
 ) -> Result[PatchReport | None]:
-    """Apply a unified diff to several files at once: checked whole first, then applied all or nothing.
-
-    A hunk whose context does not match, a path outside the workspace or protected, or a file
-    that exists/does not exist when it should refuses the whole patch, with the reason.
-    """
+    """Apply a unified diff to one or more files, all or nothing: a hunk whose context does not match
+    refuses the whole patch, saying which. For several edits in one call."""
     parsed = unified_diff.parse(patch)
     if not parsed.ok:
         return parsed.cast(None)

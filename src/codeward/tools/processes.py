@@ -18,7 +18,7 @@ from codeward.kernel.context import ToolContext
 from codeward.kernel.result import ErrorKind, Result
 
 NameArg = Annotated[str, Field(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9_.-]+$",
-                               description="The process's name, chosen at process_start (e.g. \"dev-server\").")]
+                               description="Its name, given at process_start.")]
 MAX_READ_BYTES = 200_000
 
 
@@ -79,15 +79,11 @@ def _output(process: BoxProcess, since: int, max_bytes: int, notes: list[str] | 
 def process_start(
     ctx: ToolContext,
     name: NameArg,
-    command: Annotated[str, Field(min_length=1, max_length=MAX_SCRIPT_CHARS,
-                                  description="The shell command to run (a dev server, a REPL, a watcher).")],
-    shell: Annotated[Literal["bash", "sh"], Field(description="The shell that runs the command.")] = "bash",
+    command: Annotated[str, Field(min_length=1, max_length=MAX_SCRIPT_CHARS)],
+    shell: Literal["bash", "sh"] = "bash",
 ) -> Result[ProcessOutput]:
-    """Start a command that keeps running (dev server, REPL, watcher) in the same sandbox as run_shell.
-
-    Read its output with process_read, send input with process_write, end it with process_stop —
-    which also applies the files it changed to the project (through the same checks as run_shell).
-    """
+    """Start a command that keeps running (a dev server, a REPL) in run_shell's sandbox; process_stop ends
+    it and applies the files it changed."""
     settings = ctx.services.get(ShellSettings)
     if not settings.sandbox:
         return Result.fail(ErrorKind.UNAVAILABLE, "long-running processes run only in the sandbox, and "
@@ -125,16 +121,12 @@ def process_start(
 def process_read(
     ctx: ToolContext,
     name: NameArg,
-    since: Annotated[int, Field(ge=0, description="Offset to read from: 0 for everything kept, or the "
-                                                  "next_offset of the last read.")] = 0,
-    max_bytes: Annotated[int, Field(ge=1, le=MAX_READ_BYTES, description="Most bytes returned.")] = 16_000,
-    wait_s: Annotated[float, Field(ge=0, le=MAX_READ_WAIT_S, description="Wait up to this long for output "
-                                   "(or for `until`) when there is none yet.")] = 0,
-    until: Annotated[str, Field(max_length=200, description=(
-        "With wait_s: wait until the output from `since` contains this text (e.g. \"Listening on\"), the "
-        "process exits, or wait_s passes."))] = "",
+    since: Annotated[int, Field(ge=0, description="0, or the last read's next_offset.")] = 0,
+    max_bytes: Annotated[int, Field(ge=1, le=MAX_READ_BYTES)] = 16_000,
+    wait_s: Annotated[float, Field(ge=0, le=MAX_READ_WAIT_S, description="Wait this long for output (or until).")] = 0,
+    until: Annotated[str, Field(max_length=200, description="Text to wait for (e.g. \"Listening on\").")] = "",
 ) -> Result[ProcessOutput]:
-    """Read what a process printed since an offset (its state too: running, or exited with its code)."""
+    """What a process printed since an offset, and its state (running, or its exit code)."""
     found = process_table_of(ctx.services).find(ctx, name)
     if not found.ok or found.data is None:
         return found.cast(None)  # type: ignore[arg-type]
@@ -159,11 +151,10 @@ def process_read(
 def process_write(
     ctx: ToolContext,
     name: NameArg,
-    text: Annotated[str, Field(max_length=MAX_SCRIPT_CHARS, description="What to send to its stdin (end a line "
-                                                                        "with \\n for a REPL to run it).")],
-    close_stdin: Annotated[bool, Field(description="Close its stdin after the text (end of input).")] = False,
+    text: Annotated[str, Field(max_length=MAX_SCRIPT_CHARS, description="Sent to stdin (end a line with \\n).")],
+    close_stdin: Annotated[bool, Field(description="Then close stdin.")] = False,
 ) -> Result[ProcessOutput]:
-    """Send text to a running process's standard input."""
+    """Send text to a running process's stdin."""
     found = process_table_of(ctx.services).find(ctx, name)
     if not found.ok or found.data is None:
         return found.cast(None)  # type: ignore[arg-type]
@@ -193,8 +184,8 @@ def process_list(ctx: ToolContext) -> Result[ProcessList]:
 @tool(toolset="shell", read_only=False, destructive=True, title="Stop a long-running process",
       examples=[{"name": "repl"}])
 def process_stop(ctx: ToolContext, name: NameArg) -> Result[ProcessOutput]:
-    """Stop a process and everything it started, apply the files it changed to the project (through
-    the same checks as run_shell), and return its last output."""
+    """Stop a process and all it started, apply the files it changed (checked as run_shell's), and return
+    its last output."""
     table = process_table_of(ctx.services)
     found = table.find(ctx, name)
     if not found.ok or found.data is None:

@@ -59,22 +59,15 @@ from codeward.kernel.catalog import tool
 from codeward.kernel.context import ToolContext
 from codeward.kernel.result import ErrorKind, Result
 from codeward.kernel.workspace import Access, Workspace
+from codeward.tools.arguments import NewDefinition, Occurrence, PySymbol
 from codeward.tools.python_refs import plan_rename
 
-PathArg = Annotated[str, Field(description="Python file (relative to the workspace root).")]
-NameArg = Annotated[str, Field(
-    description="The definition's name as written in the file; a method or nested class is named by its "
-                "class, a dot, and its own name.")]
-OccurrenceArg = Annotated[int | None, Field(
-    ge=1, description="Which definition (1-based) when the name occurs several times; writes need it then.")]
 AnchorArg = Annotated[Literal["start", "end", "before", "after"], Field(
-    description="'start'/'end' of the file, or of the class body named by anchor_symbol; "
-    "'before'/'after' the definition or variable named by anchor_symbol.")]
-AnchorSymbolArg = Annotated[str, Field(
-    description="For before/after: the sibling to insert next to. For start/end: a class (its body), "
-    "or empty for the file.")]
-RenameArg = Annotated[bool, Field(description="If the new text names the symbol differently, rename it and its "
-                                              "callers too (py_rename_symbol); otherwise that is refused.")]
+    description="start/end: of the file, or of the class anchor_symbol names; before/after: the definition it "
+                "names.")]
+AnchorSymbolArg = str
+RenameArg = Annotated[bool, Field(description="A new name in the text renames the symbol and its callers (else "
+                                              "refused).")]
 TOOLSET = "python"
 
 
@@ -296,8 +289,8 @@ def _line_span(first: int, last: int) -> str:
 
 @tool(toolset=TOOLSET, read_only=True, title="Python skeleton",
       examples=[{"path": "src/inventory/store.py"}])
-def py_get_skeleton(ctx: ToolContext, path: PathArg) -> Result[str]:
-    """A Python file with every function body replaced by '...': signatures, docstrings, classes, imports."""
+def py_get_skeleton(ctx: ToolContext, path: str) -> Result[str]:
+    """A Python file with function bodies elided: imports, classes, signatures, docstrings."""
     loaded = load_python(ctx, path)
     if not loaded.ok or loaded.data is None:
         return loaded.cast("")
@@ -306,8 +299,8 @@ def py_get_skeleton(ctx: ToolContext, path: PathArg) -> Result[str]:
 
 @tool(toolset=TOOLSET, read_only=True, title="Python outline", output=Outline,
       examples=[{"path": "src/inventory/models.py"}])
-def py_get_code_outline(ctx: ToolContext, path: PathArg) -> Result[Outline | None]:
-    """Hierarchical outline of a Python file: [Class] Name (Lines X-Y) with methods and nested classes indented."""
+def py_get_code_outline(ctx: ToolContext, path: str) -> Result[Outline | None]:
+    """A Python file's classes, functions and methods, nested, with their lines."""
     loaded = load_python(ctx, path)
     if not loaded.ok or loaded.data is None:
         return loaded.cast(None)
@@ -326,28 +319,28 @@ def _decorator_name(node: ast.expr) -> str:
 
 @tool(toolset=TOOLSET, read_only=True, title="Python definition source", output=SymbolTexts,
       examples=[{"path": "src/inventory/models.py", "name": "Item.total_price"}])
-def py_get_definition(ctx: ToolContext, path: PathArg, name: NameArg,
-                      occurrence: OccurrenceArg = None) -> Result[SymbolTexts | None]:
-    """Full source of a class, function or method (decorators included), exactly as in the file."""
+def py_get_definition(ctx: ToolContext, path: str, name: PySymbol,
+                      occurrence: Occurrence = None) -> Result[SymbolTexts | None]:
+    """One class, function or method, decorators included, exactly as written."""
     return _symbol_texts(ctx, path, name, occurrence, "source",
                          lambda module, s: module.source.span_lines(s.start_line, s.end_line))
 
 
 @tool(toolset=TOOLSET, read_only=True, title="Python signature", output=SymbolTexts,
       examples=[{"path": "src/inventory/store.py", "name": "discard_expired"}])
-def py_get_signature(ctx: ToolContext, path: PathArg, name: NameArg,
-                     occurrence: OccurrenceArg = None) -> Result[SymbolTexts | None]:
-    """The header of a def or class, from 'def'/'async def'/'class' through its colon, as written."""
+def py_get_signature(ctx: ToolContext, path: str, name: PySymbol,
+                     occurrence: Occurrence = None) -> Result[SymbolTexts | None]:
+    """A def's or class's header, through its colon, as written."""
     return _symbol_texts(ctx, path, name, occurrence, "signature", signature_text)
 
 
 @tool(toolset=TOOLSET, read_only=True, title="Python docstring", output=SymbolTexts,
       examples=[{"path": "src/inventory/models.py", "name": "Perishable"}])
-def py_get_docstring(ctx: ToolContext, path: PathArg,
-                     name: Annotated[str, Field(description="Name of a class, function or method (a method: its "
-                                                "class, a dot, its name); empty for the module docstring.")] = "",
-                     occurrence: OccurrenceArg = None) -> Result[SymbolTexts | None]:
-    """The docstring of the module, a class, a function or a method, cleaned like inspect.getdoc."""
+def py_get_docstring(ctx: ToolContext, path: str,
+                     name: Annotated[str, Field(description="A class, function or Class.method; '' for the "
+                                                "module's.")] = "",
+                     occurrence: Occurrence = None) -> Result[SymbolTexts | None]:
+    """A module's, class's or function's docstring, cleaned like inspect.getdoc."""
     if name.strip():
         return _symbol_texts(ctx, path, name, occurrence, "docstring",
                              lambda _, s: ast.get_docstring(_definition_node(s), clean=True))
@@ -363,11 +356,10 @@ def py_get_docstring(ctx: ToolContext, path: PathArg,
 
 @tool(toolset=TOOLSET, read_only=True, title="Python class summary",
       examples=[{"path": "src/inventory/store.py", "name": "Store"}])
-def py_get_class_summary(ctx: ToolContext, path: PathArg,
-                         name: Annotated[str, Field(description="Class name; a nested class is named by its outer "
-                                                      "class, a dot, and its own name.")],
-                         occurrence: OccurrenceArg = None) -> Result[str]:
-    """A class at a glance: header, docstring, method signatures, nested classes and class variables."""
+def py_get_class_summary(ctx: ToolContext, path: str,
+                         name: PySymbol,
+                         occurrence: Occurrence = None) -> Result[str]:
+    """A class at a glance: header, docstring, method signatures, nested classes, class variables."""
     loaded = load_python(ctx, path)
     if not loaded.ok or loaded.data is None:
         return loaded.cast("")
@@ -420,11 +412,10 @@ def _indent_doc(doc: str) -> str:
 
 @tool(toolset=TOOLSET, read_only=True, title="Python variable declaration", output=SymbolTexts,
       examples=[{"path": "src/inventory/models.py", "name": "TAX_RATE"}])
-def py_get_var_declaration(ctx: ToolContext, path: PathArg,
-                           name: Annotated[str, Field(description="Module-level variable name; a class-level "
-                                                      "one: its class, a dot, its name.")],
-                           occurrence: OccurrenceArg = None) -> Result[SymbolTexts | None]:
-    """The assignment line(s) declaring a module-level or class-level variable (x = ..., x: T = ...)."""
+def py_get_var_declaration(ctx: ToolContext, path: str,
+                           name: PySymbol,
+                           occurrence: Occurrence = None) -> Result[SymbolTexts | None]:
+    """The statement declaring a module or class variable (x = ..., x: T = ...)."""
     return _symbol_texts(ctx, path, name, occurrence, "declaration", _declaration_text, variables=True)
 
 
@@ -435,8 +426,8 @@ def _declaration_text(module: PythonModule, symbol: Symbol) -> str:
 
 @tool(toolset=TOOLSET, read_only=True, title="Python imports", output=Imports,
       examples=[{"path": "src/inventory/store.py"}])
-def py_get_imports(ctx: ToolContext, path: PathArg) -> Result[Imports | None]:
-    """Every import of a Python file with its line and scope, and the modules it depends on."""
+def py_get_imports(ctx: ToolContext, path: str) -> Result[Imports | None]:
+    """A Python file's imports with line and scope, and the modules it needs (stdlib, external, relative)."""
     loaded = load_python(ctx, path)
     if not loaded.ok or loaded.data is None:
         return loaded.cast(None)
@@ -482,8 +473,8 @@ def _import_text(alias: ast.alias) -> str:
 
 @tool(toolset=TOOLSET, read_only=True, title="Python syntax check", output=SyntaxReport,
       examples=[{"path": "src/inventory/legacy.py"}])
-def py_check_syntax(ctx: ToolContext, path: PathArg) -> Result[SyntaxReport | None]:
-    """Check that a file is valid Python (parse and compile, nothing run); says where it is not."""
+def py_check_syntax(ctx: ToolContext, path: str) -> Result[SyntaxReport | None]:
+    """Whether a file is valid Python (compiled, not run), and where it is not."""
     read = _read(ctx, path, Access.READ)
     if not read.ok or read.data is None:
         return read.cast(None)
@@ -518,11 +509,10 @@ def py_check_syntax(ctx: ToolContext, path: PathArg) -> Result[SyntaxReport | No
                               "    self.quantity += count\n"),
           },
       ])
-def py_update_definition(ctx: ToolContext, path: PathArg, name: NameArg,
-                         new_content: Annotated[str, Field(description="The complete new definition, decorators "
-                                                           "included; it is re-indented to the old one's place.")],
-                         occurrence: OccurrenceArg = None, rename: RenameArg = False) -> Result[str]:
-    """Replace a class, function or method (decorators included) with new source; refuses syntax errors."""
+def py_update_definition(ctx: ToolContext, path: str, name: PySymbol,
+                         new_content: NewDefinition,
+                         occurrence: Occurrence = None, rename: RenameArg = False) -> Result[str]:
+    """Replace a class, function or method, decorators included; refused if the file would not parse."""
     picked = load_python_symbol(ctx, path, name, occurrence)
     if not picked.ok or picked.data is None:
         return picked.cast("")
@@ -639,12 +629,11 @@ def _rename_then_edit(ctx: ToolContext, data: LoadedPython, symbol: Symbol, new_
               "new_signature": "def expired(self, today: date, /) -> bool:",
           },
       ])
-def py_set_signature(ctx: ToolContext, path: PathArg, name: NameArg,
-                     new_signature: Annotated[str, Field(description="The complete new header, from 'def' or "
-                                                         "'class' through its colon (which may be left out); "
-                                                         "start it with decorators to replace those too.")],
-                     occurrence: OccurrenceArg = None, rename: RenameArg = False) -> Result[str]:
-    """Replace only the header of a def or class (through its colon); the body stays byte for byte."""
+def py_set_signature(ctx: ToolContext, path: str, name: PySymbol,
+                     new_signature: Annotated[str, Field(description="From def or class through the colon; lead "
+                                                         "with decorators to replace those too.")],
+                     occurrence: Occurrence = None, rename: RenameArg = False) -> Result[str]:
+    """Replace only a def's or class's header; the body stays byte for byte."""
     picked = load_python_symbol(ctx, path, name, occurrence)
     if not picked.ok or picked.data is None:
         return picked.cast("")
@@ -715,13 +704,12 @@ def _parse_header(raw: str, want_class: bool) -> Result[tuple[str, bool, str] | 
 
 @tool(toolset=TOOLSET, title="Replace a Python variable declaration",
       examples=[{"path": "src/inventory/store.py", "name": "LOW_STOCK", "new_declaration": "LOW_STOCK = 5"}])
-def py_set_var_declaration(ctx: ToolContext, path: PathArg,
-                           name: Annotated[str, Field(description="Variable name; a class attribute: "
-                                                      "its class, a dot, its name.")],
-                           new_declaration: Annotated[str, Field(description="The complete new assignment "
-                                                                 "statement: name, optional annotation, value.")],
-                           occurrence: OccurrenceArg = None) -> Result[str]:
-    """Replace the statement declaring a module- or class-level variable (the lines py_get_var_declaration shows)."""
+def py_set_var_declaration(ctx: ToolContext, path: str,
+                           name: PySymbol,
+                           new_declaration: Annotated[str, Field(description="The whole statement: name, "
+                                                                 "annotation, value.")],
+                           occurrence: Occurrence = None) -> Result[str]:
+    """Replace the statement declaring a module or class variable."""
     picked = load_python_symbol(ctx, path, name, occurrence, variables=True)
     if not picked.ok or picked.data is None:
         return picked.cast("")
@@ -766,8 +754,8 @@ def _check_declaration(statement: str, name: str) -> Result[str] | None:
 
 @tool(toolset=TOOLSET, destructive=True, title="Remove a Python definition",
       examples=[{"path": "src/inventory/legacy.py", "name": "old_total"}])
-def py_remove_def(ctx: ToolContext, path: PathArg, name: NameArg, occurrence: OccurrenceArg = None) -> Result[str]:
-    """Delete a class, function or method with its decorators (and the blank lines that separated it)."""
+def py_remove_def(ctx: ToolContext, path: str, name: PySymbol, occurrence: Occurrence = None) -> Result[str]:
+    """Delete a class, function or method with its decorators."""
     picked = load_python_symbol(ctx, path, name, occurrence)
     if not picked.ok or picked.data is None:
         return picked.cast("")
@@ -800,14 +788,13 @@ def _only_member(module: PythonModule, symbol: Symbol) -> bool:
               "anchor_symbol": "Store.add",
           },
       ])
-def py_add_def(ctx: ToolContext, path: PathArg,
-               name: Annotated[str, Field(description="Name of the new def or class; to put it in a class, "
-                                          "give the class, a dot, then the name.")],
-               new_content: Annotated[str, Field(description="Source of the new definition (any indentation; "
-                                                 "it is re-indented to the anchor's).")],
+def py_add_def(ctx: ToolContext, path: str,
+               name: Annotated[str, Field(description="Its name; Class.name puts it in that class.")],
+               new_content: Annotated[str, Field(description="Any indentation: it is re-indented to the "
+                                                 "anchor's.")],
                anchor_type: AnchorArg = "end",
                anchor_symbol: AnchorSymbolArg = "") -> Result[str]:
-    """Insert a new function or class at an anchor: start/end of the file or of a class, before/after a symbol."""
+    """Add a function or class to a Python file, at an anchor."""
     loaded = load_python(ctx, path, Access.WRITE)
     if not loaded.ok or loaded.data is None:
         return loaded.cast("")
@@ -879,11 +866,9 @@ def place_definition(module: PythonModule, block: str, name: str, anchor: Anchor
 
 @tool(toolset=TOOLSET, title="Wrap lines in a #region",
       examples=[{"path": "src/inventory/models.py", "start_line": 8, "end_line": 9, "region_name": "Prices"}])
-def py_region_wrap(ctx: ToolContext, path: PathArg,
-                   start_line: Annotated[int, Field(description="First line of the region (1-based).")],
-                   end_line: Annotated[int, Field(description="Last line of the region (inclusive).")],
-                   region_name: Annotated[str, Field(description="Label for the region markers.")]) -> Result[str]:
-    """Wrap whole statements in a #region / #endregion comment pair labelled region_name, indented like the code."""
+def py_region_wrap(ctx: ToolContext, path: str,
+                   start_line: int, end_line: int, region_name: str) -> Result[str]:
+    """Wrap lines start_line..end_line (whole statements) in #region region_name / #endregion comments."""
     loaded = load_python(ctx, path, Access.WRITE)
     if not loaded.ok or loaded.data is None:
         return loaded.cast("")

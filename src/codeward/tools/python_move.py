@@ -54,13 +54,12 @@ from codeward.kernel.catalog import tool
 from codeward.kernel.context import ToolContext
 from codeward.kernel.result import ErrorKind, Result
 from codeward.kernel.workspace import Access
+from codeward.tools.arguments import Occurrence, PySymbol
 from codeward.tools.python_ast import (
     TOOLSET,
     AnchorArg,
     AnchorSymbolArg,
     LoadedPython,
-    NameArg,
-    OccurrenceArg,
     load_python,
     load_python_symbol,
     place_definition,
@@ -84,18 +83,16 @@ RELATIVE_IMPORT = re.compile(r"^[ \t]*from[ \t]+\.", re.MULTILINE)
           },
       ])
 def py_move_def(ctx: ToolContext,
-                src_path: Annotated[str, Field(description="File that holds the definition now.")],
-                dest_path: Annotated[str, Field(description="File to move it to (may be src_path; created if "
-                                                "missing).")],
-                name: NameArg,
-                dest_name: Annotated[str, Field(description="New name at the destination; a class, a dot, then a name "
-                                                "moves it into that class. Empty keeps the name.")] = "",
+                src_path: str,
+                dest_path: Annotated[str, Field(description="May be src_path; made if missing.")],
+                name: PySymbol,
+                dest_name: Annotated[str, Field(description="A new name; Class.name moves it into that class.")] = "",
                 anchor_type: AnchorArg = "end",
                 anchor_symbol: AnchorSymbolArg = "",
-                occurrence: OccurrenceArg = None,
-                apply: Annotated[bool, Field(description="False: show the diff, write nothing.")] = True,
+                occurrence: Occurrence = None,
+                apply: Annotated[bool, Field(description="false: show the diff only.")] = True,
                 ) -> Result[str]:
-    """Move a def/class within a file or to another module; its imports and every importer of it follow."""
+    """Move a def or class within a file or to another module; its imports go with it, importers are updated."""
     picked = load_python_symbol(ctx, src_path, name, occurrence, param="src_path")
     if not picked.ok or picked.data is None:
         return picked.cast("")

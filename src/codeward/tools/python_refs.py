@@ -34,12 +34,10 @@ from codeward.kernel.result import ErrorKind, Result
 
 TOOLSET = "python"
 
-PathArg = Annotated[str, Field(description="The Python file where the symbol is defined or used.")]
-NameArg = Annotated[str, Field(description="The symbol's dotted name as defined in that file (a function, a "
-                                           "class, Class.method, a module or class variable); or give line and "
-                                           "column instead.")]
-LineArg = Annotated[int, Field(ge=0, description="Instead of name: the 1-based line of any use of the symbol.")]
-ColumnArg = Annotated[int, Field(ge=0, description="With line: the 1-based column of the name on that line.")]
+PathArg = Annotated[str, Field(description="A file defining or using the symbol.")]
+NameArg = Annotated[str, Field(description="As defined in path (Class.method); or line and column of a use.")]
+LineArg = Annotated[int, Field(ge=0)]
+ColumnArg = Annotated[int, Field(ge=0)]
 
 
 def _target(ctx: ToolContext, path: str, name: str, line: int, column: int) -> Result[tuple[Target, Path]]:
@@ -115,9 +113,8 @@ def py_find_references(
     offset: OffsetArg = 0,
     limit: LimitArg = 200,
 ) -> Result[ReferenceReport]:
-    """Every reference of one Python symbol across the project, through any import (basedpyright when installed,
-    else jedi): uses of that symbol, not of every symbol with the same name. Occurrences of the name the engine
-    cannot tie to the symbol are listed as unsure."""
+    """Every reference of one Python symbol project-wide, through any import (basedpyright, else jedi), not of
+    every same name; the rest come back unsure."""
     found = _target(ctx, path, name, line, column)
     if not found.ok:
         return _failed(found)
@@ -159,15 +156,14 @@ def plan_rename(ctx: ToolContext, path: str, new_name: str, name: str = "", line
 def py_rename_symbol(
     ctx: ToolContext,
     path: PathArg,
-    new_name: Annotated[str, Field(description="The new name (an identifier).")],
+    new_name: str,
     name: NameArg = "",
     line: LineArg = 0,
     column: ColumnArg = 0,
     apply: ApplyArg = False,
     unsure: UnsureArg = "refuse",
 ) -> Result[RenameReport]:
-    """Rename a Python symbol and every reference to it across the project (basedpyright when installed, else
-    jedi). Shows the unified diff unless apply=true; then every file is written, all or none, as one checkpoint
-    (undo reverts it)."""
+    """Rename a Python symbol and its references project-wide (basedpyright, else jedi): the diff, or with
+    apply=true one checkpoint (undo reverts it)."""
     return _renaming(ctx, path, new_name, name, line, column,
                      lambda index, target, new: python_answers.rename(ctx, index, target, new, apply, unsure))

@@ -22,25 +22,24 @@ from codeward.kernel.catalog import tool
 from codeward.kernel.context import ToolContext
 from codeward.kernel.result import ErrorKind, Result
 
-Name = Annotated[str, Field(description="Item or tool name, as registry_search shows it.")]
+Name = Annotated[str, Field(description="As registry_search shows it.")]
 KindArg = Annotated[Literal["tool", "directive", "knowledge"] | None,
-                    Field(description="Item kind, when a name is used by several.")]
+                    Field(description="When several kinds share the name.")]
 SpaceArg = Annotated[Literal["project", "user", "hub"] | None,
-                     Field(description="Registry space: project (.ai/), user (~/.ai/) or the shared hub. "
-                           "Default: project first.")]
+                     Field(description="project: .ai/, user: ~/.ai/; default: project first.")]
 
 
 @tool(toolset="registry", read_only=True, title="Search tools, directives and knowledge",
       examples=[{"query": "stock rules"}], aliases=("search",))
 def registry_search(
     ctx: ToolContext,
-    query: Annotated[str, Field(description="Words to look for; empty lists everything.")] = "",
-    kind: Annotated[Literal["all", "tool", "directive", "knowledge"], Field(description="Only this kind.")] = "all",
+    query: Annotated[str, Field(description="'': everything.")] = "",
+    kind: Literal["all", "tool", "directive", "knowledge"] = "all",
     source: Annotated[Literal["all", "project", "user", "hub", "served"],
-                      Field(description="Only registry spaces or only served tools.")] = "all",
-    limit: Annotated[int, Field(ge=1, le=100, description="Most results to return.")] = 10,
+                      Field(description="served: this server's tools.")] = "all",
+    limit: Annotated[int, Field(ge=1, le=100)] = 10,
 ) -> Result[str]:
-    """Find tools (served and registry), directives and knowledge by meaning, best match first (BM25)."""
+    """Search tools (this server's and the .ai/ registry's), directives and knowledge by words, best first."""
     registry = Registry.for_context(ctx)
     wanted_kind = None if kind == "all" else Kind(kind)
     hits: list[Hit] = []
@@ -66,11 +65,11 @@ def registry_load(
     kind: KindArg = None,
     source: SpaceArg = None,
     destination: Annotated[Literal["project", "user", "hub"] | None,
-                           Field(description="Copy the item into this space first (hub: publish).")] = None,
-    overwrite: Annotated[bool, Field(description="Replace an item of the same name at the destination.")] = False,
+                           Field(description="Copy it there (hub: publish).")] = None,
+    overwrite: bool = False,
 ) -> Result[str]:
-    """Show a registry item's text and metadata; with destination, copy it between spaces (publish/pull: hub).
-    Only items signed by a key the user trusts are copied to the user space or the hub."""
+    """A registry item's text and metadata; with destination, a copy into another space (only items signed
+    by a key the user trusts go to user or hub)."""
     registry = Registry.for_context(ctx)
     loaded = registry.load(name, Kind(kind) if kind else None, Space(source) if source else None,
                            Space(destination) if destination else None, overwrite)
@@ -90,15 +89,14 @@ def registry_load(
 def registry_execute(
     ctx: ToolContext,
     name: Name,
-    action: Annotated[Literal["run", "sign"], Field(description="run the tool, or ask the user to sign an item "
-                                                    "(they approve it; you cannot sign alone).")] = "run",
-    params: Annotated[dict[str, Any] | None, Field(description="The tool's parameters (see registry_help).")] = None,
-    dry_run: Annotated[bool, Field(description="Check everything and show the plan without running.")] = False,
+    action: Annotated[Literal["run", "sign"], Field(description="sign: ask the user to sign the item.")] = "run",
+    params: Annotated[dict[str, Any] | None, Field(description="The tool's arguments (registry_help).")] = None,
+    dry_run: bool = False,
     source: SpaceArg = None,
-    timeout: Annotated[float | None, Field(gt=0, description="Seconds before the run is killed.")] = None,
+    timeout: Annotated[float | None, Field(gt=0, description="Seconds.")] = None,
 ) -> Result[Any]:
-    """Run any tool by name — a served tool or a registry tool signed by a key the user trusts (it runs in
-    the sandbox) — or ask the user to sign a registry item: signing needs their approval."""
+    """Run a tool by name: one this server serves, or a registry tool signed by a key the user trusts (in
+    the sandbox). Or ask the user to sign an item."""
     served = ctx.services.find(ServedTools)
     if action == "sign":
         if source is None and served is not None and served.has(name) and not _is_item(ctx, name):
@@ -118,10 +116,10 @@ def registry_execute(
       examples=[{"name": "py_get_definition"}], aliases=("help",))
 def registry_help(
     ctx: ToolContext,
-    name: Annotated[str | None, Field(description="A tool or item to explain; omit for an overview.")] = None,
+    name: Annotated[str | None, Field(description="None: an overview.")] = None,
     kind: KindArg = None,
 ) -> Result[str]:
-    """Parameters and usage of one tool or item, or an overview of everything available."""
+    """How to call one tool or use one item (its arguments), or an overview of everything available."""
     registry = Registry.for_context(ctx)
     served = ctx.services.find(ServedTools)
     if not name:

@@ -85,7 +85,7 @@ class ServerMetrics(BaseModel):
 @tool(toolset="runtime", read_only=True, output=ServerMetrics, title="Server metrics",
       examples=[{}], aliases=("get_ui_performance",))
 def get_server_metrics(ctx: ToolContext) -> Result[ServerMetrics]:
-    """The server's own figures: uptime, calls per tool, latency percentiles, errors, memory, CPU."""
+    """This server's figures: uptime, calls, errors and latency per tool, memory, CPU."""
     return Result.success(_server_metrics(ctx))
 
 

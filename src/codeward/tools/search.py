@@ -33,6 +33,7 @@ from codeward.kernel.content import displayable
 from codeward.kernel.context import ToolContext
 from codeward.kernel.result import ErrorKind, Result, quoted
 from codeward.kernel.workspace import HARD_BLACKLIST_NAMES, HARD_BLACKLIST_SUFFIX, Workspace
+from codeward.tools.arguments import Scope
 
 SCAN_CAP = 10_000
 """Matching lines read before a search stops counting (the count then says 'more than')."""
@@ -134,32 +135,23 @@ def _render_matches(matches: list[TextMatch]) -> Iterator[str]:
                 {"pattern": "stock", "mode": "count"}])
 def search_text(
     ctx: ToolContext,
-    pattern: Annotated[str, Field(description="Regular expression (Rust/ripgrep syntax), or plain text with "
-                                              "literal=true.")],
-    path: Annotated[str, Field(description="File or directory to search ('.' is the whole workspace).")] = ".",
-    literal: Annotated[bool, Field(description="Match the pattern as plain text, not a regex.")] = False,
-    case: Annotated[CaseMode, Field(description="smart: case-insensitive unless the pattern has a capital.")
-                    ] = "smart",
-    word: Annotated[bool, Field(description="Only whole-word matches.")] = False,
-    glob: Annotated[list[str], Field(description="File globs to include, e.g. ['*.py', 'src/**']; a leading '!' "
-                                                 "excludes, e.g. ['!tests/**'].")] = [],  # noqa: B006
-    file_type: Annotated[str, Field(description="Only files of a ripgrep type: py, js, ts, rust, go, c, cpp, "
-                                                "java, md, ... ('' for all).")] = "",
-    context: Annotated[int, Field(ge=0, le=10, description="Lines of context before and after each match.")] = 0,
-    mode: Annotated[Mode, Field(description="matches: matching lines; files: only the files that match; count: "
-                                            "matches per file.")] = "matches",
-    multiline: Annotated[bool, Field(description="Let the pattern span lines (\\n matches newlines).")] = False,
-    hidden: Annotated[bool, Field(description="Search hidden files and folders too (.git never).")] = True,
-    include_ignored: Annotated[bool, Field(description="Search files .gitignore excludes too.")] = False,
-    offset: Annotated[int, Field(ge=0, description="Results to skip (from next_offset of the last page).")] = 0,
-    limit: Annotated[int, Field(ge=1, le=1000, description="Results per page (matching lines, or files).")] = 100,
+    pattern: str,
+    path: Scope = ".",
+    literal: bool = False,
+    case: Annotated[CaseMode, Field(description="smart: insensitive unless the pattern has a capital.")] = "smart",
+    word: bool = False,
+    glob: Annotated[list[str], Field(description="e.g. ['*.py', '!tests/**'] (! excludes).")] = [],  # noqa: B006
+    file_type: Annotated[str, Field(description="A ripgrep type: py, js, ts, rust, go, c, cpp, java, md...")] = "",
+    context: Annotated[int, Field(ge=0, le=10)] = 0,
+    mode: Mode = "matches",
+    multiline: bool = False,
+    hidden: bool = True,
+    include_ignored: bool = False,
+    offset: Annotated[int, Field(ge=0)] = 0,
+    limit: Annotated[int, Field(ge=1, le=1000)] = 100,
 ) -> Result[SearchReport | None]:
-    """Search file contents across the workspace (ripgrep): regex or literal, globs, context lines, pages.
-
-    Honours .gitignore; protected files and links leading outside never appear. Results come
-    in a stable order (path, then line) with a total; page with offset/limit. mode='files' or
-    'count' answers "where" before "what".
-    """
+    """Search file contents with ripgrep (a Rust regex; literal=true for plain text; .gitignore honoured).
+    offset=next_offset pages on; mode files or count finds where first."""
     checked = _check_arguments(pattern, glob, file_type)
     if not checked.ok:
         return checked.cast(None)

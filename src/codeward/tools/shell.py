@@ -23,18 +23,10 @@ from codeward.kernel.result import Result
       examples=[{"script": "ls src/inventory && grep -c def src/inventory/store.py"}])
 def run_shell(
     ctx: ToolContext,
-    script: Annotated[str, Field(min_length=1, max_length=MAX_SCRIPT_CHARS,
-                                 description="The commands to run (several lines are fine).")],
-    shell: Annotated[Literal["bash", "sh", "pwsh"],
-                     Field(description="The shell to run it with; pwsh only where PowerShell is installed.")] = "bash",
-    timeout_s: Annotated[float, Field(gt=0, le=HARD_MAX_TIMEOUT_S,
-                                      description="Seconds before the script and everything it started are "
-                                                  "killed (at most [shell] max_timeout_s, 600 by default).")] = 60,
+    script: Annotated[str, Field(min_length=1, max_length=MAX_SCRIPT_CHARS)],
+    shell: Literal["bash", "sh", "pwsh"] = "bash",
+    timeout_s: Annotated[float, Field(gt=0, le=HARD_MAX_TIMEOUT_S)] = 60,
 ) -> Result[str]:
-    """Run a shell script in the project root; returns its STDOUT, STDERR and EXIT CODE.
-
-    By default it runs in a sandbox: the workspace is writable, the rest of the system read-only,
-    there is no network, and secret files (.env, keys) read as empty. PATH and variables can be
-    set in mcp_env.toml in the root ([path] prepend = [...], [env] NAME = "value").
-    """
+    """Run a shell script in the project root, sandboxed: the project is writable, nothing else is, there
+    is no network and secret files read empty. Returns its stdout, stderr and exit code."""
     return run_command(ctx, ShellCommand(script, shell, timeout_s), ctx.services.get(ShellSettings))

@@ -79,18 +79,16 @@ class TestReport(BaseModel):
       examples=[{"targets": ["tests"], "timeout_s": 120}, {"targets": ["tests/test_store.py"], "keyword": "tax"}])
 def run_tests(
     ctx: ToolContext,
-    targets: Annotated[list[str], Field(description="Test files, folders or pytest node ids (path::name) to run; "
-                                                    "empty runs the whole suite.")] = [],  # noqa: B006
-    keyword: Annotated[str, Field(description="Only tests whose names match this pytest -k expression.")] = "",
-    command: Annotated[str, Field(description="Another runner's command (npm test, cargo test, go test ./...): "
-                                              "reported by exit code and output. Empty: pytest.")] = "",
-    timeout_s: Annotated[float, Field(gt=0, le=HARD_MAX_TIMEOUT_S, description="Seconds before the run and "
-                                                                               "everything it started are killed.")
-                         ] = 300,
-    max_failures: Annotated[int, Field(ge=1, le=500, description="Most failures to describe.")] = 30,
+    targets: Annotated[list[str], Field(description="Files, folders or node ids (path::name); none: all.")
+                       ] = [],  # noqa: B006
+    keyword: Annotated[str, Field(description="A pytest -k expression.")] = "",
+    command: Annotated[str, Field(description="Another runner (npm test, cargo test...): judged by exit code.")
+                       ] = "",
+    timeout_s: Annotated[float, Field(gt=0, le=HARD_MAX_TIMEOUT_S)] = 300,
+    max_failures: Annotated[int, Field(ge=1, le=500)] = 30,
 ) -> Result[TestReport | None]:
-    """Run the project's tests in the sandbox: pytest (found from the project's configuration) with structured
-    results — counts, and each failure's test id, file:line and message — or any runner by command."""
+    """Run the project's tests in the sandbox: pytest, with counts and each failure's test, file:line and
+    message; or another runner's command."""
     settings = ctx.services.get(ShellSettings)
     root = ctx.workspace.primary
     if command.strip():

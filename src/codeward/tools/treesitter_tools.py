@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from codeward.engines.code_intel.outline_model import OutlineCache, ParsedSource, Symbol
 from codeward.engines.code_intel.outline_ops import (
@@ -34,13 +33,8 @@ from codeward.kernel.catalog import tool
 from codeward.kernel.context import ToolContext
 from codeward.kernel.result import ErrorKind, Result
 from codeward.kernel.workspace import Access
+from codeward.tools.arguments import CodeSymbol, NewDefinition
 
-PathArg = Annotated[str, Field(description="Source file (relative to the workspace root).")]
-NameArg = Annotated[str, Field(description=(
-    "The definition's name; a member is qualified by its class (and namespaces) with '::' or '.'; append '@' "
-    "and a line number inside it to pick one of several overloads."))]
-ContentArg = Annotated[str, Field(description=(
-    "The whole new definition (signature and body); indented like the one it replaces."))]
 MAX_SOURCE_BYTES = 8_000_000
 
 
@@ -202,22 +196,22 @@ def _update(ctx: ToolContext, path: str, name: str, new_content: str, forced: st
 
 @tool(toolset="cpp", read_only=True, output=CodeOutline, title="C outline",
       examples=[{"path": "native/ring_buffer.c"}])
-def ts_c_get_code_outline(ctx: ToolContext, path: PathArg) -> Result[CodeOutline | None]:
-    """Outline of a C file: [Struct] Name (Lines X-Y), functions, prototypes, enums, typedefs, nested."""
+def ts_c_get_code_outline(ctx: ToolContext, path: str) -> Result[CodeOutline | None]:
+    """A C file's definitions with their lines: structs, functions, prototypes, enums, typedefs."""
     return _outline(ctx, path, "c")
 
 
 @tool(toolset="cpp", read_only=True, title="C skeleton",
       examples=[{"path": "native/ring_buffer.c"}])
-def ts_c_get_skeleton(ctx: ToolContext, path: PathArg) -> Result[str]:
-    """A C file with function bodies replaced by { ... }: signatures, structs and declarations only."""
+def ts_c_get_skeleton(ctx: ToolContext, path: str) -> Result[str]:
+    """A C file with function bodies elided."""
     return _skeleton(ctx, path, "c")
 
 
 @tool(toolset="cpp", read_only=True, title="C definition",
       examples=[{"path": "native/ring_buffer.c", "name": "ring_push"}])
-def ts_c_get_definition(ctx: ToolContext, path: PathArg, name: NameArg) -> Result[str]:
-    """Full source of one C function, struct, union, enum or typedef, by name."""
+def ts_c_get_definition(ctx: ToolContext, path: str, name: CodeSymbol) -> Result[str]:
+    """One C function, struct, union, enum or typedef, whole."""
     return _definition(ctx, path, name, "c")
 
 
@@ -235,15 +229,15 @@ def ts_c_get_definition(ctx: ToolContext, path: PathArg, name: NameArg) -> Resul
                               "}"),
           },
       ])
-def ts_c_update_definition(ctx: ToolContext, path: PathArg, name: NameArg, new_content: ContentArg) -> Result[str]:
-    """Replace one C definition with new source. Refuses (changing nothing) if it breaks the syntax."""
+def ts_c_update_definition(ctx: ToolContext, path: str, name: CodeSymbol, new_content: NewDefinition) -> Result[str]:
+    """Replace one C definition; refused if the file would not parse."""
     return _update(ctx, path, name, new_content, "c")
 
 
 @tool(toolset="cpp", read_only=True, title="C signature",
       examples=[{"path": "native/ring_buffer.c", "name": "ring_push"}])
-def ts_c_get_signature(ctx: ToolContext, path: PathArg, name: NameArg) -> Result[str]:
-    """Only the declaration of a C function or struct (no body)."""
+def ts_c_get_signature(ctx: ToolContext, path: str, name: CodeSymbol) -> Result[str]:
+    """A C function's or struct's declaration, without the body."""
     return _signature(ctx, path, name, "c")
 
 
@@ -252,22 +246,22 @@ def ts_c_get_signature(ctx: ToolContext, path: PathArg, name: NameArg) -> Result
 
 @tool(toolset="cpp", read_only=True, output=CodeOutline, title="C++ outline",
       examples=[{"path": "native/matrix.cpp"}])
-def ts_cpp_get_code_outline(ctx: ToolContext, path: PathArg) -> Result[CodeOutline | None]:
-    """Outline of a C++ file: namespaces, classes with bases, methods, functions, enums, typedefs."""
+def ts_cpp_get_code_outline(ctx: ToolContext, path: str) -> Result[CodeOutline | None]:
+    """A C++ file's definitions with their lines: namespaces, classes and bases, methods, functions."""
     return _outline(ctx, path, "cpp")
 
 
 @tool(toolset="cpp", read_only=True, title="C++ skeleton",
       examples=[{"path": "native/matrix.cpp"}])
-def ts_cpp_get_skeleton(ctx: ToolContext, path: PathArg) -> Result[str]:
-    """A C++ file with function bodies replaced by { ... }: classes, inheritance and signatures."""
+def ts_cpp_get_skeleton(ctx: ToolContext, path: str) -> Result[str]:
+    """A C++ file with function bodies elided."""
     return _skeleton(ctx, path, "cpp")
 
 
 @tool(toolset="cpp", read_only=True, title="C++ definition",
       examples=[{"path": "native/matrix.cpp", "name": "geometry::Matrix::at"}])
-def ts_cpp_get_definition(ctx: ToolContext, path: PathArg, name: NameArg) -> Result[str]:
-    """Full source of a C++ class, struct, function or method, by name (qualified by class and namespace)."""
+def ts_cpp_get_definition(ctx: ToolContext, path: str, name: CodeSymbol) -> Result[str]:
+    """One C++ class, struct, function or method, whole."""
     return _definition(ctx, path, name, "cpp")
 
 
@@ -282,15 +276,15 @@ def ts_cpp_get_definition(ctx: ToolContext, path: PathArg, name: NameArg) -> Res
                               "}"),
           },
       ])
-def ts_cpp_update_definition(ctx: ToolContext, path: PathArg, name: NameArg, new_content: ContentArg) -> Result[str]:
-    """Replace one C++ definition with new source. Refuses (changing nothing) if it breaks the syntax."""
+def ts_cpp_update_definition(ctx: ToolContext, path: str, name: CodeSymbol, new_content: NewDefinition) -> Result[str]:
+    """Replace one C++ definition; refused if the file would not parse."""
     return _update(ctx, path, name, new_content, "cpp")
 
 
 @tool(toolset="cpp", read_only=True, title="C++ signature",
       examples=[{"path": "native/matrix.cpp", "name": "Matrix::transposed"}])
-def ts_cpp_get_signature(ctx: ToolContext, path: PathArg, name: NameArg) -> Result[str]:
-    """Only the declaration of a C++ function or method, or a class head with its bases."""
+def ts_cpp_get_signature(ctx: ToolContext, path: str, name: CodeSymbol) -> Result[str]:
+    """A C++ function's declaration, or a class head with its bases."""
     return _signature(ctx, path, name, "cpp")
 
 
@@ -299,22 +293,23 @@ def ts_cpp_get_signature(ctx: ToolContext, path: PathArg, name: NameArg) -> Resu
 
 @tool(toolset="code", read_only=True, output=CodeOutline, title="Code outline",
       examples=[{"path": "web/cart.js"}])
-def code_get_outline(ctx: ToolContext, path: PathArg) -> Result[CodeOutline | None]:
-    """Outline of a source file in any supported language (chosen by extension), with line ranges."""
+def code_get_outline(ctx: ToolContext, path: str) -> Result[CodeOutline | None]:
+    """A source file's classes, functions and methods with their lines, in any language tree-sitter
+    parses (Python, JS/TS, Go, Rust, Java, C/C++...)."""
     return _outline(ctx, path, None)
 
 
 @tool(toolset="code", read_only=True, title="Code skeleton",
       examples=[{"path": "web/cart.js"}])
-def code_get_skeleton(ctx: ToolContext, path: PathArg) -> Result[str]:
-    """A source file with function bodies elided: the file's shape at a glance."""
+def code_get_skeleton(ctx: ToolContext, path: str) -> Result[str]:
+    """A source file with function bodies elided."""
     return _skeleton(ctx, path, None)
 
 
 @tool(toolset="code", read_only=True, title="Code definition",
       examples=[{"path": "web/cart.js", "name": "Cart.total"}])
-def code_get_definition(ctx: ToolContext, path: PathArg, name: NameArg) -> Result[str]:
-    """Full source of one class, function or method by (qualified) name, in any supported language."""
+def code_get_definition(ctx: ToolContext, path: str, name: CodeSymbol) -> Result[str]:
+    """One class, function or method, whole, in any supported language."""
     return _definition(ctx, path, name, None)
 
 
@@ -328,13 +323,13 @@ def code_get_definition(ctx: ToolContext, path: PathArg, name: NameArg) -> Resul
                               "}"),
           },
       ])
-def code_update_definition(ctx: ToolContext, path: PathArg, name: NameArg, new_content: ContentArg) -> Result[str]:
-    """Replace one definition with new source. Refuses (changing nothing) if it breaks the syntax."""
+def code_update_definition(ctx: ToolContext, path: str, name: CodeSymbol, new_content: NewDefinition) -> Result[str]:
+    """Replace one definition in any supported language; refused if the file would not parse."""
     return _update(ctx, path, name, new_content, None)
 
 
 @tool(toolset="code", read_only=True, title="Code signature",
       examples=[{"path": "web/cart.js", "name": "Cart.add"}])
-def code_get_signature(ctx: ToolContext, path: PathArg, name: NameArg) -> Result[str]:
-    """Only the declaration line(s) of a function, method or type, without its body."""
+def code_get_signature(ctx: ToolContext, path: str, name: CodeSymbol) -> Result[str]:
+    """A function's, method's or type's declaration, without the body."""
     return _signature(ctx, path, name, None)

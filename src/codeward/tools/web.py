@@ -31,19 +31,13 @@ HTTP_ERROR_KINDS: dict[int, ErrorKind] = {401: ErrorKind.PERMISSION, 403: ErrorK
       examples=[{"url": "https://example.com/docs/guide/retries.html", "max_length": 4000}])
 def fetch_url(
     ctx: ToolContext,
-    url: Annotated[str, Field(description="The http(s) URL to fetch.")],
-    max_length: Annotated[int, Field(ge=100, le=MAX_PAGE_CHARS,
-                                     description="Most characters of content to return.")] = DEFAULT_PAGE_CHARS,
-    start_index: Annotated[int, Field(ge=0, description="Character offset to start from, to read "
-                                                        "the next part of a long page.")] = 0,
-    raw: Annotated[bool, Field(description="Return HTML source instead of the Markdown of the main "
-                                           "content.")] = False,
+    url: str,
+    max_length: Annotated[int, Field(ge=100, le=MAX_PAGE_CHARS)] = DEFAULT_PAGE_CHARS,
+    start_index: Annotated[int, Field(ge=0)] = 0,
+    raw: Annotated[bool, Field(description="HTML source, not Markdown.")] = False,
 ) -> Result[str]:
-    """Fetch a URL: HTML as readable Markdown of the main content, text as text, binary described.
-
-    Long pages come in parts: the result says which start_index continues it.
-    Private, loopback and cloud-metadata addresses are refused.
-    """
+    """Fetch an http(s) URL: a page's main content as Markdown. A long page comes in parts: the result
+    names the start_index that continues it."""
     settings = ctx.services.get(WebSettings)
     ctx.progress(0, 2, f"fetching {url}")
     got = guarded_get(url, settings, cancelled=ctx.cancelled)
@@ -78,10 +72,10 @@ class SearchResults(BaseModel):
       examples=[{"query": "retry with exponential backoff", "max_results": 5}])
 def web_search(
     ctx: ToolContext,
-    query: Annotated[str, Field(min_length=1, max_length=500, description="What to search for.")],
-    max_results: Annotated[int, Field(ge=1, le=10, description="How many results to return.")] = 5,
+    query: Annotated[str, Field(min_length=1, max_length=500)],
+    max_results: Annotated[int, Field(ge=1, le=10)] = 5,
 ) -> Result[SearchResults]:
-    """Search the web (DuckDuckGo) and return the top results: title, URL and snippet."""
+    """Search the web (DuckDuckGo): title, URL and snippet of the top results."""
     empty = SearchResults(query=query, results=[])
     if not query.strip():
         return Result.fail(ErrorKind.INVALID_INPUT, "query is blank", "Give the words to search for.", data=empty)

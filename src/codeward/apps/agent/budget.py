@@ -1,13 +1,12 @@
 """The catalog the model is offered, chosen to fit its context window.
 
-Every tool schema is sent with every request: codeward's whole catalog is about 17,000 tokens,
-more than a small local model's whole context. Before each message the session plans what
-to offer:
+Every tool schema is sent with every request: codeward's whole catalog costs thousands of tokens,
+a large part of a small local model's context. Before each message the session plans what to offer:
 
 - **full** — every tool, when the schemas fit with room left for the conversation;
-- **trimmed** — the core toolset (``files``) plus the toolsets relevant to the message (words
-  of the message and the tracked files' names matched against tool names and descriptions,
-  rarer words counting more), as many as fit;
+- **trimmed** — the core (``core`` on a lean stack, else the ``files`` toolset) plus the toolsets
+  relevant to the message (words of the message and the tracked files' names matched against
+  tool names and descriptions, rarer words counting more), as many as fit;
 - **meta** — the four registry meta-tools, which search, describe and call every other tool
   (see :mod:`codeward.tools.meta`), when not even a trimmed catalog fits.
 
@@ -30,7 +29,10 @@ from codeward.kernel.surface import ToolInfo
 
 SCHEMA_CHARS_PER_TOKEN = 3.5
 PER_TOOL_TOKENS = 8
-CORE_TOOLSETS = ("files",)
+LEAN_CORE = "core"
+"""The group of a lean stack's core tools (the discovery tools among them): what a trimmed offer keeps."""
+CORE_TOOLSET = "files"
+"""What a trimmed offer keeps on a stack that lists everything (no core group)."""
 MIN_CONVERSATION_ROOM = 1024
 GATEWAY_SEPARATOR = "__"
 _WORD = re.compile(r"[a-z0-9]+")
@@ -161,13 +163,14 @@ def plan_catalog(groups: Sequence[ToolGroup], meta_tokens: int, window: ContextW
     if total <= room:
         return CatalogPlan("full", names, count, total, window, f"fits the {context}")
     scores = relevance(text, groups)
-    wanted = sorted((g for g in groups if g.name in CORE_TOOLSETS or scores.get(g.name, 0.0) >= RELEVANT),
-                    key=lambda g: (g.name not in CORE_TOOLSETS, -scores.get(g.name, 0.0), g.name))
+    core = LEAN_CORE if any(g.name == LEAN_CORE for g in groups) else CORE_TOOLSET
+    wanted = sorted((g for g in groups if g.name == core or scores.get(g.name, 0.0) >= RELEVANT),
+                    key=lambda g: (g.name != core, -scores.get(g.name, 0.0), g.name))
     picked: list[ToolGroup] = []
     for group in wanted:
         if sum(g.tokens for g in picked) + group.tokens <= room:
             picked.append(group)
-    if picked and all(g in picked for g in wanted if g.name in CORE_TOOLSETS):  # never without the core
+    if picked and all(g in picked for g in wanted if g.name == core):  # never without the core
         tokens = sum(g.tokens for g in picked)
         return CatalogPlan("trimmed", tuple(g.name for g in picked), sum(len(g.infos) for g in picked), tokens,
                            window, f"all {count} tools (~{total:,} tokens) do not fit the {context} with room "

@@ -26,6 +26,8 @@ from codeward.engines.llm.window import DEFAULT_CONTEXT_TOKENS, ContextWindow, d
 from codeward.kernel.catalog import Catalog
 from codeward.kernel.chain import Middleware, chain
 from codeward.kernel.context import Services, ToolContext
+from codeward.kernel.lean_listing import LeanListing
+from codeward.kernel.session_toolsets import SessionToolsets
 from codeward.kernel.surface import ToolSurface
 from codeward.kernel.workspace import Workspace
 from codeward.serving.stack import Approver, Stack, build_stack
@@ -59,6 +61,8 @@ class AgentSession:
     choice: CatalogChoice = field(default_factory=CatalogChoice)
     plan: CatalogPlan | None = None
     """What the last request offered."""
+    toolsets: SessionToolsets = field(default_factory=SessionToolsets)
+    """The toolsets the model enabled in this conversation (a lean stack's ``toolsets`` tool)."""
 
     @property
     def config(self) -> Config:
@@ -101,8 +105,17 @@ class AgentSession:
         return [g.name for g in group_tools(self.surface.tool_infos(), self.toolset_of)]
 
     def offer(self, text: str, used_tokens: int) -> tuple[ToolSurface, CatalogPlan]:
-        """The surface for a request about ``text`` whose conversation already takes ``used_tokens``."""
-        groups = group_tools(self.surface.tool_infos(), self.toolset_of)
+        """The surface for a request about ``text`` whose conversation already takes ``used_tokens``.
+
+        Chosen by the model's context: every tool when they fit, else trimmed, else meta. On a lean stack
+        the trimmed offer's core is the lean listing's (the discovery tools among it, so every tool stays one
+        call away), and a toolset the model enables is offered from then on."""
+        lean = self.stack.lean if self.choice.toolsets is None else None
+        toolset_of = self.toolset_of
+        if lean is not None:
+            def toolset_of(name: str) -> str | None:
+                return "core" if name in lean.core else self.toolset_of(name)
+        groups = group_tools(self.surface.tool_infos(), toolset_of)
         meta = self.meta
         plan = plan_catalog(groups, schema_tokens(meta.tool_infos()), self.window, used_tokens,
                             self.profile.max_tokens, text, meta=self.choice.meta, toolsets=self.choice.toolsets)
@@ -112,10 +125,12 @@ class AgentSession:
         if plan.form == "meta":
             return meta, plan
         names = [info.name for g in groups if g.name in plan.toolsets for info in g.infos]
-        return chain(self.surface, [Offered(names)]), plan
+        if lean is None:
+            return chain(self.surface, [Offered(names)]), plan
+        return chain(self.surface, [Offered(names, later=_enabled(lean, self.toolsets))]), plan
 
     def context(self) -> ToolContext:
-        return self.stack.context(workspace=self.workspace)
+        return self.stack.context(workspace=self.workspace, toolsets=self.toolsets)
 
     def system_prompt(self) -> str:
         """Names the project folder, not its path: the prompt is the same wherever the project lives
@@ -127,6 +142,17 @@ class AgentSession:
         self.profile = profile
         self.client = self.client_factory(profile)
         self.settings.text_tool_calls = profile.text_tool_calls
+
+
+def _enabled(lean: LeanListing, toolsets: SessionToolsets) -> Callable[[str], bool]:
+    """Whether a tool belongs to a toolset the model enabled (offered from then on, whatever the plan trimmed:
+    the model asked for it)."""
+
+    def enabled(name: str) -> bool:
+        toolset = lean.toolset_of(name)
+        return toolset is not None and toolset in toolsets.enabled
+
+    return enabled
 
 
 def choice_problem(session: AgentSession) -> str | None:

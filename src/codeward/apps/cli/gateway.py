@@ -112,6 +112,7 @@ def _summary(started: Started) -> None:
     upstream = started.stack.gateway
     assert upstream is not None  # with_urls made sure there is a server
     print_summary(upstream.statuses(), len(upstream.tool_infos()), sys.stderr)
+    print(f"codeward gateway: {started.stack.listing_line()}", file=sys.stderr, flush=True)
     if started.serving.http is not None and started.http_stack is not None:
         from codeward.apps.client_setup.banner import http_stack_line
 

@@ -93,6 +93,7 @@ def _banner(args: argparse.Namespace, started: Started, controlled: bool) -> Non
                              token=started.auth.token, install_args=_install_args(args),
                              project=stack.workspace.primary)
         print(f"codeward {__version__}: serving {count} tools over streamable HTTP at {url}\n"
+              f"  {stack.listing_line()}\n"
               f"  roots: {roots} (fixed: client roots are not used over HTTP)\n"
               f"  {started.auth.notice}\n"
               f"  {http_stack_line(started.http_stack.summary, started.http_stack.missing)}\n"
@@ -100,8 +101,8 @@ def _banner(args: argparse.Namespace, started: Started, controlled: bool) -> Non
               f"  connect: {connect[0]}\n"
               f"  {connect[1]}", file=sys.stderr, flush=True)
     elif controlled:
-        print(f"codeward {__version__}: serving {count} tools over MCP stdio; roots: {roots}", file=sys.stderr,
-              flush=True)
+        print(f"codeward {__version__}: serving {count} tools over MCP stdio; roots: {roots}\n"
+              f"  {stack.listing_line()}", file=sys.stderr, flush=True)
     elif sys.stdin.isatty():
         from codeward.apps.client_setup.banner import stdio_lines
 
@@ -112,6 +113,7 @@ def _banner(args: argparse.Namespace, started: Started, controlled: bool) -> Non
               f"  {connect[0]}\n"
               f"  {connect[1]}\n"
               f"{_sandbox_line(stack)}\n"
+              f"{stack.listing_line()}\n"
               "Press Ctrl-C to stop.", file=sys.stderr, flush=True)
 
 

@@ -34,22 +34,16 @@ Threshold = float | Literal["off"] | None
 
 
 class QualityGates(BaseModel):
-    """Thresholds; omitted ones use their defaults, ``"off"`` turns a default gate off."""
+    """Thresholds: an omitted one keeps its default, "off" turns it off."""
 
     model_config = ConfigDict(extra="allow", json_schema_extra={"additionalProperties": False})
 
-    max_errors: int | Literal["off"] | None = Field(default=None, description="Maximum error-level issues "
-                                                                              "(default 0).")
-    max_warnings: int | Literal["off"] | None = Field(default=None, description="Maximum warning-level issues "
-                                                                                "(default 50).")
-    avg_complexity: Threshold = Field(default=None, description="Maximum average cyclomatic complexity of the "
-                                                                "functions (default 10).")
-    max_complexity: Threshold = Field(default=None, description="Maximum cyclomatic complexity of any one "
-                                                                "function (not checked unless given).")
-    min_maintainability: Threshold = Field(default=None, description="Minimum average maintainability index, "
-                                                                     "0-100 (default 50).")
-    min_quality_score: Threshold = Field(default=None, description="Minimum quality score, 0-100 (not checked "
-                                                                   "unless given).")
+    max_errors: int | Literal["off"] | None = Field(default=None, description="default 0")
+    max_warnings: int | Literal["off"] | None = Field(default=None, description="default 50")
+    avg_complexity: Threshold = Field(default=None, description="cyclomatic; default 10")
+    max_complexity: Threshold = Field(default=None, description="of any one function; off by default")
+    min_maintainability: Threshold = Field(default=None, description="index 0-100; default 50")
+    min_quality_score: Threshold = Field(default=None, description="0-100; off by default")
 
 
 @dataclass(frozen=True)
