@@ -86,7 +86,7 @@ def test_codeward_review_runs_as_a_pre_commit_hook(tmp_path: Path) -> None:
     assert failing.returncode == 1, failing.stdout + failing.stderr
     assert re.search(r"codeward review\.+Failed", failing.stdout)
     assert "bad.py:1:8: F401 [ruff] warning: `os` imported but unused" in failing.stdout
-    assert "bad.py:3:14: assignment [mypy] error" in failing.stdout
+    assert "bad.py:3:14: assignment [mypy] error" in failing.stdout, failing.stdout
     assert "FAIL max_errors: actual 1, threshold 0 (default)" in failing.stdout
     assert "notes.md" not in failing.stdout
     passing = hook("good.py")

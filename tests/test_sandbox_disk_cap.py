@@ -79,3 +79,20 @@ def test_an_analyzer_sees_only_its_own_installation(tmp_path: Path) -> None:
     loose.write_text("#!/bin/sh\n")
     assert installation_of(str(loose), roots=[tmp_path / "project"]) == [str(tmp_path / "bin")]  # not the
     # folder that holds the project (it would show the project's neighbours)
+
+
+def test_an_analyzer_behind_pips_long_path_launcher_sees_its_interpreter(tmp_path: Path) -> None:
+    """pip writes a script in a virtualenv whose path is too long for ``#!`` (pre-commit's, under a deep
+    temporary folder) as a ``/bin/sh`` launcher naming the interpreter on its second line: the
+    interpreter's own installation must be shown too, or the script cannot start in the box."""
+    venv = tmp_path.joinpath(*["deep-folder-name"] * 8, "py_env-python3.11")
+    (venv / "bin").mkdir(parents=True)
+    python = venv / "bin" / "python"
+    python.symlink_to(Path(sys.executable).resolve())
+    script = venv / "bin" / "checker"
+    script.write_text(f"#!/bin/sh\n'''exec' {python} \"$0\" \"$@\"\n' '''\nimport sys\n")
+    assert len(f"#!{python}") > 127  # too long for the kernel's #! line: why pip wrote a launcher
+    shown = installation_of(str(script))
+    assert shown[0] == str(venv)
+    interpreter = Path(sys.executable).resolve()
+    assert str(interpreter.parent.parent) in shown or str(interpreter).startswith("/usr/"), shown

@@ -12,10 +12,13 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
+import re
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
+_SH_LAUNCHER = re.compile(rb"^'''exec' \"?([^\"\s]+)\"? \"\$0\" \"\$@\"")
+"""The second line of pip's (distlib's) ``/bin/sh`` launcher; the group is the interpreter."""
 SYSTEM_PREFIXES = ("/usr/", "/bin/", "/sbin/", "/lib/", "/lib32/", "/lib64/", "/libx32/")
 """Visible in every sandbox already (read-only)."""
 
@@ -52,14 +55,21 @@ def _program_paths(executable: str) -> list[Path]:
 
 
 def _shebang(path: Path) -> str | None:
-    """The program a script's ``#!`` line runs (``/usr/bin/env node`` → ``node`` on PATH), if any."""
+    """The program a script's ``#!`` line runs (``/usr/bin/env node`` → ``node`` on PATH), if any.
+
+    pip writes a script whose interpreter path is too long for a ``#!`` line as a ``/bin/sh``
+    launcher that names the interpreter on its second line: that interpreter is the one it runs."""
     try:
         with open(path, "rb") as handle:
             first = handle.readline(512)
+            second = handle.readline(4096)
     except OSError:
         return None
     if not first.startswith(b"#!"):
         return None
+    launcher = _SH_LAUNCHER.match(second) if first.rstrip() == b"#!/bin/sh" else None
+    if launcher is not None:
+        return launcher.group(1).decode("utf-8", "replace")
     words = first[2:].decode("utf-8", "replace").split()
     if not words:
         return None
