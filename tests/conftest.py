@@ -36,6 +36,15 @@ def _no_user_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         os.environ["XDG_CONFIG_HOME"] = previous
 
 
+def every_tool_env(**extra: str) -> dict[str, str]:
+    """This process's environment for a served codeward that lists every tool — ``[server] toolsets =
+    ["all"]`` in a user configuration of its own — for tests of a tool surface, not of the lean default."""
+    config_home = Path(os.environ["XDG_CONFIG_HOME"]).parent / "xdg-config-every-tool"
+    (config_home / "codeward").mkdir(parents=True, exist_ok=True)
+    (config_home / "codeward" / "config.toml").write_text('[server]\ntoolsets = ["all"]\n', encoding="utf-8")
+    return {**os.environ, "XDG_CONFIG_HOME": str(config_home), **extra}
+
+
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     """An empty workspace root (a real directory on disk)."""

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import pytest
 from mcp import Client, StdioServerParameters
+
+from tests.conftest import every_tool_env
 
 pytestmark = pytest.mark.anyio
 
@@ -17,7 +18,7 @@ TOOLS = {"find_symbol", "repo_map", "py_find_usages", "py_get_hierarchy", "deriv
 
 def _server(root: Path) -> StdioServerParameters:
     return StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve", str(root)],
-                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                 env=every_tool_env(PYTHONUNBUFFERED="1"))
 
 
 async def test_analysis_tools_over_stdio(root: Path) -> None:

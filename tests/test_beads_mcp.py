@@ -12,6 +12,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from codeward.engines.beads import beads_init
+from tests.conftest import every_tool_env
 
 pytestmark = pytest.mark.anyio
 
@@ -21,7 +22,7 @@ def _server(root: Path) -> StdioServerParameters:
     path = os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep)
                            if d and not os.path.exists(os.path.join(d, "bd")))
     return StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve", str(root)],
-                                 env={**os.environ, "PATH": path, "PYTHONUNBUFFERED": "1"})
+                                 env=every_tool_env(PATH=path, PYTHONUNBUFFERED="1"))
 
 
 def _text(result: Any) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -10,7 +9,7 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.conftest import snapshot
+from tests.conftest import every_tool_env, snapshot
 
 pytestmark = pytest.mark.anyio
 
@@ -23,7 +22,7 @@ def _text(result: Any) -> str:
 
 def _server(root: Path) -> StdioServerParameters:
     return StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve", str(root)],
-                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                 env=every_tool_env(PYTHONUNBUFFERED="1"))
 
 
 def _tree(root: Path) -> dict[str, bytes]:

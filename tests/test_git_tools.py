@@ -21,6 +21,7 @@ from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.result import ErrorKind
 from codeward.kernel.surface import CatalogSurface, ToolSurface
 from codeward.kernel.workspace import Workspace
+from tests.conftest import every_tool_env
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 Call = Callable[..., ToolOutcome]
@@ -328,13 +329,13 @@ async def test_git_tools_over_stdio_with_the_commit_asked_by_elicitation(repo: P
         return ElicitResult(action="accept", content={"commit": answers.pop(0)})
 
     server = StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve", str(repo)],
-                                   env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                   env=every_tool_env(PYTHONUNBUFFERED="1"))
     async with Client(server, elicitation_callback=elicit) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert {"git_status", "git_log", "git_show", "git_blame", "git_commit"} <= set(tools)
         assert tools["git_log"].annotations is not None and tools["git_log"].annotations.read_only_hint
         assert tools["git_commit"].annotations is not None and not tools["git_commit"].annotations.read_only_hint
-        assert "Always asks a person" in (tools["git_commit"].description or "")
+        assert "a person approves" in (tools["git_commit"].description or "")
 
         log = await client.call_tool("git_log", {"files": True})
         assert not log.is_error and log.structured_content is not None

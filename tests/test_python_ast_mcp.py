@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import codecs
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.conftest import snapshot
+from tests.conftest import every_tool_env, snapshot
 
 pytestmark = pytest.mark.anyio
 
@@ -31,7 +30,7 @@ async def test_python_tools_over_stdio(root: Path) -> None:
     source = "class Shape:\n    def area(self) -> float:\n        return 0.0\n"
     (root / "shapes.py").write_bytes(codecs.BOM_UTF8 + source.replace("\n", "\r\n").encode())
     server = StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve", str(root)],
-                                   env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                   env=every_tool_env(PYTHONUNBUFFERED="1"))
     async with Client(server) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert set(tools) >= PY_TOOLS

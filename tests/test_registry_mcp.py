@@ -4,7 +4,6 @@ lazy meta-tool mode in which four tools reach the whole catalog and the gateway'
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from mcp import Client, StdioServerParameters
 
 from codeward.engines.registry.settings import USER_DIR_ENV
 from codeward.kernel.user_dirs import HOME_ENV
+from tests.conftest import every_tool_env
 from tests.registry_support import python_tool, write
 
 pytestmark = pytest.mark.anyio
@@ -21,8 +21,8 @@ META_TOOLS = {"registry_search", "registry_load", "registry_execute", "registry_
 
 
 def _env(user_dir: Path) -> dict[str, str]:
-    return {**os.environ, "PYTHONUNBUFFERED": "1", USER_DIR_ENV: str(user_dir),
-            HOME_ENV: str(user_dir.parent / "codeward-data")}
+    return every_tool_env(PYTHONUNBUFFERED="1", **{USER_DIR_ENV: str(user_dir),
+                                                   HOME_ENV: str(user_dir.parent / "codeward-data")})
 
 
 def _serve(root: Path, user_dir: Path, *extra: str) -> StdioServerParameters:
@@ -112,7 +112,7 @@ async def test_meta_mode_lists_four_tools_that_reach_the_whole_catalog(tmp_path:
         assert not hints["registry_load"]["read_only"] and hints["registry_load"]["destructive"]
         assert hints["registry_search"]["read_only"]
 
-        found = _text(await client.call_tool("registry_search", {"query": "python definition source of a symbol"}))
+        found = _text(await client.call_tool("registry_search", {"query": "python class function or method definition exactly as written"}))
         assert "- py_get_definition [tool, codeward, python]" in found
         helped = _text(await client.call_tool("registry_help", {"name": "py_get_definition"}))
         assert '"path"' in helped and '"name"' in helped and "registry_execute" in helped
@@ -135,7 +135,7 @@ async def test_meta_mode_lists_four_tools_that_reach_the_whole_catalog(tmp_path:
         assert unsigned.is_error and "double is not signed" in _text(unsigned)
 
         # Kiwi's names answer too, unlisted, as the same tools with the same checks
-        query = {"query": "python definition source of a symbol"}
+        query = {"query": "python class function or method definition exactly as written"}
         assert _text(await client.call_tool("search", query)) == found
         assert _text(await client.call_tool("help", {"name": "py_get_definition"})) == helped
         loaded = _text(await client.call_tool("registry_load", {"name": "double"}))

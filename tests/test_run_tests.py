@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from codeward.kernel.context import Services, ToolContext
 from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.result import ErrorKind
 from codeward.kernel.workspace import Workspace
+from tests.conftest import every_tool_env
 
 HOST_PYTHON = (sys.prefix, sys.base_prefix)
 """This test environment's Python, shown read-only in the sandbox (its /usr Python has no pytest)."""
@@ -144,7 +144,7 @@ async def test_run_tests_over_stdio(root: Path) -> None:
     _project(root)
     (root / "codeward.toml").write_text(f"[shell]\nro_paths = {list(HOST_PYTHON)!r}\n".replace("'", '"'))
     server = StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve", str(root)], cwd=str(root),
-                                   env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                   env=every_tool_env(PYTHONUNBUFFERED="1"))
     async with Client(server) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert tools["run_tests"].output_schema is not None

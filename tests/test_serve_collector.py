@@ -42,7 +42,7 @@ PROBE = textwrap.dedent("""
 async def test_a_served_session_starts_without_collections_and_serves_with_the_collector_on(tmp_path: Path) -> None:
     params, report = probed_serve(tmp_path, PROBE, notes="alpha\n" * 200)
     async with Client(params) as client:
-        assert len((await client.list_tools()).tools) > 50
+        assert {"read_file", "search_text"} <= {tool.name for tool in (await client.list_tools()).tools}
         for _ in range(40):  # enough allocation for the collector's own first pass
             read = await client.call_tool("read_file", {"path": "notes.txt"})
             assert not read.is_error
@@ -64,8 +64,7 @@ def test_serve_that_fails_before_serving_leaves_the_collector_on(capsys: pytest.
 def test_other_commands_run_with_the_collector_on_even_after_python_m_codeward_paused_it() -> None:
     gc.disable()  # as ``python -m codeward`` does while the command line's modules import
     try:
-        with pytest.raises(SystemExit):
-            main(["--version"])
+        assert main(["--version"]) == 0  # argparse's own exit is turned into the command's status
         assert gc.isenabled()
         gc.disable()
         assert main(["tools", "--json"]) == 0

@@ -3,7 +3,6 @@ person's think time, set_file_slice keeping the final newline, usages of a quali
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +22,7 @@ from codeward.kernel.context import ToolContext
 from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.surface import CatalogSurface, ToolSurface
 from codeward.kernel.workspace import Workspace
+from tests.conftest import every_tool_env
 from tests.gateway_support import config, stdio_peer
 
 WAIT = 3.0
@@ -39,7 +39,7 @@ def _text(result: Any) -> str:
 @pytest.mark.anyio
 async def test_get_ui_performance_answers_but_only_get_server_metrics_is_listed(root: Path) -> None:
     params = StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve", str(root)],
-                                   env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                   env=every_tool_env(PYTHONUNBUFFERED="1"))
     async with Client(params) as client:
         listed = {tool.name: tool for tool in (await client.list_tools()).tools}
         assert "get_server_metrics" in listed and "get_ui_performance" not in listed
