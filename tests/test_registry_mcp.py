@@ -112,7 +112,8 @@ async def test_meta_mode_lists_four_tools_that_reach_the_whole_catalog(tmp_path:
         assert not hints["registry_load"]["read_only"] and hints["registry_load"]["destructive"]
         assert hints["registry_search"]["read_only"]
 
-        found = _text(await client.call_tool("registry_search", {"query": "python class function or method definition exactly as written"}))
+        query = {"query": "python class function or method definition exactly as written"}
+        found = _text(await client.call_tool("registry_search", query))
         assert "- py_get_definition [tool, codeward, python]" in found
         helped = _text(await client.call_tool("registry_help", {"name": "py_get_definition"}))
         assert '"path"' in helped and '"name"' in helped and "registry_execute" in helped
@@ -135,7 +136,6 @@ async def test_meta_mode_lists_four_tools_that_reach_the_whole_catalog(tmp_path:
         assert unsigned.is_error and "double is not signed" in _text(unsigned)
 
         # Kiwi's names answer too, unlisted, as the same tools with the same checks
-        query = {"query": "python class function or method definition exactly as written"}
         assert _text(await client.call_tool("search", query)) == found
         assert _text(await client.call_tool("help", {"name": "py_get_definition"})) == helped
         loaded = _text(await client.call_tool("registry_load", {"name": "double"}))
