@@ -13,7 +13,7 @@ from mcp import Client, StdioServerParameters
 
 from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.result import ErrorKind
-from tests.conftest import snapshot
+from tests.conftest import every_tool_env, snapshot
 
 Call = Callable[..., ToolOutcome]
 
@@ -182,7 +182,7 @@ async def test_rename_over_stdio(root: Path) -> None:
     _write(root)
     (root / "codeward.toml").write_text(JEDI_ONLY)
     server = StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve", str(root)],
-                                   env={**os.environ, "PYTHONUNBUFFERED": "1"}, cwd=str(root))
+                                   env=every_tool_env(PYTHONUNBUFFERED="1"), cwd=str(root))
     async with Client(server) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert {"py_find_references", "py_rename_symbol"} <= set(tools)
