@@ -54,10 +54,15 @@ def find_project_config(explicit: str | None, cwd: Path | None = None) -> Path |
         if not path.is_file():
             raise ConfigError(f"config file {explicit!r} does not exist; check the --config path")
         return path.resolve()
+    return _nearest(CONFIG_NAME, cwd)
+
+
+def _nearest(name: str, cwd: Path | None) -> Path | None:
+    """The nearest file called ``name`` from ``cwd`` up to the repository root (or the home folder), owner-checked."""
     start = (cwd or Path.cwd()).resolve()
     home = _home()
     for directory in (start, *start.parents):
-        candidate = directory / CONFIG_NAME
+        candidate = directory / name
         if candidate.is_file():
             _check_owner(candidate)
             return candidate
@@ -74,16 +79,7 @@ def find_seed_servers(explicit: str | None, project: Path | None, cwd: Path | No
     if project is not None:
         candidate = project.parent / SEED_SERVERS_NAME
         return candidate if candidate.is_file() else None
-    start = (cwd or Path.cwd()).resolve()
-    home = _home()
-    for directory in (start, *start.parents):
-        candidate = directory / SEED_SERVERS_NAME
-        if candidate.is_file():
-            _check_owner(candidate)
-            return candidate
-        if (directory / REPOSITORY_MARKER).exists() or directory == home:
-            return None
-    return None
+    return _nearest(SEED_SERVERS_NAME, cwd)
 
 
 def user_config_path(environ: Mapping[str, str] | None = None) -> Path:
