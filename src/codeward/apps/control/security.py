@@ -17,7 +17,6 @@ here must pass three checks, in this order:
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import json
 import os
 import secrets
@@ -25,6 +24,8 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
+
+from codeward.serving.transport.http_token import is_loopback
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -40,15 +41,6 @@ SAFE_FETCH_SITES = ("same-origin", "none")
 def new_token() -> str:
     """A fresh bearer token for one run (256 bits, URL-safe)."""
     return secrets.token_urlsafe(32)
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def check_bind(host: str, allow_remote: bool) -> None:

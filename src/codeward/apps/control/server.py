@@ -19,10 +19,11 @@ from typing import Any
 
 from codeward.apps.control.app import create_app
 from codeward.apps.control.defaults import DEFAULT_HOST, DEFAULT_PORT
-from codeward.apps.control.security import check_bind, is_loopback, new_token, write_token_file
+from codeward.apps.control.security import check_bind, new_token, write_token_file
 from codeward.apps.control.session_logs import SessionLogs
 from codeward.apps.control.state import ControlState
 from codeward.serving.transport.http_head_deadline import DeadlineH11Protocol
+from codeward.serving.transport.http_token import is_loopback
 
 START_TIMEOUT_S = 10.0
 
