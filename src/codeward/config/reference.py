@@ -23,6 +23,7 @@ from codeward.config.environment import OVERRIDES
 from codeward.config.mcp import ServerConfig
 from codeward.config.model import ModelProfile
 from codeward.config.root import Config
+from codeward.kernel.python_parse import parse_python
 from codeward.kernel.validation_messages import annotation_name
 
 PREAMBLE = """# Configuration
@@ -158,7 +159,7 @@ def field_docs(model: type[BaseModel]) -> dict[str, str]:
         if not (isinstance(cls, type) and issubclass(cls, BaseModel)) or cls is BaseModel:
             continue
         try:
-            tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+            tree = parse_python(textwrap.dedent(inspect.getsource(cls)))
         except (OSError, TypeError, SyntaxError):
             continue
         body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []

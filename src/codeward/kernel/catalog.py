@@ -103,7 +103,9 @@ class ToolSpec:
     write_paths: tuple[str, ...] = ()
     """Arguments naming files this tool changes: calls touching the same file are serialized."""
     schema_dialect: bool = False
-    """Declare ``$schema`` (JSON Schema 2020-12, which pydantic emits) in the input schema."""
+    """Declare ``$schema`` (JSON Schema 2020-12, which pydantic emits) and send the input schema whole:
+    a tool that names its dialect is validated by its schema, so nothing is left out for brevity
+    (``additionalProperties: false`` stays)."""
     quick: bool = False
     """Read-only work bounded by the size of the files its ``*path`` arguments name: on small
     regular files :meth:`Catalog.acall` runs it on the event loop, where a worker-thread hop
@@ -155,8 +157,10 @@ class ToolSpec:
     @cached_property
     def input_schema(self) -> dict[str, Any]:
         """The arguments' JSON Schema, generated once (shared: never mutate it)."""
-        schema = _clean_schema(self.input_model.model_json_schema())
-        return {"$schema": JSON_SCHEMA_2020_12, **schema} if self.schema_dialect else schema
+        schema = self.input_model.model_json_schema()
+        if self.schema_dialect:
+            return {"$schema": JSON_SCHEMA_2020_12, **_drop_titles(schema)}
+        return _clean_schema(schema)
 
     @cached_property
     def output_schema(self) -> dict[str, Any] | None:

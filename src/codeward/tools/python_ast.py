@@ -57,6 +57,7 @@ from codeward.engines.files.planned_writes import write_all
 from codeward.engines.files.textfile import TextFile, read_text, write_text
 from codeward.kernel.catalog import tool
 from codeward.kernel.context import ToolContext
+from codeward.kernel.python_parse import parse_python
 from codeward.kernel.result import ErrorKind, Result
 from codeward.kernel.workspace import Access, Workspace
 from codeward.tools.arguments import NewDefinition, Occurrence, PySymbol
@@ -554,7 +555,7 @@ def _replaced_definition(module: PythonModule, symbol: Symbol, new_content: str)
 def _defined_in(content: str) -> list[Defined] | None:
     """What new code defines at its top level (``None`` when it does not parse: the syntax check says why)."""
     try:
-        return top_level_definitions(ast.parse(reindent(content, "")))
+        return top_level_definitions(parse_python(reindent(content, "")))
     except (SyntaxError, ValueError, RecursionError):
         return None
 
@@ -683,7 +684,7 @@ def _parse_header(raw: str, want_class: bool) -> Result[tuple[str, bool, str] | 
     dedented = reindent(text, "").rstrip("\n")
     for candidate in (dedented, dedented + ":"):
         try:
-            tree = ast.parse(candidate + "\n    ...\n")
+            tree = parse_python(candidate + "\n    ...\n")
         except SyntaxError:
             continue
         if len(tree.body) != 1 or not isinstance(tree.body[0], DEFINITION_NODES):
@@ -735,7 +736,7 @@ def _check_declaration(statement: str, name: str) -> Result[str] | None:
         return Result.fail(ErrorKind.INVALID_INPUT, "new_declaration is empty",
                            f"Give the full statement, e.g. '{name} = 42'.", data="")
     try:
-        tree = ast.parse(statement)
+        tree = parse_python(statement)
     except SyntaxError as exc:
         problem = syntax_problem(exc, statement)
         return Result.fail(ErrorKind.INVALID_INPUT, f"new_declaration is not valid Python: "
@@ -822,7 +823,7 @@ def _prepare_definition(content: str, name: str, param: str) -> Result[str]:
         return Result.fail(ErrorKind.INVALID_INPUT, f"{param} is empty", "Give the source of the definition.",
                            data="")
     try:
-        tree = ast.parse(block)
+        tree = parse_python(block)
     except SyntaxError as exc:
         problem = syntax_problem(exc, block)
         return Result.fail(ErrorKind.INVALID_INPUT, f"{param} is not valid Python: {problem.render(param)}",

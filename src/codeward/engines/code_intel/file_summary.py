@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import Any
 
 from codeward.engines.code_intel.treesitter import GrammarUnavailable, language_for_path, language_info
+from codeward.kernel.python_parse import parse_python
 from codeward.kernel.result import ErrorKind, Result
 
 MAX_ITEMS = 200
@@ -47,7 +48,7 @@ def _header(text: str, name: str, kind: str) -> str:
 
 def _python_summary(text: str, name: str) -> Result[str]:
     try:
-        tree = ast.parse(text, filename=name)
+        tree = parse_python(text, filename=name)
     except (SyntaxError, ValueError) as exc:
         outline = _outline_summary(text, name, "python")
         reason = f"{exc.msg} (line {exc.lineno})" if isinstance(exc, SyntaxError) else str(exc)

@@ -39,6 +39,7 @@ from codeward.engines.code_intel.python_symbols import (
     module_level_names,
     nested_blocks,
 )
+from codeward.kernel.python_parse import parse_python
 
 
 @dataclass(frozen=True)
@@ -210,7 +211,7 @@ def _names_bound_by(stmt: ast.stmt) -> list[str]:
 def _same_binding(existing: ast.stmt, statement: str, name: str, dest_home: Home) -> bool:
     """Whether the destination already binds ``name`` to what the moved code's import would bind it to."""
     try:
-        wanted = ast.parse(statement).body[0]
+        wanted = parse_python(statement).body[0]
     except SyntaxError:
         return False
     return _bound_to(existing, name, dest_home) == _bound_to(wanted, name, dest_home) is not None

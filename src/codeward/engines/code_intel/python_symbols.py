@@ -24,6 +24,7 @@ from functools import cached_property
 
 from codeward.engines.code_intel.content_cache import ContentCache
 from codeward.engines.code_intel.definition_swap import Defined
+from codeward.kernel.python_parse import compile_tree, parse_python
 from codeward.kernel.result import ErrorKind, Result
 
 DEFINITION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -129,7 +130,7 @@ class PythonModule:
     def compiles(self) -> bool:
         """Whether the file also passes ``compile`` (symbol-table checks such as a stray ``return``)."""
         try:
-            compile(self.tree, "<codeward>", "exec", dont_inherit=True)
+            compile_tree(self.tree, "<codeward>")
         except (SyntaxError, ValueError, RecursionError):
             return False
         return True
@@ -172,7 +173,7 @@ def parse_module(text: str) -> PythonModule:
         raise SyntaxError("the file uses bare CR (old Mac) line endings, which these tools cannot edit safely",
                           ("<unknown>", 1, 1, ""))
     try:
-        tree = ast.parse(text)
+        tree = parse_python(text)
     except (ValueError, UnicodeEncodeError) as exc:
         raise SyntaxError(f"the text cannot be parsed as Python: {exc}", ("<unknown>", 1, 1, "")) from exc
     except (RecursionError, MemoryError) as exc:
@@ -328,14 +329,14 @@ def syntax_problem(exc: SyntaxError, text: str) -> SyntaxProblem:
 def check_edit(new_text: str, original: PythonModule | None) -> SyntaxProblem | None:
     """The problem ``new_text`` has, or ``None``; compile checks apply when the original passed them."""
     try:
-        tree = ast.parse(new_text)
+        tree = parse_python(new_text)
     except SyntaxError as exc:
         return syntax_problem(exc, new_text)
     except (ValueError, UnicodeEncodeError, RecursionError, MemoryError) as exc:
         return SyntaxProblem(1, 1, f"the text cannot be parsed as Python: {exc}", "")
     if original is None or original.compiles:
         try:
-            compile(tree, "<codeward>", "exec", dont_inherit=True)
+            compile_tree(tree, "<codeward>")
         except SyntaxError as exc:
             return syntax_problem(exc, new_text)
         except (ValueError, RecursionError) as exc:
@@ -593,7 +594,7 @@ def docstring_rows(block: str, base: str) -> frozenset[int]:
     """1-based rows continuing a docstring in ``block`` (whose first line is indented by ``base``)."""
     wrapped, shift = (f"if True:\n{block}", 1) if base else (block, 0)
     try:
-        tree = ast.parse(wrapped)
+        tree = parse_python(wrapped)
     except (SyntaxError, ValueError):
         return frozenset()
     rows: set[int] = set()
@@ -620,7 +621,7 @@ def rename_definition(block: str, new_name: str) -> str:
 def first_definition(block: str) -> DefinitionNode | None:
     """The first def/class of a block at column 0 (``None`` when there is none or it does not parse)."""
     try:
-        tree = ast.parse(block)
+        tree = parse_python(block)
     except (SyntaxError, ValueError):
         return None
     return next((n for n in tree.body if isinstance(n, DEFINITION_NODES)), None)

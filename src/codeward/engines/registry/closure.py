@@ -26,6 +26,7 @@ from pathlib import Path
 
 from codeward.engines.registry.items import Problem
 from codeward.engines.registry.signing import digest
+from codeward.kernel.python_parse import parse_python
 
 STDLIB: frozenset[str] = frozenset(sys.stdlib_module_names) | {"__future__", "__main__"}
 LIB_FOLDER = "lib"
@@ -95,7 +96,7 @@ def tool_closure(tools_root: Path, tool_path: Path, tool_data: bytes, read: Read
         entry, in_package = pending.pop(0)
         where = display if entry.path == tool_path else f"{display} → {entry.rel}"
         try:
-            tree = ast.parse(entry.data, filename=entry.rel)
+            tree = parse_python(entry.data, filename=entry.rel)
         except (SyntaxError, ValueError) as exc:
             problems.append(Problem(where, "syntax", f"{entry.rel} is not valid Python ({exc})",
                                     "fix it; a tool's local modules are read to find what they import"))

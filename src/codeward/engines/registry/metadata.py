@@ -14,6 +14,8 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
+from codeward.kernel.python_parse import parse_python
+
 SCHEMA_HEADING = "config schema:"
 DUNDER_FIELDS = ("__version__", "__tool_type__", "__executor_id__", "__category__", "__dependencies__", "__env__",
                  "__network__")
@@ -40,7 +42,7 @@ class ToolSource:
 def read_tool_source(text: str) -> ToolSource:
     """Parse a tool's source; a syntax error is reported, never raised."""
     try:
-        tree = ast.parse(text)
+        tree = parse_python(text)
     except SyntaxError as exc:
         return ToolSource(syntax_error=f"line {exc.lineno}: {exc.msg}")
     except ValueError as exc:  # NUL bytes
