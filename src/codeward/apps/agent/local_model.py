@@ -272,7 +272,7 @@ def gguf_from_hub(wanted: HubFile, progress: Progress | None = None) -> Path:
     where = f"{wanted.repo_id}/{wanted.filename} at {wanted.revision[:12]}"
     try:
         downloaded = Path(hf_hub_download(wanted.repo_id, wanted.filename, revision=wanted.revision))
-    except LocalEntryNotFoundError as exc:  # no connection, or HF_HUB_OFFLINE=1, and not in the cache (a subclass of EntryNotFoundError: first)
+    except LocalEntryNotFoundError as exc:  # offline and not cached (an EntryNotFoundError too: caught first)
         raise LocalModelUnavailable(
             f"--hf {where}: the Hugging Face Hub cannot be reached and the file is not in its cache ({exc}). "
             "Offline: download the file where there is internet and pass --gguf PATH, or set HF_ENDPOINT to a "
