@@ -22,9 +22,9 @@ CALLED = ("list_directory", "search_files", "get_tree", "get_file_summary", "cod
 """Tools hints name that have no command of their own: ``codeward call NAME``."""
 
 _NAMES = "|".join(sorted([*COMMANDS, *CALLED], key=len, reverse=True))
-# A tool's name as a word (not part of a path or another name, not already after `codeward call`), with
+# A tool's name as a word (not part of a path or another name, not quoted, not already after `codeward call`), with
 # an optional call of the form NAME(name='x', ...) or NAME(...).
-_MENTION = re.compile(rf"(?<![\w/.`-])(?<!call )({_NAMES})(?:\((?:name=(['\"]?)([\w.-]+)\2)?[^()]*\))?(?![\w/-])")
+_MENTION = re.compile(rf"(?<![\w/.`'\"-])(?<!call )({_NAMES})(?:\((?:name=(['\"]?)([\w.-]+)\2)?[^()]*\))?(?![\w/-])")
 
 
 def for_the_terminal(text: str) -> str:
