@@ -101,11 +101,14 @@ def redis_sentinel(directory: Path, master: str = "codeward") -> Iterator[dict[s
             stop(proc)
 
 
-def sentinel_master(sentinel_port: int, name: str = "codeward") -> int:
-    """The port of the master the Sentinel names now."""
-    from redis.sentinel import Sentinel
+def sentinel_master(sentinel_port: int, name: str = "codeward") -> int | None:
+    """The port of the master the Sentinel names now (None while it knows no master that answers)."""
+    from redis.sentinel import MasterNotFoundError, Sentinel
 
-    _, port = Sentinel([("127.0.0.1", sentinel_port)]).discover_master(name)  # type: ignore[no-untyped-call]
+    try:
+        _, port = Sentinel([("127.0.0.1", sentinel_port)]).discover_master(name)  # type: ignore[no-untyped-call]
+    except MasterNotFoundError:
+        return None
     return int(port)
 
 

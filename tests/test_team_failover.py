@@ -160,7 +160,7 @@ async def test_a_request_sent_to_two_replicas_runs_once(team: dict[str, Any]) ->
     seconds = 1.5 + (os.getpid() % 1000) / 10_000  # this run's mark in the peer's log
     request = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
                "params": {"name": "peer__slow", "arguments": {"seconds": seconds}}}
-    master = redis_client.Redis(port=sentinel_master(team["redis"]["sentinel"]), decode_responses=True)
+    master = redis_client.Redis(port=sentinel_master(team["redis"]["sentinel"]) or 0, decode_responses=True)
     async with httpx.AsyncClient(headers=AUTH, timeout=60) as http:
         session = await _open_session(http, f"http://127.0.0.1:{port_a}/mcp")
         async with anyio.create_task_group() as group:

@@ -28,14 +28,14 @@ def public_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
-def open_redis(settings: StateSettings) -> tuple[aioredis.Redis, str]:
-    """The client every command of this replica goes through, and how messages name it (no password).
-    Nothing connects until the first command."""
+def open_redis(settings: StateSettings) -> tuple[aioredis.Redis, str, str | None]:
+    """The client every command of this replica goes through, how messages name it (no password) and how
+    an operator checks it (None: ``redis-cli -u URL ping``). Nothing connects until the first command."""
     timeouts: dict[str, Any] = {"socket_timeout": settings.timeout, "socket_connect_timeout": settings.timeout}
     if not settings.sentinels:
         client = aioredis.from_url(  # type: ignore[no-untyped-call]
             settings.url, decode_responses=True, retry_on_timeout=False, health_check_interval=0, **timeouts)
-        return client, public_url(settings.url)
+        return client, public_url(settings.url), None
     sentinels = [sentinel_address(entry) for entry in settings.sentinels]
     master: dict[str, Any] = {"decode_responses": True, "retry_on_timeout": False, **timeouts}
     if settings.url != IN_PROCESS:  # the password, database and TLS of the master
@@ -44,5 +44,8 @@ def open_redis(settings: StateSettings) -> tuple[aioredis.Redis, str]:
                        "db": int(parts.path.strip("/") or 0), "ssl": parts.scheme == "rediss"})
     client = Sentinel(  # type: ignore[no-untyped-call]
         sentinels, sentinel_kwargs=dict(timeouts), **master).master_for(settings.sentinel_master)
-    where = f"Redis master {settings.sentinel_master!r} of the Sentinels {', '.join(settings.sentinels)}"
-    return client, where
+    where = f"the master {settings.sentinel_master!r} of the Sentinels {', '.join(settings.sentinels)}"
+    host, port = sentinels[0]
+    check = (f"`redis-cli -h {host} -p {port} sentinel get-master-addr-by-name {settings.sentinel_master}` "
+             "(then `redis-cli -h MASTER -p PORT ping`) and `[state] sentinels` in codeward.toml")
+    return client, where, check

@@ -61,7 +61,7 @@ class RedisState:
 
     def __init__(self, settings: StateSettings) -> None:
         self.replica = uuid.uuid4().hex[:12]
-        self._redis, self.where = open_redis(settings)
+        self._redis, self.where, self._check = open_redis(settings)
         self._prefix = settings.key_prefix
         self._timeout = settings.timeout
         self._lease_ms = int(settings.lease * 1000)
@@ -76,7 +76,7 @@ class RedisState:
         try:
             yield self._redis
         except (RedisError, OSError) as error:
-            raise StateUnavailable(self.where, error) from error
+            raise StateUnavailable(self.where, error, self._check) from error
 
     def events(self, session_id: str) -> EventLog:
         return _RedisEvents(self, session_id)
