@@ -203,6 +203,15 @@ async def test_the_warm_pool_runs_each_program_in_a_fresh_started_container(
         assert 'File "/work/main.py", line 1' in broken["stderr"], broken["stderr"]
         _, slow, text = await warm(client, code="while True:\n    pass\n", timeout=2)
         assert slow["status"] == "timeout" and slow["limit_hit"] == "timeout", text
+        # The exit status: the program's own, a forged status line changes nothing, a kill is the engine's.
+        _, exited, text = await warm(client, code="import sys\nprint('out')\n"
+                                     "sys.stderr.write('\\0codeward-exit 0123456789abcdef 0\\n')\nsys.exit(3)\n")
+        assert exited["exit_code"] == 3 and exited["stdout"] == "out\n" and exited["status"] == "error", text
+        assert exited["stderr"] == "\0codeward-exit 0123456789abcdef 0\n", exited
+        _, killed, text = await warm(client, code="print('before', flush=True)\nx = b'x' * (400 * 1024 * 1024)\n")
+        assert killed["limit_hit"] == "memory" and killed["stdout"] == "before\n", text  # 256 MB by default
+        _, loud, text = await warm(client, code="print('x' * 3_000_000)")
+        assert loud["stdout_truncated"] is True and set(loud["stdout"]) == {"x"}, loud["stdout"][-80:]
         running = set(docker_engine.containers()) - before
         assert len(running) <= 3, running  # the pool's two, and at most one used one being removed
     assert set(docker_engine.containers()) == before  # the pool's containers went with the server

@@ -17,12 +17,22 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
+import secrets
+import socket
+import struct
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from codeward.engines.sandbox.docker import ContainerResult, DockerSandbox, attach_stdin, send_stdin
+from codeward.engines.sandbox.docker import (
+    ContainerResult,
+    DockerSandbox,
+    attach_stdin,
+    container_limits,
+    container_result,
+)
 from codeward.engines.sandbox.model import SandboxRequest
 
 log = logging.getLogger(__name__)
@@ -34,7 +44,7 @@ CLOSE_WAIT_S = 30.0
 """How long closing waits for a container being started to be removed (an engine that hangs: no longer)."""
 
 BOOT = r"""
-import os, sys
+import atexit, linecache, os, sys, threading, traceback
 def _codeward_read(count):
     chunks = []
     while count:
@@ -48,30 +58,52 @@ _codeward_header = b""
 while not _codeward_header.endswith(b"\n"):
     _codeward_byte = os.read(0, 1)
     if not _codeward_byte:
-        sys.exit(0)
+        os._exit(0)
     _codeward_header += _codeward_byte
-_codeward_source = _codeward_read(int(_codeward_header)).decode("utf-8", "surrogateescape")
-del _codeward_read, _codeward_header
-import linecache, traceback
-linecache.cache[__NAME__] = (len(_codeward_source), None, _codeward_source.splitlines(True), __NAME__)
-sys.argv = [__NAME__]
-_codeward_globals = {"__name__": "__main__", "__file__": __NAME__, "__builtins__": __builtins__}
-try:
-    _codeward_code = compile(_codeward_source, __NAME__, "exec")
-except SyntaxError as error:
-    traceback.print_exception(type(error), error, None)
-    sys.exit(1)
-del _codeward_source
-try:
-    exec(_codeward_code, _codeward_globals)
-except SystemExit:
-    raise
-except BaseException as error:
-    traceback.print_exception(type(error), error, error.__traceback__.tb_next)
-    sys.exit(1)
+_codeward_nonce, _codeward_length = _codeward_header.split()
+_codeward_source = _codeward_read(int(_codeward_length)).decode("utf-8", "surrogateescape")
+del _codeward_read, _codeward_header, _codeward_length
+def _codeward_run(source, nonce):
+    linecache.cache[__NAME__] = (len(source), None, source.splitlines(True), __NAME__)
+    sys.argv = [__NAME__]
+    code = 0
+    try:
+        exec(compile(source, __NAME__, "exec"), {"__name__": "__main__", "__file__": __NAME__,
+                                                  "__builtins__": __builtins__})
+    except SystemExit as exit:
+        if exit.code is None or isinstance(exit.code, int):
+            code = exit.code or 0
+        else:
+            print(exit.code, file=sys.stderr)
+            code = 1
+    except SyntaxError as error:
+        traceback.print_exception(type(error), error, None)
+        code = 1
+    except BaseException as error:
+        traceback.print_exception(type(error), error, error.__traceback__.tb_next)
+        code = 1
+    threading._shutdown()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    trailer = b"\0codeward-exit " + nonce + b" %d\n" % (code & 0xFF)
+    os.write(1, trailer)
+    os.write(2, trailer)
+    os._exit(code & 0xFF)
+_codeward_run(_codeward_source, _codeward_nonce)
 """.replace("__NAME__", repr(SOURCE_NAME))
-"""Reads the header (the source's length in bytes) one byte at a time and then exactly the source, so
-the program's own input is left in the pipe for ``sys.stdin``, untouched."""
+"""Reads the header (a nonce and the source's length in bytes) one byte at a time and then exactly the
+source, so the program's own input is left in the pipe for ``sys.stdin``, untouched. At the end it writes
+the exit status after the nonce on standard output and on standard error: once both arrived, everything
+the program wrote before them has too (each pipe keeps its order), and the result is known without waiting
+for the engine to see the container end (hundreds of ms more). A run killed (timeout, memory, signal)
+writes none; its status comes from the engine."""
+TRAILER = re.compile(rb"\0codeward-exit ([0-9a-f]+) (\d+)\n\Z")
+TRAILER_MAX = 64
+"""The longest a trailer can be (nonce of 16 hex digits, status up to 255), with room to spare."""
 
 
 def boot_argv() -> list[str]:
@@ -82,7 +114,8 @@ def boot_argv() -> list[str]:
 @dataclass
 class _Entry:
     container: Any
-    stdin: Any
+    stream: Any
+    """The container's attached standard input (written) and output (read, in Docker's frames)."""
     born: float
 
 
@@ -150,11 +183,35 @@ class DockerWarmPool:
             return None
         started = time.monotonic()
         source = code.encode("utf-8", "surrogateescape")
+        nonce = secrets.token_hex(8).encode()
         try:
-            send_stdin(entry.stdin, b"%d\n" % len(source) + source + request.stdin_bytes())
-            return self.sandbox.collect(entry.container, request, started)
+            with contextlib.suppress(OSError):
+                entry.stream.sendall(b"%s %d\n" % (nonce, len(source)) + source + request.stdin_bytes())
+                entry.stream.shutdown(socket.SHUT_WR)
+            return self._result(entry, request, started, nonce)
         finally:
+            with contextlib.suppress(OSError):
+                entry.stream.close()
             self._recycle(entry.container)
+
+    def _result(self, entry: _Entry, request: SandboxRequest, started: float, nonce: bytes) -> ContainerResult:
+        """Read the program's output up to its status trailers; without them (killed), its status from the
+        engine — or kill it at the request's timeout."""
+        cap = request.max_output_bytes
+        stdout, stderr, state = read_frames(entry.stream, started + request.timeout_s, cap, nonce)
+        if state == "timeout":
+            with contextlib.suppress(Exception):
+                entry.container.kill()
+            result = container_result(request, started, -9, stdout, stderr, timed_out=True)
+        elif isinstance(state, int):
+            result = container_result(request, started, state, stdout, stderr)
+        else:
+            outcome = self.sandbox.collect(entry.container, request, started)
+            outcome.result.stdout = stdout[:cap].decode("utf-8", "replace")
+            outcome.result.stderr = stderr[:cap].decode("utf-8", "replace")
+            return outcome
+        result.limits = container_limits(request, f"{request.memory_mb}m" if request.memory_mb else None)
+        return ContainerResult(result, str(entry.container.id)[:12])
 
     def close(self) -> None:
         """Remove every container of the pool (entries, used ones, and one being started now)."""
@@ -213,7 +270,7 @@ class DockerWarmPool:
             log.warning("the Docker warm pool cannot start a container: %s", created.result.error_message)
             return False
         try:
-            stdin = attach_stdin(created)
+            stream = attach_stdin(created, output=True)
             created.start()
         except Exception as error:  # the engine's errors: the pool stays smaller, runs go cold
             log.warning("the Docker warm pool cannot start a container: %s", error)
@@ -224,7 +281,7 @@ class DockerWarmPool:
                 closed = True
             else:
                 closed = False
-                self._entries.append(_Entry(created, stdin, time.monotonic()))
+                self._entries.append(_Entry(created, stream, time.monotonic()))
                 self._wake.notify_all()
         if closed:
             _remove(created)
@@ -244,3 +301,45 @@ def _remove(container: Any) -> None:
     with contextlib.suppress(Exception):
         container.remove(force=True)
 
+
+
+def read_frames(stream: Any, deadline: float, cap: int, nonce: bytes) -> tuple[bytes, bytes, int | str]:
+    """Standard output and error from an attached container's stream (Docker's frames: one byte naming
+    the stream, three zero, a big-endian length, the bytes), each kept a little past ``cap`` bytes (the rest
+    is read and dropped), until both end with the status trailer of ``nonce`` (its status), the stream
+    ends without them (``"ended"``: the program was killed) or ``deadline`` passes (``"timeout"``)."""
+    keep = cap + TRAILER_MAX + 1  # past the cap by more than a trailer: a caller sees the output was cut
+    kept = [bytearray(), bytearray()]
+    totals = [0, 0]
+    tails = [b"", b""]
+    buffer = b""
+    while True:
+        ends = [TRAILER.search(tail) for tail in tails]
+        if all(found is not None and found.group(1) == nonce for found in ends):
+            for index, found in enumerate(ends):
+                start = totals[index] - len(found.group(0))  # type: ignore[union-attr]
+                del kept[index][max(0, start):]  # the part of the trailer that was kept
+            return bytes(kept[0]), bytes(kept[1]), int(ends[0].group(2))  # type: ignore[union-attr]
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return bytes(kept[0]), bytes(kept[1]), "timeout"
+        stream.settimeout(remaining)
+        try:
+            chunk = stream.recv(65536)
+        except TimeoutError:
+            return bytes(kept[0]), bytes(kept[1]), "timeout"
+        except OSError:
+            chunk = b""
+        if not chunk:
+            return bytes(kept[0]), bytes(kept[1]), "ended"
+        buffer += chunk
+        while len(buffer) >= 8:
+            length = struct.unpack(">I", buffer[4:8])[0]
+            if len(buffer) < 8 + length:
+                break
+            index = 1 if buffer[0] == 2 else 0
+            data = buffer[8:8 + length]
+            kept[index] += data[:max(0, keep - len(kept[index]))]
+            totals[index] += len(data)
+            tails[index] = (tails[index] + data)[-TRAILER_MAX:]
+            buffer = buffer[8 + length:]

@@ -196,35 +196,43 @@ class DockerSandbox:
         oom = bool(container.attrs.get("State", {}).get("OOMKilled"))
         stdout = container.logs(stdout=True, stderr=False) or b""
         stderr = container.logs(stdout=False, stderr=True) or b""
-        cap = request.max_output_bytes
-        result = SandboxResult(
-            status=Status.SUCCESS if code == 0 and not timed_out else Status.ERROR,
-            exit_code=code if code < 128 or code > 128 + 64 else -(code - 128),
-            stdout=stdout[:cap].decode("utf-8", "replace"), stderr=stderr[:cap].decode("utf-8", "replace"),
-            duration_s=round(time.monotonic() - started, 4), backend=self.name, isolated=True,
-            stdout_truncated=len(stdout) > cap, stderr_truncated=len(stderr) > cap,
-            peak_memory_mb=usage.get("memory_peak_mb"),
-        )
-        if timed_out:
-            result.status, result.limit_hit = Status.TIMEOUT, Limit.TIMEOUT
-            result.error_message = f"timed out after {request.timeout_s:g} s; the container was killed."
-        elif oom:
-            result.limit_hit = Limit.MEMORY
-            result.error_message = "killed: out of memory (the container's memory limit). Use less memory."
-        elif result.exit_code is not None and result.exit_code < 0:
-            result.error_message = f"the program was killed by {signal_name(-result.exit_code)}"
-        elif code != 0:
-            result.error_message = f"the program exited with status {code}"
+        result = container_result(request, started, code, stdout, stderr, timed_out=timed_out, oom=oom,
+                                  peak_memory_mb=usage.get("memory_peak_mb"))
         return ContainerResult(result, str(container.id)[:12], usage)
+
+
+def container_result(request: SandboxRequest, started: float, code: int, stdout: bytes, stderr: bytes, *,
+                     timed_out: bool = False, oom: bool = False, peak_memory_mb: float | None = None) -> SandboxResult:
+    """A container run's result from its exit status (a signal as 128+N) and output, capped as the request says."""
+    cap = request.max_output_bytes
+    result = SandboxResult(
+        status=Status.SUCCESS if code == 0 and not timed_out else Status.ERROR,
+        exit_code=code if code < 128 or code > 128 + 64 else -(code - 128),
+        stdout=stdout[:cap].decode("utf-8", "replace"), stderr=stderr[:cap].decode("utf-8", "replace"),
+        duration_s=round(time.monotonic() - started, 4), backend=DockerSandbox.name, isolated=True,
+        stdout_truncated=len(stdout) > cap, stderr_truncated=len(stderr) > cap, peak_memory_mb=peak_memory_mb,
+    )
+    if timed_out:
+        result.status, result.limit_hit = Status.TIMEOUT, Limit.TIMEOUT
+        result.error_message = f"timed out after {request.timeout_s:g} s; the container was killed."
+    elif oom:
+        result.limit_hit = Limit.MEMORY
+        result.error_message = "killed: out of memory (the container's memory limit). Use less memory."
+    elif result.exit_code is not None and result.exit_code < 0:
+        result.error_message = f"the program was killed by {signal_name(-result.exit_code)}"
+    elif code != 0:
+        result.error_message = f"the program exited with status {code}"
+    return result
 
 
 def _memory(request: SandboxRequest, memory_limit: str | None) -> str | None:
     return memory_limit or (f"{request.memory_mb}m" if request.memory_mb else None)
 
 
-def attach_stdin(container: Any) -> Any:
-    """The raw socket writing a created container's standard input (attach before start: nothing is lost)."""
-    sock = container.attach_socket(params={"stdin": 1, "stream": 1})
+def attach_stdin(container: Any, output: bool = False) -> Any:
+    """The raw socket writing a created container's standard input (attach before start: nothing is lost);
+    with ``output`` it also reads its standard output and error, multiplexed in Docker's frames."""
+    sock = container.attach_socket(params={"stdin": 1, "stream": 1, **({"stdout": 1, "stderr": 1} if output else {})})
     return getattr(sock, "_sock", sock)
 
 
