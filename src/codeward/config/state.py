@@ -76,6 +76,6 @@ def sentinel_address(entry: str) -> tuple[str, int]:
     host, colon, port = entry.strip().rpartition(":")
     host = host.removeprefix("[").removesuffix("]")
     if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"each Sentinel is host:port (Sentinel's default port is 26379, e.g. "
-                         f"\"10.0.0.1:26379\"), got {entry!r}")
+        raise ValueError(f"must list each Sentinel as host:port (Sentinel's default port is 26379, e.g. "
+                         f"\"10.0.0.1:26379\"); {entry!r} is not")
     return host, int(port)
