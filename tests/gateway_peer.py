@@ -7,7 +7,8 @@
 With ``--token`` every HTTP request must carry ``Authorization: Bearer SECRET``; anything
 else gets ``401 {"error": "unauthorized"}`` — a body that is not JSON-RPC, like the servers
 the gateway seed describes. ``PEER_DESCRIPTION`` in the environment changes one tool's
-description (to test pinning).
+description (to test pinning); with ``PEER_CALL_LOG`` each ``echo`` and ``slow`` appends a line to that
+file as it runs (its text, ``slow <seconds>``), so a test counts how often a call ran.
 """
 
 from __future__ import annotations
@@ -31,7 +32,14 @@ calls = {"count": 0}
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))
 def echo(text: str) -> str:
     """Return the text unchanged."""
+    _ran(text)
     return text
+
+
+def _ran(line: str) -> None:
+    if os.environ.get("PEER_CALL_LOG"):
+        with open(os.environ["PEER_CALL_LOG"], "a", encoding="utf-8") as runs:
+            runs.write(line + "\n")
 
 
 @server.tool(description=os.environ.get("PEER_DESCRIPTION", "Report the process id of this server."),
@@ -71,6 +79,7 @@ async def slow(seconds: float) -> str:
     """Sleep, then answer."""
     import anyio
 
+    _ran(f"slow {seconds}")
     await anyio.sleep(seconds)
     return f"slept {seconds}"
 

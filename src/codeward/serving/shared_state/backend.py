@@ -89,8 +89,10 @@ class StateBackend(Protocol):
         """The ``initialize`` request that opened a session (on any replica), or None."""
         ...
 
-    async def begin_call(self, record: CallRecord) -> None:
-        """Record a call in flight on this replica (its lease starts now)."""
+    async def begin_call(self, record: CallRecord) -> str | None:
+        """Record a call in flight on this replica (its lease starts now); None once recorded. If the same
+        request of the same session is already recorded (a balancer sent it twice), nothing changes and
+        the answer is the replica that recorded it: the request is not to run again."""
         ...
 
     async def end_call(self, session_id: str, stream_id: str) -> None:

@@ -65,8 +65,8 @@ class MemoryState:
     async def session_opening(self, session_id: str) -> dict[str, Any] | None:
         return None
 
-    async def begin_call(self, record: CallRecord) -> None:
-        return None
+    async def begin_call(self, record: CallRecord) -> str | None:
+        return None  # one process: the SDK itself refuses a request id already in flight
 
     async def end_call(self, session_id: str, stream_id: str) -> None:
         return None

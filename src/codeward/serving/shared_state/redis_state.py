@@ -16,6 +16,7 @@ Every Redis error becomes
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -23,7 +24,6 @@ import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from mcp.server.streamable_http import EventCallback, EventId, EventMessage, StreamId
 from mcp_types import JSONRPCError, JSONRPCMessage, JSONRPCResponse, jsonrpc_message_adapter
@@ -33,6 +33,7 @@ from redis.exceptions import RedisError
 from codeward.config.state import StateSettings
 from codeward.kernel.state_unavailable import StateUnavailable
 from codeward.serving.shared_state.backend import CallRecord, EventLog, StoredEvent
+from codeward.serving.shared_state.redis_client import open_redis
 from codeward.serving.shared_state.redis_pins import RedisPins
 
 log = logging.getLogger(__name__)
@@ -43,16 +44,14 @@ CALL_TTL_S = 86400
 SESSION_TTL_S = 86400
 MAX_AUDIT = 100_000
 METRICS_TTL_S = 86400
-
-
-def public_url(url: str) -> str:
-    """The URL without its password, for messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username + ':***@' if parts.username else ':***@'}{host}{f':{parts.port}' if parts.port else ''}"
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+BEGIN_CALL = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then
+  redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4])
+  return false
+end
+return redis.call('GET', KEYS[1])
+"""
+"""Record a call and its lease unless the same request is recorded already (then: that record)."""
 
 
 class RedisState:
@@ -62,13 +61,10 @@ class RedisState:
 
     def __init__(self, settings: StateSettings) -> None:
         self.replica = uuid.uuid4().hex[:12]
-        self.where = public_url(settings.url)
+        self._redis, self.where, self._check = open_redis(settings)
         self._prefix = settings.key_prefix
         self._timeout = settings.timeout
         self._lease_ms = int(settings.lease * 1000)
-        self._redis: aioredis.Redis = aioredis.from_url(  # type: ignore[no-untyped-call]
-            settings.url, decode_responses=True, socket_timeout=settings.timeout,
-            socket_connect_timeout=settings.timeout, retry_on_timeout=False, health_check_interval=0)
         self._mine: set[tuple[str, str]] = set()
 
     def key(self, *parts: str) -> str:
@@ -80,7 +76,7 @@ class RedisState:
         try:
             yield self._redis
         except (RedisError, OSError) as error:
-            raise StateUnavailable(self.where, error) from error
+            raise StateUnavailable(self.where, error, self._check) from error
 
     def events(self, session_id: str) -> EventLog:
         return _RedisEvents(self, session_id)
@@ -100,13 +96,19 @@ class RedisState:
                 await redis.expire(self.key("session", session_id), SESSION_TTL_S)
         return dict(json.loads(raw)) if raw is not None else None
 
-    async def begin_call(self, record: CallRecord) -> None:
-        async with self._calling() as redis, redis.pipeline(transaction=True) as pipe:
-            pipe.set(self.key("call", record.session_id, record.stream_id),
-                     json.dumps({"request": record.request, "owner": record.owner}), ex=CALL_TTL_S)
-            pipe.set(self.key("lease", record.session_id, record.stream_id), self.replica, px=self._lease_ms)
-            await pipe.execute()
+    async def begin_call(self, record: CallRecord) -> str | None:
+        # One script: of two replicas handed the same request (a balancer's retry after a timeout while
+        # the first replica hung), exactly one records it, with its lease, and runs it.
+        async with self._calling() as redis:
+            existing = await redis.eval(  # type: ignore[misc]
+                BEGIN_CALL, 2, self.key("call", record.session_id, record.stream_id),
+                self.key("lease", record.session_id, record.stream_id),
+                json.dumps({"request": record.request, "owner": record.owner}), str(CALL_TTL_S), self.replica,
+                str(self._lease_ms))
+        if existing is not None:
+            return str(json.loads(existing).get("owner") or "another replica")
         self._mine.add((record.session_id, record.stream_id))
+        return None
 
     async def end_call(self, session_id: str, stream_id: str) -> None:
         self._mine.discard((session_id, stream_id))
@@ -167,6 +169,20 @@ class RedisState:
         return True
 
     async def wait_approval(self, approval_id: str) -> dict[str, Any]:
+        # A Redis that goes away while a call waits (a restart, a Sentinel failover) does not end the wait:
+        # the answer is kept under its key, so the wait subscribes again and finds it once Redis is back.
+        # The caller's own deadline bounds the whole wait.
+        warned = False
+        while True:
+            try:
+                return await self._wait_answer(approval_id)
+            except StateUnavailable as error:
+                if not warned:
+                    log.warning("%s; approval %s keeps waiting until Redis answers again", error, approval_id)
+                    warned = True
+                await asyncio.sleep(min(1.0, self._timeout / 2))
+
+    async def _wait_answer(self, approval_id: str) -> dict[str, Any]:
         channel = self.key("approval-answers", approval_id)
         async with self._calling() as redis:
             pubsub = redis.pubsub()
