@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from codeward.apps.cli import main
-from codeward.engines.registry.items import META_TOOLS
+from codeward.engines.registry.meta_names import META_TOOLS
 from codeward.tools import default_catalog
 
 TOOL = '"""Search my notes."""\n__version__ = "1.0.0"\n__tool_type__ = "python"\n__category__ = "notes"\n' \

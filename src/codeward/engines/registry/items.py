@@ -9,12 +9,6 @@ from pathlib import Path
 from typing import Any
 
 NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
-META_TOOLS = {"registry_search": "search", "registry_load": "load", "registry_execute": "execute",
-              "registry_help": "help"}
-"""The registry's own tools and the names the seed (Kiwi) called them by, which they answer to: no registry
-tool may be named either way (``registry_execute`` would run one of them, or the item would hide it)."""
-META_TOOL_NAMES = frozenset({*META_TOOLS, *META_TOOLS.values()})
-"""The registry's own tools, by both names: never run (nor listed) as a served tool, nor a registry tool's name."""
 
 
 class Kind(StrEnum):

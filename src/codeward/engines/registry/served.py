@@ -14,7 +14,7 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from codeward.engines.registry.items import META_TOOL_NAMES
+from codeward.engines.registry.meta_names import META_TOOL_NAMES
 from codeward.kernel.context import ToolContext
 from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.surface import CatalogSurface, CompositeSurface, ToolInfo, ToolSurface

@@ -10,7 +10,8 @@ import re
 from typing import Any
 
 from codeward.engines.registry.deps import check_dependencies
-from codeward.engines.registry.items import META_TOOL_NAMES, META_TOOLS, NAME_PATTERN, Problem, ToolType
+from codeward.engines.registry.items import NAME_PATTERN, Problem, ToolType
+from codeward.engines.registry.meta_names import META_TOOL_NAMES, META_TOOLS
 from codeward.engines.registry.metadata import ToolSource
 
 SEMVER = re.compile(r"^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$")
