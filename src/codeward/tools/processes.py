@@ -25,14 +25,15 @@ MAX_READ_BYTES = 200_000
 class ProcessInfo(BaseModel):
     name: str
     command: str
-    state: Literal["running", "exited"]
+    state: Literal["running", "waiting_for_input", "exited"] = Field(
+        description="waiting_for_input: blocked reading its stdin (send it input with process_write).")
     exit_code: int | None = Field(description="Its exit status once it exited (negative: killed by that signal).")
     ended_by: str = Field("", description="Why codeward ended it (a limit), empty otherwise.")
     seconds: float = Field(description="Seconds since it started.")
     output_bytes: int = Field(description="Bytes it printed so far (stdout and stderr); read them with process_read.")
 
     def render(self) -> str:
-        state = self.state if self.exit_code is None else f"exited {self.exit_code}"
+        state = self.state.replace("_", " ") if self.exit_code is None else f"exited {self.exit_code}"
         ended = f" ({self.ended_by})" if self.ended_by else ""
         return (f"{self.name}: {state}{ended}, {self.seconds:.0f} s, {self.output_bytes} bytes of output — "
                 f"{self.command}")
@@ -63,8 +64,10 @@ class ProcessList(BaseModel):
 
 
 def _info(process: BoxProcess) -> ProcessInfo:
-    return ProcessInfo(name=process.name, command=process.command, state="running" if process.exit_code is None
-                       else "exited", exit_code=process.exit_code, ended_by=process.ended_by,
+    state = process.state
+    process.settle()
+    return ProcessInfo(name=process.name, command=process.command, state=state,  # type: ignore[arg-type]
+                       exit_code=process.exit_code, ended_by=process.ended_by,
                        seconds=round(time.monotonic() - process.began, 1), output_bytes=process.output.end)
 
 
@@ -126,7 +129,8 @@ def process_read(
     wait_s: Annotated[float, Field(ge=0, le=MAX_READ_WAIT_S, description="Wait this long for output (or until).")] = 0,
     until: Annotated[str, Field(max_length=200, description="Text to wait for (e.g. \"Listening on\").")] = "",
 ) -> Result[ProcessOutput]:
-    """What a process printed since an offset, and its state (running, or its exit code)."""
+    """What a process printed since an offset, and its state (running, waiting for input, or its exit code);
+    a wait also ends when it waits for input."""
     found = process_table_of(ctx.services).find(ctx, name)
     if not found.ok or found.data is None:
         return found.cast(None)  # type: ignore[arg-type]
@@ -140,9 +144,13 @@ def process_read(
             return True
         return needle in piece if needle else bool(piece)
 
+    waiting = 0
     with process.output.changed:
         while not ready() and (left := deadline - time.monotonic()) > 0 and not ctx.cancelled.is_set():
-            process.output.changed.wait(min(left, 0.2))
+            process.output.changed.wait(min(left, 0.1))
+            waiting = waiting + 1 if process.started.waits_for_input() else 0
+            if waiting >= 2:  # seen twice in a row: it waits for input, nothing more will come without it
+                break
     return Result.success(_output(process, since, max_bytes))
 
 
@@ -173,6 +181,18 @@ def process_write(
         return Result.fail(ErrorKind.CONFLICT, f"process {name!r} did not take the input: {exc}",
                            "It may have exited; process_read shows its state.", data=None)  # type: ignore[arg-type]
     return Result.success(_output(process, process.output.end, 0))
+
+
+@tool(toolset="shell", read_only=False, title="Apply a running process's file changes",
+      examples=[{"name": "watcher"}])
+def process_apply(ctx: ToolContext, name: NameArg) -> Result[ProcessOutput]:
+    """Apply the files a process changed so far (checked as run_shell's); it keeps running."""
+    found = process_table_of(ctx.services).find(ctx, name)
+    if not found.ok or found.data is None:
+        return found.cast(None)  # type: ignore[arg-type]
+    process = found.data
+    notes = process.started.apply(ctx)
+    return Result.success(_output(process, process.output.end, 0, notes or ["nothing new to apply"]))
 
 
 @tool(toolset="shell", read_only=True, title="List long-running processes", examples=[{}])

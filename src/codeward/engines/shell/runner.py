@@ -112,7 +112,7 @@ def execute(ctx: ToolContext, command: ShellCommand, settings: ShellSettings,
     if not boxed.ok or boxed.data is None:
         return boxed.cast(None)
     box, program = boxed.data
-    ran = box.run(_joined(ctx, program))
+    ran = box.run(replace(_joined(ctx, program), warm=settings.warm_box))
     if not ran.ok or ran.data is None:
         return ran.cast(None)
     run = ran.data
