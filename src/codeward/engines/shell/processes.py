@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from codeward.config.shell import ShellSettings
+from codeward.engines.sandbox.outcome import normalize_exit
 from codeward.kernel.result import ErrorKind, Result
 
 if TYPE_CHECKING:
@@ -107,7 +108,9 @@ class BoxProcess:
 
     @property
     def exit_code(self) -> int | None:
-        return self.started.proc.poll()
+        """Its exit status once it exited; a death by signal N (bwrap's 128+N) as -N."""
+        code = self.started.proc.poll()
+        return None if code is None else normalize_exit(code, shell_style=True)
 
     @property
     def state(self) -> str:
