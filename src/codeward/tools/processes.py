@@ -85,8 +85,7 @@ def process_start(
     command: Annotated[str, Field(min_length=1, max_length=MAX_SCRIPT_CHARS)],
     shell: Literal["bash", "sh"] = "bash",
 ) -> Result[ProcessOutput]:
-    """Start a command that keeps running (a dev server, a REPL) in run_shell's sandbox; process_stop ends
-    it and applies the files it changed."""
+    """Start a long-running command (a dev server, a REPL) in run_shell's sandbox."""
     settings = ctx.services.get(ShellSettings)
     if not settings.sandbox:
         return Result.fail(ErrorKind.UNAVAILABLE, "long-running processes run only in the sandbox, and "
@@ -129,8 +128,7 @@ def process_read(
     wait_s: Annotated[float, Field(ge=0, le=MAX_READ_WAIT_S, description="Wait this long for output (or until).")] = 0,
     until: Annotated[str, Field(max_length=200, description="Text to wait for (e.g. \"Listening on\").")] = "",
 ) -> Result[ProcessOutput]:
-    """What a process printed since an offset, and its state (running, waiting for input, or its exit code);
-    a wait also ends when it waits for input."""
+    """What a process printed since an offset, and its state; waiting for input also ends a wait."""
     found = process_table_of(ctx.services).find(ctx, name)
     if not found.ok or found.data is None:
         return found.cast(None)  # type: ignore[arg-type]
@@ -186,7 +184,7 @@ def process_write(
 @tool(toolset="shell", read_only=False, title="Apply a running process's file changes",
       examples=[{"name": "watcher"}])
 def process_apply(ctx: ToolContext, name: NameArg) -> Result[ProcessOutput]:
-    """Apply the files a process changed so far (checked as run_shell's); it keeps running."""
+    """Apply a running process's file changes so far (checked as run_shell's)."""
     found = process_table_of(ctx.services).find(ctx, name)
     if not found.ok or found.data is None:
         return found.cast(None)  # type: ignore[arg-type]
@@ -204,8 +202,7 @@ def process_list(ctx: ToolContext) -> Result[ProcessList]:
 @tool(toolset="shell", read_only=False, destructive=True, title="Stop a long-running process",
       examples=[{"name": "repl"}])
 def process_stop(ctx: ToolContext, name: NameArg) -> Result[ProcessOutput]:
-    """Stop a process and all it started, apply the files it changed (checked as run_shell's), and return
-    its last output."""
+    """Stop a process tree, apply its file changes (checked as run_shell's), return its last output."""
     table = process_table_of(ctx.services)
     found = table.find(ctx, name)
     if not found.ok or found.data is None:
