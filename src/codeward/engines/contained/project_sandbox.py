@@ -288,13 +288,19 @@ class ProjectSandbox:
                                "Check that the temporary directory is writable and has space.", data=None)
 
     def _run_overlaid(self, program: Program, cancelled: threading.Event | None) -> Result[Contained | None]:
-        if program.warm:
-            shape = self._shape(program)
+        if not program.warm:
+            return self._run_fresh(program, cancelled)
+        shape = self._shape(program)
+        try:
             warm = self._run_warm(program, shape, cancelled) if shape is not None else None
-            if shape is not None:
-                warm_boxes_of(self.ctx.services).prepare(shape, lambda: self._prepare(program, shape))
-            if warm is not None:
-                return Result.success(warm)
+            return Result.success(warm) if warm is not None else self._run_fresh(program, cancelled)
+        finally:  # the next box, once this run is over (not competing with it for the machine)
+            after = self._shape(program)
+            if after is not None:
+                warm_boxes_of(self.ctx.services).prepare(after, lambda: self._prepare(program, after))
+
+    def _run_fresh(self, program: Program, cancelled: threading.Event | None) -> Result[Contained | None]:
+        """Run ``program`` in a box built for it now."""
         choice = backends_of(self.ctx.services)
         owner = project_owner(self.ctx.workspace.primary)
         made = self._overlays(choice, owner)
@@ -308,7 +314,7 @@ class ProjectSandbox:
             if overlays.disk is not None and _disk_setup_failed(result):
                 choice.disk_cap_problem = overlay_failure(result.stderr) or "the tmpfs could not be mounted"
                 overlays.close()
-                return self._run_overlaid(replace(program, warm=False), cancelled)  # once more, on the host's disk
+                return self._run_fresh(program, cancelled)  # once more, its layers on the host's disk
             contained = self._settle(result, overlays, watch)
         finally:
             overlays.close()
