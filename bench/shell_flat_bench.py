@@ -8,8 +8,11 @@ Rows (p50 of ``--runs`` calls each, taken in turns so a busy machine slows all o
 - ``bare bwrap``: ``bwrap --unshare-all --die-with-parent --ro-bind /usr /usr`` (with ``/bin``,
   ``/lib``... links) ``echo hi`` as a plain subprocess (the baseline);
 - ``run_shell 1 file`` / ``run_shell N files``: ``run_shell(script="echo hi")`` — the whole round
-  trip a client sees (JSON-RPC, the server, the secret list, the git checks, the overlay, the
-  write-back of an empty upper layer).
+  trip a client sees (JSON-RPC, the server, the secret list, the git checks, the box prepared
+  ahead after the previous run, the write-back of an empty upper layer);
+- ``run_shell 1 file, no box ahead``: the same with ``[shell] warm_box = false`` (each run builds
+  its box: the fork, namespaces, tmpfs and overlay mounts, bwrap's set-up) — what the box
+  prepared ahead saves.
 
 Between timed calls the bench pauses ``--gap`` seconds (untimed), as a model's think time would,
 so work a server does in the background after a call is not counted in it (and the machine is not
@@ -96,15 +99,18 @@ def shell_call(client: Client) -> Callable[[], Awaitable[None]]:
 
 async def measure(runs: int, files: int, gap: float) -> None:
     with tempfile.TemporaryDirectory(prefix="codeward-flat-bench-") as folder:
-        small, large = Path(folder) / "small", Path(folder) / "large"
+        small, large, cold = Path(folder) / "small", Path(folder) / "large", Path(folder) / "cold"
         make_project(small, 1)
+        make_project(cold, 1)
+        (cold / "codeward.toml").write_text("[shell]\nwarm_box = false\n")
         started = time.perf_counter()
         make_project(large, files)
         print(f"made a {files:,}-file repository in {time.perf_counter() - started:.1f} s")
         argv = bare_argv()
         async with AsyncExitStack() as stack:
             clients = {"run_shell 1 file": await open_client(stack, small),
-                       f"run_shell {files:,} files": await open_client(stack, large)}
+                       f"run_shell {files:,} files": await open_client(stack, large),
+                       "run_shell 1 file, no box ahead": await open_client(stack, cold)}
             calls = {name: shell_call(client) for name, client in clients.items()}
             for call in calls.values():  # warm: first-call imports, the first secret scan
                 await call()
@@ -121,11 +127,12 @@ async def measure(runs: int, files: int, gap: float) -> None:
                     await call()
                     times[name].append((time.perf_counter() - started) * 1000)
     baseline = statistics.median(times["bare bwrap"])
-    print(f"{'row':<26} {'p50 ms':>8} {'ratio':>7}")
+    print(f"{'row':<32} {'p50 ms':>8} {'ratio':>7}")
     for name, values in times.items():
         p50 = statistics.median(values)
-        verdict = "" if name == "bare bwrap" else ("  ok" if p50 <= TARGET * baseline else f"  > {TARGET:g}x")
-        print(f"{name:<26} {p50:8.1f} {p50 / baseline:6.2f}x{verdict}")
+        verdict = "" if name == "bare bwrap" or "no box" in name else (
+            "  ok" if p50 <= TARGET * baseline else f"  > {TARGET:g}x")
+        print(f"{name:<32} {p50:8.1f} {p50 / baseline:6.2f}x{verdict}")
 
 
 def main() -> None:
