@@ -59,7 +59,7 @@ def bare(argv: list[str]) -> None:
 
 def git(root: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(root), "-c", "user.name=bench", "-c", "user.email=bench@example.invalid",
-                    *args], check=True, capture_output=True)
+                    "-c", "gc.auto=0", *args], check=True, capture_output=True)  # no gc left running behind
 
 
 def make_project(root: Path, files: int) -> None:
@@ -98,7 +98,7 @@ def shell_call(client: Client) -> Callable[[], Awaitable[None]]:
 
 
 async def measure(runs: int, files: int, gap: float) -> None:
-    with tempfile.TemporaryDirectory(prefix="codeward-flat-bench-") as folder:
+    with tempfile.TemporaryDirectory(prefix="codeward-flat-bench-", ignore_cleanup_errors=True) as folder:
         small, large, cold = Path(folder) / "small", Path(folder) / "large", Path(folder) / "cold"
         make_project(small, 1)
         make_project(cold, 1)

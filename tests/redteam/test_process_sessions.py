@@ -2,7 +2,8 @@
 it cannot read a secret, plant a hook or change git's configuration (its writes pass the gate
 when it stops), reach the host's loopback listener, or outlive its stop; its dev server is
 reachable from the session's next run (their shared namespace) and nowhere else; past its memory limit
-it is killed and past its disk cap stopped, each said in its state, nothing of it applied."""
+it is killed and past its disk cap stopped, each said in its state, nothing of it applied; and the
+server sees when it waits for input."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ async def test_a_process_is_contained_like_a_script(host: Host) -> None:
     assert survivors(marker) == []
 
 
-async def test_a_process_is_held_to_its_memory_and_disk_cap(host: Host) -> None:
+async def test_a_process_is_held_to_its_memory_and_disk_cap_and_says_when_it_waits(host: Host) -> None:
     marker = f"4714.{uuid.uuid4().int % 10**9}"
     config = host.project / "codeward.toml"
     config.write_text(config.read_text() + "\n[shell]\nmemory_mb = 128\n\n[sandbox]\ndisk_mb = 32\n")
@@ -63,6 +64,13 @@ async def test_a_process_is_held_to_its_memory_and_disk_cap(host: Host) -> None:
         assert "128 MiB" in hog_read.text and "[shell] memory_mb" in hog_read.text, hog_read.text
         filled = await session.call("process_read", {"name": "filler"})
         assert "filled its disk cap of 32 MiB" in filled.text, filled.text
+        # as this principal, the server sees when a process waits for its input
+        await session.call("process_start", {"name": "asker", "command": "read -r answer; echo \"got $answer\""})
+        asked = await session.call("process_read", {"name": "asker", "wait_s": 20, "until": "never printed"})
+        assert (asked.structured or {}).get("process", {}).get("state") == "waiting_for_input", asked.text
+        await session.call("process_write", {"name": "asker", "text": "yes\n"})
+        answered = await session.call("process_read", {"name": "asker", "wait_s": 20, "until": "got yes"})
+        assert "got yes" in answered.text, answered.text
         applied = await session.call("process_apply", {"name": "filler"})
         assert "nothing was applied" in applied.text, applied.text
         stopped = await session.call("process_stop", {"name": "filler"})
