@@ -63,7 +63,6 @@ async def test_a_prepared_box_is_a_fresh_one(host: Host) -> None:
         left = await session.call("run_shell", {"script": f"echo left > /tmp/left; (setsid sleep {marker} &); "
                                                           "echo planted"})
         assert "planted" in left.text, left.text
-        seen |= waiting_boxes(host)
         warm = await session.call("run_shell", {"script": PROBE})
         assert stdout(warm.text) == stdout(cold.text), f"a fresh box:\n{cold.text}\na prepared one:\n{warm.text}"
         sleeper = await session.call("run_shell", {"script": f"pgrep -f 'slee[p] {marker}' || echo no-sleeper"})
@@ -76,7 +75,6 @@ async def test_a_prepared_box_is_a_fresh_one(host: Host) -> None:
         assert "done" in read.text and LATE not in read.text, read.text
 
         # the limits of the box it ran in: the timeout ends it and its tree
-        seen |= waiting_boxes(host)
         slow = await session.call("run_shell", {"script": f"sleep {marker}", "timeout_s": 1})
         assert slow.is_error and "timed out after 1 s" in slow.text, slow.text
         seen |= waiting_boxes(host)
