@@ -3,7 +3,9 @@ official Python client over stdio to ``codeward serve``, in a one-file git repos
 N-file one (default 18,000 files in 600 folders, committed), against a bare
 ``bwrap --unshare-all ... echo hi`` measured in the same run.
 
-Rows (p50 of ``--runs`` calls each, taken in turns so a busy machine slows all of them alike):
+Rows (p50 of ``--runs`` calls each, taken in turns — the order rotating every round — so a busy
+machine slows all of them alike, and the box a server prepares after its call does not always
+overlap the same next row):
 
 - ``bare bwrap``: ``bwrap --unshare-all --die-with-parent --ro-bind /usr /usr`` (with ``/bin``,
   ``/lib``... links) ``echo hi`` as a plain subprocess (the baseline);
@@ -115,13 +117,14 @@ async def measure(runs: int, files: int, gap: float) -> None:
             for call in calls.values():  # warm: first-call imports, the first secret scan
                 await call()
                 await call()
-            times: dict[str, list[float]] = {"bare bwrap": [], **{name: [] for name in calls}}
-            for _ in range(runs):
-                await anyio.sleep(gap)
-                started = time.perf_counter()
+            async def bare_call() -> None:
                 bare(argv)
-                times["bare bwrap"].append((time.perf_counter() - started) * 1000)
-                for name, call in calls.items():
+
+            rows: list[tuple[str, Callable[[], Awaitable[None]]]] = [("bare bwrap", bare_call), *calls.items()]
+            times: dict[str, list[float]] = {name: [] for name, _call in rows}
+            for round_index in range(runs):
+                turn = round_index % len(rows)  # each row in turn follows each other (a server's box-making
+                for name, call in rows[turn:] + rows[:turn]:  # after a call must not always land on the same row)
                     await anyio.sleep(gap)
                     started = time.perf_counter()
                     await call()
