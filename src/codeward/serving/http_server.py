@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -29,7 +28,7 @@ from codeward.audit.users import Directory, Role, UsersFileError, UsersMiddlewar
 from codeward.config import Config
 from codeward.kernel.context import Services
 from codeward.kernel.surface import ToolSurface
-from codeward.serving.drain import Drain
+from codeward.serving.drain import Drain, say
 from codeward.serving.shared_state import MemoryState, open_state
 from codeward.serving.shared_state.backend import StateBackend
 from codeward.serving.shared_state.http import add_approvals, add_state
@@ -141,20 +140,16 @@ timeout can be short (``deploy/nginx.conf``: 5 s) — a hung replica is noticed 
 calls that run for an hour keep their stream."""
 
 
-def _say(text: str) -> None:
-    print(f"codeward: {text}", file=sys.stderr, flush=True)
-
-
 def _reload(users: Directory, audit: AuditLog | None) -> None:
     """SIGHUP: the users file read again (a broken one keeps the users as they were), the audit file
     reopened (after a rotation by ``mv``). Every other setting is read at start only."""
     try:
-        _say(f"SIGHUP: {users.reload()}")
+        say(f"SIGHUP: {users.reload()}")
     except UsersFileError as error:
-        _say(f"SIGHUP: the users file was not reloaded, the users stay as they were: {error}")
+        say(f"SIGHUP: the users file was not reloaded, the users stay as they were: {error}")
     if audit is not None and audit.path is not None:
         audit.close()
-        _say(f"SIGHUP: the audit file {audit.path} is reopened at its next record")
+        say(f"SIGHUP: the audit file {audit.path} is reopened at its next record")
 
 
 class DrainingServer(uvicorn.Server):
@@ -192,17 +187,14 @@ class DrainingServer(uvicorn.Server):
 
     def _stop(self, name: str) -> None:
         if self._stopping is not None:
-            _say(f"{name} again: stopping now, {self.drain.running} calls cut")
+            say(f"{name} again: stopping now, {self.drain.running} calls cut")
             self.should_exit = self.force_exit = True
             return
         self._stopping = asyncio.ensure_future(self._drain_then_stop(name))
 
     async def _drain_then_stop(self, name: str) -> None:
-        _say(f"{name}: draining — no new requests, {self.drain.running} in flight get up to "
-             f"{self.drain.deadline:g}s ([server] drain_timeout); {name} again stops at once")
-        finished = await self.drain.drain()
-        _say("drained: every call finished; stopping" if finished else
-             f"drain deadline reached with {self.drain.running} calls running; they are cut")
+        say(self.drain.starting_note(name))
+        say(self.drain.finished_note(await self.drain.drain()))
         self.should_exit = True
 
 

@@ -141,7 +141,7 @@ async def _serve(config: Config, serving: Serving, plane_factory: PlaneFactory |
             if http is None:
                 announce(Started(stack, serving))
                 with _hang_up_noted():
-                    await server.run_stdio()
+                    await server.run_stdio(drain)
                 return
             endpoint = http.endpoint
             with http.auth() as auth:

@@ -606,15 +606,23 @@ class CodewardServer:
 
     # -- running ---------------------------------------------------------------------------
 
-    async def run_stdio(self) -> None:
-        """Serve over this process's stdin/stdout until the client closes the pipe."""
+    async def run_stdio(self, drain: Drain | None = None) -> None:
+        """Serve over this process's stdin/stdout until the client closes the pipe (or, with ``drain``,
+        until SIGTERM has drained the calls in flight: :mod:`codeward.serving.transport.stdio_drain`)."""
         from codeward.serving.transport.era_loop import serve_stdio_connection
         from codeward.serving.transport.stdio import fast_stdio_server, freeze_startup_heap
+        from codeward.serving.transport.stdio_drain import drain_on_sigterm, draining_streams
 
         freeze_startup_heap()
         async with fast_stdio_server() as (read_stream, write_stream), self.announcing():
-            await serve_stdio_connection(self.lowlevel, read_stream, write_stream,
-                                         self.lowlevel.create_initialization_options())
+            if drain is None:
+                await serve_stdio_connection(self.lowlevel, read_stream, write_stream,
+                                             self.lowlevel.create_initialization_options())
+                return
+            reading, writing = draining_streams(read_stream, write_stream, drain)
+            with anyio.CancelScope() as serving, drain_on_sigterm(drain, serving):
+                await serve_stdio_connection(self.lowlevel, reading, writing,
+                                             self.lowlevel.create_initialization_options())
 
     @asynccontextmanager
     async def announcing(self) -> AsyncIterator[None]:
