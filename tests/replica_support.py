@@ -107,7 +107,7 @@ url = "redis://127.0.0.1:{redis_port}/0"
 lease = 2
 
 [mcp]
-auto_approve = ["peer__steps", "peer__echo"]
+auto_approve = ["peer__steps", "peer__echo", "peer__write_file"]
 {mcp}
 
 [mcp.servers.peer]

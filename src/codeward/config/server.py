@@ -53,7 +53,8 @@ class ServerSettings(Table):
     drain_timeout: Seconds = 20.0
     """Seconds a server stopped by SIGTERM (over HTTP, Ctrl-C too) gives the calls it runs to finish, while it
     refuses new requests (over HTTP with ``503``: a balancer sends them to another replica, and ``/readyz``
-    says it is draining; over stdio with a JSON-RPC error); past it the calls still running are cut. Keep it under the supervisor's own limit
+    says it is draining; over stdio with a JSON-RPC error); past it the calls still running are cut.
+    Keep it under the supervisor's own limit
     (``docker stop -t``, systemd's ``TimeoutStopSec``, Kubernetes' ``terminationGracePeriodSeconds``)."""
 
     @field_validator("output_cap_tokens")

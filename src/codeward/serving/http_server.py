@@ -127,6 +127,8 @@ async def run_http(server: ServedApp, *, host: str, port: int, token: str | None
         if state is not None and state.shared and metrics is not None:
 
             group.start_soon(MetricsPublisher(state, metrics).run)
+        if audit is not None and audit.sink is not None:
+            group.start_soon(audit.resend_forever)  # records Redis missed, sent when it answers again
         await DrainingServer(config, drain, lambda: _reload(users, audit)).serve()
         group.cancel_scope.cancel()
 

@@ -385,7 +385,7 @@ class CodewardServer:
             peer=_SessionPeer(ctx, state.answers),
             services=self.services,
             call=CallInfo(close_sse_stream=ctx.close_sse_stream, client=client, user=user_of(ctx),
-                          toolsets=toolsets),
+                          toolsets=toolsets, request_id=_request_id(ctx), session=session_of(ctx)),
             link=RequestLink(ctx, client=client, state=state),
         )
 
@@ -696,6 +696,18 @@ def user_of(ctx: ServerRequestContext[Any, Any]) -> str | None:
     scope = getattr(ctx.request, "scope", None)
     user = scope.get("codeward.user") if isinstance(scope, dict) else None
     return user if isinstance(user, str) else None
+
+
+def _request_id(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    request_id = getattr(ctx, "request_id", None)
+    return None if request_id is None else str(request_id)
+
+
+def session_of(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """The request's ``Mcp-Session-Id`` over streamable HTTP, or None."""
+    headers = getattr(ctx.request, "headers", None)
+    session = headers.get("mcp-session-id") if headers is not None else None
+    return session if isinstance(session, str) else None
 
 
 def call_result(outcome: ToolOutcome) -> types.CallToolResult | dict[str, Any]:
