@@ -23,6 +23,7 @@ import httpx2 as httpx
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.process_support import server_stderr
 from tests.replica_support import (
@@ -138,6 +139,25 @@ async def test_roles_self_approval_redaction_and_reload(team: dict[str, Any]) ->
                 refused = await web.get(f"http://127.0.0.1:{ports[1]}{path}", headers=_as(token))
                 assert refused.status_code == 403 and "auditor role" in refused.json()["message"], refused.text
             assert (await web.get(f"http://127.0.0.1:{ports[1]}{path}", headers=_as(DAVE))).status_code == 200
+        scrape = {"Accept": "application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.4,*/*;q=0.1"}
+        for token in (ALICE, BOB, CAROL):  # what Prometheus sends, with an agent's or an approver's token
+            refused = await web.get(f"http://127.0.0.1:{ports[0]}/metrics", headers={**_as(token), **scrape})
+            assert refused.status_code == 403 and "auditor role" in refused.json()["message"], refused.text
+        scraped = {}
+        for port in ports:
+            answer = await web.get(f"http://127.0.0.1:{port}/metrics", headers={**_as(DAVE), **scrape})
+            assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/plain"), answer.text
+            scraped[port] = {(sample.name, sample.labels.get("tool"), sample.labels.get("le")): sample.value
+                             for family in text_string_to_metric_families(answer.text) for sample in family.samples}
+        count_calls = sum(figures.get(("codeward_tool_calls_total", "peer__count", None), 0)
+                          for figures in scraped.values())
+        assert count_calls == 2, scraped  # each replica exposes its own calls: summed, bob's two count calls
+        for figures in scraped.values():
+            for (name, tool, _), value in figures.items():
+                if name == "codeward_tool_call_seconds_count":
+                    assert figures[("codeward_tool_call_seconds_bucket", tool, "+Inf")] == value
+                    assert figures[("codeward_tool_calls_total", tool, None)] == value
+            assert figures[("codeward_draining", None, None)] == 0
         records = (await web.get(f"http://127.0.0.1:{ports[0]}/audit?count=100", headers=_as(DAVE))).json()["records"]
         answers = [(r["user"], r["caller"], r["outcome"]) for r in records if r["event"] == "answer"]
         assert sorted(answers) == sorted([("carol", "bob", "denied")] * 2 + [("carol", "bob", "approved")]), answers

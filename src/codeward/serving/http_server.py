@@ -95,7 +95,7 @@ def http_app(server: ServedApp, *, host: str = "127.0.0.1", path: str = "/mcp", 
         answer_by_need(app, server.lowlevel)
     app.add_middleware(DrainGate, drain=drain)
     app.add_middleware(JsonRpcGuardMiddleware)
-    add_approvals(app, state, server.services.find(CallMetrics), audit)
+    add_approvals(app, state, server.services.find(CallMetrics), audit, gauges=_gauges(drain, audit))
     directory = users or Directory(None)
     directory.accept_own(token)
     if token or directory.path is not None:  # nothing unauthenticated is read, and each path needs its role
@@ -103,6 +103,20 @@ def http_app(server: ServedApp, *, host: str = "127.0.0.1", path: str = "/mcp", 
     # outermost: probes carry no token
     app.add_middleware(HealthEndpoints, drain=drain, state=state, connecting=connecting)
     return app
+
+
+def _gauges(drain: Drain, audit: AuditLog | None) -> Callable[[], dict[str, tuple[str, float]]]:
+    """What a scraper reads beside the call figures: the work in flight, the drain, the audit's backlog."""
+
+    def read() -> dict[str, tuple[str, float]]:
+        gauges = {"codeward_requests_in_flight": ("JSON-RPC requests this replica is answering.", float(drain.running)),
+                  "codeward_draining": ("1 while this replica drains (SIGTERM), else 0.", float(drain.draining))}
+        if audit is not None:
+            gauges["codeward_audit_unsent_records"] = (
+                "Audit records waiting for the shared state (Redis) to answer again.", float(audit.unsent))
+        return gauges
+
+    return read
 
 
 async def run_http(server: ServedApp, *, host: str, port: int, token: str | None = None,
