@@ -154,3 +154,40 @@ def test_a_bad_users_file_stops_the_start_with_its_problem(tmp_path: Path, contr
     assert done.returncode != 0
     assert "[users.bob] needs token_sha256 = 64 lowercase hex digits" in done.stderr, done.stderr
     assert not (tmp_path / "audit").exists()
+
+
+@pytest.mark.anyio
+async def test_json_log_lines_and_the_access_log_carry_the_request_id_the_audit_has(tmp_path: Path) -> None:
+    """``[server] log_format = "json"`` and ``access_log = true``: every log line on stderr is one JSON
+    object with a timestamp, level, logger and replica; each HTTP request has an access line (status,
+    user, session, the JSON-RPC method and id) — the tools/call's id is the one its audit records carry —
+    refused and probe requests included."""
+    from tests.process_support import background, free_port, server_stderr
+
+    project = _project(tmp_path, f'[users.bob]\ntoken_sha256 = "{hashlib.sha256(BOB.encode()).hexdigest()}"\n')
+    with (project / "codeward.toml").open("a", encoding="utf-8") as config:
+        config.write('[server]\nlog_format = "json"\naccess_log = true\n')
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    with background([sys.executable, "-m", "codeward", "serve", str(project), "--http", "--port", str(port),
+                     "--token-env", "SERVER_TOKEN"], port, {"SERVER_TOKEN": "operator-token"}, cwd=project,
+                    timeout=60, capture_stderr=True) as proc:
+        async with httpx.AsyncClient(headers={"Authorization": f"Bearer {BOB}"}, timeout=60) as http, \
+                Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
+            assert not (await client.call_tool("read_file", {"path": "notes.txt"})).is_error
+        assert httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                          headers={"Authorization": "Bearer guessed"}, timeout=10).status_code == 401
+        assert httpx.get(url.removesuffix("/mcp") + "/healthz", timeout=10).status_code == 200
+        stderr = server_stderr(proc, limit=1_000_000)
+    lines = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    assert all({"time", "level", "logger", "message", "replica"} <= set(line) for line in lines), lines
+    access = [line for line in lines if line["logger"] == "codeward.access"]
+    (call,) = [line for line in access if line.get("rpc") == "tools/call"]
+    assert call["status"] == 200 and call["user"] == "bob" and call["method"] == "POST" and call["session"], call
+    assert call["time"].endswith("Z") and call["ms"] >= 0 and call["bytes"] > 0
+    assert [(line["path"], line["user"]) for line in access if line["status"] == 401] == [("/mcp", "-")], access
+    assert any(line["path"] == "/healthz" and line["status"] == 200 for line in access), access
+    (log,) = (tmp_path / "audit").glob("audit-127.0.0.1-*.jsonl")
+    records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert {r["request_id"] for r in records if r["tool"] == "read_file"} == {call["request_id"]}, records
+    assert {r["session"] for r in records if r["tool"] == "read_file"} == {call["session"]}

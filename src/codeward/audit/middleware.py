@@ -7,6 +7,7 @@ from pathlib import Path
 
 from codeward.approval.policy import ApprovalRequest, ConfirmCallback
 from codeward.audit.log import AuditLog
+from codeward.audit.log_lines import in_call
 from codeward.kernel.chain import Middleware, ToolCall
 from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.result import ErrorKind
@@ -36,7 +37,8 @@ class Audit(Middleware):
                 "session": getattr(info, "session", None)}
         await self.log.record("started", user=user, tool=call.name, arguments=call.arguments, outcome="running",
                               of=event, **link)
-        outcome = await inner.call(call.name, call.arguments, call.ctx)
+        with in_call(tool=call.name, user=user, **link):
+            outcome = await inner.call(call.name, call.arguments, call.ctx)
         denied = any(e.kind is ErrorKind.PERMISSION and "not approved" in e.message for e in outcome.errors)
         verdict = "denied" if denied else "error" if outcome.is_error else "ok"
         await self.log.record(event, user=user, tool=call.name, arguments=call.arguments, outcome=verdict,

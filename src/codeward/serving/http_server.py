@@ -34,6 +34,7 @@ from codeward.serving.shared_state.backend import StateBackend
 from codeward.serving.shared_state.http import add_approvals, add_state
 from codeward.serving.shared_state.metrics import METRICS, MetricsPublisher
 from codeward.serving.shared_state.resume import APPROVALS, AUDIT
+from codeward.serving.transport.http_access_log import AccessLog, NoteRequest
 from codeward.serving.transport.http_answers import answer_by_need
 from codeward.serving.transport.http_drain import DrainGate
 from codeward.serving.transport.http_endpoint import HttpEndpoint
@@ -69,7 +70,7 @@ def role_needed(method: str, path: str) -> Role:
 def http_app(server: ServedApp, *, host: str = "127.0.0.1", path: str = "/mcp", token: str | None = None,
              allowed_hosts: Sequence[str] = (), state: StateBackend | None = None,
              users: Directory | None = None, audit: AuditLog | None = None, drain: Drain | None = None,
-             connecting: Callable[[], Sequence[str]] = tuple, **options: Any) -> Any:
+             connecting: Callable[[], Sequence[str]] = tuple, access_log: bool = False, **options: Any) -> Any:
     """A Starlette app serving streamable HTTP, with DNS-rebinding protection and optional bearer auth
     (the server's token, and a users file's tokens with their roles); resumable streams and calls in
     flight kept in ``state`` (this process's memory by default); ``/healthz`` and ``/readyz`` for probes.
@@ -94,6 +95,8 @@ def http_app(server: ServedApp, *, host: str = "127.0.0.1", path: str = "/mcp", 
 
         answer_by_need(app, server.lowlevel)
     app.add_middleware(DrainGate, drain=drain)
+    if access_log:
+        app.add_middleware(NoteRequest)
     app.add_middleware(JsonRpcGuardMiddleware)
     add_approvals(app, state, server.services.find(CallMetrics), audit, gauges=_gauges(drain, audit))
     directory = users or Directory(None)
@@ -102,6 +105,8 @@ def http_app(server: ServedApp, *, host: str = "127.0.0.1", path: str = "/mcp", 
         app.add_middleware(UsersMiddleware, users=directory, needs=role_needed)
     # outermost: probes carry no token
     app.add_middleware(HealthEndpoints, drain=drain, state=state, connecting=connecting)
+    if access_log:  # outermost: every request, probes and refusals included
+        app.add_middleware(AccessLog, users=directory)
     return app
 
 
@@ -122,7 +127,8 @@ def _gauges(drain: Drain, audit: AuditLog | None) -> Callable[[], dict[str, tupl
 async def run_http(server: ServedApp, *, host: str, port: int, token: str | None = None,
                    state: StateBackend | None = None, users: Directory | None = None,
                    audit: AuditLog | None = None, http_stack: HttpStack | None = None, drain: Drain | None = None,
-                   connecting: Callable[[], Sequence[str]] = tuple, **options: Any) -> None:
+                   connecting: Callable[[], Sequence[str]] = tuple, access_log: bool = False,
+                   **options: Any) -> None:
     """Serve :func:`http_app` with uvicorn on ``http_stack``'s parser (default: the fast one when
     installed) until SIGTERM or Ctrl-C has drained it (:mod:`codeward.serving.drain`); SIGHUP reloads
     the users file and reopens the audit file. The caller started the event loop, with
@@ -131,10 +137,13 @@ async def run_http(server: ServedApp, *, host: str, port: int, token: str | None
     users = users or Directory(None)
     EventSourceResponse.DEFAULT_PING_INTERVAL = SSE_PING_S  # the SDK makes its streams without a ping argument
     app = http_app(server, host=host, token=token, state=state, users=users, audit=audit, drain=drain,
-                   connecting=connecting, **options)
+                   connecting=connecting, access_log=access_log, **options)
     freeze_startup_heap()
     chosen = http_stack or choose_stack()
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
+    # uvicorn's own lines go through the server's log format (log_config=None: no handlers of its own);
+    # the access log is codeward's (http_access_log), with the user and the JSON-RPC request
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", log_config=None,
+                            access_log=False,
                             timeout_graceful_shutdown=GRACE_AFTER_DRAIN_S, **chosen.uvicorn_options())
     async with server.announcing(), anyio.create_task_group() as group:
         metrics = server.services.find(CallMetrics)
