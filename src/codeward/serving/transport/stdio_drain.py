@@ -29,12 +29,14 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
 
-from codeward.serving.drain import STOPPING, Drain, say
+from codeward.serving.drain import Drain, say
 
 if TYPE_CHECKING:
     from mcp.shared._stream_protocols import ReadStream, WriteStream
 
 STOPPING_CODE = -32000
+STOPPING_STDIO = ("this codeward server is stopping (SIGTERM: draining) and takes no new requests; nothing ran: "
+                  "send the request again once the server is restarted")
 
 
 class _InFlight:
@@ -97,8 +99,7 @@ class DrainingWrite(ObjectSendStream[SessionMessage]):
         """Answer a request sent while the server drains: not run, send it again."""
         await self._stream.send(SessionMessage(JSONRPCError.model_validate({
             "jsonrpc": "2.0", "id": request.id,
-            "error": {"code": STOPPING_CODE, "message": f"{STOPPING}; nothing ran: send the request again "
-                      "once the server is restarted"}})))
+            "error": {"code": STOPPING_CODE, "message": STOPPING_STDIO}})))
 
     async def aclose(self) -> None:
         await self._stream.aclose()
