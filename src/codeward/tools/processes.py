@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
@@ -12,7 +11,13 @@ from pydantic import BaseModel, Field
 from codeward.config.shell import ShellSettings
 from codeward.engines.shell.envfile import load_env_file
 from codeward.engines.shell.processes import MAX_READ_WAIT_S, BoxProcess, process_table_of
-from codeward.engines.shell.runner import MAX_SCRIPT_CHARS, ShellCommand, boxed_command, check_command
+from codeward.engines.shell.runner import (
+    MAX_SCRIPT_CHARS,
+    ShellCommand,
+    boxed_command,
+    check_command,
+    in_client_network,
+)
 from codeward.kernel.catalog import tool
 from codeward.kernel.context import ToolContext
 from codeward.kernel.result import ErrorKind, Result
@@ -104,11 +109,11 @@ def process_start(
         if not boxed.ok or boxed.data is None:
             return boxed.cast(None)
         box, program = boxed.data
-        network = table.network(ctx, make=not program.network)
-        if not network.ok:
-            return network.cast(None)
-        started = box.start_writing(replace(program, shared_network=network.data))
-        return Result(data=started.data, notes=[*boxed.notes, *started.notes], errors=started.errors)
+        joined = in_client_network(ctx, program, make=True)
+        if not joined.ok or joined.data is None:
+            return joined.cast(None)
+        started = box.start_writing(joined.data)
+        return Result(data=started.data, notes=[*boxed.notes, *joined.notes, *started.notes], errors=started.errors)
 
     made = table.start(ctx, name, command, start)  # type: ignore[arg-type]
     if not made.ok or made.data is None:

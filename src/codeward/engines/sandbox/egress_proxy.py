@@ -17,19 +17,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import socket
 import threading
 import time
 from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 import h11
 
+from codeward.config.network import NetworkSettings
 from codeward.engines.net.guard import IPAddress
 from codeward.engines.sandbox.egress_policy import EgressPolicy
+
+if TYPE_CHECKING:
+    from codeward.kernel.context import Services
 
 PROXY_PORT = 3128
 PROXY_URL = f"http://127.0.0.1:{PROXY_PORT}"
@@ -49,6 +54,21 @@ def proxy_environment() -> dict[str, str]:
     env = {name: PROXY_URL for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")}
     env["NO_PROXY"] = env["no_proxy"] = "localhost,127.0.0.1,::1"
     return env
+
+
+def egress_proxy_of(services: Services) -> EgressProxy:
+    """The server's proxy, made on first use with the ``[network]`` lists."""
+    return services.runtimes.get(EgressProxy, lambda: EgressProxy(EgressPolicy.of(services.get(NetworkSettings))))
+
+
+def egress_notes(events: list[EgressEvent]) -> list[str]:
+    """What a run's result says of its connections: each refusal, and how many were allowed."""
+    notes = [event.line() for event in events if not event.allowed]
+    allowed = sorted({f"{event.host}:{event.port}" for event in events if event.allowed})
+    if allowed:
+        notes.append(f"network: {sum(e.allowed for e in events)} connection(s) allowed through the proxy "
+                     f"({', '.join(allowed[:10])}{', ...' if len(allowed) > 10 else ''})")
+    return notes
 
 
 @dataclass(frozen=True)
@@ -154,7 +174,7 @@ class EgressProxy:
                           label: str) -> None:
         try:
             await self._serve_one(reader, writer, log, label)
-        except (OSError, h11.ProtocolError, asyncio.TimeoutError, asyncio.IncompleteReadError):
+        except (TimeoutError, OSError, h11.ProtocolError, asyncio.IncompleteReadError):
             pass
         finally:
             writer.close()
@@ -185,7 +205,7 @@ class EgressProxy:
         try:
             upstream_reader, upstream_writer = await asyncio.wait_for(
                 asyncio.open_connection(str(address), port), CONNECT_TIMEOUT_S)
-        except (OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError) as exc:
             await _answer(writer, client, 502, "Bad Gateway", f"codeward: could not connect to {host}:{port} "
                           f"({address}): {exc or 'timed out'}\n")
             return
@@ -217,7 +237,7 @@ class EgressProxy:
                 found = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
             except OSError as exc:
                 return None, f"{host} could not be resolved ({exc})"
-            addresses = list(dict.fromkeys(_parsed(info[4][0]) for info in found))
+            addresses = list(dict.fromkeys(_parsed(str(info[4][0])) for info in found))
         for address in addresses:
             refusal = self.policy.refuse_address(host, address)
             if refusal is not None:
@@ -226,8 +246,6 @@ class EgressProxy:
 
 
 def _parsed(text: str) -> IPAddress:
-    import ipaddress
-
     return ipaddress.ip_address(text.split("%", 1)[0])
 
 

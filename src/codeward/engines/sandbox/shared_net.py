@@ -21,6 +21,10 @@ import os
 import socket
 import struct
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from codeward.engines.sandbox.egress_proxy import Served
 
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
@@ -34,6 +38,8 @@ class SharedNetwork:
 
     user_fd: int
     net_fd: int
+    egress: Served | None = None
+    """The egress proxy serving ``127.0.0.1:3128`` inside, when the operator allows some domains."""
 
     @classmethod
     def create(cls, run_as: tuple[int, int] | None = None) -> SharedNetwork:
@@ -133,6 +139,9 @@ class SharedNetwork:
         return socket.socket(fileno=fds[0])
 
     def close(self) -> None:
+        if self.egress is not None:
+            self.egress.close()
+            self.egress = None
         for fd in (self.user_fd, self.net_fd):
             with contextlib.suppress(OSError):
                 os.close(fd)

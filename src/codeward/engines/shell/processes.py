@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from codeward.config.network import NetworkSettings
 from codeward.config.shell import ShellSettings
 from codeward.kernel.result import ErrorKind, Result
 
@@ -214,7 +215,10 @@ class ProcessTable:
             from codeward.engines.sandbox.shared_net import SharedNetwork
 
             try:
-                made = self._networks[owner] = SharedNetwork.create(project_owner(ctx.workspace.primary))
+                made = SharedNetwork.create(project_owner(ctx.workspace.primary))
+                if ctx.services.get(NetworkSettings).active:
+                    _serve_egress(ctx, made, owner)
+                self._networks[owner] = made
             except OSError as exc:
                 return Result.fail(ErrorKind.UNAVAILABLE, f"could not make the processes' shared network: {exc}",
                                    "`codeward doctor` checks the sandbox (user and network namespaces).", data=None)
@@ -265,6 +269,17 @@ def _pump(stream: object, process: BoxProcess) -> None:
             process.touched = time.monotonic()
     with contextlib.suppress(OSError):
         stream.close()  # type: ignore[attr-defined]
+
+
+def _serve_egress(ctx: ToolContext, network: SharedNetwork, owner: str) -> None:
+    """Give the namespace its way out: the egress proxy on ``127.0.0.1:3128`` inside (``[network]``)."""
+    from codeward.engines.sandbox.egress_proxy import PROXY_PORT, egress_proxy_of
+
+    try:
+        network.egress = egress_proxy_of(ctx.services).serve(network.listen(PROXY_PORT), owner)
+    except BaseException:
+        network.close()
+        raise
 
 
 def _owner(ctx: ToolContext) -> str | None:
