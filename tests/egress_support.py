@@ -76,5 +76,5 @@ def serve_directory(directory: Path, address: str = "127.0.0.1", port: int = 0) 
 
 
 class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: object) -> None:
         pass

@@ -22,7 +22,7 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
@@ -47,6 +47,7 @@ HOP_BY_HOP = frozenset({b"connection", b"proxy-connection", b"keep-alive", b"pro
                         b"proxy-authenticate", b"te", b"trailer", b"upgrade"})
 logger = logging.getLogger("codeward.network")
 T = TypeVar("T")
+Audit = Callable[["EgressEvent"], None]
 
 
 def proxy_environment() -> dict[str, str]:
@@ -137,13 +138,14 @@ class EgressProxy:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 
-    def serve(self, listener: socket.socket, label: str) -> Served:
-        """Serve connections accepted on ``listener`` (which the caller hands over) as ``label``'s."""
+    def serve(self, listener: socket.socket, label: str, audit: Audit | None = None) -> Served:
+        """Serve connections accepted on ``listener`` (which the caller hands over) as ``label``'s; ``audit``
+        is told every decision (an ``OSError`` it raises is logged, not fatal)."""
         log = EgressLog()
         listener.setblocking(False)
 
         async def start() -> asyncio.base_events.Server:
-            return await asyncio.start_server(lambda r, w: self._connection(r, w, log, label), sock=listener)
+            return await asyncio.start_server(lambda r, w: self._connection(r, w, log, label, audit), sock=listener)
 
         return Served(self, self.call(start()), log)
 
@@ -171,9 +173,9 @@ class EgressProxy:
     # -- one connection --------------------------------------------------------------------
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, log: EgressLog,
-                          label: str) -> None:
+                          label: str, audit: Audit | None) -> None:
         try:
-            await self._serve_one(reader, writer, log, label)
+            await self._serve_one(reader, writer, log, label, audit)
         except (TimeoutError, OSError, h11.ProtocolError, asyncio.IncompleteReadError):
             pass
         finally:
@@ -182,9 +184,15 @@ class EgressProxy:
                 await writer.wait_closed()
 
     async def _serve_one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, log: EgressLog,
-                         label: str) -> None:
+                         label: str, audit: Audit | None) -> None:
         client = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD_BYTES)
-        request = await asyncio.wait_for(_next_event(client, reader), HEAD_TIMEOUT_S)
+        try:
+            request = await asyncio.wait_for(_next_event(client, reader), HEAD_TIMEOUT_S)
+        except h11.RemoteProtocolError as exc:
+            with contextlib.suppress(h11.LocalProtocolError):
+                await _answer(writer, client, 400, "Bad Request", f"codeward: the proxy could not read the "
+                              f"request ({exc}); send CONNECT host:port or an absolute http:// URL.\n")
+            return
         if not isinstance(request, h11.Request):
             return
         method = request.method.decode("ascii", "replace")
@@ -198,7 +206,13 @@ class EgressProxy:
         address, refusal = decided
         event = EgressEvent(time.time(), refusal is None, method, host, port, str(address or ""), refusal or "")
         log.add(event)
-        logger.info("%s [%s]", event.line(), label)
+        logger.log(logging.INFO if event.allowed else logging.WARNING, "%s%s", event.line(),
+                   f" [client {label}]" if label else "")
+        if audit is not None:
+            try:
+                audit(event)
+            except OSError as exc:
+                logger.warning("could not record a network decision: %s", exc)
         if refusal is not None or address is None:
             await _answer(writer, client, 403, f"codeward refused {host}", f"codeward: {refusal}\n")
             return

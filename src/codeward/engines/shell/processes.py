@@ -273,10 +273,16 @@ def _pump(stream: object, process: BoxProcess) -> None:
 
 def _serve_egress(ctx: ToolContext, network: SharedNetwork, owner: str) -> None:
     """Give the namespace its way out: the egress proxy on ``127.0.0.1:3128`` inside (``[network]``)."""
-    from codeward.engines.sandbox.egress_proxy import PROXY_PORT, egress_proxy_of
+    from codeward.engines.sandbox.egress_proxy import PROXY_PORT, EgressEvent, egress_proxy_of
+    from codeward.engines.shell.log import append_network_event
+
+    workspace = ctx.workspace
+
+    def audit(event: EgressEvent) -> None:
+        append_network_event(workspace, owner, event)
 
     try:
-        network.egress = egress_proxy_of(ctx.services).serve(network.listen(PROXY_PORT), owner)
+        network.egress = egress_proxy_of(ctx.services).serve(network.listen(PROXY_PORT), owner, audit)
     except BaseException:
         network.close()
         raise
