@@ -15,7 +15,7 @@ from typing import ClassVar
 
 from pydantic import field_validator
 
-from codeward.config.base import Field, Str, Strings, Table
+from codeward.config.base import ADDITIVE, Field, Str, Strings, Table
 
 _LABELS = re.compile(r"^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*$")
 
@@ -45,7 +45,9 @@ def _is_address(text: str) -> bool:
 
 
 class NetworkSettings(Table):
-    """Which domains sandboxed runs reach through the egress proxy, and which addresses they may resolve to."""
+    """Which domains ``run_shell``, ``run_tests`` and long-running processes (``process_start``) reach through
+    codeward's egress proxy, their only way out (see docs/sandbox.md, "Network by allowlist"); and which
+    addresses those domains may resolve to."""
 
     table_name: ClassVar[str] = "network"
 
@@ -53,7 +55,7 @@ class NetworkSettings(Table):
     """Domains runs may connect to through the proxy: ``"pypi.org"`` exactly, ``"*.pythonhosted.org"`` any
     name under it (not the name itself). Empty: runs have no network. Ignored when a run gets the whole network
     (``[shell] network = true``)."""
-    denied_domains: Strings = ()
+    denied_domains: Strings = Field(default=(), json_schema_extra={ADDITIVE: True})
     """Domains refused even when ``allowed_domains`` matches them (denied wins), with the same wildcards."""
     allowed_addresses: Strings = ()
     """IP addresses or networks (``10.1.2.3``, ``10.0.0.0/8``) an allowed domain may resolve to although they

@@ -56,7 +56,8 @@ class EgressPolicy:
         reason = forbidden_reason(address)
         if reason is None:
             return None
-        return (f"{host} resolves to {address}, a {reason} address: refused before connecting (a name may not "
+        article = "an" if reason[0] in "aeiou" else "a"
+        return (f"{host} resolves to {address}, {article} {reason} address: refused before connecting (a name may not "
                 f"lead into the host or its networks); an operator who means it can list {address} in "
                 f"[network] allowed_addresses in {CONFIG_FILE}")
 
