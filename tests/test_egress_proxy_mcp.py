@@ -7,6 +7,7 @@ refused with the reason and the key to change — before any connection; nothing
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -82,14 +83,15 @@ async def test_allowed_names_go_through_the_proxy_and_nothing_else_leaves(root: 
                 "127.0.0.2": "127.0.0.2 is an IP address: runs reach named hosts only",
                 "10.1.2.3": "10.1.2.3 is an IP address",
             }
+            text = await shell(client, "".join(
+                f"echo {host} $(curl -sS --noproxy '' -o /dev/null -w '%{{http_code}}' http://{host}:{port}/hello.txt)"
+                f" $(curl -sS --noproxy '' -p http://{host}:{port}/hello.txt 2>&1 | grep -c 'response 403');"
+                for host in refused))
             for host, reason in refused.items():
-                text = await shell(client, f"curl -sS --noproxy '' -o /dev/null -w '%{{http_code}}' "
-                                           f"http://{host}:{port}/hello.txt; echo; "
-                                           f"curl -sS --noproxy '' -p http://{host}:{port}/hello.txt")
-                assert text.startswith("STDOUT:\n403"), text
-                assert "hello through the proxy" not in text, text
+                assert f"{host} 403 1" in text, text  # forwarded: 403; tunnelled: curl saw the 403 to its CONNECT
                 assert f"network: REFUSED GET {host}:{port}" in text and reason in text, text
                 assert f"network: REFUSED CONNECT {host}:{port}" in text, text
+            assert "hello through the proxy" not in text, text
             assert len(upstream.connections) == before and rebound.connections == []
 
             # no way around the proxy: direct TCP (the box's loopback is not the host's), UDP, DNS
@@ -119,3 +121,11 @@ async def test_allowed_names_go_through_the_proxy_and_nothing_else_leaves(root: 
             result = await client.call_tool("process_read", {"name": "fetch", "wait_s": 30, "until": "done"})
             data = result.structured_content or {}
             assert "hello through the proxy" in data.get("text", ""), _text(result)
+            assert any(f"network: REFUSED GET unlisted.test:{port}" in note for note in data.get("notes", [])), data
+            await client.call_tool("process_stop", {"name": "fetch"})
+
+    # the audit log: one line per decision, allowed and refused
+    logged = [json.loads(line) for line in (root / ".codeward/logs/network.jsonl").read_text().splitlines()]
+    assert {(e["host"], e["allowed"]) for e in logged} >= {("pkg.test", True), ("files.mirror.test", True),
+                                                             *((host, False) for host in refused)}
+    assert any(e["host"] == "private.test" and "private address" in e["reason"] for e in logged)

@@ -43,6 +43,8 @@ HEAD_TIMEOUT_S = 30.0
 MAX_HEAD_BYTES = 64 * 1024
 CHUNK = 64 * 1024
 KEPT_EVENTS = 1000
+MAX_CONNECTIONS = 256
+"""Connections one namespace may hold open through the proxy at once; more are answered 503."""
 HOP_BY_HOP = frozenset({b"connection", b"proxy-connection", b"keep-alive", b"proxy-authorization",
                         b"proxy-authenticate", b"te", b"trailer", b"upgrade"})
 logger = logging.getLogger("codeward.network")
@@ -97,6 +99,8 @@ class EgressLog:
         self._lock = threading.Lock()
         self._events: list[EgressEvent] = []
         self._dropped = 0
+        self.open_connections = 0
+        """Changed only on the proxy's event loop."""
 
     def add(self, event: EgressEvent) -> None:
         with self._lock:
@@ -174,11 +178,13 @@ class EgressProxy:
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, log: EgressLog,
                           label: str, audit: Audit | None) -> None:
+        log.open_connections += 1
         try:
             await self._serve_one(reader, writer, log, label, audit)
         except (TimeoutError, OSError, h11.ProtocolError, asyncio.IncompleteReadError):
             pass
         finally:
+            log.open_connections -= 1
             writer.close()
             with contextlib.suppress(OSError):
                 await writer.wait_closed()
@@ -202,6 +208,10 @@ class EgressProxy:
                           "absolute http:// URLs; use https:// (CONNECT) or http:// with the proxy variables set.")
             return
         host, port = target
+        if log.open_connections > MAX_CONNECTIONS:
+            await _answer(writer, client, 503, "Too Many Connections", f"codeward: this session already has "
+                          f"{MAX_CONNECTIONS} connections open through the proxy; close some first.\n")
+            return
         decided = await self._decide(host, port)
         address, refusal = decided
         event = EgressEvent(time.time(), refusal is None, method, host, port, str(address or ""), refusal or "")

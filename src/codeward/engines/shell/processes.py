@@ -36,6 +36,7 @@ from codeward.kernel.result import ErrorKind, Result
 
 if TYPE_CHECKING:
     from codeward.engines.contained.project_sandbox import Running
+    from codeward.engines.sandbox.egress_proxy import EgressLog
     from codeward.engines.sandbox.shared_net import SharedNetwork
     from codeward.kernel.context import Services, ToolContext
 
@@ -98,6 +99,19 @@ class BoxProcess:
     touched: float = field(default_factory=time.monotonic)
     ended_by: str = ""
     """Why codeward killed it (its lifetime, idling, its disk), empty when it did not."""
+    egress: EgressLog | None = None
+    """The decisions of the egress proxy in its namespace (``[network]``), read from ``egress_seen`` on."""
+    egress_seen: int = 0
+
+    def network_notes(self) -> list[str]:
+        """The egress proxy's refusals (and a count of what it allowed) in its namespace since the last call."""
+        if self.egress is None:
+            return []
+        from codeward.engines.sandbox.egress_proxy import egress_notes
+
+        events = self.egress.since(self.egress_seen)
+        self.egress_seen += len(events)
+        return egress_notes(events)
     readers: list[threading.Thread] = field(default_factory=list)
 
     @property
