@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -94,24 +95,31 @@ async def test_allowed_names_go_through_the_proxy_and_nothing_else_leaves(root: 
             assert "hello through the proxy" not in text, text
             assert len(upstream.connections) == before and rebound.connections == []
 
-            # no way around the proxy: direct TCP (the box's loopback is not the host's), UDP, DNS
-            probe = (
-                "import socket\n"
-                "def attempt(what, fn):\n"
-                "    try:\n"
-                "        fn(); print(what, 'OPEN')\n"
-                "    except OSError as exc:\n"
-                "        print(what, 'blocked', type(exc).__name__)\n"
-                f"attempt('tcp-loopback', lambda: socket.create_connection(('127.0.0.1', {port}), timeout=3))\n"
-                "attempt('tcp-private', lambda: socket.create_connection(('10.1.2.3', 80), timeout=3))\n"
-                "attempt('udp', lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM)"
-                ".sendto(b'x', ('10.1.2.3', 53)))\n"
-                "attempt('dns', lambda: socket.getaddrinfo('pkg.test', 80))\n")
-            text = await shell(client, f"python3 - <<'EOF'\n{probe}EOF\ncurl -sS --noproxy '*' "
-                                       f"http://pkg.test:{port}/hello.txt")
-            for what in ("tcp-loopback", "tcp-private", "udp", "dns"):
-                assert f"{what} blocked" in text, text
-            assert "OPEN" not in text and "hello through the proxy" not in text, text
+            # no way around the proxy: no route at all, direct TCP and UDP stay in the box's own loopback (the
+            # host's listeners see nothing), no DNS (without resolv.conf a lookup could only ask the box's 127.0.0.1)
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+                udp.bind(("127.0.0.1", 0))
+                udp.setblocking(False)
+                probe = (
+                    "import os, socket\n"
+                    "def attempt(what, fn):\n"
+                    "    try:\n"
+                    "        fn(); print(what, 'OPEN')\n"
+                    "    except OSError as exc:\n"
+                    "        print(what, 'blocked', type(exc).__name__)\n"
+                    "v4, v6 = (open(f'/proc/net/{t}').read().splitlines() for t in ('route', 'ipv6_route'))\n"
+                    "print('routes', len(v4) - 1, 'v6 via', sorted({line.split()[-1] for line in v6}))\n"
+                    f"attempt('tcp-loopback', lambda: socket.create_connection(('127.0.0.1', {port}), timeout=3))\n"
+                    "attempt('dns', lambda: socket.getaddrinfo('pkg.test', 80))\n"
+                    f"socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', {udp.getsockname()!r})\n")
+                text = await shell(client, f"python3 - <<'EOF'\n{probe}EOF\ncurl -sS --noproxy '*' "
+                                           f"http://pkg.test:{port}/hello.txt")
+                assert "routes 0 v6 via ['lo']" in text, text  # no IPv4 route; IPv6 only on loopback
+                for what in ("tcp-loopback", "dns"):
+                    assert f"{what} blocked" in text, text
+                assert "OPEN" not in text and "hello through the proxy" not in text, text
+                with pytest.raises(BlockingIOError):
+                    udp.recv(10)
             assert len(upstream.connections) == before
 
             # a long-running process has the same way out
