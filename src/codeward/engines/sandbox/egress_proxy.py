@@ -128,9 +128,13 @@ class Served:
         self.log = log
 
     def close(self) -> None:
-        self._server.close()
-        with contextlib.suppress(RuntimeError, TimeoutError):
-            self._proxy.call(self._server.wait_closed(), timeout=2)
+        """Stop accepting (the listener closes); connections already open end with their peers."""
+        server = self._server
+
+        async def stop() -> None:
+            server.close()
+
+        self._proxy.call_if_running(stop())
 
 
 class EgressProxy:
@@ -155,6 +159,16 @@ class EgressProxy:
 
     def call(self, coroutine: Coroutine[Any, Any, T], timeout: float = 10.0) -> T:
         return asyncio.run_coroutine_threadsafe(coroutine, self._running_loop()).result(timeout)
+
+    def call_if_running(self, coroutine: Coroutine[Any, Any, None], timeout: float = 2.0) -> None:
+        """Run ``coroutine`` on the loop unless the proxy was closed (then the loop and its sockets are gone)."""
+        with self._lock:
+            loop = self._loop
+        if loop is None:
+            coroutine.close()
+            return
+        with contextlib.suppress(RuntimeError, TimeoutError):
+            asyncio.run_coroutine_threadsafe(coroutine, loop).result(timeout)
 
     def close(self) -> None:
         with self._lock:
