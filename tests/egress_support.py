@@ -5,7 +5,9 @@ show that a refused name never reached it)."""
 from __future__ import annotations
 
 import base64
+import datetime
 import hashlib
+import ssl
 import threading
 import zipfile
 from collections.abc import Iterator
@@ -59,10 +61,40 @@ class _Counting(ThreadingHTTPServer):
         return True
 
 
+def self_signed(name: str, cert_dir: Path, key_dir: Path) -> tuple[Path, Path]:
+    """A certificate for ``name`` (its own issuer, so it is also the CA a client trusts: ``NAME.crt`` in
+    ``cert_dir``) and its key (in ``key_dir``)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
+                   .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
+                   .not_valid_after(now + datetime.timedelta(days=1))
+                   .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+                   .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+                   .sign(key, hashes.SHA256()))
+    cert_path, key_path = cert_dir / f"{name}.crt", key_dir / f"{name}.key"
+    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_path, key_path
+
+
 @contextmanager
-def serve_directory(directory: Path, address: str = "127.0.0.1", port: int = 0) -> Iterator[Served]:
-    """``python -m http.server`` for ``directory`` on ``address``, in a thread."""
+def serve_directory(directory: Path, address: str = "127.0.0.1", port: int = 0,
+                    tls: tuple[Path, Path] | None = None) -> Iterator[Served]:
+    """``python -m http.server`` for ``directory`` on ``address`` (https with ``tls``: certificate, key), in a
+    thread."""
     server = _Counting((address, port), partial(_Quiet, directory=str(directory)))
+    if tls is not None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(*tls)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     served = Served(server.server_address[1])
     server.seen = served.connections
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.egress_support import PACKAGE, VALUE, build_index, serve_directory
+from tests.egress_support import PACKAGE, VALUE, build_index, self_signed, serve_directory
 from tests.sandbox_support import needs_bwrap
 
 pytestmark = [pytest.mark.anyio, needs_bwrap]
@@ -31,6 +31,7 @@ allowed_addresses = ["127.0.0.1"]
 [network.hosts]
 "pkg.test" = "127.0.0.1"
 "files.mirror.test" = "127.0.0.1"
+"secure.mirror.test" = "127.0.0.1"
 "evil.mirror.test" = "127.0.0.1"
 "private.test" = "10.1.2.3"
 "rebind.test" = "127.0.0.2"
@@ -51,7 +52,9 @@ async def test_allowed_names_go_through_the_proxy_and_nothing_else_leaves(root: 
     (root / "codeward.toml").write_text(CONFIG)
     params = StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve", str(root)],
                                    cwd=str(root), env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    with serve_directory(index) as upstream, serve_directory(index, "127.0.0.2") as rebound:
+    cert, key = self_signed("secure.mirror.test", root, tmp_path)  # the box sees the certificate in the project
+    with serve_directory(index) as upstream, serve_directory(index, "127.0.0.2") as rebound, \
+            serve_directory(index, tls=(cert, key)) as secure:
         port = upstream.port
         async with Client(params) as client:
             # allowed: plain http forwarded, and a CONNECT tunnel (what https uses)
@@ -60,12 +63,14 @@ async def test_allowed_names_go_through_the_proxy_and_nothing_else_leaves(root: 
             assert text.count("hello through the proxy") == 2, text
             assert "connection(s) allowed through the proxy" in text, text
 
-            # pip install from the index, through the proxy
+            # https end to end through a CONNECT tunnel (HTTPS_PROXY), and pip install from the index that way
             text = await shell(client, (
-                f"python3 -m pip install -q --no-cache-dir --disable-pip-version-check --target /tmp/t "
-                f"--index-url http://pkg.test:{port}/simple/ --trusted-host pkg.test {PACKAGE} && "
+                f"curl -sS --cacert {cert} https://secure.mirror.test:{secure.port}/hello.txt && "
+                f"python3 -m pip install -q --no-cache-dir --disable-pip-version-check --target /tmp/t --cert {cert} "
+                f"--index-url https://secure.mirror.test:{secure.port}/simple/ {PACKAGE} && "
                 f"python3 -c 'import sys; sys.path.insert(0, \"/tmp/t\"); import {PACKAGE}; print({PACKAGE}.VALUE)'"))
-            assert VALUE in text and "EXIT CODE: 0" in text, text
+            assert "hello through the proxy" in text and VALUE in text and "EXIT CODE: 0" in text, text
+            assert f"CONNECT secure.mirror.test:{secure.port}" not in text  # allowed: counted, not listed
             # ... and a clear failure when the index's host is not allowed
             text = await shell(client, (
                 f"python3 -m pip install --no-cache-dir --disable-pip-version-check --target /tmp/u "
@@ -135,5 +140,6 @@ async def test_allowed_names_go_through_the_proxy_and_nothing_else_leaves(root: 
     # the audit log: one line per decision, allowed and refused
     logged = [json.loads(line) for line in (root / ".codeward/logs/network.jsonl").read_text().splitlines()]
     assert {(e["host"], e["allowed"]) for e in logged} >= {("pkg.test", True), ("files.mirror.test", True),
+                                                             ("secure.mirror.test", True),
                                                              *((host, False) for host in refused)}
     assert any(e["host"] == "private.test" and "private address" in e["reason"] for e in logged)
