@@ -41,7 +41,7 @@ PROXY_URL = f"http://127.0.0.1:{PROXY_PORT}"
 CONNECT_TIMEOUT_S = 10.0
 HEAD_TIMEOUT_S = 30.0
 MAX_HEAD_BYTES = 64 * 1024
-CHUNK = 64 * 1024
+CHUNK = 256 * 1024
 KEPT_EVENTS = 1000
 MAX_CONNECTIONS = 256
 """Connections one namespace may hold open through the proxy at once; more are answered 503."""
@@ -174,6 +174,8 @@ class EgressProxy:
         with self._lock:
             loop, thread, self._loop, self._thread = self._loop, self._thread, None, None
         if loop is not None and thread is not None:
+            with contextlib.suppress(RuntimeError, TimeoutError):
+                asyncio.run_coroutine_threadsafe(_cancel_connections(), loop).result(5)
             loop.call_soon_threadsafe(loop.stop)
             thread.join(timeout=5)
             if not thread.is_alive():
@@ -281,6 +283,14 @@ class EgressProxy:
             if refusal is not None:
                 return address, refusal  # any bad answer refuses the name: no retry on another address
         return (addresses[0], None) if addresses else (None, f"{host} resolved to no address")
+
+
+async def _cancel_connections() -> None:
+    """End every connection still open (the server is stopping)."""
+    others = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    for task in others:
+        task.cancel()
+    await asyncio.gather(*others, return_exceptions=True)
 
 
 def _parsed(text: str) -> IPAddress:
