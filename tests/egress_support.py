@@ -51,10 +51,13 @@ def _digest(data: bytes) -> str:
 class Served:
     port: int
     connections: list[str] = field(default_factory=list)
+    hosts: list[str] = field(default_factory=list)
+    """The ``Host`` header of each request received."""
 
 
 class _Counting(ThreadingHTTPServer):
     seen: list[str]
+    hosts: list[str]
 
     def verify_request(self, request: object, client_address: object) -> bool:
         self.seen.append(str(client_address))
@@ -96,7 +99,7 @@ def serve_directory(directory: Path, address: str = "127.0.0.1", port: int = 0,
         context.load_cert_chain(*tls)
         server.socket = context.wrap_socket(server.socket, server_side=True)
     served = Served(server.server_address[1])
-    server.seen = served.connections
+    server.seen, server.hosts = served.connections, served.hosts
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -108,5 +111,9 @@ def serve_directory(directory: Path, address: str = "127.0.0.1", port: int = 0,
 
 
 class _Quiet(SimpleHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.server.hosts.append(self.headers.get("Host", ""))  # type: ignore[attr-defined]
+        super().do_GET()
+
     def log_message(self, format: str, *args: object) -> None:
         pass

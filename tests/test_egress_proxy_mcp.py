@@ -59,8 +59,10 @@ async def test_allowed_names_go_through_the_proxy_and_nothing_else_leaves(root: 
         async with Client(params) as client:
             # allowed: plain http forwarded, and a CONNECT tunnel (what https uses)
             text = await shell(client, f"curl -sS http://pkg.test:{port}/hello.txt; "
-                                       f"curl -sS -p http://files.mirror.test:{port}/hello.txt")
-            assert text.count("hello through the proxy") == 2, text
+                                       f"curl -sS -p http://files.mirror.test:{port}/hello.txt; "
+                                       f"curl -sS -H 'Host: admin.internal' http://pkg.test:{port}/hello.txt")
+            assert text.count("hello through the proxy") == 3, text
+            assert upstream.hosts.count(f"pkg.test:{port}") == 2 and "admin.internal" not in upstream.hosts
             assert "connection(s) allowed through the proxy" in text, text
 
             # https end to end through a CONNECT tunnel (HTTPS_PROXY), and pip install from the index that way

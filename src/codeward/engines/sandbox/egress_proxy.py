@@ -337,13 +337,15 @@ async def _answer(writer: asyncio.StreamWriter, connection: h11.Connection, stat
 
 async def _forward_request(client: h11.Connection, request: h11.Request, host: str, port: int,
                            reader: asyncio.StreamReader, upstream: asyncio.StreamWriter) -> None:
-    """The request re-framed for the origin (origin-form target, hop-by-hop headers dropped, one request
-    per connection), its body passed through."""
+    """The request re-framed for the origin (origin-form target, the target's ``Host``, hop-by-hop headers
+    dropped, one request per connection), its body passed through."""
     parts = urlsplit(request.target.decode("ascii", "replace"))
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    headers = [(name, value) for name, value in request.headers if name.lower() not in HOP_BY_HOP]
-    if not any(name.lower() == b"host" for name, _ in headers):
-        headers.insert(0, (b"host", (host if port == 80 else f"{host}:{port}").encode()))
+    # RFC 9112 3.2.2: the Host the run sent is replaced by the target's, so a request cannot name one
+    # (allowed) host to the proxy and another to the server behind it.
+    headers = [(name, value) for name, value in request.headers if name.lower() not in HOP_BY_HOP | {b"host"}]
+    authority = f"[{host}]" if ":" in host else host
+    headers.insert(0, (b"host", (authority if port == 80 else f"{authority}:{port}").encode()))
     headers.append((b"connection", b"close"))
     origin = h11.Connection(h11.CLIENT)
     upstream.write(origin.send(h11.Request(method=request.method, target=path.encode(), headers=headers)) or b"")
