@@ -122,7 +122,7 @@ class EgressLog:
 class Served:
     """One namespace's listener being served; :meth:`close` stops it."""
 
-    def __init__(self, proxy: EgressProxy, server: asyncio.base_events.Server, log: EgressLog) -> None:
+    def __init__(self, proxy: EgressProxy, server: asyncio.Server, log: EgressLog) -> None:
         self._proxy = proxy
         self._server = server
         self.log = log
@@ -152,7 +152,7 @@ class EgressProxy:
         log = EgressLog()
         listener.setblocking(False)
 
-        async def start() -> asyncio.base_events.Server:
+        async def start() -> asyncio.Server:
             return await asyncio.start_server(lambda r, w: self._connection(r, w, log, label, audit), sock=listener)
 
         return Served(self, self.call(start()), log)
