@@ -35,6 +35,9 @@ allowed_addresses = ["127.0.0.1"]
 "evil.mirror.test" = "127.0.0.1"
 "private.test" = "10.1.2.3"
 "rebind.test" = "127.0.0.2"
+# refused by name before any lookup; mapped all the same, so that a broken name check could only reach loopback
+"unlisted.test" = "127.0.0.3"
+"index.other.test" = "127.0.0.3"
 """
 
 
