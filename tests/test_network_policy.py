@@ -6,6 +6,10 @@ them through a real server)."""
 from __future__ import annotations
 
 import ipaddress
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +17,7 @@ import pytest
 from codeward.config import ConfigError, load_config
 from codeward.config.network import NetworkSettings
 from codeward.engines.sandbox.egress_policy import EgressPolicy
+from tests.sandbox_support import bwrap_works
 
 
 @pytest.mark.parametrize(("toml", "expected"), [
@@ -62,3 +67,15 @@ def test_the_policy_decides_names_then_addresses() -> None:
         refusal = policy.refuse_address("pypi.org", ipaddress.ip_address(address)) or ""
         assert f"pypi.org resolves to {ipaddress.ip_address(address)}, a {kind} address" in refusal, refusal
         assert "[network] allowed_addresses" in refusal
+
+
+def test_doctor_says_what_the_network_allows(tmp_path: Path) -> None:
+    (tmp_path / "codeward.toml").write_text('[network]\nallowed_domains = ["pypi.org", "*.pythonhosted.org"]\n')
+    done = subprocess.run([sys.executable, "-m", "codeward", "doctor", "--json"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "none")})
+    checks = {check["name"]: check for check in json.loads(done.stdout)["checks"]}
+    egress = checks["egress proxy ([network] allowed_domains)"]
+    assert egress["ok"] is bwrap_works(), egress  # it makes a namespace and listens in it, as a client's first run
+    if egress["ok"]:
+        assert egress["detail"] == ("run_shell, run_tests and processes reach pypi.org, *.pythonhosted.org through "
+                                    "the proxy; nothing else")
