@@ -7,7 +7,8 @@
 With ``--token`` every HTTP request must carry ``Authorization: Bearer SECRET``; anything
 else gets ``401 {"error": "unauthorized"}`` — a body that is not JSON-RPC, like the servers
 the gateway seed describes. ``PEER_DESCRIPTION`` in the environment changes one tool's
-description (to test pinning).
+description (to test pinning); with ``PEER_CALL_LOG`` each ``echo`` and ``slow`` appends a line to that
+file as it runs (its text, ``slow <seconds>``), so a test counts how often a call ran.
 """
 
 from __future__ import annotations
@@ -31,7 +32,14 @@ calls = {"count": 0}
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))
 def echo(text: str) -> str:
     """Return the text unchanged."""
+    _ran(text)
     return text
+
+
+def _ran(line: str) -> None:
+    if os.environ.get("PEER_CALL_LOG"):
+        with open(os.environ["PEER_CALL_LOG"], "a", encoding="utf-8") as runs:
+            runs.write(line + "\n")
 
 
 @server.tool(description=os.environ.get("PEER_DESCRIPTION", "Report the process id of this server."),
@@ -55,6 +63,14 @@ def count() -> str:
 
 
 @server.tool()
+def write_file(path: str, text: str) -> str:
+    """Write TEXT to the file at PATH (a call that takes effect: the team tests kill a replica mid-write)."""
+    with open(path, "w", encoding="utf-8") as file:
+        file.write(text)
+    return f"wrote {path}"
+
+
+@server.tool()
 def fail(reason: str = "it broke") -> str:
     """Fail as a tool: the result carries isError."""
     raise ValueError(reason)
@@ -71,6 +87,7 @@ async def slow(seconds: float) -> str:
     """Sleep, then answer."""
     import anyio
 
+    _ran(f"slow {seconds}")
     await anyio.sleep(seconds)
     return f"slept {seconds}"
 

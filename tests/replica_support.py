@@ -4,10 +4,12 @@ codeward gateway replicas behind them (each in its own process group, so a test 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -63,6 +65,80 @@ def redis_server(directory: Path, port: int | None = None) -> Iterator[int]:
         stop(proc)
 
 
+@contextmanager
+def redis_sentinel(directory: Path, master: str = "codeward") -> Iterator[dict[str, Any]]:
+    """A Redis master, one replica of it and a Redis Sentinel (Debian's redis-sentinel) watching them, on
+    loopback, failing over one second after the master stops answering: ``master`` and ``replica``
+    (the processes by port), ``sentinel`` (its port), ``name``."""
+    import redis
+
+    ports = {"master": free_port(), "replica": free_port(), "sentinel": free_port()}
+    processes: dict[int, subprocess.Popen[bytes]] = {}
+    try:
+        for role in ("master", "replica"):
+            folder = directory / f"redis-{role}"
+            folder.mkdir()
+            extra = ["--replicaof", "127.0.0.1", str(ports["master"])] if role == "replica" else []
+            processes[ports[role]] = start(
+                [_program("redis-server"), "--port", str(ports[role]), "--bind", "127.0.0.1", "--save", "",
+                 "--appendonly", "no", "--dir", str(folder), *extra], ports[role])
+        config = directory / "sentinel.conf"  # Sentinel rewrites its file as it learns: a copy of its own
+        config.write_text(f"port {ports['sentinel']}\nbind 127.0.0.1\ndir {directory}\n"
+                          f"sentinel monitor {master} 127.0.0.1 {ports['master']} 1\n"
+                          f"sentinel down-after-milliseconds {master} 1000\n"
+                          f"sentinel failover-timeout {master} 10000\n", encoding="utf-8")
+        processes[ports["sentinel"]] = start([_program("redis-sentinel"), str(config)], ports["sentinel"])
+        sentinel = redis.Redis(port=ports["sentinel"], decode_responses=True)
+        deadline = time.monotonic() + 30
+        while not any(r.get("master-link-status") == "ok" for r in sentinel.sentinel_slaves(master)):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the Sentinel saw no replica within 30s: {sentinel.sentinel_slaves(master)}")
+            time.sleep(0.1)
+        yield {"name": master, "sentinel": ports["sentinel"], "processes": processes,
+               "master": ports["master"], "replica": ports["replica"]}
+    finally:
+        for proc in processes.values():
+            stop(proc)
+
+
+def sentinel_master(sentinel_port: int, name: str = "codeward") -> int | None:
+    """The port of the master the Sentinel names now (None while it knows no master that answers)."""
+    from redis.sentinel import MasterNotFoundError, Sentinel
+
+    try:
+        _, port = Sentinel([("127.0.0.1", sentinel_port)]).discover_master(name)  # type: ignore[no-untyped-call]
+    except MasterNotFoundError:
+        return None
+    return int(port)
+
+
+def haproxy_config(directory: Path, port: int, replicas: Sequence[int]) -> Path:
+    """deploy/haproxy.cfg with the given replica ports and its listening port."""
+    template = (Path(__file__).resolve().parent.parent / "deploy" / "haproxy.cfg").read_text(encoding="utf-8")
+    lines = template.splitlines(keepends=True)
+    models = [line for line in lines if "# REPLICAS " in line]
+    servers = "".join(line.replace("# REPLICAS ", "").replace("PORT", str(p)) for line in models for p in replicas)
+    text = "".join(servers if line == models[0] else line for line in lines
+                   if line not in models[1:] and not line.lstrip().startswith("server "))
+    text = text.replace("bind 127.0.0.1:8700", f"bind 127.0.0.1:{port}")
+    path = directory / "haproxy.cfg"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@contextmanager
+def haproxy(directory: Path, replicas: Sequence[int]) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+    """HAProxy balancing across ``replicas`` with deploy/haproxy.cfg, on a free loopback port: the port and
+    the process (its stderr says when a replica goes down or up)."""
+    port = free_port()
+    config = haproxy_config(directory, port, replicas)
+    proc = start([_program("haproxy"), "-db", "-f", str(config)], port, capture_stderr=True)
+    try:
+        yield port, proc
+    finally:
+        stop(proc)
+
+
 def nginx_config(directory: Path, port: int, replicas: Sequence[int]) -> Path:
     """deploy/nginx.conf's load-balancing section around the given replica ports, runnable unprivileged."""
     template = (Path(__file__).resolve().parent.parent / "deploy" / "nginx.conf").read_text(encoding="utf-8")
@@ -92,22 +168,25 @@ def nginx(directory: Path, replicas: Sequence[int]) -> Iterator[int]:
         stop(proc)
 
 
-def gateway_config(directory: Path, redis_port: int, extra: str = "", mcp: str = "") -> Path:
+def gateway_config(directory: Path, redis_port: int, extra: str = "", mcp: str = "", state: str = "",
+                   auto_approve: Sequence[str] = ("peer__steps", "peer__echo", "peer__write_file")) -> Path:
     """A replica's codeward.toml: the team's users (:data:`USERS`), the audit, Redis state, the peer server
-    (``extra``: more of its table; ``mcp``: more of ``[mcp]``)."""
+    (``extra``: more of its table; ``mcp``: more of ``[mcp]``; ``state``: the ``[state]`` lines naming
+    Redis, instead of ``redis_port``)."""
     users_file(directory / "users.toml")
     path = directory / "codeward.toml"
+    state = state or f'url = "redis://127.0.0.1:{redis_port}/0"'
     path.write_text(f"""
 [audit]
 users_file = "users.toml"
 log_dir = "audit"
 
 [state]
-url = "redis://127.0.0.1:{redis_port}/0"
+{state}
 lease = 2
 
 [mcp]
-auto_approve = ["peer__steps", "peer__echo"]
+auto_approve = {json.dumps(list(auto_approve))}
 {mcp}
 
 [mcp.servers.peer]

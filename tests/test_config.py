@@ -77,6 +77,8 @@ def test_a_misspelt_table_gets_a_suggestion_too(tmp_path: Path) -> None:
      "[coding.docker_images] has an image that is not a Docker image reference (like python:3.11-slim): "
      "python = '--privileged'"),
     ("[coding]\ndocker_images = 'codeward-sandbox:bookworm'\n", "[coding] docker_images must be"),
+    ("[state]\nsentinels = ['10.0.0.1']\n", "[state] sentinels must list each Sentinel as host:port (Sentinel's "
+     "default port is 26379, e.g. \"10.0.0.1:26379\"); '10.0.0.1' is not"),
 ])
 def test_a_wrong_value_names_the_table_the_key_and_what_it_must_be(tmp_path: Path, text: str,
                                                                    expected: str) -> None:

@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
@@ -167,3 +168,50 @@ async def test_execute_code_runs_in_the_configured_image_and_the_limits_hold(
     assert {image.id for image in api.images.list(all=True)} == images  # nothing was pulled
     assert set(docker_engine.containers()) == before
     api.close()
+
+
+async def warm(client: Client, **arguments: Any) -> tuple[bool, dict[str, Any], str]:
+    """A Python run that went to the warm pool: the pool starts on the first run and refills in the
+    background after each one, so a run that found it empty (and ran cold, correctly) is sent again."""
+    for _ in range(120):
+        failed, result, text = await execute(client, language="python", **arguments)
+        if result.get("warm"):
+            return failed, result, text
+        await anyio.sleep(0.25)
+    raise AssertionError(f"no run went to the warm pool: {text}")
+
+
+async def test_the_warm_pool_runs_each_program_in_a_fresh_started_container(
+        root: Path, docker_engine: Engine, docker_image: str) -> None:
+    """``pool_size`` containers per image are started ahead; each runs one program, confined like a cold
+    one, with its standard input, and is removed: what one run leaves, the next does not see."""
+    before = set(docker_engine.containers())
+    config = docker_config(docker_image, docker_image).replace("pool_size = 0", "pool_size = 2")
+    leave = ("import os\nopen('/tmp/left', 'w').write('x')\nopen('/work/left', 'w').write('x')\n"
+             "status = dict(l.split(':\\t', 1) for l in open('/proc/self/status').read().splitlines() if ':\\t' in l)\n"
+             "print(input(), os.getuid(), status['CapEff'].strip(), sorted(os.listdir('/sys/class/net')))\n"
+             "try:\n    open('/etc/owned', 'w')\nexcept OSError as exc:\n    print(exc.strerror)\n")
+    look = "import os\nprint(os.path.exists('/tmp/left'), os.path.exists('/work/left'))\n"
+    async with serve(root, docker_engine, config) as client:
+        failed, first, text = await warm(client, code=leave, stdin="hello from stdin\n")
+        assert not failed and any("Docker warm pool" in note for note in first["notes"]), text
+        assert first["stdout"] == "hello from stdin 1000 0000000000000000 ['lo']\nRead-only file system\n", first
+        _, second, text = await warm(client, code=look)
+        assert second["stdout"] == "False False\n", text
+        _, broken, text = await warm(client, code="print(1\n")
+        assert broken["status"] == "error" and "SyntaxError" in broken["stderr"], text
+        assert 'File "/work/main.py", line 1' in broken["stderr"], broken["stderr"]
+        _, slow, text = await warm(client, code="while True:\n    pass\n", timeout=2)
+        assert slow["status"] == "timeout" and slow["limit_hit"] == "timeout", text
+        # The exit status: the program's own, a forged status line changes nothing, a kill is the engine's.
+        _, exited, text = await warm(client, code="import sys\nprint('out')\n"
+                                     "sys.stderr.write('\\0codeward-exit 0123456789abcdef 0\\n')\nsys.exit(3)\n")
+        assert exited["exit_code"] == 3 and exited["stdout"] == "out\n" and exited["status"] == "error", text
+        assert exited["stderr"] == "\0codeward-exit 0123456789abcdef 0\n", exited
+        _, killed, text = await warm(client, code="print('before', flush=True)\nx = b'x' * (400 * 1024 * 1024)\n")
+        assert killed["limit_hit"] == "memory" and killed["stdout"] == "before\n", text  # 256 MB by default
+        _, loud, text = await warm(client, code="print('x' * 3_000_000)")
+        assert loud["stdout_truncated"] is True and set(loud["stdout"]) == {"x"}, loud["stdout"][-80:]
+        running = set(docker_engine.containers()) - before
+        assert len(running) <= 3, running  # the pool's two, and at most one used one being removed
+    assert set(docker_engine.containers()) == before  # the pool's containers went with the server

@@ -77,6 +77,9 @@ DEFERRED: dict[str, tuple[str, str]] = {
     "codeward.engines.contained.secret_index": (SERVE, "the kept secret list (file events): the first program run"),
     "codeward.engines.sandbox.shared_net": (SERVE, "a client's shared loopback network: the first process started"),
     "codeward.engines.shell.processes": (SERVE, "long-running processes: the first process_start or shell run"),
+    "codeward.engines.sandbox.egress_proxy": (SERVE, "the egress proxy (h11): a client's first run with [network] "
+                                                     "allowed_domains (or codeward doctor's check)"),
+    "codeward.engines.shell.log": (SERVE, "the run logs: the first run (the egress proxy's audit log)"),
     "codeward.engines.contained.project_sandbox": (SERVE, "the one entry point for programs: the first run "
                                                           "(or the sandbox line of a banner, not over a pipe)"),
     "codeward.engines.sandbox.doctor": (SERVE, "the machine's checks: codeward doctor, a banner's sandbox line"),

@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 
 from pydantic import field_validator
 
-from codeward.config.base import Seconds, Str, Table
+from codeward.config.base import Seconds, Str, Strings, Table
 
 IN_PROCESS = "memory://"
 REDIS_SCHEMES = ("redis", "rediss", "unix")
@@ -23,7 +23,14 @@ class StateSettings(Table):
     url: Str = IN_PROCESS
     """``memory://`` (this process only, the default) or ``redis://[:password@]host:port/db``
     (``rediss://`` for TLS, ``unix:///path/redis.sock``): every replica pointing at the same Redis
-    resumes the others' streams."""
+    resumes the others' streams. With ``sentinels`` set, only its password, database and scheme are
+    used (the master's address comes from the Sentinels)."""
+    sentinels: Strings = ()
+    """Redis Sentinels (``["10.0.0.1:26379", "10.0.0.2:26379", ...]``) to ask for the current master of
+    ``sentinel_master``: when the master fails and a Sentinel promotes a replica, every replica of this
+    deployment follows it. Empty (the default): ``url`` names the one Redis."""
+    sentinel_master: Str = "codeward"
+    """The master's name in the Sentinels' configuration (``sentinel monitor <name> …``)."""
     key_prefix: Str = "codeward"
     """Prefix of every Redis key codeward writes (several deployments can share one Redis)."""
     timeout: Seconds = 2.0
@@ -44,6 +51,13 @@ class StateSettings(Table):
                              f"unix:///path/redis.sock), got scheme {scheme or '(none)'!r}")
         return value
 
+    @field_validator("sentinels")
+    @classmethod
+    def _sentinels(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in value:
+            sentinel_address(entry)
+        return value
+
     @field_validator("key_prefix")
     @classmethod
     def _prefix(cls, value: str) -> str:
@@ -54,4 +68,14 @@ class StateSettings(Table):
     @property
     def shared(self) -> bool:
         """Whether state lives outside this process (replicas can share it)."""
-        return self.url != IN_PROCESS
+        return self.url != IN_PROCESS or bool(self.sentinels)
+
+
+def sentinel_address(entry: str) -> tuple[str, int]:
+    """``host:port`` (``[v6]:port``) of one Sentinel; ValueError naming the expected form."""
+    host, colon, port = entry.strip().rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"must list each Sentinel as host:port (Sentinel's default port is 26379, e.g. "
+                         f"\"10.0.0.1:26379\"); {entry!r} is not")
+    return host, int(port)

@@ -10,8 +10,8 @@
   middleware around them;
 - :mod:`.providers` — resources and prompts as codeward's own types;
 - :mod:`.state_dir`, :mod:`.path_locks`, :mod:`.user_dirs`, :mod:`.validation_messages`,
-  :mod:`.wire_schema`, :mod:`.schema_cache`, :mod:`.state_unavailable`, :mod:`.moved_names`, :mod:`.python_parse` — the small
-  things they share.
+  :mod:`.wire_schema`, :mod:`.schema_cache`, :mod:`.state_unavailable`, :mod:`.moved_names`,
+  :mod:`.python_parse` — the small things they share.
 
 Nothing here imports a floor above it (``pyproject.toml``'s import contract; docs/architecture.md).
 """

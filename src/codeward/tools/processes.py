@@ -4,15 +4,21 @@
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
 from codeward.config.shell import ShellSettings
+from codeward.engines.sandbox.egress_proxy import EgressLog
 from codeward.engines.shell.envfile import load_env_file
 from codeward.engines.shell.processes import MAX_READ_WAIT_S, BoxProcess, process_table_of
-from codeward.engines.shell.runner import MAX_SCRIPT_CHARS, ShellCommand, boxed_command, check_command
+from codeward.engines.shell.runner import (
+    MAX_SCRIPT_CHARS,
+    ShellCommand,
+    boxed_command,
+    check_command,
+    in_client_network,
+)
 from codeward.kernel.catalog import tool
 from codeward.kernel.context import ToolContext
 from codeward.kernel.result import ErrorKind, Result
@@ -97,6 +103,8 @@ def process_start(
         return checked.cast(None)  # type: ignore[arg-type]
     shell_command = ShellCommand(command, shell, settings.process_lifetime_s)
     table = process_table_of(ctx.services)
+    egress: list[EgressLog] = []  # the namespace's egress decisions, when the operator allows some domains
+    marks: list[int] = []
 
     def start() -> Result[object]:
         env_file = load_env_file(ctx.workspace)
@@ -106,15 +114,20 @@ def process_start(
         if not boxed.ok or boxed.data is None:
             return boxed.cast(None)
         box, program = boxed.data
-        network = table.network(ctx, make=not program.network)
-        if not network.ok:
-            return network.cast(None)
-        started = box.start_writing(replace(program, shared_network=network.data))
-        return Result(data=started.data, notes=[*boxed.notes, *started.notes], errors=started.errors)
+        joined = in_client_network(ctx, program, make=True)
+        if not joined.ok or joined.data is None:
+            return joined.cast(None)
+        shared = joined.data.shared_network
+        egress[:] = [shared.egress.log] if shared is not None and shared.egress is not None else []
+        marks[:] = [egress[0].mark()] if egress else []
+        started = box.start_writing(joined.data)
+        return Result(data=started.data, notes=[*boxed.notes, *joined.notes, *started.notes], errors=started.errors)
 
     made = table.start(ctx, name, command, start)  # type: ignore[arg-type]
     if not made.ok or made.data is None:
         return made.cast(None)  # type: ignore[arg-type]
+    if egress:
+        made.data.egress, made.data.egress_seen = egress[0], marks[0]
     return Result.success(_output(made.data, 0, 0, [*made.notes, *made.data.started.notes]))
 
 
@@ -149,7 +162,7 @@ def process_read(
             waiting = waiting + 1 if process.started.waits_for_input() else 0
             if waiting >= 2:  # seen twice in a row: it waits for input, nothing more will come without it
                 break
-    return Result.success(_output(process, since, max_bytes))
+    return Result.success(_output(process, since, max_bytes, process.network_notes()))
 
 
 @tool(toolset="shell", read_only=False, title="Write to a process's input",
@@ -209,4 +222,4 @@ def process_stop(ctx: ToolContext, name: NameArg) -> Result[ProcessOutput]:
         return found.cast(None)  # type: ignore[arg-type]
     process = found.data
     notes = table.stop(ctx, process)
-    return Result.success(_output(process, max(0, process.output.end - 4000), 4000, notes))
+    return Result.success(_output(process, max(0, process.output.end - 4000), 4000, [*notes, *process.network_notes()]))

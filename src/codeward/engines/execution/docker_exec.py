@@ -20,6 +20,7 @@ from codeward.engines.sandbox import Bind, SandboxRequest, Status
 from codeward.engines.sandbox.bwrap import PRIVATE_WORKDIR
 
 if TYPE_CHECKING:
+    from codeward.engines.execution.docker_pool import DockerWarmPool
     from codeward.engines.sandbox.docker import ContainerResult
 
 COMPILE_FAILED = 97
@@ -73,3 +74,17 @@ def run_code_in_docker(
         result.status = Status.ERROR
         result.error_message = "compilation failed; the compiler's messages are in stderr"
     return outcome
+
+
+def warm_python_request(stdin: str, timeout_s: float, memory_mb: int | None = None) -> SandboxRequest:
+    """A Python run for the Docker warm pool: the program comes on standard input, nothing is bound."""
+    from codeward.engines.execution.docker_pool import boot_argv
+
+    spec = BY_NAME["python"]
+    return SandboxRequest(argv=boot_argv(), stdin=stdin, timeout_s=timeout_s, memory_mb=memory_mb or spec.memory_mb,
+                          max_processes=spec.max_processes)
+
+
+def run_python_warm(pool: DockerWarmPool, code: str, stdin: str, timeout_s: float) -> ContainerResult | None:
+    """``code`` in one of the pool's started containers; None when none is ready (the caller runs it cold)."""
+    return pool.run(code, warm_python_request(stdin, timeout_s))

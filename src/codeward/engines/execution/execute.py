@@ -93,7 +93,8 @@ def execute(
     except SandboxRefused as refused:
         return Execution.setup_error(language, f"{refused} {refused.hint}")
     if not hasattr(sandbox, "start"):  # Docker: the toolchain is the image's, not this machine's
-        return _execute_in_docker(sandbox, docker_image(runtime.settings, language), language, code, stdin, limits)
+        return _execute_in_docker(runtime, sandbox, docker_image(runtime.settings, language), language, code, stdin,
+                                  limits)
     toolchain = runtime.toolchain(language)
     if not toolchain.available:
         return Execution.setup_error(language, f"{language} is not available on this machine: {toolchain.reason}")
@@ -115,12 +116,21 @@ def execute(
     return _compile_and_run(runtime, spec, toolchain, code, request, observer, notes)
 
 
-def _execute_in_docker(sandbox: Any, image: str, language: str, code: str, stdin: str, limits: Limits) -> Execution:
-    """One run in the Docker backend (compile and run in the language's image)."""
-    from codeward.engines.execution.docker_exec import run_code_in_docker
+def _execute_in_docker(runtime: CodingRuntime, sandbox: Any, image: str, language: str, code: str, stdin: str,
+                       limits: Limits) -> Execution:
+    """One run in the Docker backend: Python with the default limits in a started container of the warm
+    pool when one is ready, anything else compiled and run in a fresh container of the language's image."""
+    from codeward.engines.execution.docker_exec import run_code_in_docker, run_python_warm
 
-    outcome = run_code_in_docker(sandbox, language, code, stdin, image=image, network=limits.network,
-                                 timeout_s=limits.timeout_s, memory_mb=limits.memory_mb)
+    pool = runtime.docker_pool(sandbox, image) if language == "python" and limits.memory_mb is None \
+        and not limits.network else None
+    outcome = run_python_warm(pool, code, stdin, limits.timeout_s) if pool is not None else None
+    warm = outcome is not None
+    where = f"ran in a started container of the Docker warm pool (image {image}), removed after this run"
+    if outcome is None:
+        outcome = run_code_in_docker(sandbox, language, code, stdin, image=image, network=limits.network,
+                                     timeout_s=limits.timeout_s, memory_mb=limits.memory_mb)
+        where = f"ran in a throw-away container of the Docker image {image}"
     result: SandboxResult = outcome.result
     return Execution(
         language=language, status=result.status, stdout=result.stdout, stderr=result.stderr,
@@ -128,7 +138,7 @@ def _execute_in_docker(sandbox: Any, image: str, language: str, code: str, stdin
         backend=result.backend, isolated=result.isolated, stdout_truncated=result.stdout_truncated,
         stderr_truncated=result.stderr_truncated, peak_memory_mb=result.peak_memory_mb,
         limit_hit=result.limit_hit.value if result.limit_hit else None,
-        notes=[f"ran in a throw-away container of the Docker image {image}", *result.notes],
+        notes=[where, *result.notes], warm=warm,
         limits=list(result.limits), unenforced_limits=list(result.unenforced_limits),
     )
 

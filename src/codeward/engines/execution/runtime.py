@@ -24,6 +24,8 @@ from codeward.engines.sandbox.process import NOT_ISOLATED_NOTE
 from codeward.engines.sandbox.runner import StartableSandbox
 
 if TYPE_CHECKING:
+    from codeward.engines.execution.docker_pool import DockerWarmPool
+    from codeward.engines.sandbox.docker import DockerSandbox
     from codeward.kernel.context import Services
 
 NO_MODEL = ("no model is configured: name a [model.profiles] profile in [coding] profile (or [model] default), "
@@ -44,6 +46,7 @@ class CodingRuntime:
         self._toolchains: dict[str, Toolchain] | None = None
         self._single: dict[str, Toolchain] = {}
         self._pool: WarmPool | None = None
+        self._docker_pools: dict[str, DockerWarmPool] = {}
         self._sessions: SessionStore | None = None
 
     def sandbox(self) -> Sandbox:
@@ -101,6 +104,24 @@ class CodingRuntime:
         pool.start()
         return pool
 
+    def docker_pool(self, sandbox: DockerSandbox, image: str) -> DockerWarmPool | None:
+        """The Docker warm pool of ``image`` for Python runs with the default limits (started on first use),
+        or None with ``pool_size = 0``."""
+        if self.settings.pool_size < 1:
+            return None
+        from codeward.engines.execution.docker_exec import warm_python_request
+        from codeward.engines.execution.docker_pool import DockerWarmPool, PoolShape
+
+        with self._lock:
+            pool = self._docker_pools.get(image)
+            if pool is None:
+                template = warm_python_request("", 30.0)
+                pool = DockerWarmPool(sandbox, PoolShape.of(image, template), template, self.settings.pool_size)
+                self._docker_pools[image] = pool
+                weakref.finalize(self, pool.close)
+        pool.start()
+        return pool
+
     def sessions(self) -> SessionStore | None:
         startable = self.startable()
         if startable is None:
@@ -121,8 +142,11 @@ class CodingRuntime:
 
     def close(self) -> None:
         with self._lock:
-            pool, sessions = self._pool, self._sessions
+            pool, sessions, docker_pools = self._pool, self._sessions, list(self._docker_pools.values())
             self._pool = self._sessions = None
+            self._docker_pools = {}
+        for docker_pool in docker_pools:
+            docker_pool.close()
         if pool is not None:
             pool.close()
         if sessions is not None:

@@ -98,6 +98,21 @@ class DockerSandbox:
     def run_container(
         self, request: SandboxRequest, image: str, cpu_limit: float = 1.0, memory_limit: str | None = None,
     ) -> ContainerResult:
+        started = time.monotonic()
+        created = self.create(request, image, cpu_limit, memory_limit, stdin=bool(request.stdin_bytes()))
+        if isinstance(created, ContainerResult):
+            return created
+        try:
+            self._start(created, request.stdin_bytes())
+            return self.collect(created, request, started, memory_limit)
+        finally:
+            with contextlib.suppress(Exception):
+                created.remove(force=True)
+
+    def create(self, request: SandboxRequest, image: str, cpu_limit: float = 1.0, memory_limit: str | None = None,
+               *, stdin: bool = False) -> Any:
+        """A created (not started) container for ``request``, or a :class:`ContainerResult` saying why the
+        engine would not make one. With ``stdin`` its standard input is open until the attached writer closes it."""
         import docker.errors  # type: ignore[import-untyped]
         from docker.types import Ulimit  # type: ignore[import-untyped]
 
@@ -113,7 +128,7 @@ class DockerSandbox:
         # exec: compiled programs run from it.
         scratch_mb = min(request.scratch_mb, self.scratch_cap_mb or request.scratch_mb)
         scratch = f"size={scratch_mb}m,uid={SANDBOX_UID},gid={SANDBOX_UID},mode=1777"
-        memory = memory_limit or (f"{request.memory_mb}m" if request.memory_mb else None)
+        memory = _memory(request, memory_limit)
         ulimits = [Ulimit(name="core", soft=0, hard=0)]
         if request.open_files:
             ulimits.append(Ulimit(name="nofile", soft=request.open_files, hard=request.open_files))
@@ -133,43 +148,40 @@ class DockerSandbox:
         # program reads end-of-file instead of waiting forever.
         options: dict[str, Any] = {
             "command": list(request.argv), "environment": dict(env), "working_dir": request.workdir or PRIVATE_WORKDIR,
-            "stdin_open": bool(request.stdin_bytes()), "host_config": host_config,
+            "stdin_open": stdin, "host_config": host_config,
             "user": f"{SANDBOX_UID}:{SANDBOX_UID}" if not request.rw_binds else None,
         }
-        started = time.monotonic()
         try:
             created = api.create_container(image, **options)
-            container = self.client.containers.get(created["Id"])
+            return self.client.containers.get(created["Id"])
         except docker.errors.ImageNotFound:
             return ContainerResult(SandboxResult.setup_error(missing_image(image), self.name, True))
         except docker.errors.APIError as exc:
             return ContainerResult(SandboxResult.setup_error(
                 f"the Docker engine refused to create the container: {exc.explanation or exc}", self.name, True))
-        try:
-            outcome = self._drive(container, request, started)
-            outcome.result.limits = container_limits(request, memory)
-            if request.network:
-                outcome.result.notes.append(BRIDGE_WARNING)
-            return outcome
-        finally:
-            with contextlib.suppress(Exception):
-                container.remove(force=True)
+
+    @staticmethod
+    def _start(container: Any, stdin: bytes) -> None:
+        if not stdin:
+            container.start()
+            return
+        raw = attach_stdin(container)
+        container.start()
+        send_stdin(raw, stdin)
+
+    def collect(self, container: Any, request: SandboxRequest, started: float,
+                memory_limit: str | None = None) -> ContainerResult:
+        """Wait for a started container's program (up to the request's timeout, then kill it) and read
+        its result; the container is left for the caller to remove."""
+        outcome = self._drive(container, request, started)
+        outcome.result.limits = container_limits(request, _memory(request, memory_limit))
+        if request.network:
+            outcome.result.notes.append(BRIDGE_WARNING)
+        return outcome
 
     def _drive(self, container: Any, request: SandboxRequest, started: float) -> ContainerResult:
         import requests.exceptions
 
-        stdin = request.stdin_bytes()
-        if stdin:
-            sock = container.attach_socket(params={"stdin": 1, "stream": 1})
-            raw = getattr(sock, "_sock", sock)
-            container.start()
-            with contextlib.suppress(OSError):
-                raw.sendall(stdin)
-                raw.shutdown(1)
-            with contextlib.suppress(OSError):
-                raw.close()
-        else:
-            container.start()
         timed_out = False
         try:
             status = container.wait(timeout=request.timeout_s)
@@ -184,26 +196,53 @@ class DockerSandbox:
         oom = bool(container.attrs.get("State", {}).get("OOMKilled"))
         stdout = container.logs(stdout=True, stderr=False) or b""
         stderr = container.logs(stdout=False, stderr=True) or b""
-        cap = request.max_output_bytes
-        result = SandboxResult(
-            status=Status.SUCCESS if code == 0 and not timed_out else Status.ERROR,
-            exit_code=code if code < 128 or code > 128 + 64 else -(code - 128),
-            stdout=stdout[:cap].decode("utf-8", "replace"), stderr=stderr[:cap].decode("utf-8", "replace"),
-            duration_s=round(time.monotonic() - started, 4), backend=self.name, isolated=True,
-            stdout_truncated=len(stdout) > cap, stderr_truncated=len(stderr) > cap,
-            peak_memory_mb=usage.get("memory_peak_mb"),
-        )
-        if timed_out:
-            result.status, result.limit_hit = Status.TIMEOUT, Limit.TIMEOUT
-            result.error_message = f"timed out after {request.timeout_s:g} s; the container was killed."
-        elif oom:
-            result.limit_hit = Limit.MEMORY
-            result.error_message = "killed: out of memory (the container's memory limit). Use less memory."
-        elif result.exit_code is not None and result.exit_code < 0:
-            result.error_message = f"the program was killed by {signal_name(-result.exit_code)}"
-        elif code != 0:
-            result.error_message = f"the program exited with status {code}"
+        result = container_result(request, started, code, stdout, stderr, timed_out=timed_out, oom=oom,
+                                  peak_memory_mb=usage.get("memory_peak_mb"))
         return ContainerResult(result, str(container.id)[:12], usage)
+
+
+def container_result(request: SandboxRequest, started: float, code: int, stdout: bytes, stderr: bytes, *,
+                     timed_out: bool = False, oom: bool = False, peak_memory_mb: float | None = None) -> SandboxResult:
+    """A container run's result from its exit status (a signal as 128+N) and output, capped as the request says."""
+    cap = request.max_output_bytes
+    result = SandboxResult(
+        status=Status.SUCCESS if code == 0 and not timed_out else Status.ERROR,
+        exit_code=code if code < 128 or code > 128 + 64 else -(code - 128),
+        stdout=stdout[:cap].decode("utf-8", "replace"), stderr=stderr[:cap].decode("utf-8", "replace"),
+        duration_s=round(time.monotonic() - started, 4), backend=DockerSandbox.name, isolated=True,
+        stdout_truncated=len(stdout) > cap, stderr_truncated=len(stderr) > cap, peak_memory_mb=peak_memory_mb,
+    )
+    if timed_out:
+        result.status, result.limit_hit = Status.TIMEOUT, Limit.TIMEOUT
+        result.error_message = f"timed out after {request.timeout_s:g} s; the container was killed."
+    elif oom:
+        result.limit_hit = Limit.MEMORY
+        result.error_message = "killed: out of memory (the container's memory limit). Use less memory."
+    elif result.exit_code is not None and result.exit_code < 0:
+        result.error_message = f"the program was killed by {signal_name(-result.exit_code)}"
+    elif code != 0:
+        result.error_message = f"the program exited with status {code}"
+    return result
+
+
+def _memory(request: SandboxRequest, memory_limit: str | None) -> str | None:
+    return memory_limit or (f"{request.memory_mb}m" if request.memory_mb else None)
+
+
+def attach_stdin(container: Any, output: bool = False) -> Any:
+    """The raw socket writing a created container's standard input (attach before start: nothing is lost);
+    with ``output`` it also reads its standard output and error, multiplexed in Docker's frames."""
+    sock = container.attach_socket(params={"stdin": 1, "stream": 1, **({"stdout": 1, "stderr": 1} if output else {})})
+    return getattr(sock, "_sock", sock)
+
+
+def send_stdin(raw: Any, data: bytes) -> None:
+    """Write ``data`` to a container's standard input and close it (the program reads end-of-file)."""
+    with contextlib.suppress(OSError):
+        raw.sendall(data)
+        raw.shutdown(1)
+    with contextlib.suppress(OSError):
+        raw.close()
 
 
 def missing_image(image: str) -> str:

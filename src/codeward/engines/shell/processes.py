@@ -36,12 +36,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from codeward.config.network import NetworkSettings
 from codeward.config.shell import ShellSettings
 from codeward.engines.sandbox.outcome import normalize_exit
 from codeward.kernel.result import ErrorKind, Result
 
 if TYPE_CHECKING:
     from codeward.engines.contained.project_sandbox import Running
+    from codeward.engines.sandbox.egress_proxy import EgressLog
     from codeward.engines.sandbox.shared_net import SharedNetwork
     from codeward.kernel.context import Services, ToolContext
 
@@ -104,6 +106,19 @@ class BoxProcess:
     touched: float = field(default_factory=time.monotonic)
     ended_by: str = ""
     """Why codeward killed it (its lifetime, idling, its disk), empty when it did not."""
+    egress: EgressLog | None = None
+    """The decisions of the egress proxy in its namespace (``[network]``), read from ``egress_seen`` on."""
+    egress_seen: int = 0
+
+    def network_notes(self) -> list[str]:
+        """The egress proxy's refusals (and a count of what it allowed) in its namespace since the last call."""
+        if self.egress is None:
+            return []
+        from codeward.engines.sandbox.egress_proxy import egress_notes
+
+        events = self.egress.since(self.egress_seen)
+        self.egress_seen += len(events)
+        return egress_notes(events)
     readers: list[threading.Thread] = field(default_factory=list)
 
     @property
@@ -233,7 +248,10 @@ class ProcessTable:
             from codeward.engines.sandbox.shared_net import SharedNetwork
 
             try:
-                made = self._networks[owner] = SharedNetwork.create(project_owner(ctx.workspace.primary))
+                made = SharedNetwork.create(project_owner(ctx.workspace.primary))
+                if ctx.services.get(NetworkSettings).active:
+                    _serve_egress(ctx, made, owner)
+                self._networks[owner] = made
             except OSError as exc:
                 return Result.fail(ErrorKind.UNAVAILABLE, f"could not make the processes' shared network: {exc}",
                                    "`codeward doctor` checks the sandbox (user and network namespaces).", data=None)
@@ -285,6 +303,23 @@ def _pump(stream: object, process: BoxProcess) -> None:
             process.touched = time.monotonic()
     with contextlib.suppress(OSError):
         stream.close()  # type: ignore[attr-defined]
+
+
+def _serve_egress(ctx: ToolContext, network: SharedNetwork, owner: str) -> None:
+    """Give the namespace its way out: the egress proxy on ``127.0.0.1:3128`` inside (``[network]``)."""
+    from codeward.engines.sandbox.egress_proxy import PROXY_PORT, EgressEvent, egress_proxy_of
+    from codeward.engines.shell.log import append_network_event
+
+    workspace = ctx.workspace
+
+    def audit(event: EgressEvent) -> None:
+        append_network_event(workspace, owner, event)
+
+    try:
+        network.egress = egress_proxy_of(ctx.services).serve(network.listen(PROXY_PORT), owner, audit)
+    except BaseException:
+        network.close()
+        raise
 
 
 def _owner(ctx: ToolContext) -> str | None:

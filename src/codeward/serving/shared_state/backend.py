@@ -89,8 +89,10 @@ class StateBackend(Protocol):
         """The ``initialize`` request that opened a session (on any replica), or None."""
         ...
 
-    async def begin_call(self, record: CallRecord) -> None:
-        """Record a call in flight on this replica (its lease starts now)."""
+    async def begin_call(self, record: CallRecord) -> str | None:
+        """Record a call in flight on this replica (its lease starts now); None once recorded. If the same
+        request of the same session is already recorded (a balancer sent it twice), nothing changes and
+        the answer is the replica that recorded it: the request is not to run again."""
         ...
 
     async def end_call(self, session_id: str, stream_id: str) -> None:
@@ -98,7 +100,8 @@ class StateBackend(Protocol):
         ...
 
     async def renew_leases(self) -> None:
-        """Extend the lease of every call this replica runs (called periodically)."""
+        """Extend the lease of every call this replica runs, and its heartbeat (called every second: the
+        approvals a replica holds are reaped once its heartbeat is older than a lease)."""
         ...
 
     async def call_record(self, session_id: str, stream_id: str) -> CallRecord | None:
@@ -130,7 +133,12 @@ class StateBackend(Protocol):
         ...
 
     async def withdraw_approval(self, approval_id: str) -> None:
-        """Take a pending approval back (its replica is stopping): no longer listed, answering it is unknown."""
+        """Take a pending approval back (its replica is stopping): no longer listed, answering it is ``gone``."""
+        ...
+
+    async def approval_gone(self, approval_id: str) -> dict[str, Any] | None:
+        """An approval taken back because its replica stopped (``{"gone": "stopped"}``) or died without
+        one (``"died"``: no heartbeat for a lease), with what it was; None if no such approval."""
         ...
 
     async def audit(self, record: Mapping[str, Any]) -> None:

@@ -7,7 +7,10 @@ entry id is the SSE event id; trimmed to the newest entries, expiring an hour af
 take the session up); ``call:<session>:<stream>`` the JSON-RPC request of a call in flight; ``lease:<session>:<stream>``
 the replica running it, expiring unless renewed; ``approval:<id>``, the set ``approvals`` and
 ``approval-answer:<id>`` pending approvals and their answers, announced on the pub/sub channel
-``approval-answers:<id>``; ``audit`` a stream of every replica's audit records; ``pins`` and
+``approval-answers:<id>``; ``replica:<replica>`` a replica's heartbeat (expiring a lease after its last
+renewal: the approvals of a replica without one are reaped, ``approval-gone:<id>`` keeping why for a day);
+``audit`` a stream of every replica's audit records (``audit-sent:<id>`` the ids it has, a day, so a
+record sent again after a timeout is not stored twice); ``pins`` and
 ``pins-version`` the gateway's tool pins (:mod:`codeward.serving.shared_state.redis_pins`); ``metrics`` a hash
 replica → its call figures (:mod:`codeward.serving.shared_state.metrics`), kept a day after the last write.
 Every Redis error becomes
@@ -16,6 +19,7 @@ Every Redis error becomes
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -23,7 +27,6 @@ import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from mcp.server.streamable_http import EventCallback, EventId, EventMessage, StreamId
 from mcp_types import JSONRPCError, JSONRPCMessage, JSONRPCResponse, jsonrpc_message_adapter
@@ -33,6 +36,7 @@ from redis.exceptions import RedisError
 from codeward.config.state import StateSettings
 from codeward.kernel.state_unavailable import StateUnavailable
 from codeward.serving.shared_state.backend import CallRecord, EventLog, StoredEvent
+from codeward.serving.shared_state.redis_client import open_redis
 from codeward.serving.shared_state.redis_pins import RedisPins
 
 log = logging.getLogger(__name__)
@@ -43,16 +47,22 @@ CALL_TTL_S = 86400
 SESSION_TTL_S = 86400
 MAX_AUDIT = 100_000
 METRICS_TTL_S = 86400
-
-
-def public_url(url: str) -> str:
-    """The URL without its password, for messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username + ':***@' if parts.username else ':***@'}{host}{f':{parts.port}' if parts.port else ''}"
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+BEGIN_CALL = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then
+  redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4])
+  return false
+end
+return redis.call('GET', KEYS[1])
+"""
+"""Record a call and its lease unless the same request is recorded already (then: that record)."""
+AUDIT_SENT_TTL_S = 86400
+AUDIT_ONCE = """
+if redis.call('SET', KEYS[2], '1', 'NX', 'EX', ARGV[3]) then
+  return redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', 'r', ARGV[1])
+end
+return false
+"""
+"""Add an audit record to the stream once per record id (``audit-sent:<id>`` remembers it a day)."""
 
 
 class RedisState:
@@ -62,13 +72,10 @@ class RedisState:
 
     def __init__(self, settings: StateSettings) -> None:
         self.replica = uuid.uuid4().hex[:12]
-        self.where = public_url(settings.url)
+        self._redis, self.where, self._check = open_redis(settings)
         self._prefix = settings.key_prefix
         self._timeout = settings.timeout
         self._lease_ms = int(settings.lease * 1000)
-        self._redis: aioredis.Redis = aioredis.from_url(  # type: ignore[no-untyped-call]
-            settings.url, decode_responses=True, socket_timeout=settings.timeout,
-            socket_connect_timeout=settings.timeout, retry_on_timeout=False, health_check_interval=0)
         self._mine: set[tuple[str, str]] = set()
 
     def key(self, *parts: str) -> str:
@@ -80,7 +87,7 @@ class RedisState:
         try:
             yield self._redis
         except (RedisError, OSError) as error:
-            raise StateUnavailable(self.where, error) from error
+            raise StateUnavailable(self.where, error, self._check) from error
 
     def events(self, session_id: str) -> EventLog:
         return _RedisEvents(self, session_id)
@@ -100,13 +107,19 @@ class RedisState:
                 await redis.expire(self.key("session", session_id), SESSION_TTL_S)
         return dict(json.loads(raw)) if raw is not None else None
 
-    async def begin_call(self, record: CallRecord) -> None:
-        async with self._calling() as redis, redis.pipeline(transaction=True) as pipe:
-            pipe.set(self.key("call", record.session_id, record.stream_id),
-                     json.dumps({"request": record.request, "owner": record.owner}), ex=CALL_TTL_S)
-            pipe.set(self.key("lease", record.session_id, record.stream_id), self.replica, px=self._lease_ms)
-            await pipe.execute()
+    async def begin_call(self, record: CallRecord) -> str | None:
+        # One script: of two replicas handed the same request (a balancer's retry after a timeout while
+        # the first replica hung), exactly one records it, with its lease, and runs it.
+        async with self._calling() as redis:
+            existing = await redis.eval(  # type: ignore[misc]
+                BEGIN_CALL, 2, self.key("call", record.session_id, record.stream_id),
+                self.key("lease", record.session_id, record.stream_id),
+                json.dumps({"request": record.request, "owner": record.owner}), str(CALL_TTL_S), self.replica,
+                str(self._lease_ms))
+        if existing is not None:
+            return str(json.loads(existing).get("owner") or "another replica")
         self._mine.add((record.session_id, record.stream_id))
+        return None
 
     async def end_call(self, session_id: str, stream_id: str) -> None:
         self._mine.discard((session_id, stream_id))
@@ -114,9 +127,8 @@ class RedisState:
             await redis.delete(self.key("call", session_id, stream_id), self.key("lease", session_id, stream_id))
 
     async def renew_leases(self) -> None:
-        if not self._mine:
-            return
         async with self._calling() as redis, redis.pipeline(transaction=False) as pipe:
+            pipe.set(self.key("replica", self.replica), "alive", px=self._lease_ms)
             for session_id, stream_id in self._mine:
                 pipe.set(self.key("lease", session_id, stream_id), self.replica, px=self._lease_ms)
             await pipe.execute()
@@ -142,6 +154,7 @@ class RedisState:
 
     async def open_approval(self, approval_id: str, data: dict[str, Any]) -> None:
         async with self._calling() as redis, redis.pipeline(transaction=True) as pipe:
+            pipe.set(self.key("replica", self.replica), "alive", px=self._lease_ms)
             pipe.set(self.key("approval", approval_id), json.dumps(data), ex=CALL_TTL_S)
             pipe.sadd(self.key("approvals"), approval_id)
             await pipe.execute()
@@ -153,7 +166,21 @@ class RedisState:
             gone = [i for i, text in zip(ids, raw, strict=True) if text is None]
             if gone:
                 await redis.srem(self.key("approvals"), *gone)  # type: ignore[misc]
-        return sorted((json.loads(text) for text in raw if text is not None), key=lambda d: d.get("opened", 0))
+            pending = [json.loads(text) for text in raw if text is not None]
+            holders = sorted({str(data.get("replica")) for data in pending})
+            alive = dict(zip(holders, await redis.mget([self.key("replica", r) for r in holders]), strict=True)) \
+                if holders else {}
+        orphans = [data for data in pending if alive.get(str(data.get("replica"))) is None]
+        for data in orphans:
+            await self._reap(data)
+        return sorted((data for data in pending if data not in orphans), key=lambda d: d.get("opened", 0))
+
+    async def _reap(self, data: dict[str, Any]) -> None:
+        """Withdraw an approval whose replica has no heartbeat (killed, or cut off from Redis longer than a
+        lease): its call cannot run any more, so nobody may approve it."""
+        approval_id = str(data.get("id"))
+        log.warning("approval %s of replica %s reaped: the replica is gone", approval_id, data.get("replica"))
+        await self._withdraw(approval_id, {**data, "gone": "died"})
 
     async def answer_approval(self, approval_id: str, approved: bool, by: str) -> bool | None:
         answer = json.dumps({"approved": approved, "by": by})
@@ -167,15 +194,32 @@ class RedisState:
         return True
 
     async def wait_approval(self, approval_id: str) -> dict[str, Any]:
+        # A Redis that goes away while a call waits (a restart, a Sentinel failover) does not end the wait:
+        # the answer is kept under its key, so the wait subscribes again and finds it once Redis is back.
+        # The caller's own deadline bounds the whole wait.
+        warned = False
+        while True:
+            try:
+                return await self._wait_answer(approval_id)
+            except StateUnavailable as error:
+                if not warned:
+                    log.warning("%s; approval %s keeps waiting until Redis answers again", error, approval_id)
+                    warned = True
+                await asyncio.sleep(min(1.0, self._timeout / 2))
+
+    async def _wait_answer(self, approval_id: str) -> dict[str, Any]:
         channel = self.key("approval-answers", approval_id)
         async with self._calling() as redis:
             pubsub = redis.pubsub()
             try:
                 await pubsub.subscribe(channel)
                 while True:
-                    known = await redis.get(self.key("approval-answer", approval_id))
+                    known, gone = await redis.mget([self.key("approval-answer", approval_id),
+                                                     self.key("approval-gone", approval_id)])
                     if known is not None:
                         return dict(json.loads(known))
+                    if gone is not None:  # reaped while this replica did not renew (stopped, cut off)
+                        return {"approved": False, "by": "nobody", "gone": json.loads(gone).get("gone", "died")}
                     message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=self._timeout / 2)
                     if message is not None:
                         return dict(json.loads(message["data"]))
@@ -184,14 +228,30 @@ class RedisState:
                     await pubsub.aclose()  # type: ignore[no-untyped-call]
 
     async def withdraw_approval(self, approval_id: str) -> None:
+        async with self._calling() as redis:
+            raw = await redis.get(self.key("approval", approval_id))
+        await self._withdraw(approval_id, {**(json.loads(raw) if raw else {"id": approval_id}), "gone": "stopped"})
+
+    async def _withdraw(self, approval_id: str, tombstone: dict[str, Any]) -> None:
         async with self._calling() as redis, redis.pipeline(transaction=True) as pipe:
             pipe.delete(self.key("approval", approval_id))
             pipe.srem(self.key("approvals"), approval_id)
+            pipe.set(self.key("approval-gone", approval_id), json.dumps(tombstone), ex=CALL_TTL_S)
             await pipe.execute()
 
-    async def audit(self, record: Mapping[str, Any]) -> None:
+    async def approval_gone(self, approval_id: str) -> dict[str, Any] | None:
         async with self._calling() as redis:
-            await redis.xadd(self.key("audit"), {"r": json.dumps(dict(record))}, maxlen=MAX_AUDIT, approximate=True)
+            raw = await redis.get(self.key("approval-gone", approval_id))
+        return dict(json.loads(raw)) if raw else None
+
+    async def audit(self, record: Mapping[str, Any]) -> None:
+        """Add the record to the stream unless a record with its ``id`` was added in the last day (a resend
+        after a send that timed out once Redis had it): one script, so the check and the add are one step."""
+        record_id = str(record.get("id") or uuid.uuid4().hex)
+        async with self._calling() as redis:
+            await redis.eval(AUDIT_ONCE, 2, self.key("audit"),  # type: ignore[misc]
+                             self.key("audit-sent", record_id), json.dumps(dict(record)), str(MAX_AUDIT),
+                             str(AUDIT_SENT_TTL_S))
 
     async def recent_audit(self, count: int) -> list[dict[str, Any]]:
         async with self._calling() as redis:

@@ -81,9 +81,13 @@ class SharedStateMiddleware:
         if scope["method"] == "POST":
             body, receive = await _buffered(receive)
             message = _parse(body)
-            problem = await self._record(message, session)
-            if problem is not None:
-                await _json_error(send, 503, problem, message.get("id") if message else None)
+            try:
+                running_on = await self._record(message, session)
+            except StateUnavailable as error:
+                await _json_error(send, 503, str(error), message.get("id") if message else None)
+                return
+            if running_on is not None and session and message is not None:
+                await self._answer_twice_sent(session, str(message["id"]), running_on, receive, send)
                 return
             if message is not None and message.get("method") == "initialize" and not session:
                 opening = message
@@ -131,17 +135,23 @@ class SharedStateMiddleware:
                 log.warning("%s", error)
 
     async def _record(self, message: dict[str, Any] | None, session: str | None) -> str | None:
-        """Record a call in flight (or just check the backend answers); the error text if it does not."""
+        """Record a call in flight (or just check the backend answers). The replica already running the
+        same request of the same session, if any (it was sent twice); raises StateUnavailable."""
         if message is None or "id" not in message or "method" not in message:
             return None
-        try:
-            if session and message["method"] == "tools/call":
-                await self.state.begin_call(CallRecord(session, str(message["id"]), message, self.state.replica))
-            else:
-                await self.state.check()
-        except StateUnavailable as error:
-            return str(error)
+        if session and message["method"] == "tools/call":
+            return await self.state.begin_call(CallRecord(session, str(message["id"]), message, self.state.replica))
+        await self.state.check()
         return None
+
+    async def _answer_twice_sent(self, session: str, stream: str, running_on: str, receive: Receive,
+                                 send: Send) -> None:
+        """A request this session already sent is running (a balancer retried it here after a timeout, while
+        the replica it first went to hung but lives): it is not run again — this response carries that
+        run's events and answer, from the shared log (taken over as any call if its replica dies)."""
+        log.warning("request %s of session %s was sent twice (a balancer's retry?): it runs on replica %s; "
+                    "relaying that run's answer instead of running it again", stream[:64], session[:64], running_on)
+        await self._stream(session, stream, "0-0", receive, send)
 
     async def _resume(self, session: str, last_event: str, receive: Receive, send: Send) -> None:
         events = self.state.events(session)
@@ -154,13 +164,18 @@ class SharedStateMiddleware:
             await _json_error(send, 404, f"event {last_event!r} of session {session[:64]!r} is not in codeward's "
                               "shared state (never stored, or expired); send the request again", None)
             return
+        await self._stream(session, stream, last_event, receive, send)
+
+    async def _stream(self, session: str, stream: str, cursor: str, receive: Receive, send: Send) -> None:
+        """An event stream of one call's events stored after ``cursor``, until its answer."""
+        events = self.state.events(session)
         await send({"type": "http.response.start", "status": 200, "headers": [
             (b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache, no-transform"),
             (b"x-accel-buffering", b"no"), (b"mcp-session-id", session.encode())]})
         async with anyio.create_task_group() as group:
             group.start_soon(_cancel_on_disconnect, receive, group)
             try:
-                await self._tail(events, session, stream, last_event, send)
+                await self._tail(events, session, stream, cursor, send)
             except StateUnavailable as error:
                 log.warning("%s", error)  # the client reconnects and resumes once Redis is back
             group.cancel_scope.cancel()
@@ -259,7 +274,7 @@ class ApprovalsEndpoint:
                 await _json(send, 400, {"error": "bad answer",
                                         "message": 'send {"approved": true} or {"approved": false} as JSON'})
                 return
-            from codeward.serving.shared_state.approvals import OwnCall, answer_pending
+            from codeward.serving.shared_state.approvals import Gone, OwnCall, answer_pending
 
             by = str(scope.get(USER_KEY) or f"replica {self.state.replica}")  # the user whose token answered
             decided = await answer_pending(self.state, approval_id, answer["approved"], by, self.audit)
@@ -268,6 +283,9 @@ class ApprovalsEndpoint:
             return
         except OwnCall as error:
             await _json(send, 403, {"error": "own call", "message": str(error)})
+            return
+        except Gone as error:
+            await _json(send, 410, {"error": "gone", "message": str(error)})
             return
         if decided is None:
             await _json(send, 404, {"error": "unknown approval", "message": f"no pending approval {approval_id!r} "
