@@ -195,7 +195,7 @@ def process_write(
 
 
 @tool(toolset="shell", read_only=False, title="Apply a running process's file changes",
-      examples=[{"name": "watcher"}])
+      examples=[{"name": "repl"}])
 def process_apply(ctx: ToolContext, name: NameArg) -> Result[ProcessOutput]:
     """Apply a running process's file changes so far (checked as run_shell's)."""
     found = process_table_of(ctx.services).find(ctx, name)
