@@ -252,7 +252,8 @@ async def test_a_killed_replicas_approval_and_calls_and_the_audit_through_a_redi
             while written["ok"] < 30:
                 await anyio.sleep(0.05)
         kill(b)  # SIGKILL to the replica and its upstream: a crash
-        # The dead replica's approval: gone from the list within a lease ([state] lease = 2 s here).
+        # The dead replica's approval: gone from the list within two leases ([state] lease = 2 s here): its
+        # heartbeat expires, then stays missing for a further lease.
         with anyio.fail_after(20):
             while any(a["id"] == held["id"] for a in (await carol.get(f"http://127.0.0.1:{port_a}/approvals"))
                       .json()["approvals"]):

@@ -8,7 +8,8 @@ take the session up); ``call:<session>:<stream>`` the JSON-RPC request of a call
 the replica running it, expiring unless renewed; ``approval:<id>``, the set ``approvals`` and
 ``approval-answer:<id>`` pending approvals and their answers, announced on the pub/sub channel
 ``approval-answers:<id>``; ``replica:<replica>`` a replica's heartbeat (expiring a lease after its last
-renewal: the approvals of a replica without one are reaped, ``approval-gone:<id>`` keeping why for a day);
+renewal: the approvals of a replica without one for a further lease — ``suspect:<replica>`` says since
+when — are reaped, ``approval-gone:<id>`` keeping why for a day);
 ``audit`` a stream of every replica's audit records (``audit-sent:<id>`` the ids it has, a day, so a
 record sent again after a timeout is not stored twice); ``pins`` and
 ``pins-version`` the gateway's tool pins (:mod:`codeward.serving.shared_state.redis_pins`); ``metrics`` a hash
@@ -63,6 +64,19 @@ end
 return false
 """
 """Add an audit record to the stream once per record id (``audit-sent:<id>`` remembers it a day)."""
+MISSING_FOR_A_LEASE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local first = redis.call('GET', KEYS[1])
+if not first then
+  redis.call('SET', KEYS[1], now, 'PX', 3 * tonumber(ARGV[1]))
+  return 0
+end
+if now - tonumber(first) >= tonumber(ARGV[1]) then return 1 end
+return 0
+"""
+"""1 once a replica's heartbeat has been seen missing for a whole lease (``suspect:<replica>`` holds, in
+Redis's own clock, when it was first seen missing); 0 the first time and until then."""
 
 
 class RedisState:
@@ -170,10 +184,25 @@ class RedisState:
             holders = sorted({str(data.get("replica")) for data in pending})
             alive = dict(zip(holders, await redis.mget([self.key("replica", r) for r in holders]), strict=True)) \
                 if holders else {}
-        orphans = [data for data in pending if alive.get(str(data.get("replica"))) is None]
+            dead = await self._dead_replicas(redis, [r for r in holders if alive[r] is None],
+                                             [r for r in holders if alive[r] is not None])
+        orphans = [data for data in pending if str(data.get("replica")) in dead]
         for data in orphans:
             await self._reap(data)
         return sorted((data for data in pending if data not in orphans), key=lambda d: d.get("opened", 0))
+
+    async def _dead_replicas(self, redis: aioredis.Redis, missing: list[str], present: list[str]) -> set[str]:
+        """Of the replicas whose heartbeat is missing now, those seen missing for a whole lease: after Redis
+        itself was away (a restart, a Sentinel failover) every heartbeat is missing until its replica renews
+        it (within a second), and a live replica's held call must not be reaped for Redis's absence."""
+        if present:
+            await redis.delete(*(self.key("suspect", r) for r in present))
+        dead = set()
+        for replica in missing:
+            if await redis.eval(MISSING_FOR_A_LEASE, 1, self.key("suspect", replica),  # type: ignore[misc]
+                                str(self._lease_ms)):
+                dead.add(replica)
+        return dead
 
     async def _reap(self, data: dict[str, Any]) -> None:
         """Withdraw an approval whose replica has no heartbeat (killed, or cut off from Redis longer than a
