@@ -119,7 +119,7 @@ def execute(ctx: ToolContext, command: ShellCommand, settings: ShellSettings,
         return joined.cast(None)
     egress = joined.data.shared_network.egress if joined.data.shared_network is not None else None
     mark = egress.log.mark() if egress is not None else 0
-    ran = box.run(joined.data)
+    ran = box.run(replace(joined.data, warm=settings.warm_box))
     if not ran.ok or ran.data is None:
         return ran.cast(None)
     run = ran.data
