@@ -3,13 +3,18 @@ official Python client over stdio to ``codeward serve``, in a one-file git repos
 N-file one (default 18,000 files in 600 folders, committed), against a bare
 ``bwrap --unshare-all ... echo hi`` measured in the same run.
 
-Rows (p50 of ``--runs`` calls each, taken in turns so a busy machine slows all of them alike):
+Rows (p50 of ``--runs`` calls each, taken in turns — the order rotating every round — so a busy
+machine slows all of them alike, and the box a server prepares after its call does not always
+overlap the same next row):
 
 - ``bare bwrap``: ``bwrap --unshare-all --die-with-parent --ro-bind /usr /usr`` (with ``/bin``,
   ``/lib``... links) ``echo hi`` as a plain subprocess (the baseline);
 - ``run_shell 1 file`` / ``run_shell N files``: ``run_shell(script="echo hi")`` — the whole round
-  trip a client sees (JSON-RPC, the server, the secret list, the git checks, the overlay, the
-  write-back of an empty upper layer).
+  trip a client sees (JSON-RPC, the server, the secret list, the git checks, the box prepared
+  ahead after the previous run, the write-back of an empty upper layer);
+- ``run_shell 1 file, no box ahead``: the same with ``[shell] warm_box = false`` (each run builds
+  its box: the fork, namespaces, tmpfs and overlay mounts, bwrap's set-up) — what the box
+  prepared ahead saves.
 
 Between timed calls the bench pauses ``--gap`` seconds (untimed), as a model's think time would,
 so work a server does in the background after a call is not counted in it (and the machine is not
@@ -56,7 +61,7 @@ def bare(argv: list[str]) -> None:
 
 def git(root: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(root), "-c", "user.name=bench", "-c", "user.email=bench@example.invalid",
-                    *args], check=True, capture_output=True)
+                    "-c", "gc.auto=0", *args], check=True, capture_output=True)  # no gc left running behind
 
 
 def make_project(root: Path, files: int) -> None:
@@ -95,37 +100,42 @@ def shell_call(client: Client) -> Callable[[], Awaitable[None]]:
 
 
 async def measure(runs: int, files: int, gap: float) -> None:
-    with tempfile.TemporaryDirectory(prefix="codeward-flat-bench-") as folder:
-        small, large = Path(folder) / "small", Path(folder) / "large"
+    with tempfile.TemporaryDirectory(prefix="codeward-flat-bench-", ignore_cleanup_errors=True) as folder:
+        small, large, cold = Path(folder) / "small", Path(folder) / "large", Path(folder) / "cold"
         make_project(small, 1)
+        make_project(cold, 1)
+        (cold / "codeward.toml").write_text("[shell]\nwarm_box = false\n")
         started = time.perf_counter()
         make_project(large, files)
         print(f"made a {files:,}-file repository in {time.perf_counter() - started:.1f} s")
         argv = bare_argv()
         async with AsyncExitStack() as stack:
             clients = {"run_shell 1 file": await open_client(stack, small),
-                       f"run_shell {files:,} files": await open_client(stack, large)}
+                       f"run_shell {files:,} files": await open_client(stack, large),
+                       "run_shell 1 file, no box ahead": await open_client(stack, cold)}
             calls = {name: shell_call(client) for name, client in clients.items()}
             for call in calls.values():  # warm: first-call imports, the first secret scan
                 await call()
                 await call()
-            times: dict[str, list[float]] = {"bare bwrap": [], **{name: [] for name in calls}}
-            for _ in range(runs):
-                await anyio.sleep(gap)
-                started = time.perf_counter()
+            async def bare_call() -> None:
                 bare(argv)
-                times["bare bwrap"].append((time.perf_counter() - started) * 1000)
-                for name, call in calls.items():
+
+            rows: list[tuple[str, Callable[[], Awaitable[None]]]] = [("bare bwrap", bare_call), *calls.items()]
+            times: dict[str, list[float]] = {name: [] for name, _call in rows}
+            for round_index in range(runs):
+                turn = round_index % len(rows)  # each row in turn follows each other (a server's box-making
+                for name, call in rows[turn:] + rows[:turn]:  # after a call must not always land on the same row)
                     await anyio.sleep(gap)
                     started = time.perf_counter()
                     await call()
                     times[name].append((time.perf_counter() - started) * 1000)
     baseline = statistics.median(times["bare bwrap"])
-    print(f"{'row':<26} {'p50 ms':>8} {'ratio':>7}")
+    print(f"{'row':<32} {'p50 ms':>8} {'ratio':>7}")
     for name, values in times.items():
         p50 = statistics.median(values)
-        verdict = "" if name == "bare bwrap" else ("  ok" if p50 <= TARGET * baseline else f"  > {TARGET:g}x")
-        print(f"{name:<26} {p50:8.1f} {p50 / baseline:6.2f}x{verdict}")
+        verdict = "" if name == "bare bwrap" or "no box" in name else (
+            "  ok" if p50 <= TARGET * baseline else f"  > {TARGET:g}x")
+        print(f"{name:<32} {p50:8.1f} {p50 / baseline:6.2f}x{verdict}")
 
 
 def main() -> None:

@@ -63,6 +63,14 @@ def count() -> str:
 
 
 @server.tool()
+def write_file(path: str, text: str) -> str:
+    """Write TEXT to the file at PATH (a call that takes effect: the team tests kill a replica mid-write)."""
+    with open(path, "w", encoding="utf-8") as file:
+        file.write(text)
+    return f"wrote {path}"
+
+
+@server.tool()
 def fail(reason: str = "it broke") -> str:
     """Fail as a tool: the result carries isError."""
     raise ValueError(reason)

@@ -169,7 +169,7 @@ def nginx(directory: Path, replicas: Sequence[int]) -> Iterator[int]:
 
 
 def gateway_config(directory: Path, redis_port: int, extra: str = "", mcp: str = "", state: str = "",
-                   auto_approve: Sequence[str] = ("peer__steps", "peer__echo")) -> Path:
+                   auto_approve: Sequence[str] = ("peer__steps", "peer__echo", "peer__write_file")) -> Path:
     """A replica's codeward.toml: the team's users (:data:`USERS`), the audit, Redis state, the peer server
     (``extra``: more of its table; ``mcp``: more of ``[mcp]``; ``state``: the ``[state]`` lines naming
     Redis, instead of ``redis_port``)."""

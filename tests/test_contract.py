@@ -127,7 +127,7 @@ async def test_the_python_client_accepts_every_example(tmp_path: Path, catalog: 
                         # nor does a long-running process: it belongs to a client, and this request names none;
                         # each process tool must say so (tests/test_processes_mcp.py runs them in sessions)
                         stateless = [p for p in problems if p.startswith("process_") and "names no client" in p]
-                        assert len(stateless) == 4, problems  # process_list answers: this client has none
+                        assert len(stateless) == 5, problems  # process_list answers: this client has none
                         problems = [p for p in problems if p not in stateless]
                     else:
                         names, problems = await _python_session(client, world, catalog, told=told)

@@ -50,8 +50,9 @@ def started(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> It
 
 
 def stop(proc: subprocess.Popen[bytes], signum: int) -> tuple[int, str]:
-    """Send ``signum``; the exit code and everything the command wrote on stderr."""
-    proc.send_signal(signum)
+    """Send ``signum`` (0: none, the command is ending); the exit code and everything it wrote on stderr."""
+    if signum:
+        proc.send_signal(signum)
     try:
         code = proc.wait(timeout=30)
     except subprocess.TimeoutExpired:
@@ -117,15 +118,50 @@ def home(tmp_path: Path) -> dict[str, str]:
     return {"CODEWARD_HOME": str(tmp_path / "data")}
 
 
-@pytest.mark.parametrize(("signum", "expected"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+DRAINED = 0
+"""A server's exit once SIGTERM (or, over HTTP, Ctrl-C) has drained it (``serving/drain.py``)."""
+
+
+@pytest.mark.parametrize(("signum", "expected"), [(signal.SIGTERM, DRAINED), (signal.SIGINT, 130)])
 def test_serve_over_stdio_stops_cleanly(root: Path, home: dict[str, str], signum: int, expected: int) -> None:
     with started(["serve", str(root)], root, home) as proc:
         initialize(proc)
         assert_clean(*stop(proc, signum), expected)
 
 
-DRAINED = 0
-"""An HTTP server's exit once SIGTERM or Ctrl-C has drained it (``serving/drain.py``)."""
+def _send(proc: subprocess.Popen[bytes], message: dict[str, object]) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write((json.dumps(message) + "\n").encode())
+    proc.stdin.flush()
+
+
+def test_a_sigtermed_stdio_server_finishes_its_call_refuses_new_ones_and_exits_0(root: Path,
+                                                                                home: dict[str, str]) -> None:
+    """SIGTERM while a call runs: the call finishes (its program writes its file, its answer comes), a
+    request sent after the signal is refused with an error naming the stop, and the server exits 0."""
+    script = "sleep 1.5; echo finished > drained.txt; echo done"
+    with started(["serve", str(root)], root, home) as proc:
+        initialize(proc)
+        _send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        _send(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                     "params": {"name": "run_shell", "arguments": {"script": script}}})
+        wait_until(lambda: descendant(proc, "sleep 1.5") is not None, proc, "sandboxed program")
+        proc.send_signal(signal.SIGTERM)
+        wait_until(lambda: b"draining" in _stderr(proc), proc, "drain")
+        _send(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+        assert proc.stdout is not None
+        answers = {message["id"]: message for message in map(json.loads, proc.stdout) if "id" in message}
+        code, stderr = stop(proc, 0)
+        assert_clean(code, stderr, DRAINED)
+    assert "stopping" in answers[3]["error"]["message"] and "send the request again" in answers[3]["error"]["message"]
+    assert "done" in answers[2]["result"]["content"][0]["text"], answers[2]
+    assert (root / "drained.txt").read_text() == "finished\n"
+
+
+def _stderr(proc: subprocess.Popen[bytes]) -> bytes:
+    log = proc.stderr_log  # type: ignore[attr-defined]
+    log.seek(0)
+    return bytes(log.read())
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])

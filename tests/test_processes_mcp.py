@@ -1,5 +1,6 @@
-"""Long-running processes through the official client: a Python REPL driven by writes and reads,
-a process whose writes land through the gate when it stops (and a protected path that does not),
+"""Long-running processes through the official client: a Python REPL driven by writes and reads (its
+"waiting for input" state, a read that ends when it waits), a process whose writes land through the
+gate while it runs (process_apply) and when it stops (and a protected path that does not),
 bad input, the per-client limit, the output bound, another client that cannot reach them, and no
 process left on the host when it is stopped or the server ends."""
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -38,7 +40,11 @@ async def test_a_repl_a_writer_and_bad_input_over_stdio(root: Path, tmp_path: Pa
     async with Client(params) as client:
         # a REPL, driven by writes and reads
         error, text, data = await call(client, "process_start", {"name": "repl", "command": "python3 -i -q"})
-        assert not error and data["process"]["state"] == "running", text
+        assert not error and data["process"]["state"] in ("running", "waiting_for_input"), text
+        began = time.monotonic()
+        error, text, data = await call(client, "process_read", {"name": "repl", "wait_s": 25, "until": "never"})
+        assert data["process"]["state"] == "waiting_for_input" and "waiting for input" in text, text
+        assert time.monotonic() - began < 20, "the read waited on although the REPL waits for input"
         error, text, data = await call(client, "process_write", {"name": "repl", "text": "x = 6 * 7\nprint(x)\n"})
         assert not error, text
         error, text, data = await call(client, "process_read", {"name": "repl", "wait_s": 20, "until": "42"})
@@ -48,6 +54,11 @@ async def test_a_repl_a_writer_and_bad_input_over_stdio(root: Path, tmp_path: Pa
         error, text, data = await call(client, "process_read", {"name": "repl", "since": offset, "wait_s": 20,
                                                                 "until": "43"})
         assert "43" in data["text"] and "42" not in data["text"], text  # only what came after the offset
+        await call(client, "process_write", {"name": "repl", "text": "import time; time.sleep(30)\n"})
+        error, text, data = await call(client, "process_read", {"name": "repl", "wait_s": 1})
+        assert data["process"]["state"] == "running", text  # busy: not waiting for input
+        await call(client, "process_stop", {"name": "repl"})
+        await call(client, "process_start", {"name": "repl", "command": "python3 -i -q"})
 
         # a process that writes files, one of them protected, and keeps running until stopped
         script = (f"echo made > made.txt; mkdir -p .git; echo '[core]' >> .git/config; echo started; "
@@ -58,6 +69,13 @@ async def test_a_repl_a_writer_and_bad_input_over_stdio(root: Path, tmp_path: Pa
         assert "started" in data["text"], text
         assert not (root / "made.txt").exists()  # still in its layer
         assert survivors(f"sleep {marker}", grace_s=0)  # running
+        error, text, data = await call(client, "process_apply", {"name": "writer"})  # applied while it runs
+        assert not error and (root / "made.txt").read_text() == "made\n", text
+        assert ".git/config" in text and data["process"]["state"] == "running", text  # refused, and said so
+        assert survivors(f"sleep {marker}", grace_s=0)
+        (root / "made.txt").write_text("edited on the host\n")
+        error, text, _ = await call(client, "process_apply", {"name": "writer"})
+        assert "nothing new to apply" in text and (root / "made.txt").read_text() == "edited on the host\n", text
 
         # bad input: each a clear error, nothing started
         for arguments, expected in (({"name": "repl", "command": "true"}, "already exists"),
@@ -81,15 +99,14 @@ async def test_a_repl_a_writer_and_bad_input_over_stdio(root: Path, tmp_path: Pa
         error, text, data = await call(client, "process_list", {})
         listed = {p["name"]: p for p in data["processes"]}
         assert listed["chatty"]["state"] == "exited" and listed["chatty"]["exit_code"] == 0
-        assert listed["repl"]["state"] == listed["writer"]["state"] == "running"
+        assert listed["repl"]["state"] == "waiting_for_input" and listed["writer"]["state"] == "running", listed
 
         # stop: the whole tree dies, its writes land through the gate, the protected one does not
         error, text, data = await call(client, "process_stop", {"name": "writer"})
         assert not error, text
         assert survivors(f"sleep {marker}") == []
-        assert (root / "made.txt").read_text() == "made\n"
+        assert (root / "made.txt").read_text() == "edited on the host\n", text  # not overwritten by the same write
         assert "[core]" not in ((root / ".git/config").read_text() if (root / ".git/config").exists() else "")
-        assert ".git/config" in text, text  # said it was not applied
         error, text, _ = await call(client, "process_write", {"name": "writer", "text": "x"})
         assert error and "no process named" in text
 

@@ -77,11 +77,15 @@ DEFERRED: dict[str, tuple[str, str]] = {
     "codeward.engines.contained.secret_index": (SERVE, "the kept secret list (file events): the first program run"),
     "codeward.engines.sandbox.shared_net": (SERVE, "a client's shared loopback network: the first process started"),
     "codeward.engines.shell.processes": (SERVE, "long-running processes: the first process_start or shell run"),
+    "codeward.engines.sandbox.egress_proxy": (SERVE, "the egress proxy (h11): a client's first run with [network] "
+                                                     "allowed_domains (or codeward doctor's check)"),
+    "codeward.engines.shell.log": (SERVE, "the run logs: the first run (the egress proxy's audit log)"),
     "codeward.engines.contained.project_sandbox": (SERVE, "the one entry point for programs: the first run "
                                                           "(or the sandbox line of a banner, not over a pipe)"),
     "codeward.engines.sandbox.doctor": (SERVE, "the machine's checks: codeward doctor, a banner's sandbox line"),
     "codeward.engines.sandbox.probe": (SERVE, "the backend probe: the first call that runs a program"),
     "codeward.engines.execution.docker_exec": (SERVE, "Docker: only a call that runs code in Docker"),
+    "codeward.engines.execution.docker_pool": (SERVE, "Docker's warm pool: only a Python run in Docker"),
     "codeward.engines.llm.client": (SERVE, "the model client (openai): only a shell run asked to explain itself"),
     "codeward.engines.registry.http_primitive": (SERVE, "the registry's http_client primitive: its first run"),
     "codeward.engines.registry.served_content": (SERVE, "the registry's prompts and resources: the first asked"),
@@ -105,6 +109,8 @@ DEFERRED: dict[str, tuple[str, str]] = {
     "codeward.serving.server": (CALL, "the MCP server: only a command that serves"),
     "codeward.serving.transport.era_loop": (CALL, "the stdio transport: only a stdio server"),
     "codeward.serving.transport.stdio": (CALL, "the stdio transport: only a stdio server"),
+    "codeward.serving.transport.stdio_drain": (CALL, "a stdio server's SIGTERM drain: only a stdio server"),
+    "codeward.audit.log_lines": (CALL, "log lines as JSON: only a command that serves"),
     "codeward.serving.sdk_wire_models": (CALL, "deferring the SDK's wire models: only serve and gateway"),
     # a command's own work, left out of the command line every command builds first
     "codeward.apps.agent.budget": (HELP, "what a model is offered: only chat and ask"),

@@ -154,5 +154,6 @@ async def test_resource_reads_and_prompt_gets_are_audited_measured_and_shown_in_
     records = [json.loads(line) for path in (tmp_path / "audit").glob("audit-*.jsonl")
                for line in path.read_text(encoding="utf-8").splitlines()]
     assert [(r["event"], r["tool"], r["user"], r["outcome"]) for r in records] == [
-        ("read", "resources/read", "bob", "ok"), ("prompt", "prompts/get", "bob", "ok"),
-        ("read", "resources/read", "bob", "error")], records
+        ("started", "resources/read", "bob", "running"), ("read", "resources/read", "bob", "ok"),
+        ("started", "prompts/get", "bob", "running"), ("prompt", "prompts/get", "bob", "ok"),
+        ("started", "resources/read", "bob", "running"), ("read", "resources/read", "bob", "error")], records

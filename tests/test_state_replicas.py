@@ -121,8 +121,8 @@ async def test_an_approval_waiting_on_one_replica_is_answered_on_the_other(deplo
 
     # The audit: each replica's JSONL file, and every replica's records on any replica's GET /audit.
     # Who answered is audited too: the operator's token answered both, on the other replica.
-    expected = [("approval", "approved"), ("call", "ok"), ("approval", "denied"), ("call", "denied"),
-                ("answer", "approved"), ("answer", "denied")]
+    expected = [("started", "running"), ("approval", "approved"), ("call", "ok"), ("started", "running"),
+                ("approval", "denied"), ("call", "denied"), ("answer", "approved"), ("answer", "denied")]
     lines = [json.loads(line) for path in sorted((deployment["tmp"] / "audit").glob("audit-*.jsonl"))
              for line in path.read_text(encoding="utf-8").splitlines()]
     counted = sorted((r["event"], r["outcome"]) for r in lines if r["tool"] == "peer__count")

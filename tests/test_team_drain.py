@@ -144,10 +144,10 @@ async def test_sigterm_drains_and_a_rolling_restart_loses_no_call(team: dict[str
             started = time.monotonic()
             await _drain(a, port_a, done)
             drained_in = time.monotonic() - started
-            # The approval a held went with it: no longer listed, and answering it finds nothing.
+            # The approval a held went with it: no longer listed, and answering it says it is gone.
             assert (await carol.get(f"http://127.0.0.1:{port_b}/approvals")).json()["approvals"] == []
             gone = await carol.post(f"http://127.0.0.1:{port_b}/approvals/{pending[0]['id']}", json={"approved": True})
-            assert gone.status_code == 404 and "withdraws" in gone.json()["message"], gone.text
+            assert gone.status_code == 410 and "stopped (drained)" in gone.json()["message"], gone.text
 
         # The replacement on a's port, then b drained in turn: a rolling restart.
         stop(a)

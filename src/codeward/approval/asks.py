@@ -36,6 +36,8 @@ class PendingAsk:
     data: dict[str, Any]
     created: float
     future: concurrent.futures.Future[Any] = field(default_factory=concurrent.futures.Future, repr=False)
+    answered_by: str | None = None
+    """Who settled it (a signed-in person's name, ``api``, ``terminal``...), once settled."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"request_id": self.request_id, "data": self.data, "created": round(self.created, 3)}
@@ -70,6 +72,7 @@ class AskBook:
             ask = self._pending.pop(request_id, None)
             if ask is None:
                 return False
+            ask.answered_by = by
             self._events.publish(kind, request_id=request_id, response=response, by=by)
         if not ask.future.done():
             with contextlib.suppress(concurrent.futures.InvalidStateError):  # a waiter gave up meanwhile

@@ -52,6 +52,7 @@ def ask_data(request: ApprovalRequest) -> dict[str, Any]:
         "annotations": dict(request.annotations),
         "preview": request.preview.to_dict() if request.preview is not None else None,
         "call_id": getattr(call, "call_id", None),
+        "user": getattr(call, "user", None),
     }
 
 
@@ -96,7 +97,8 @@ class ApprovalDesk:
         if console in done:
             await _cancel(prompt)
             try:
-                approved, by = is_approval(console.result()), "console"
+                approved = is_approval(console.result())
+                by = pending.answered_by if pending.answered_by not in (None, "api") else "console"
             except AskTimeout:
                 approved, by = False, "timeout"
                 self.notify(f"[codeward] {request.name}: nobody answered within {self.timeout:g} s — denied")

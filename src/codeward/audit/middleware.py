@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 from codeward.approval.policy import ApprovalRequest, ConfirmCallback
 from codeward.audit.log import AuditLog
+from codeward.audit.log_lines import in_call
 from codeward.kernel.chain import Middleware, ToolCall
 from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.result import ErrorKind
@@ -18,19 +20,29 @@ the arguments); every tool call is a ``call``."""
 
 
 class Audit(Middleware):
-    """Outermost: records ``ok``, ``error`` or ``denied`` (a person or the policy said no) per call,
-    resource read and prompt get."""
+    """Outermost: a ``started`` record before each call, resource read and prompt get runs, and one
+    when it ends (event ``call``, ``read`` or ``prompt``) with ``ok``, ``error`` or ``denied`` (a person
+    or the policy said no). Both carry the same ``call_id``, the MCP ``request_id`` and ``session``, the
+    replica and the user: a ``started`` record without its end is a call that was running when its
+    replica died (kill -9, a lost host) — it may have taken effect."""
 
     def __init__(self, log: AuditLog) -> None:
         self.log = log
 
     async def call_tool(self, call: ToolCall, inner: ToolSurface) -> ToolOutcome:
-        outcome = await inner.call(call.name, call.arguments, call.ctx)
+        info = call.ctx.call
+        user = getattr(info, "user", None)
+        event = EVENTS.get(call.name, "call")
+        link = {"call_id": uuid.uuid4().hex, "request_id": getattr(info, "request_id", None),
+                "session": getattr(info, "session", None)}
+        await self.log.record("started", user=user, tool=call.name, arguments=call.arguments, outcome="running",
+                              of=event, **link)
+        with in_call(tool=call.name, user=user, **link):
+            outcome = await inner.call(call.name, call.arguments, call.ctx)
         denied = any(e.kind is ErrorKind.PERMISSION and "not approved" in e.message for e in outcome.errors)
         verdict = "denied" if denied else "error" if outcome.is_error else "ok"
-        event = EVENTS.get(call.name, "call")
-        await self.log.record(event, user=getattr(call.ctx.call, "user", None), tool=call.name,
-                              arguments=call.arguments, outcome=verdict, seconds=round(outcome.seconds, 3))
+        await self.log.record(event, user=user, tool=call.name, arguments=call.arguments, outcome=verdict,
+                              seconds=round(outcome.seconds, 3), **link)
         return outcome
 
 

@@ -20,6 +20,7 @@ from codeward.config.index import IndexSettings
 from codeward.config.lsp import LspSettings
 from codeward.config.mcp import GatewayConfig
 from codeward.config.model import ModelSettings
+from codeward.config.network import NetworkSettings
 from codeward.config.registry import RegistrySettings
 from codeward.config.review import ReviewSettings
 from codeward.config.sandbox import SandboxSettings
@@ -38,6 +39,7 @@ class Config(Table):
     web: WebSettings = Field(default_factory=WebSettings)
     beads: BeadsSettings = Field(default_factory=BeadsSettings)
     shell: ShellSettings = Field(default_factory=ShellSettings)
+    network: NetworkSettings = Field(default_factory=NetworkSettings)
     coding: CodingSettings = Field(default_factory=CodingSettings)
     registry: RegistrySettings = Field(default_factory=RegistrySettings)
     review: ReviewSettings = Field(default_factory=ReviewSettings)

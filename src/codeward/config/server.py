@@ -3,7 +3,7 @@ stack."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import field_validator
 
@@ -51,10 +51,21 @@ class ServerSettings(Table):
     that never finish a request (slowloris) cannot hold the server's sockets. The body and the answer
     are not limited by it."""
     drain_timeout: Seconds = 20.0
-    """Seconds an HTTP server stopped by SIGTERM (or Ctrl-C) gives the calls it runs to finish, while it
-    refuses new requests with ``503`` (a balancer sends them to another replica) and ``/readyz`` says
-    it is draining; past it the calls still running are cut. Keep it under the supervisor's own limit
-    (``docker stop -t``, systemd's ``TimeoutStopSec``, Kubernetes' ``terminationGracePeriodSeconds``)."""
+    """Seconds a server stopped by SIGTERM (over HTTP, Ctrl-C too) gives the calls it runs to finish, while it
+    refuses new requests (over HTTP with ``503``: a balancer sends them to another replica, and ``/readyz``
+    says it is draining; over stdio with a JSON-RPC error); past it the calls still running are cut. Keep
+    it under the supervisor's own limit (``docker stop -t``, systemd's ``TimeoutStopSec``, Kubernetes'
+    ``terminationGracePeriodSeconds``)."""
+
+    log_format: Literal["text", "json"] = "text"
+    """How a server writes its log lines on stderr: ``text`` (over HTTP each line stamped with the UTC time,
+    the level and the logger, and the request id, session, user and tool of the call it was written in),
+    or ``json``: one JSON object per line with the same fields (``time``, ``level``, ``logger``,
+    ``message``, ``replica``, ``request_id``...) for a log collector. Read at start."""
+    access_log: Bool = False
+    """An HTTP server logs one line per HTTP request it answers (logger ``codeward.access``, in
+    ``log_format``): method, path, status, milliseconds, bytes, user, MCP session, JSON-RPC method and
+    request id, client address, the balancer's ``X-Request-Id``. Read at start."""
 
     @field_validator("output_cap_tokens")
     @classmethod

@@ -178,6 +178,11 @@ class CallInfo:
 
     call_id: str | None = None
     """The id the control plane gave this call (approvals in the console point at it)."""
+    request_id: str | None = None
+    """The JSON-RPC id of the MCP request that made this call (the audit's ``request_id``), None for a
+    call from no request (the command line)."""
+    session: str | None = None
+    """The MCP session of the request over streamable HTTP (``Mcp-Session-Id``), else None."""
     close_sse_stream: Callable[[], Awaitable[None]] | None = None
     """Over streamable HTTP, ends the response stream early (the client resumes it)."""
     journal: ChangeJournal | None = None

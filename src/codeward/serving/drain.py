@@ -6,7 +6,9 @@ saying the replica is stopping (the shipped nginx and HAProxy configurations sen
 replica), calls that wait for a person are handed back (their approval withdrawn from every
 replica's list, the call answered "not run: send it again"), and the calls already running finish —
 up to ``[server] drain_timeout`` seconds. Then the server stops and the command exits 0. A second
-SIGTERM or Ctrl-C stops at once.
+SIGTERM or Ctrl-C stops at once. A stdio server drains the same way on SIGTERM
+(:mod:`codeward.serving.transport.stdio_drain`): its client's new requests are answered with the
+same error, the calls it runs finish, then it exits 0 (Ctrl-C there stays an immediate stop, 130).
 
 One :class:`Drain` per server, made by the serving runtime and handed to the HTTP side (which counts
 the calls in flight) and to the approvals (which hand theirs back).
@@ -14,6 +16,7 @@ the calls in flight) and to the approvals (which hand theirs back).
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -44,14 +47,22 @@ class Drain:
     @contextmanager
     def serving(self) -> Iterator[None]:
         """Count one request in flight for as long as it is answered."""
-        self._running += 1
-        self._idle = anyio.Event() if self._running == 1 else self._idle
+        self.begin()
         try:
             yield
         finally:
-            self._running -= 1
-            if not self._running:
-                self._idle.set()
+            self.end()
+
+    def begin(self) -> None:
+        """One more request in flight (:meth:`serving`, or a transport that sees its answer go out)."""
+        self._running += 1
+        self._idle = anyio.Event() if self._running == 1 else self._idle
+
+    def end(self) -> None:
+        """A request answered."""
+        self._running -= 1
+        if not self._running:
+            self._idle.set()
 
     @contextmanager
     def standing(self) -> Iterator[anyio.CancelScope]:
@@ -81,3 +92,18 @@ class Drain:
         for scope in list(self._standing):
             scope.cancel()
         return not self._running
+
+    def starting_note(self, signal_name: str) -> str:
+        """What a server says on stderr when a signal starts its drain."""
+        return (f"{signal_name}: draining — no new requests, {self.running} in flight get up to "
+                f"{self.deadline:g}s ([server] drain_timeout); {signal_name} again stops at once")
+
+    def finished_note(self, finished: bool) -> str:
+        """What it says when the drain is over."""
+        return ("drained: every call finished; stopping" if finished else
+                f"drain deadline reached with {self.running} calls running; they are cut")
+
+
+def say(text: str) -> None:
+    """A line on stderr about the server's stop (what an operator reads in the supervisor's log)."""
+    print(f"codeward: {text}", file=sys.stderr, flush=True)

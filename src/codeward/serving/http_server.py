@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -29,12 +28,13 @@ from codeward.audit.users import Directory, Role, UsersFileError, UsersMiddlewar
 from codeward.config import Config
 from codeward.kernel.context import Services
 from codeward.kernel.surface import ToolSurface
-from codeward.serving.drain import Drain
+from codeward.serving.drain import Drain, say
 from codeward.serving.shared_state import MemoryState, open_state
 from codeward.serving.shared_state.backend import StateBackend
 from codeward.serving.shared_state.http import add_approvals, add_state
 from codeward.serving.shared_state.metrics import METRICS, MetricsPublisher
 from codeward.serving.shared_state.resume import APPROVALS, AUDIT
+from codeward.serving.transport.http_access_log import AccessLog, NoteRequest
 from codeward.serving.transport.http_answers import answer_by_need
 from codeward.serving.transport.http_drain import DrainGate
 from codeward.serving.transport.http_endpoint import HttpEndpoint
@@ -70,7 +70,7 @@ def role_needed(method: str, path: str) -> Role:
 def http_app(server: ServedApp, *, host: str = "127.0.0.1", path: str = "/mcp", token: str | None = None,
              allowed_hosts: Sequence[str] = (), state: StateBackend | None = None,
              users: Directory | None = None, audit: AuditLog | None = None, drain: Drain | None = None,
-             connecting: Callable[[], Sequence[str]] = tuple, **options: Any) -> Any:
+             connecting: Callable[[], Sequence[str]] = tuple, access_log: bool = False, **options: Any) -> Any:
     """A Starlette app serving streamable HTTP, with DNS-rebinding protection and optional bearer auth
     (the server's token, and a users file's tokens with their roles); resumable streams and calls in
     flight kept in ``state`` (this process's memory by default); ``/healthz`` and ``/readyz`` for probes.
@@ -95,21 +95,40 @@ def http_app(server: ServedApp, *, host: str = "127.0.0.1", path: str = "/mcp", 
 
         answer_by_need(app, server.lowlevel)
     app.add_middleware(DrainGate, drain=drain)
+    if access_log:
+        app.add_middleware(NoteRequest)
     app.add_middleware(JsonRpcGuardMiddleware)
-    add_approvals(app, state, server.services.find(CallMetrics), audit)
+    add_approvals(app, state, server.services.find(CallMetrics), audit, gauges=_gauges(drain, audit))
     directory = users or Directory(None)
     directory.accept_own(token)
     if token or directory.path is not None:  # nothing unauthenticated is read, and each path needs its role
         app.add_middleware(UsersMiddleware, users=directory, needs=role_needed)
     # outermost: probes carry no token
     app.add_middleware(HealthEndpoints, drain=drain, state=state, connecting=connecting)
+    if access_log:  # outermost: every request, probes and refusals included
+        app.add_middleware(AccessLog, users=directory)
     return app
+
+
+def _gauges(drain: Drain, audit: AuditLog | None) -> Callable[[], dict[str, tuple[str, float]]]:
+    """What a scraper reads beside the call figures: the work in flight, the drain, the audit's backlog."""
+
+    def read() -> dict[str, tuple[str, float]]:
+        gauges = {"codeward_requests_in_flight": ("JSON-RPC requests this replica is answering.", float(drain.running)),
+                  "codeward_draining": ("1 while this replica drains (SIGTERM), else 0.", float(drain.draining))}
+        if audit is not None:
+            gauges["codeward_audit_unsent_records"] = (
+                "Audit records waiting for the shared state (Redis) to answer again.", float(audit.unsent))
+        return gauges
+
+    return read
 
 
 async def run_http(server: ServedApp, *, host: str, port: int, token: str | None = None,
                    state: StateBackend | None = None, users: Directory | None = None,
                    audit: AuditLog | None = None, http_stack: HttpStack | None = None, drain: Drain | None = None,
-                   connecting: Callable[[], Sequence[str]] = tuple, **options: Any) -> None:
+                   connecting: Callable[[], Sequence[str]] = tuple, access_log: bool = False,
+                   **options: Any) -> None:
     """Serve :func:`http_app` with uvicorn on ``http_stack``'s parser (default: the fast one when
     installed) until SIGTERM or Ctrl-C has drained it (:mod:`codeward.serving.drain`); SIGHUP reloads
     the users file and reopens the audit file. The caller started the event loop, with
@@ -118,16 +137,21 @@ async def run_http(server: ServedApp, *, host: str, port: int, token: str | None
     users = users or Directory(None)
     EventSourceResponse.DEFAULT_PING_INTERVAL = SSE_PING_S  # the SDK makes its streams without a ping argument
     app = http_app(server, host=host, token=token, state=state, users=users, audit=audit, drain=drain,
-                   connecting=connecting, **options)
+                   connecting=connecting, access_log=access_log, **options)
     freeze_startup_heap()
     chosen = http_stack or choose_stack()
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
+    # uvicorn's own lines go through the server's log format (log_config=None: no handlers of its own);
+    # the access log is codeward's (http_access_log), with the user and the JSON-RPC request
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", log_config=None,
+                            access_log=False,
                             timeout_graceful_shutdown=GRACE_AFTER_DRAIN_S, **chosen.uvicorn_options())
     async with server.announcing(), anyio.create_task_group() as group:
         metrics = server.services.find(CallMetrics)
         if state is not None and state.shared and metrics is not None:
 
             group.start_soon(MetricsPublisher(state, metrics).run)
+        if audit is not None and audit.sink is not None:
+            group.start_soon(audit.resend_forever)  # records Redis missed, sent when it answers again
         await DrainingServer(config, drain, lambda: _reload(users, audit)).serve()
         group.cancel_scope.cancel()
 
@@ -141,20 +165,16 @@ timeout can be short (``deploy/nginx.conf``: 5 s) — a hung replica is noticed 
 calls that run for an hour keep their stream."""
 
 
-def _say(text: str) -> None:
-    print(f"codeward: {text}", file=sys.stderr, flush=True)
-
-
 def _reload(users: Directory, audit: AuditLog | None) -> None:
     """SIGHUP: the users file read again (a broken one keeps the users as they were), the audit file
     reopened (after a rotation by ``mv``). Every other setting is read at start only."""
     try:
-        _say(f"SIGHUP: {users.reload()}")
+        say(f"SIGHUP: {users.reload()}")
     except UsersFileError as error:
-        _say(f"SIGHUP: the users file was not reloaded, the users stay as they were: {error}")
+        say(f"SIGHUP: the users file was not reloaded, the users stay as they were: {error}")
     if audit is not None and audit.path is not None:
         audit.close()
-        _say(f"SIGHUP: the audit file {audit.path} is reopened at its next record")
+        say(f"SIGHUP: the audit file {audit.path} is reopened at its next record")
 
 
 class DrainingServer(uvicorn.Server):
@@ -192,17 +212,14 @@ class DrainingServer(uvicorn.Server):
 
     def _stop(self, name: str) -> None:
         if self._stopping is not None:
-            _say(f"{name} again: stopping now, {self.drain.running} calls cut")
+            say(f"{name} again: stopping now, {self.drain.running} calls cut")
             self.should_exit = self.force_exit = True
             return
         self._stopping = asyncio.ensure_future(self._drain_then_stop(name))
 
     async def _drain_then_stop(self, name: str) -> None:
-        _say(f"{name}: draining — no new requests, {self.drain.running} in flight get up to "
-             f"{self.drain.deadline:g}s ([server] drain_timeout); {name} again stops at once")
-        finished = await self.drain.drain()
-        _say("drained: every call finished; stopping" if finished else
-             f"drain deadline reached with {self.drain.running} calls running; they are cut")
+        say(self.drain.starting_note(name))
+        say(self.drain.finished_note(await self.drain.drain()))
         self.should_exit = True
 
 

@@ -118,12 +118,17 @@ def serve_mcp(config: Config, serving: Serving, *, plane: PlaneFactory | None = 
               announce: Callable[[Started], None] = lambda started: None) -> None:
     """Serve until the client closes the pipe (stdio) or the process is stopped (HTTP), on the event
     loop the transport wants (``[server] fast_http``: uvloop for HTTP when installed)."""
+    from codeward.audit.log_lines import configure_server_logs
+
     if serving.http is None:
+        if config.server.log_format == "json":  # a stdio server's stderr is its client's log: text as it was
+            configure_server_logs("json", "stdio")
         anyio.run(_serve, config, serving, plane, announce, None)
         return
     from codeward.serving.http_server import http_serving  # HTTP only: the app, uvicorn, the fast stack, state
 
     http = http_serving(config, serving.http)
+    configure_server_logs(config.server.log_format, http.state.replica, access_log=config.server.access_log)
     http.loop.run(_serve, config, serving, plane, announce, http)
 
 
@@ -141,7 +146,7 @@ async def _serve(config: Config, serving: Serving, plane_factory: PlaneFactory |
             if http is None:
                 announce(Started(stack, serving))
                 with _hang_up_noted():
-                    await server.run_stdio()
+                    await server.run_stdio(drain)
                 return
             endpoint = http.endpoint
             with http.auth() as auth:
@@ -150,7 +155,8 @@ async def _serve(config: Config, serving: Serving, plane_factory: PlaneFactory |
                                       allowed_hosts=endpoint.allowed_hosts, state=state,
                                       users=audit.users if audit is not None else None,
                                       audit=audit.log if audit is not None else None, http_stack=http.loop,
-                                      drain=drain, connecting=_connecting(stack))
+                                      drain=drain, connecting=_connecting(stack),
+                                      access_log=config.server.access_log)
 
 
 def serving_stack(config: Config, serving: Serving, plane: Plane, state: StateBackend | None,

@@ -385,7 +385,7 @@ class CodewardServer:
             peer=_SessionPeer(ctx, state.answers),
             services=self.services,
             call=CallInfo(close_sse_stream=ctx.close_sse_stream, client=client, user=user_of(ctx),
-                          toolsets=toolsets),
+                          toolsets=toolsets, request_id=_request_id(ctx), session=session_of(ctx)),
             link=RequestLink(ctx, client=client, state=state),
         )
 
@@ -606,15 +606,23 @@ class CodewardServer:
 
     # -- running ---------------------------------------------------------------------------
 
-    async def run_stdio(self) -> None:
-        """Serve over this process's stdin/stdout until the client closes the pipe."""
+    async def run_stdio(self, drain: Drain | None = None) -> None:
+        """Serve over this process's stdin/stdout until the client closes the pipe (or, with ``drain``,
+        until SIGTERM has drained the calls in flight: :mod:`codeward.serving.transport.stdio_drain`)."""
         from codeward.serving.transport.era_loop import serve_stdio_connection
         from codeward.serving.transport.stdio import fast_stdio_server, freeze_startup_heap
+        from codeward.serving.transport.stdio_drain import drain_on_sigterm, draining_streams
 
         freeze_startup_heap()
         async with fast_stdio_server() as (read_stream, write_stream), self.announcing():
-            await serve_stdio_connection(self.lowlevel, read_stream, write_stream,
-                                         self.lowlevel.create_initialization_options())
+            if drain is None:
+                await serve_stdio_connection(self.lowlevel, read_stream, write_stream,
+                                             self.lowlevel.create_initialization_options())
+                return
+            reading, writing = draining_streams(read_stream, write_stream, drain)
+            with anyio.CancelScope() as serving, drain_on_sigterm(drain, serving):
+                await serve_stdio_connection(self.lowlevel, reading, writing,
+                                             self.lowlevel.create_initialization_options())
 
     @asynccontextmanager
     async def announcing(self) -> AsyncIterator[None]:
@@ -688,6 +696,18 @@ def user_of(ctx: ServerRequestContext[Any, Any]) -> str | None:
     scope = getattr(ctx.request, "scope", None)
     user = scope.get("codeward.user") if isinstance(scope, dict) else None
     return user if isinstance(user, str) else None
+
+
+def _request_id(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    request_id = getattr(ctx, "request_id", None)
+    return None if request_id is None else str(request_id)
+
+
+def session_of(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """The request's ``Mcp-Session-Id`` over streamable HTTP, or None."""
+    headers = getattr(ctx.request, "headers", None)
+    session = headers.get("mcp-session-id") if headers is not None else None
+    return session if isinstance(session, str) else None
 
 
 def call_result(outcome: ToolOutcome) -> types.CallToolResult | dict[str, Any]:

@@ -4,15 +4,21 @@
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
 from codeward.config.shell import ShellSettings
+from codeward.engines.sandbox.egress_proxy import EgressLog
 from codeward.engines.shell.envfile import load_env_file
 from codeward.engines.shell.processes import MAX_READ_WAIT_S, BoxProcess, process_table_of
-from codeward.engines.shell.runner import MAX_SCRIPT_CHARS, ShellCommand, boxed_command, check_command
+from codeward.engines.shell.runner import (
+    MAX_SCRIPT_CHARS,
+    ShellCommand,
+    boxed_command,
+    check_command,
+    in_client_network,
+)
 from codeward.kernel.catalog import tool
 from codeward.kernel.context import ToolContext
 from codeward.kernel.result import ErrorKind, Result
@@ -25,14 +31,15 @@ MAX_READ_BYTES = 200_000
 class ProcessInfo(BaseModel):
     name: str
     command: str
-    state: Literal["running", "exited"]
+    state: Literal["running", "waiting_for_input", "exited"] = Field(
+        description="waiting_for_input: blocked reading its stdin (send it input with process_write).")
     exit_code: int | None = Field(description="Its exit status once it exited (negative: killed by that signal).")
     ended_by: str = Field("", description="Why codeward ended it (a limit), empty otherwise.")
     seconds: float = Field(description="Seconds since it started.")
     output_bytes: int = Field(description="Bytes it printed so far (stdout and stderr); read them with process_read.")
 
     def render(self) -> str:
-        state = self.state if self.exit_code is None else f"exited {self.exit_code}"
+        state = self.state.replace("_", " ") if self.exit_code is None else f"exited {self.exit_code}"
         ended = f" ({self.ended_by})" if self.ended_by else ""
         return (f"{self.name}: {state}{ended}, {self.seconds:.0f} s, {self.output_bytes} bytes of output — "
                 f"{self.command}")
@@ -63,8 +70,10 @@ class ProcessList(BaseModel):
 
 
 def _info(process: BoxProcess) -> ProcessInfo:
-    return ProcessInfo(name=process.name, command=process.command, state="running" if process.exit_code is None
-                       else "exited", exit_code=process.exit_code, ended_by=process.ended_by,
+    state = process.state
+    process.settle()
+    return ProcessInfo(name=process.name, command=process.command, state=state,  # type: ignore[arg-type]
+                       exit_code=process.exit_code, ended_by=process.ended_by,
                        seconds=round(time.monotonic() - process.began, 1), output_bytes=process.output.end)
 
 
@@ -82,8 +91,7 @@ def process_start(
     command: Annotated[str, Field(min_length=1, max_length=MAX_SCRIPT_CHARS)],
     shell: Literal["bash", "sh"] = "bash",
 ) -> Result[ProcessOutput]:
-    """Start a command that keeps running (a dev server, a REPL) in run_shell's sandbox; process_stop ends
-    it and applies the files it changed."""
+    """Start a long-running command (a dev server, a REPL) in run_shell's sandbox."""
     settings = ctx.services.get(ShellSettings)
     if not settings.sandbox:
         return Result.fail(ErrorKind.UNAVAILABLE, "long-running processes run only in the sandbox, and "
@@ -95,6 +103,8 @@ def process_start(
         return checked.cast(None)  # type: ignore[arg-type]
     shell_command = ShellCommand(command, shell, settings.process_lifetime_s)
     table = process_table_of(ctx.services)
+    egress: list[EgressLog] = []  # the namespace's egress decisions, when the operator allows some domains
+    marks: list[int] = []
 
     def start() -> Result[object]:
         env_file = load_env_file(ctx.workspace)
@@ -104,15 +114,20 @@ def process_start(
         if not boxed.ok or boxed.data is None:
             return boxed.cast(None)
         box, program = boxed.data
-        network = table.network(ctx, make=not program.network)
-        if not network.ok:
-            return network.cast(None)
-        started = box.start_writing(replace(program, shared_network=network.data))
-        return Result(data=started.data, notes=[*boxed.notes, *started.notes], errors=started.errors)
+        joined = in_client_network(ctx, program, make=True)
+        if not joined.ok or joined.data is None:
+            return joined.cast(None)
+        shared = joined.data.shared_network
+        egress[:] = [shared.egress.log] if shared is not None and shared.egress is not None else []
+        marks[:] = [egress[0].mark()] if egress else []
+        started = box.start_writing(joined.data)
+        return Result(data=started.data, notes=[*boxed.notes, *joined.notes, *started.notes], errors=started.errors)
 
     made = table.start(ctx, name, command, start)  # type: ignore[arg-type]
     if not made.ok or made.data is None:
         return made.cast(None)  # type: ignore[arg-type]
+    if egress:
+        made.data.egress, made.data.egress_seen = egress[0], marks[0]
     return Result.success(_output(made.data, 0, 0, [*made.notes, *made.data.started.notes]))
 
 
@@ -126,7 +141,7 @@ def process_read(
     wait_s: Annotated[float, Field(ge=0, le=MAX_READ_WAIT_S, description="Wait this long for output (or until).")] = 0,
     until: Annotated[str, Field(max_length=200, description="Text to wait for (e.g. \"Listening on\").")] = "",
 ) -> Result[ProcessOutput]:
-    """What a process printed since an offset, and its state (running, or its exit code)."""
+    """What a process printed since an offset, and its state; waiting for input also ends a wait."""
     found = process_table_of(ctx.services).find(ctx, name)
     if not found.ok or found.data is None:
         return found.cast(None)  # type: ignore[arg-type]
@@ -140,10 +155,14 @@ def process_read(
             return True
         return needle in piece if needle else bool(piece)
 
+    waiting = 0
     with process.output.changed:
         while not ready() and (left := deadline - time.monotonic()) > 0 and not ctx.cancelled.is_set():
-            process.output.changed.wait(min(left, 0.2))
-    return Result.success(_output(process, since, max_bytes))
+            process.output.changed.wait(min(left, 0.1))
+            waiting = waiting + 1 if process.started.waits_for_input() else 0
+            if waiting >= 2:  # seen twice in a row: it waits for input, nothing more will come without it
+                break
+    return Result.success(_output(process, since, max_bytes, process.network_notes()))
 
 
 @tool(toolset="shell", read_only=False, title="Write to a process's input",
@@ -175,6 +194,18 @@ def process_write(
     return Result.success(_output(process, process.output.end, 0))
 
 
+@tool(toolset="shell", read_only=False, title="Apply a running process's file changes",
+      examples=[{"name": "repl"}])
+def process_apply(ctx: ToolContext, name: NameArg) -> Result[ProcessOutput]:
+    """Apply a running process's file changes so far (checked as run_shell's)."""
+    found = process_table_of(ctx.services).find(ctx, name)
+    if not found.ok or found.data is None:
+        return found.cast(None)  # type: ignore[arg-type]
+    process = found.data
+    notes = process.started.apply(ctx)
+    return Result.success(_output(process, process.output.end, 0, notes or ["nothing new to apply"]))
+
+
 @tool(toolset="shell", read_only=True, title="List long-running processes", examples=[{}])
 def process_list(ctx: ToolContext) -> Result[ProcessList]:
     """The long-running processes this client started: name, command, state, age, output size."""
@@ -184,12 +215,11 @@ def process_list(ctx: ToolContext) -> Result[ProcessList]:
 @tool(toolset="shell", read_only=False, destructive=True, title="Stop a long-running process",
       examples=[{"name": "repl"}])
 def process_stop(ctx: ToolContext, name: NameArg) -> Result[ProcessOutput]:
-    """Stop a process and all it started, apply the files it changed (checked as run_shell's), and return
-    its last output."""
+    """Stop a process tree, apply its file changes (checked as run_shell's), return its last output."""
     table = process_table_of(ctx.services)
     found = table.find(ctx, name)
     if not found.ok or found.data is None:
         return found.cast(None)  # type: ignore[arg-type]
     process = found.data
     notes = table.stop(ctx, process)
-    return Result.success(_output(process, max(0, process.output.end - 4000), 4000, notes))
+    return Result.success(_output(process, max(0, process.output.end - 4000), 4000, [*notes, *process.network_notes()]))

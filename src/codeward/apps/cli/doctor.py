@@ -26,7 +26,8 @@ def run(args: argparse.Namespace) -> int:
 
     config, _gateway = configs_of(args)
     choice = BackendChoice(config.sandbox.backend, config.coding.backend, config.sandbox.disk_mb)
-    diagnosis = diagnose(choice, config.sandbox.disk_mb, shell_sandbox=config.shell.sandbox)
+    diagnosis = diagnose(choice, config.sandbox.disk_mb, shell_sandbox=config.shell.sandbox,
+                         egress=config.network)
     if args.json:
         print_json({"command": command_name(args), **diagnosis.to_dict()})
     else:

@@ -20,14 +20,18 @@ from codeward.approval.asks import AskTimeout
 from codeward.apps.control.gui import PROTECTED_PROJECT_KEYS, GuiError, StateDriver, diagnostics, mma_status, parse_task
 from codeward.apps.control.security import ControlGuard
 from codeward.apps.control.state import ControlState
+from codeward.audit.users import USER_KEY
 from codeward.kernel.state_unavailable import StateUnavailable
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response
 
     from codeward.apps.control.session_logs import SessionLogs
+    from codeward.audit.users import Directory
 
 DEFAULT_ASK_TIMEOUT = 60.0
 MAX_ASK_TIMEOUT = 3600.0
@@ -47,7 +51,7 @@ class BadRequest(Exception):
 
 def create_app(state: ControlState, token: str, *, logs: SessionLogs | None = None,
                ask_timeout: float = DEFAULT_ASK_TIMEOUT, extra_hosts: tuple[str, ...] = (),
-               any_host: bool = False) -> Any:
+               any_host: bool = False, users: Callable[[], Directory | None] | None = None) -> Any:
     """The ASGI app: routes behind :class:`ControlGuard` (and the API-hook log, when given)."""
     from starlette.applications import Starlette
     from starlette.routing import Mount, Route
@@ -78,7 +82,8 @@ def create_app(state: ControlState, token: str, *, logs: SessionLogs | None = No
     ]
     app: Starlette = Starlette(routes=routes, exception_handlers={
         404: _not_found, 405: _not_allowed, BadRequest: _bad_request})
-    guarded = ControlGuard(app, token, extra_hosts=extra_hosts, any_host=any_host)
+    guarded = ControlGuard(app, token, extra_hosts=extra_hosts, any_host=any_host,
+                           users=users or (lambda: state.users))
     return guarded if logs is None else _HookLog(guarded, logs)
 
 
@@ -263,7 +268,12 @@ class _Api:
         if not isinstance(request_id, str) or not request_id:
             raise BadRequest("the body needs a 'request_id' string",
                              'Send {"request_id": "<id from ask_received>", "response": ...}.')
-        if not self.state.asks.respond(request_id, body.get("response"), by="api"):
+        person = request.scope.get(USER_KEY)
+        ask = next((a for a in self.state.asks.pending() if a["request_id"] == request_id), None)
+        if person is not None and ask is not None and ask["data"].get("user") == person:
+            raise BadRequest(f"ask {request_id!r} waits on a call {person!r} made; nobody answers their own call",
+                             "Another user with the approver role answers it.", status=403)
+        if not self.state.asks.respond(request_id, body.get("response"), by=person or "api"):
             raise BadRequest(f"no open question has request_id {request_id!r}",
                              "It was already answered, it timed out, or the id is wrong; GET /api/asks lists "
                              "the open ones.", status=404)
@@ -282,7 +292,8 @@ class _Api:
                              "answers.", status=503) from error
 
     async def answer_replica(self, request: Request) -> Response:
-        """``{"approved": true|false}``: answer an approval wherever its call waits (audited as the console)."""
+        """``{"approved": true|false}``: answer an approval wherever its call waits (audited under the signed-in
+        person's name; ``console`` for the run's own token); nobody answers their own call."""
         replicas = self.state.replicas
         approval_id = request.path_params["approval_id"]
         body = await _body(request)
@@ -292,10 +303,16 @@ class _Api:
         if replicas is None:
             raise BadRequest("this process is not one of several replicas", "Answer its own asks with "
                              "POST /api/ask/respond.", status=404)
+        from codeward.serving.shared_state.approvals import Gone, OwnCall
+
         try:
-            decided = await replicas.answer(approval_id, body["approved"], "console")
+            decided = await replicas.answer(approval_id, body["approved"], request.scope.get(USER_KEY) or "console")
         except StateUnavailable as error:
             raise BadRequest(str(error), "Retry when Redis answers.", status=503) from error
+        except OwnCall as error:
+            raise BadRequest(str(error), "Another user with the approver role answers it.", status=403) from error
+        except Gone as error:
+            raise BadRequest(str(error), "Nothing to answer: the call did not run.", status=410) from error
         if decided is None:
             raise BadRequest(f"no pending approval has id {approval_id!r}", "GET /api/replicas/approvals lists "
                              "them; answered ones are gone.", status=404)

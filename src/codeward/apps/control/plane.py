@@ -155,6 +155,8 @@ class ControlPlane:
         if self.state is None:
             return
         roots = [str(root) for root in stack.workspace.roots]
+        if audit is not None and audit.users.path is not None:  # a team's people sign in with their own tokens
+            self.state.users = audit.users
         if state is not None and state.shared:  # the console answers approvals waiting on any replica
             self.state.replicas = ReplicaApprovals(state, audit.log if audit is not None else None,
                                                    asyncio.get_running_loop(), stack.services.find(CallMetrics))

@@ -12,6 +12,13 @@ here must pass three checks, in this order:
 3. The bearer token of this run: ``Authorization: Bearer <token>`` (scripts, ApiHookClient),
    or the console's cookie. Opening the console URL (``/?token=...``) sets that cookie and
    redirects to a URL without the token, so it does not linger in the address bar.
+
+On a server with a users file (``[audit] users_file``: a team deployment), a person also signs in
+with their own token, the same ways (``/?token=<own token>``, a bearer header): the console shows
+held calls and answers them, so only a user with the *approver* role is let in — an agent's token is
+refused (403, naming the role) — and each request carries the person's name
+(:data:`~codeward.audit.users.USER_KEY`): their answers are audited under it, and their own calls are
+not theirs to answer. The run's token stays the local operator's (audited as ``console``).
 """
 
 from __future__ import annotations
@@ -21,10 +28,12 @@ import json
 import os
 import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
+from codeward.audit.users import USER_KEY, Directory, Role
 from codeward.serving.transport.http_token import is_loopback
 
 Scope = MutableMapping[str, Any]
@@ -66,16 +75,26 @@ def cookie_name(port: int) -> str:
     return f"codeward_control_{port}"
 
 
+@dataclass(frozen=True)
+class _Person:
+    """Who signed in: a users file's user (``name``), or the holder of the run's token (``None``)."""
+
+    name: str | None
+    roles: frozenset[Role]
+
+
 class ControlGuard:
     """ASGI middleware applying the three checks; refusals are JSON bodies saying what to do."""
 
-    def __init__(self, app: ASGIApp, token: str, *, extra_hosts: tuple[str, ...] = (), any_host: bool = False) -> None:
+    def __init__(self, app: ASGIApp, token: str, *, extra_hosts: tuple[str, ...] = (), any_host: bool = False,
+                 users: Callable[[], Directory | None] = lambda: None) -> None:
         if not token:
             raise ValueError("the control API needs a non-empty token")
         self.app = app
         self._token = token.encode()
         self._extra_hosts = tuple(h.lower() for h in extra_hosts)
         self._any_host = any_host
+        self._users = users
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":  # nothing here speaks WebSocket
@@ -99,20 +118,24 @@ class ControlGuard:
                           f"requests from pages at {origin} are refused; use the console served by this "
                           "server, or a script with the bearer token")
             return
-        if self._bearer_ok(headers):
-            await self.app(scope, receive, send)
+        bearer = self._who(self._bearer(headers))
+        if bearer is not None:
+            await self._admit(bearer, scope, receive, send)
             return
-        cookie_ok = self._cookie_ok(headers, port)
-        if cookie_ok and headers.get("sec-fetch-site", "same-origin") in SAFE_FETCH_SITES:
-            await self.app(scope, receive, send)
+        cookie = self._cookie(headers, port)
+        who = self._who(cookie)
+        if who is not None and headers.get("sec-fetch-site", "same-origin") in SAFE_FETCH_SITES:
+            await self._admit(who, scope, receive, send)
             return
-        if cookie_ok:
+        if who is not None:
             await _refuse(send, 403, "forbidden_site", "the console cookie only works on the console's own pages")
             return
         query_token = self._query_token(scope)
-        if (query_token is not None and scope.get("method") == "GET" and scope["path"] in ENTRY_PATHS
-                and hmac.compare_digest(query_token.encode(), self._token)):
-            await _enter_console(send, cookie_name(port), self._token.decode())
+        entering = self._who(query_token) if scope.get("method") == "GET" and scope["path"] in ENTRY_PATHS else None
+        if entering is not None and query_token is not None:
+            if await self._refused(entering, scope, send):
+                return
+            await _enter_console(send, cookie_name(port), query_token)
             return
         await _refuse(send, 401, "unauthorized",
                       "missing or wrong bearer token; send 'Authorization: Bearer <token>' (the token is in the "
@@ -122,24 +145,51 @@ class ControlGuard:
     def _hosts(self, port: int) -> set[str]:
         return {f"{name}:{port}" for name in LOOPBACK_NAMES} | {f"{h}:{port}" for h in self._extra_hosts}
 
-    def _bearer_ok(self, headers: dict[str, str]) -> bool:
-        given = headers.get("authorization", "")
-        scheme, _, value = given.partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), self._token)
+    def _who(self, token: str | None) -> _Person | None:
+        """Whose token this is: the run's own (the local operator), a users file's user, or nobody."""
+        if not token:
+            return None
+        if hmac.compare_digest(token.encode(), self._token):
+            return _Person(None, frozenset(Role))
+        users = self._users()
+        user = users.find(token) if users is not None else None
+        return _Person(user.name, user.roles) if user is not None else None
 
-    def _cookie_ok(self, headers: dict[str, str], port: int) -> bool:
+    async def _admit(self, person: _Person, scope: Scope, receive: Receive, send: Send) -> None:
+        """Let a signed-in person through, named in the scope."""
+        if not await self._refused(person, scope, send):
+            await self.app({**scope, USER_KEY: person.name} if person.name else scope, receive, send)
+
+    @staticmethod
+    async def _refused(person: _Person, scope: Scope, send: Send) -> bool:
+        """Refuse anyone but an approver (the console shows held calls and answers them); True if refused."""
+        if Role.APPROVER in person.roles:
+            return False
+        held = ", ".join(sorted(person.roles)) or "none"
+        await _refuse(send, 403, "forbidden", f"the console needs the approver role; user {person.name!r} has "
+                      f"{held}. An administrator adds it in the users file ([users.{person.name}] roles), "
+                      "then sends SIGHUP to the server", html=scope["path"] in ENTRY_PATHS)
+        return True
+
+    @staticmethod
+    def _bearer(headers: dict[str, str]) -> str | None:
+        scheme, _, value = headers.get("authorization", "").partition(" ")
+        return value.strip() if scheme.lower() == "bearer" else None
+
+    @staticmethod
+    def _cookie(headers: dict[str, str], port: int) -> str | None:
         from http.cookies import CookieError, SimpleCookie
 
         raw = headers.get("cookie")
         if not raw:
-            return False
+            return None
         jar: SimpleCookie = SimpleCookie()
         try:
             jar.load(raw)
         except CookieError:
-            return False
+            return None
         morsel = jar.get(cookie_name(port))
-        return morsel is not None and hmac.compare_digest(morsel.value.encode(), self._token)
+        return morsel.value if morsel is not None else None
 
     @staticmethod
     def _query_token(scope: Scope) -> str | None:

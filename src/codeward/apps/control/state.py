@@ -56,6 +56,9 @@ class ControlState:
         self.replicas: Any = None
         """The deployment's approvals (:class:`~codeward.apps.control.replicas.ReplicaApprovals`), when this
         process is one replica of several sharing state."""
+        self.users: Any = None
+        """The server's users (:class:`~codeward.audit.users.Directory`) once it serves HTTP with them: who
+        may sign in to the console with their own token (approvers)."""
 
     # -- project and session ---------------------------------------------------------------
 

@@ -36,12 +36,14 @@ choice (:meth:`BackendChoice.for_code`), with the same refusal.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import shutil
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -49,14 +51,16 @@ from typing import TYPE_CHECKING, Protocol
 from codeward.config.coding import CodingSettings
 from codeward.config.sandbox import SandboxSettings
 from codeward.engines.contained.confine import confine, hide_secret_history, under_a_root
-from codeward.engines.contained.write_back import bring_back
+from codeward.engines.contained.warm_box import BoxShape, Prepared, WarmBoxes, waiter_argv
+from codeward.engines.contained.write_back import Marks, bring_back
 from codeward.engines.sandbox import Sandbox, SandboxRequest, SandboxResult, Status
 from codeward.engines.sandbox.choice import BackendChoice, Executor, SandboxRefused
 from codeward.engines.sandbox.installation import installation_of
-from codeward.engines.sandbox.model import Limit
-from codeward.engines.sandbox.outcome import NO_SPACE_MARKERS
+from codeward.engines.sandbox.model import DEFAULT_PATH, Limit
+from codeward.engines.sandbox.outcome import NO_SPACE_MARKERS, OUT_OF_MEMORY_MARKERS
 from codeward.engines.sandbox.overlay import Overlays, overlay_failure
-from codeward.engines.sandbox.runner import Launch, kill_tree, terminate
+from codeward.engines.sandbox.runner import Launch, StartableSandbox, kill_tree, terminate
+from codeward.engines.sandbox.stdin_wait import tree_of, waits_for_input
 from codeward.kernel.result import ErrorKind, Result
 
 if TYPE_CHECKING:
@@ -112,6 +116,9 @@ class Program:
     max_output_bytes: int = 1_000_000
     report_progress: bool = True
     """Tell the client once a second how long it has been running."""
+    warm: bool = False
+    """Run in a box prepared ahead when one of this shape waits, and prepare the next one after the
+    run (``run_shell``: :mod:`codeward.engines.contained.warm_box`)."""
 
 
 @dataclass
@@ -145,6 +152,19 @@ def backends_of(services: Services) -> BackendChoice:
         return BackendChoice(sandbox.backend, services.get(CodingSettings).backend, sandbox.disk_mb)
 
     return services.runtimes.get(BackendChoice, make)
+
+
+def warm_boxes_of(services: Services) -> WarmBoxes:
+    """The server's box prepared ahead for the next ``run_shell`` (made on first use)."""
+    return services.runtimes.get(WarmBoxes, WarmBoxes)
+
+
+@functools.cache
+def _waiter_bash() -> str | None:
+    """The bash a prepared box waits in (under ``/usr``, which every box shows), ``None`` without one."""
+    found = shutil.which("bash", path=DEFAULT_PATH)
+    real = os.path.realpath(found) if found else None
+    return real if real is not None and real.startswith("/usr/") else None
 
 
 def secret_index_of(services: Services, workspace: Workspace) -> SecretIndex:
@@ -249,7 +269,7 @@ class ProjectSandbox:
                                "`codeward doctor` checks the sandbox.", data=None)
         notes = list(self.notes)
         self._note_unenforced_disk_text(notes, choice.disk_cap_problem)
-        return Result.success(Running(self, proc, launch, overlays, notes))
+        return Result.success(Running(self, program, proc, launch, overlays, notes))
 
     # -- the parts -----------------------------------------------------------------------
 
@@ -268,39 +288,114 @@ class ProjectSandbox:
                                "Check that the temporary directory is writable and has space.", data=None)
 
     def _run_overlaid(self, program: Program, cancelled: threading.Event | None) -> Result[Contained | None]:
+        if not program.warm:
+            return self._run_fresh(program, cancelled)
+        shape = self._shape(program)
+        try:
+            warm = self._run_warm(program, shape, cancelled) if shape is not None else None
+            return Result.success(warm) if warm is not None else self._run_fresh(program, cancelled)
+        finally:  # the next box, once this run is over (not competing with it for the machine)
+            after = self._shape(program)
+            if after is not None:
+                warm_boxes_of(self.ctx.services).prepare(after, lambda: self._prepare(program, after))
+
+    def _run_fresh(self, program: Program, cancelled: threading.Event | None) -> Result[Contained | None]:
+        """Run ``program`` in a box built for it now."""
         choice = backends_of(self.ctx.services)
-        disk_mb = self.settings.disk_mb if choice.disk_cap_problem is None else None
         owner = project_owner(self.ctx.workspace.primary)
         made = self._overlays(choice, owner)
         if not made.ok or made.data is None:
             return made.cast(None)
         overlays = made.data
-        notes = list(self.notes)
         try:
             request = self._request(program, overlays, run_as=owner)
             watch = RunWatch(self.ctx, program, cancelled, overlays)
             result = run_in(self.sandbox, request, watch)
-            if disk_mb is not None and _disk_setup_failed(result):
+            if overlays.disk is not None and _disk_setup_failed(result):
                 choice.disk_cap_problem = overlay_failure(result.stderr) or "the tmpfs could not be mounted"
                 overlays.close()
-                return self._run_overlaid(program, cancelled)  # once more, its layers on the host's disk
-            self._note_unenforced_disk(result, choice.disk_cap_problem)
-            if _filled(result, overlays, watch):
-                _stopped_at_disk_cap(result, self.settings.disk_mb)
-                notes.append(f"nothing this run wrote was applied to the workspace: it filled its "
-                             f"{self.settings.disk_mb} MiB disk cap")
-            elif result.status is not Status.SETUP_ERROR:
-                notes += self._bring_back(overlays)
+                return self._run_fresh(program, cancelled)  # once more, its layers on the host's disk
+            contained = self._settle(result, overlays, watch)
         finally:
             overlays.close()
-        return Result.success(Contained(result, notes, watch.cancelled))
+        return Result.success(contained)
 
-    def _bring_back(self, overlays: Overlays, ctx: ToolContext | None = None) -> list[str]:
+    def _settle(self, result: SandboxResult, overlays: Overlays, watch: RunWatch) -> Contained:
+        """A finished overlaid run: stopped at its disk cap (nothing applied), or its writes brought back."""
+        notes = list(self.notes)
+        self._note_unenforced_disk(result, backends_of(self.ctx.services).disk_cap_problem)
+        if _filled(result, overlays, watch):
+            _stopped_at_disk_cap(result, self.settings.disk_mb)
+            notes.append(f"nothing this run wrote was applied to the workspace: it filled its "
+                         f"{self.settings.disk_mb} MiB disk cap")
+        elif result.status is not Status.SETUP_ERROR:
+            notes += self._bring_back(overlays)
+        return Contained(result, notes, watch.cancelled)
+
+    # -- boxes prepared ahead (run_shell) -------------------------------------------------
+
+    def _shape(self, program: Program) -> BoxShape | None:
+        """What a box prepared for ``program`` is made of, ``None`` when it cannot be prepared ahead:
+        a backend that cannot start and finish separately, private copies of single files (taken
+        when the box is made), a command line a pipe cannot carry, no bash to wait in."""
+        if (not isinstance(self.sandbox, StartableSandbox) or self.plan.files or _waiter_bash() is None
+                or any("\0" in arg for arg in program.argv)):
+            return None
+        choice = backends_of(self.ctx.services)
+        return BoxShape(program=replace(program, argv=()), directories=tuple(map(str, self.plan.directories)),
+                        hidden=tuple(self.plan.hidden), owner=project_owner(self.ctx.workspace.primary),
+                        disk_mb=self.settings.disk_mb if choice.disk_cap_problem is None else None,
+                        backend=id(self.sandbox))
+
+    def _prepare(self, program: Program, shape: BoxShape) -> Prepared:
+        """Start the box ``program`` would run in, a waiter in place of its command (raises ``OSError``)."""
+        assert isinstance(self.sandbox, StartableSandbox)
+        bash = _waiter_bash()
+        if bash is None:
+            raise OSError("no bash to wait in")
+        overlays = Overlays.create(self.plan.directories, (), shape.owner, disk_mb=shape.disk_mb)
+        read, feed = os.pipe()
+        try:
+            waiter = replace(program, argv=waiter_argv(bash, read))
+            request = replace(self._request(waiter, overlays, run_as=shape.owner), inherit_fds=(read,))
+            proc, launch = self.sandbox.start(request)
+        except BaseException:
+            os.close(feed)
+            overlays.close()
+            raise
+        finally:
+            os.close(read)
+        return Prepared(shape, proc, launch, overlays, feed)
+
+    def _run_warm(self, program: Program, shape: BoxShape, cancelled: threading.Event | None) -> Contained | None:
+        """Run ``program`` in the box prepared for its shape; ``None`` (nothing ran) when there is none."""
+        boxes = warm_boxes_of(self.ctx.services)
+        prepared = boxes.take(shape)
+        if prepared is None:
+            return None
+        assert isinstance(self.sandbox, StartableSandbox)
+        overlays = prepared.overlays
+        request = self._request(program, overlays, run_as=shape.owner)
+        if not prepared.send(program.argv):
+            boxes.dispose(prepared.discard)
+            return None
+        watch = RunWatch(self.ctx, program, cancelled, overlays)
+        try:
+            result = self.sandbox.finish(prepared.proc, prepared.launch, request, request.stdin_bytes(), None, watch)
+            contained = self._settle(result, overlays, watch)
+        finally:
+            boxes.dispose(overlays.close)
+        return contained
+
+    def _bring_back(self, overlays: Overlays, ctx: ToolContext | None = None, marks: Marks | None = None
+                    ) -> list[str]:
         """The run's writes applied through the gate under the write lock every codeward process on
         the root shares (the paths are known as it walks); what the host runs later asked of a person.
-        ``ctx``: the call that applies them (recorded in its checkpoint), by default the one that opened the box."""
+        ``ctx``: the call that applies them (recorded in its checkpoint), by default the one that opened the box.
+        ``marks``: a running program's earlier applies (see
+        :func:`~codeward.engines.contained.write_back.apply_overlays`)."""
         ctx = ctx or self.ctx
-        return bring_back(ctx.workspace, overlays, journal=ctx.call.journal, ask=ctx.call.ask_person,
+        return bring_back(ctx.workspace, overlays, journal=ctx.call.journal, ask=ctx.call.ask_person, marks=marks,
                           hold=lambda: ctx.call.hold_writes([], any_name=True, workspace=ctx.workspace)).notes()
 
     def _request(self, program: Program, overlays: Overlays | None, run_as: tuple[int, int] | None = None
@@ -333,17 +428,20 @@ class ProjectSandbox:
 
 class Running:
     """A program started in a writable :class:`ProjectSandbox` that runs until stopped (a dev server,
-    a REPL): its pipes, and :meth:`stop`, which kills its whole tree and brings its writes back
-    through the gate."""
+    a REPL): its pipes; :meth:`apply`, which brings what it wrote so far back through the gate while
+    it runs; :meth:`stop`, which kills its whole tree and brings the rest back."""
 
-    def __init__(self, box: ProjectSandbox, proc: subprocess.Popen[bytes], launch: Launch, overlays: Overlays,
-                 notes: list[str]) -> None:
+    def __init__(self, box: ProjectSandbox, program: Program, proc: subprocess.Popen[bytes], launch: Launch,
+                 overlays: Overlays, notes: list[str]) -> None:
         self.box = box
+        self.program = program
         self.proc = proc
         self.launch = launch
         self.overlays = overlays
         self.notes = notes
         self._stopped: list[str] | None = None
+        self._marks: Marks = {}
+        """What earlier applies handled (see :func:`~codeward.engines.contained.write_back.apply_overlays`)."""
         self._lock = threading.Lock()
 
     def disk_full(self) -> bool:
@@ -353,6 +451,47 @@ class Running:
     def kill(self) -> None:
         """End the program and everything it started (its writes stay in its layer until :meth:`stop`)."""
         kill_tree(self.proc, self.launch.cgroup)
+
+    def waits_for_input(self) -> bool:
+        """Whether it is running and blocked reading its stdin, all that was written to it read."""
+        stdin = self.proc.stdin
+        if self.proc.poll() is not None or stdin is None or stdin.closed or self._stopped is not None:
+            return False
+        cgroup = self.launch.cgroup
+        pids = cgroup.pids() if cgroup is not None else set()
+        return waits_for_input(stdin.fileno(), pids or tree_of(self.proc.pid))
+
+    def limit_reason(self, output: str) -> str:
+        """Why it ended, when a limit ended it: its memory (the cgroup's OOM kill, or the program's own
+        words under a per-process limit), its disk; "" otherwise. Read before :meth:`stop`."""
+        code = self.proc.poll()
+        if code is None:
+            return ""
+        memory = (f"killed: out of memory — it may use {self.program.memory_mb} MiB, all its processes together "
+                  "([shell] memory_mb in codeward.toml)")
+        cgroup = self.launch.cgroup
+        if cgroup is not None and cgroup.events().oom_killed:
+            return memory
+        if code != 0 and any(marker in output.lower() for marker in (*OUT_OF_MEMORY_MARKERS, "memoryerror")):
+            return memory.replace("killed: out of memory", "it ran out of memory")
+        if self.disk_full() or (code != 0 and any(marker in output for marker in NO_SPACE_MARKERS)):
+            return self.disk_cap_reason()
+        return ""
+
+    def disk_cap_reason(self) -> str:
+        return (f"it filled its disk cap of {self.box.settings.disk_mb} MiB (what it writes to the project and /tmp "
+                "together; [sandbox] disk_mb in codeward.toml): nothing it wrote can be applied")
+
+    def apply(self, ctx: ToolContext) -> list[str]:
+        """Bring what it wrote so far back through the gate, as part of the call ``ctx`` (its checkpoint),
+        while it keeps running; what came back or did not, as notes. Each version of a file is applied
+        once: one applied here and changed on the host afterwards is not overwritten by the stop."""
+        with self._lock:
+            if self._stopped is not None:
+                return []
+            if self.disk_full():
+                return [f"nothing was applied: it filled its {self.box.settings.disk_mb} MiB disk cap"]
+            return self.box._bring_back(self.overlays, ctx, self._marks)
 
     def stop(self, ctx: ToolContext | None) -> list[str]:
         """Kill it (if it still runs), apply its writes through the gate as part of the call ``ctx``
@@ -370,7 +509,7 @@ class Running:
                     notes.append(f"nothing this process wrote was applied to the workspace: it filled its "
                                  f"{self.box.settings.disk_mb} MiB disk cap")
                 elif ctx is not None:
-                    notes += self.box._bring_back(self.overlays, ctx)
+                    notes += self.box._bring_back(self.overlays, ctx, self._marks)
             finally:
                 self.launch.release()
                 self.overlays.close()

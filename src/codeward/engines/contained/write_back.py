@@ -154,14 +154,15 @@ def _shown_held(held: Held) -> str:
 
 def bring_back(workspace: Workspace, overlays: Overlays, *, journal: ChangeJournal | None = None,
                hold: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext,
-               ask: AskPerson | None = None) -> Applied:
+               ask: AskPerson | None = None, marks: Marks | None = None) -> Applied:
     """A finished run's writes applied to the workspace: :func:`apply_overlays` under ``hold`` (the
     write locks), then — outside them, a person may take a while — ``ask`` about what was held, and
-    on a yes :func:`apply_held` under ``hold`` again. A run that wrote nothing takes no lock."""
+    on a yes :func:`apply_held` under ``hold`` again. A run that wrote nothing takes no lock.
+    ``marks``: see :func:`apply_overlays`."""
     if not any(_holds_anything(layer.upper) for layer in overlays.layers) and not overlays.copies:
         return Applied()
     with hold():
-        applied = apply_overlays(workspace, overlays, journal)
+        applied = apply_overlays(workspace, overlays, journal, marks)
     if not applied.held or ask is None:
         return applied
     question = held_question(workspace, applied.held)
@@ -226,9 +227,15 @@ def _held_diff(source: Path | None, target: Path, rel: str) -> str:
     return tree_diff(target, source, rel)
 
 
-def apply_overlays(workspace: Workspace, overlays: Overlays, journal: ChangeJournal | None = None) -> Applied:
+def apply_overlays(workspace: Workspace, overlays: Overlays, journal: ChangeJournal | None = None,
+                   marks: Marks | None = None) -> Applied:
     """Apply every layer of a finished run to the workspace (see the module docstring), holding
     back changes to host-run paths (``Applied.held``: :func:`bring_back` asks about them).
+
+    ``marks`` (a program still running, its writes applied more than once): each entry of a layer
+    that is not a folder is handled once per version — an entry whose inode, size, mode and times
+    are those recorded at an earlier apply is passed over, so a file applied, then changed on the
+    host, is not overwritten by the same old write at the next apply (or at the stop).
 
     New file contents are first written to temporary files beside their targets, then made
     durable with one ``syncfs`` per file system (not one ``fsync`` per file: a build writes
@@ -239,7 +246,8 @@ def apply_overlays(workspace: Workspace, overlays: Overlays, journal: ChangeJour
     view = _LayeredView(overlays.layers)
     try:
         for layer in overlays.layers:
-            _Applier(workspace, layer.lower, applied, staged, journal, view).apply_root(layer.upper, layer.lower)
+            _Applier(workspace, layer.lower, applied, staged, journal, view, marks).apply_root(layer.upper,
+                                                                                               layer.lower)
         for original, copy in overlays.copies:
             _apply_copy(workspace, original, copy, applied, staged, journal)
         staged.commit(applied)
@@ -384,10 +392,16 @@ def protected_reason(workspace: Workspace, path: Path) -> str:
     return verdict.needs_person or workspace.blacklist_reason(path)
 
 
+Marks = dict[str, tuple[int, int, int, int, int]]
+"""Layer entry → (inode, size, mode, mtime, ctime) when an apply last handled it."""
+
+
 class _Applier:
     def __init__(self, workspace: Workspace, root: Path, applied: Applied, staged: _Staged,
-                 journal: ChangeJournal | None = None, view: _LayeredView | None = None) -> None:
+                 journal: ChangeJournal | None = None, view: _LayeredView | None = None,
+                 marks: Marks | None = None) -> None:
         self.workspace = workspace
+        self.marks = marks
         self.journal = journal
         self.root = root
         self.applied = applied
@@ -481,6 +495,8 @@ class _Applier:
     def apply_entry(self, source: Path, target: Path) -> None:
         info = source.lstat()
         mode = info.st_mode
+        if not stat.S_ISDIR(mode) and not self.first_time(source, info):
+            return  # handled at an earlier apply, unchanged since
         if self.held(source, target):
             return
         if _is_whiteout(source, info):
@@ -521,10 +537,24 @@ class _Applier:
         self.apply_dir(source, target)
 
     def refuse_tree(self, source: Path, target: Path, reason: str) -> None:
-        """One refusal per file of a refused folder (folders themselves are not listed)."""
-        files = [target / path.relative_to(source) for path in _files_under(source)]
-        for path in files or [target]:
+        """One refusal per file of a refused folder (folders themselves are not listed); with marks,
+        per file not refused at an earlier apply and unchanged since."""
+        files = list(_files_under(source))
+        fresh = [path for path in files if self.first_time(path, path.lstat())]
+        if files and not fresh:
+            return
+        for path in [target / path.relative_to(source) for path in fresh] or [target]:
             self.refuse(path, reason)
+
+    def first_time(self, source: Path, info: os.stat_result) -> bool:
+        """Whether this version of a layer entry is new to the marks (recorded now); always without marks."""
+        if self.marks is None:
+            return True
+        version = (info.st_ino, info.st_size, info.st_mode, info.st_mtime_ns, info.st_ctime_ns)
+        if self.marks.get(str(source)) == version:
+            return False
+        self.marks[str(source)] = version
+        return True
 
     def write_file(self, source: Path, target: Path, info: os.stat_result) -> None:
         reason = self.gate(target)

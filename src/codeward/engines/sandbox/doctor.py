@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codeward.config.network import NetworkSettings
 from codeward.engines.sandbox.cgroups import detect_layout
 from codeward.engines.sandbox.choice import INSTALL_BWRAP, BackendChoice, Executor, Plan
 from codeward.engines.sandbox.network import network_unavailable
@@ -84,7 +85,8 @@ class Diagnosis:
         return "\n".join(lines)
 
 
-def diagnose(choice: BackendChoice, disk_mb: int, *, shell_sandbox: bool = True) -> Diagnosis:
+def diagnose(choice: BackendChoice, disk_mb: int, *, shell_sandbox: bool = True,
+             egress: NetworkSettings | None = None) -> Diagnosis:
     """Check this machine and say what each executor will use (runs a few probes: ~0.1-0.5 s)."""
     from codeward.engines.sandbox.bwrap import find_bwrap
 
@@ -125,6 +127,8 @@ def diagnose(choice: BackendChoice, disk_mb: int, *, shell_sandbox: bool = True)
     network = network_unavailable()
     checks.append(Check("isolated network (slirp4netns)", network is None, network or "slirp4netns and ip found",
                         "apt-get install slirp4netns iproute2", "runs the operator allows the network"))
+    if egress is not None:
+        checks.append(_egress_check(egress))
     docker = choice.probe("docker")
     checks.append(Check("Docker engine", not isinstance(docker, str),
                         docker.describe() if not isinstance(docker, str) else docker.removeprefix("docker: "),
@@ -133,6 +137,29 @@ def diagnose(choice: BackendChoice, disk_mb: int, *, shell_sandbox: bool = True)
     for executor in Executor:
         diagnosis.executors.append(_plan(choice, executor, overlay, shell_sandbox))
     return diagnosis
+
+
+def _egress_check(network: NetworkSettings) -> Check:
+    """Whether a client's namespace and the egress proxy's listener in it can be made here (``[network]``)."""
+    name = "egress proxy ([network] allowed_domains)"
+    if not network.active:
+        return Check(name, True, "no domain allowed: runs have no network (list domains in [network] "
+                                 "allowed_domains to reach them through the proxy)")
+    from codeward.engines.sandbox.egress_proxy import PROXY_PORT
+    from codeward.engines.sandbox.shared_net import SharedNetwork
+
+    try:
+        made = SharedNetwork.create()
+        try:
+            made.listen(PROXY_PORT).close()
+        finally:
+            made.close()
+    except OSError as exc:
+        return Check(name, False, f"cannot listen in a network namespace: {exc}", "allow unprivileged user and "
+                     "network namespaces (see the checks above)", "run_shell, run_tests and processes with network")
+    domains = network.allowed_domains
+    listed = ", ".join(domains[:5]) + (f" and {len(domains) - 5} more" if len(domains) > 5 else "")
+    return Check(name, True, f"run_shell, run_tests and processes reach {listed} through the proxy; nothing else")
 
 
 def banner_line(choice: BackendChoice) -> str:

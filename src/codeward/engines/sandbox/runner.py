@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from codeward.engines.sandbox.cgroups import CgroupEvents, CgroupLayout, RunCgroup
 from codeward.engines.sandbox.limits import LimitPlan, plan_limits
@@ -95,6 +95,7 @@ class RunObserver(Protocol):
     def tick(self) -> None: ...
 
 
+@runtime_checkable
 class StartableSandbox(Protocol):
     """A backend that can start a run and finish it later (warm pool, sessions, monitoring)."""
 

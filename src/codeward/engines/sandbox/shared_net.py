@@ -21,6 +21,10 @@ import os
 import socket
 import struct
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from codeward.engines.sandbox.egress_proxy import Served
 
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
@@ -34,6 +38,8 @@ class SharedNetwork:
 
     user_fd: int
     net_fd: int
+    egress: Served | None = None
+    """The egress proxy serving ``127.0.0.1:3128`` inside, when the operator allows some domains."""
 
     @classmethod
     def create(cls, run_as: tuple[int, int] | None = None) -> SharedNetwork:
@@ -95,7 +101,47 @@ class SharedNetwork:
             os.close(from_child)
             os.waitpid(pid, 0)
 
+    def listen(self, port: int) -> socket.socket:
+        """A TCP socket listening on ``127.0.0.1:port`` *inside* the namespace, held by this process.
+
+        A socket stays in the namespace it was made in: the egress proxy accepts the runs'
+        connections on it from the host side, with no forwarder in the box and no other route out.
+        A short-lived child joins the namespace (as the runs do), binds, and passes the socket back
+        (``SCM_RIGHTS``); raises ``OSError``."""
+        libc = ctypes.CDLL(None, use_errno=True)
+        parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            status = 1
+            try:
+                parent_end.close()
+                for fd, kind in ((self.user_fd, CLONE_NEWUSER), (self.net_fd, CLONE_NEWNET)):
+                    if libc.setns(fd, kind) != 0 and kind == CLONE_NEWNET:
+                        raise OSError(ctypes.get_errno(), "cannot join the shared network")
+                with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+                    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                    listener.bind(("127.0.0.1", port))
+                    listener.listen(128)
+                    socket.send_fds(child_end, [b"l"], [listener.fileno()])
+                status = 0
+            except BaseException as exc:
+                with contextlib.suppress(OSError):
+                    child_end.sendall(b"!" + str(exc).encode()[:200])
+            os._exit(status)
+        child_end.close()
+        try:
+            message, fds, _, _ = socket.recv_fds(parent_end, 201, 1)
+        finally:
+            parent_end.close()
+            os.waitpid(pid, 0)
+        if message[:1] != b"l" or not fds:
+            raise OSError(f"could not listen in the shared network: {message[1:].decode(errors='replace')}")
+        return socket.socket(fileno=fds[0])
+
     def close(self) -> None:
+        if self.egress is not None:
+            self.egress.close()
+            self.egress = None
         for fd in (self.user_fd, self.net_fd):
             with contextlib.suppress(OSError):
                 os.close(fd)

@@ -12,10 +12,14 @@ import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from codeward.kernel import state_dir
 from codeward.kernel.state_dir import StateDir
 from codeward.kernel.workspace import Workspace
+
+if TYPE_CHECKING:
+    from codeward.engines.sandbox.egress_proxy import EgressEvent
 
 LOG_DIR = f"{state_dir.NAME}/{state_dir.LOGS}"
 LOG_NAME = state_dir.SHELL_LOG.rpartition("/")[2]
@@ -41,6 +45,15 @@ def log_dir(workspace: Workspace) -> Path | None:
         return StateDir(workspace.primary).folder(state_dir.LOGS)
     except OSError:
         return None
+
+
+def append_network_event(workspace: Workspace, client: str, event: EgressEvent) -> None:
+    """Append one egress decision to ``.codeward/logs/network.jsonl`` (raises ``OSError``)."""
+    record = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(event.at)), "client": client,
+              "allowed": event.allowed, "method": event.method, "host": event.host, "port": event.port,
+              "address": event.address, "reason": event.reason}
+    line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+    StateDir(workspace.primary).append(state_dir.NETWORK_LOG, line, 0o600)
 
 
 def append_entry(workspace: Workspace, entry: ShellLogEntry) -> str | None:

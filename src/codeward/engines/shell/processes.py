@@ -8,11 +8,17 @@ into one buffer of ``[shell] process_output_kb``: a reader asks for what came af
 nothing is read twice and a chatty server costs no more than the buffer (the oldest output is
 dropped, and a read says how much). Its stdin is a pipe the caller writes to.
 
-What it writes stays in its private layer until ``process_stop``, which kills the whole tree and
-brings the writes back through the gate, as a script's — recorded in that call's checkpoint,
-host-run paths asked of a person. A process that ends on its own, hits its lifetime
-(``[shell] process_lifetime_s``) or idles past ``process_idle_s`` (no read, write or output) is
-killed but keeps its layer and its output until it is stopped; the server's end drops them.
+What it writes stays in its private layer until ``process_apply`` (it keeps running) or
+``process_stop`` (it is killed, its whole tree) brings the writes back through the gate, as a
+script's — recorded in that call's checkpoint, host-run paths asked of a person. Each version of a
+file is applied once: a file applied, then edited on the host, is not overwritten by the stop with
+the same old write.
+
+A process's state is ``running``, ``waiting_for_input`` (blocked reading its stdin, everything
+written to it read: :mod:`codeward.engines.sandbox.stdin_wait`) or ``exited``; when a limit ended it
+(its memory, its disk cap, its lifetime, idling) ``ended_by`` says which. A process that ends on
+its own, hits its lifetime (``[shell] process_lifetime_s``) or idles past ``process_idle_s`` (no
+read, write or output) is killed but keeps its layer and its output until it is stopped; the server's end drops them.
 
 Processes belong to the client that started them (``ctx.call.client``, as Python sessions do):
 another client cannot see, read, write to or stop them. Each client may have
@@ -30,11 +36,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from codeward.config.network import NetworkSettings
 from codeward.config.shell import ShellSettings
+from codeward.engines.sandbox.outcome import normalize_exit
 from codeward.kernel.result import ErrorKind, Result
 
 if TYPE_CHECKING:
     from codeward.engines.contained.project_sandbox import Running
+    from codeward.engines.sandbox.egress_proxy import EgressLog
     from codeward.engines.sandbox.shared_net import SharedNetwork
     from codeward.kernel.context import Services, ToolContext
 
@@ -97,15 +106,39 @@ class BoxProcess:
     touched: float = field(default_factory=time.monotonic)
     ended_by: str = ""
     """Why codeward killed it (its lifetime, idling, its disk), empty when it did not."""
+    egress: EgressLog | None = None
+    """The decisions of the egress proxy in its namespace (``[network]``), read from ``egress_seen`` on."""
+    egress_seen: int = 0
+
+    def network_notes(self) -> list[str]:
+        """The egress proxy's refusals (and a count of what it allowed) in its namespace since the last call."""
+        if self.egress is None:
+            return []
+        from codeward.engines.sandbox.egress_proxy import egress_notes
+
+        events = self.egress.since(self.egress_seen)
+        self.egress_seen += len(events)
+        return egress_notes(events)
     readers: list[threading.Thread] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int | None:
-        return self.started.proc.poll()
+        """Its exit status once it exited; a death by signal N (bwrap's 128+N) as -N."""
+        code = self.started.proc.poll()
+        return None if code is None else normalize_exit(code, shell_style=True)
 
     @property
     def state(self) -> str:
-        return "running" if self.exit_code is None else "exited"
+        """``exited``; ``waiting_for_input`` (blocked reading its stdin: process_write it); ``running``."""
+        if self.exit_code is not None:
+            return "exited"
+        return "waiting_for_input" if self.started.waits_for_input() else "running"
+
+    def settle(self) -> None:
+        """Once it exited, say why when a limit ended it (read while its cgroup is still there)."""
+        if self.exit_code is not None and not self.ended_by:
+            tail, _, _ = self.output.since(max(0, self.output.end - 4000), 4000)
+            self.ended_by = self.started.limit_reason(tail.decode("utf-8", "replace"))
 
     def quiet_s(self) -> float:
         return time.monotonic() - self.touched
@@ -182,6 +215,7 @@ class ProcessTable:
 
     def stop(self, ctx: ToolContext, process: BoxProcess) -> list[str]:
         """Kill it, apply its writes as part of this call, forget it."""
+        process.settle()
         notes = process.started.stop(ctx)
         key = (_owner(ctx) or "", process.name)
         with self._lock:
@@ -214,7 +248,10 @@ class ProcessTable:
             from codeward.engines.sandbox.shared_net import SharedNetwork
 
             try:
-                made = self._networks[owner] = SharedNetwork.create(project_owner(ctx.workspace.primary))
+                made = SharedNetwork.create(project_owner(ctx.workspace.primary))
+                if ctx.services.get(NetworkSettings).active:
+                    _serve_egress(ctx, made, owner)
+                self._networks[owner] = made
             except OSError as exc:
                 return Result.fail(ErrorKind.UNAVAILABLE, f"could not make the processes' shared network: {exc}",
                                    "`codeward doctor` checks the sandbox (user and network namespaces).", data=None)
@@ -238,12 +275,13 @@ class ProcessTable:
             now = time.monotonic()
             for process in processes:
                 if process.exit_code is not None:
+                    process.settle()
                     continue
                 why = (f"it ran for its lifetime of {self.limits.lifetime_s:g} s ([shell] process_lifetime_s)"
                        if now - process.began > self.limits.lifetime_s else
                        f"nothing read, wrote or printed for {self.limits.idle_s:g} s ([shell] process_idle_s)"
                        if now - process.touched > self.limits.idle_s else
-                       "it filled its disk cap ([sandbox] disk_mb)" if process.started.disk_full() else "")
+                       process.started.disk_cap_reason() if process.started.disk_full() else "")
                 if why:
                     process.ended_by = why
                     process.started.kill()
@@ -265,6 +303,23 @@ def _pump(stream: object, process: BoxProcess) -> None:
             process.touched = time.monotonic()
     with contextlib.suppress(OSError):
         stream.close()  # type: ignore[attr-defined]
+
+
+def _serve_egress(ctx: ToolContext, network: SharedNetwork, owner: str) -> None:
+    """Give the namespace its way out: the egress proxy on ``127.0.0.1:3128`` inside (``[network]``)."""
+    from codeward.engines.sandbox.egress_proxy import PROXY_PORT, EgressEvent, egress_proxy_of
+    from codeward.engines.shell.log import append_network_event
+
+    workspace = ctx.workspace
+
+    def audit(event: EgressEvent) -> None:
+        append_network_event(workspace, owner, event)
+
+    try:
+        network.egress = egress_proxy_of(ctx.services).serve(network.listen(PROXY_PORT), owner, audit)
+    except BaseException:
+        network.close()
+        raise
 
 
 def _owner(ctx: ToolContext) -> str | None:

@@ -17,10 +17,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from codeward.config.network import NetworkSettings
 from codeward.engines.contained.project_sandbox import Program, ProjectAccess, ProjectSandbox, RunWatch
 from codeward.engines.sandbox import SandboxRequest, SandboxResult, Status
 from codeward.engines.sandbox.cgroups import detect_layout
 from codeward.engines.sandbox.choice import Executor
+from codeward.engines.sandbox.egress_proxy import egress_notes, proxy_environment
 from codeward.engines.sandbox.model import DEFAULT_PATH
 from codeward.engines.sandbox.overlay import overlay_failure
 from codeward.engines.sandbox.runner import minimal_env
@@ -112,11 +114,18 @@ def execute(ctx: ToolContext, command: ShellCommand, settings: ShellSettings,
     if not boxed.ok or boxed.data is None:
         return boxed.cast(None)
     box, program = boxed.data
-    ran = box.run(_joined(ctx, program))
+    joined = in_client_network(ctx, program, make=False)
+    if not joined.ok or joined.data is None:
+        return joined.cast(None)
+    egress = joined.data.shared_network.egress if joined.data.shared_network is not None else None
+    mark = egress.log.mark() if egress is not None else 0
+    ran = box.run(replace(joined.data, warm=settings.warm_box))
     if not ran.ok or ran.data is None:
         return ran.cast(None)
     run = ran.data
-    notes = [*boxed.notes, *run.notes]
+    notes = [*boxed.notes, *joined.notes, *run.notes]
+    if egress is not None:
+        notes += egress_notes(egress.log.since(mark))
     _record(ctx, command, settings, run.result)
     if run.result.status is Status.SETUP_ERROR:
         return report(command, settings, run.result, notes, run.cancelled).cast(None)
@@ -137,14 +146,28 @@ def boxed_command(ctx: ToolContext, command: ShellCommand, settings: ShellSettin
     return Result(data=(opened.data, program.data), notes=list(program.notes))
 
 
-def _joined(ctx: ToolContext, program: Program) -> Program:
-    """The program in the client's shared loopback network when its processes made one (a dev
-    server it started is then reachable at 127.0.0.1 from this run), else as it was."""
-    from codeward.engines.shell.processes import ProcessTable
+def in_client_network(ctx: ToolContext, program: Program, make: bool) -> Result[Program | None]:
+    """The program in the client's shared loopback network: made when ``make`` (a long-running process) or
+    when the operator allows some domains (``[network]``: the egress proxy is its only way out, and the
+    proxy variables point there), else joined when the client's processes made one (a dev server it
+    started is then reachable at 127.0.0.1). A run given the whole network (``[shell] network``) stays apart."""
+    from codeward.engines.shell.processes import process_table_of
 
-    table = ctx.services.runtimes.peek(ProcessTable)
-    shared = table.network(ctx, make=False).data if table is not None and not program.network else None
-    return replace(program, shared_network=shared) if shared is not None else program
+    if program.network:
+        return Result.success(program)
+    proxied = ctx.services.get(NetworkSettings).active
+    table = process_table_of(ctx.services)
+    found = table.network(ctx, make=make or proxied)
+    if not found.ok:
+        return found.cast(None)
+    shared = found.data
+    if shared is None:
+        notes = ["network: none for this run: the egress proxy needs a client session (stdio, or an HTTP session "
+                 "with an id)"] if proxied else []
+        return Result(data=program, notes=notes)
+    if shared.egress is not None:
+        program = replace(program, env={**program.env, **proxy_environment()})
+    return Result.success(replace(program, shared_network=shared))
 
 
 def _execute_on_host(ctx: ToolContext, command: ShellCommand, settings: ShellSettings,

@@ -9,7 +9,10 @@ What is published is what an approver may see: the arguments with their secrets 
 (:class:`~codeward.kernel.redaction.Redactor`) and their SHA-256 (the audit's, taken from the raw
 arguments); the raw arguments stay in the memory of the replica that runs the call. Nobody answers
 a call of their own (:func:`answer_pending`). A replica that stops (drains) withdraws the approvals it
-holds, so none stays listed, or answerable, for a call that will never run.
+holds, so none stays listed, or answerable, for a call that will never run; one that dies (kill -9, a
+lost host) stops renewing its heartbeat, and the first replica to list the approvals after a lease
+(``[state] lease``) reaps its approvals. Answering a withdrawn or reaped approval says it is gone
+(``410``) and nothing ran.
 """
 
 from __future__ import annotations
@@ -44,6 +47,21 @@ WITHDRAWN = ("the server holding this call stopped (drained) before anyone answe
              "Send the call again: another replica asks for it")
 
 
+REAPED = ("this server lost its hold on the approval (it did not renew its heartbeat in the shared state "
+          "for longer than [state] lease) and it was withdrawn; nothing ran. Send the call again")
+
+
+class Gone(LookupError):
+    """An answer to an approval whose replica stopped or died before anyone answered: its call never ran."""
+
+    def __init__(self, approval_id: str, tombstone: dict[str, object]) -> None:
+        how = ("stopped (drained) and handed it back" if tombstone.get("gone") == "stopped"
+               else "died (no heartbeat in the shared state for longer than [state] lease)")
+        super().__init__(f"approval {approval_id!r} is gone: replica {tombstone.get('replica', '?')} holding "
+                         f"the call to {tombstone.get('tool', '?')!r} {how}; the call did not run and this answer "
+                         "changed nothing. The client sends the call again and it is asked for anew")
+
+
 class OwnCall(PermissionError):
     """An answer to an approval its own call waits on: an agent does not approve itself."""
 
@@ -56,12 +74,14 @@ async def answer_pending(state: StateBackend, approval_id: str, approved: bool, 
                          audit: AuditLog | None = None) -> bool | None:
     """Answer one pending approval of any replica as ``by`` (a person: a user's token on ``POST
     /approvals/<id>``, or a console): True if this answer decided it, False if it was already
-    answered, None if no approval has that id; :class:`OwnCall` if ``by`` made the call. A deciding
-    answer is audited with who gave it."""
+    answered, None if no approval has that id; :class:`OwnCall` if ``by`` made the call, :class:`Gone` if
+    its replica stopped or died first. A deciding answer is audited with who gave it."""
     pending = next((a for a in await state.pending_approvals() if a.get("id") == approval_id), None)
     if pending is not None and pending.get("user") is not None and pending.get("user") == by:
         raise OwnCall(by, approval_id)
     decided = await state.answer_approval(approval_id, approved, by)
+    if decided is None and (tombstone := await state.approval_gone(approval_id)) is not None:
+        raise Gone(approval_id, tombstone)
     if decided and audit is not None:
         await audit.record("answer", user=by, tool=str((pending or {}).get("tool", "?")),
                            arguments=(pending or {}).get("arguments"), outcome="approved" if approved else "denied",
@@ -136,6 +156,9 @@ class SharedApprovals:
             done, _ = await asyncio.wait({local, remote}, return_when=asyncio.FIRST_COMPLETED)
             if remote in done and remote.exception() is None:
                 local.cancel()
+                if remote.result().get("gone"):
+                    request.withdrawn.append(REAPED)
+                    return False
                 request.decided_by.append(str(remote.result().get("by", "another replica")))
                 return bool(remote.result()["approved"])
             if remote in done:
@@ -144,6 +167,9 @@ class SharedApprovals:
             elif local.exception() is not None and isinstance(local.exception(), Abstain):
                 done, _ = await asyncio.wait({remote}, timeout=self.timeout)
                 if remote in done and remote.exception() is None:
+                    if remote.result().get("gone"):
+                        request.withdrawn.append(REAPED)
+                        return False
                     request.decided_by.append(str(remote.result().get("by", "another replica")))
                     return bool(remote.result()["approved"])
                 approved = False  # nobody answered anywhere: denied

@@ -100,7 +100,8 @@ class StateBackend(Protocol):
         ...
 
     async def renew_leases(self) -> None:
-        """Extend the lease of every call this replica runs (called periodically)."""
+        """Extend the lease of every call this replica runs, and its heartbeat (called every second: the
+        approvals a replica holds are reaped once its heartbeat is older than a lease)."""
         ...
 
     async def call_record(self, session_id: str, stream_id: str) -> CallRecord | None:
@@ -132,7 +133,12 @@ class StateBackend(Protocol):
         ...
 
     async def withdraw_approval(self, approval_id: str) -> None:
-        """Take a pending approval back (its replica is stopping): no longer listed, answering it is unknown."""
+        """Take a pending approval back (its replica is stopping): no longer listed, answering it is ``gone``."""
+        ...
+
+    async def approval_gone(self, approval_id: str) -> dict[str, Any] | None:
+        """An approval taken back because its replica stopped (``{"gone": "stopped"}``) or died without
+        one (``"died"``: no heartbeat for a lease), with what it was; None if no such approval."""
         ...
 
     async def audit(self, record: Mapping[str, Any]) -> None:

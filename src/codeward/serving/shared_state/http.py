@@ -11,7 +11,7 @@ session exists only in the process that opened it — codeward replays the sessi
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from codeward.audit.log import AuditLog
     from codeward.audit.metrics import CallMetrics
+    from codeward.audit.prometheus import Gauge
 
 ADOPTION_ID = "codeward-adopt"
 """The request id the replayed ``initialize`` carries (its events never reach a client)."""
@@ -115,9 +116,10 @@ def add_state(app: Any, server: Server[Any], state: StateBackend, tools: Callabl
 
 
 def add_approvals(app: Any, state: StateBackend, metrics: CallMetrics | None = None,
-                  audit: AuditLog | None = None) -> None:
+                  audit: AuditLog | None = None, gauges: Callable[[], Mapping[str, Gauge]] = dict) -> None:
     """``/approvals``, ``/audit`` and ``/metrics`` (add them outside the JSON-RPC guard, inside the bearer
-    token); answers given on ``/approvals`` go to ``audit`` with the user who gave them."""
+    token); answers given on ``/approvals`` go to ``audit`` with the user who gave them; ``gauges`` join
+    the Prometheus figures."""
     app.add_middleware(ApprovalsEndpoint, state=state, audit=audit)
     if metrics is not None:
-        app.add_middleware(MetricsEndpoint, state=state, metrics=metrics)
+        app.add_middleware(MetricsEndpoint, state=state, metrics=metrics, gauges=gauges)

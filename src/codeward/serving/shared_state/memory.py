@@ -33,6 +33,7 @@ class MemoryState:
         self._ids = itertools.count(1)
         self._added = anyio.Event()
         self._approvals: dict[str, tuple[dict[str, Any], anyio.Event, dict[str, Any]]] = {}
+        self._gone: dict[str, dict[str, Any]] = {}
         self._audit: deque[dict[str, Any]] = deque(maxlen=MAX_AUDIT)
         self._metrics: dict[str, Any] = {}
 
@@ -107,7 +108,11 @@ class MemoryState:
         return answer
 
     async def withdraw_approval(self, approval_id: str) -> None:
-        self._approvals.pop(approval_id, None)
+        entry = self._approvals.pop(approval_id, None)
+        self._gone[approval_id] = {**(entry[0] if entry else {"id": approval_id}), "gone": "stopped"}
+
+    async def approval_gone(self, approval_id: str) -> dict[str, Any] | None:
+        return self._gone.get(approval_id)
 
     async def audit(self, record: Mapping[str, Any]) -> None:
         self._audit.append(dict(record))

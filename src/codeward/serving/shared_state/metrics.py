@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import parse_qsl
 
 import anyio
 from starlette.types import Receive, Scope, Send
 
 from codeward.audit.metrics import CallMetrics, ToolStats, ToolTotals, merged_stats
+from codeward.audit.prometheus import CONTENT_TYPE, Gauge, exposition, wants_prometheus
 from codeward.kernel.state_unavailable import StateUnavailable
 from codeward.serving.shared_state.backend import StateBackend
 from codeward.serving.shared_state.resume import _json, _naming
@@ -112,12 +114,17 @@ def _view(stats: list[ToolStats]) -> dict[str, Any]:
 
 
 class MetricsEndpoint:
-    """``GET /metrics`` on a replica's HTTP port (behind its bearer token): the deployment's call figures."""
+    """``GET /metrics`` on a replica's HTTP port (behind its bearer token, for the auditor role): the
+    deployment's call figures as JSON, or — asked by a scraper — this replica's own in the Prometheus
+    text format (:mod:`codeward.audit.prometheus`) with ``gauges`` (calls in flight, the drain, the
+    audit records waiting for Redis)."""
 
-    def __init__(self, app: Any, state: StateBackend, metrics: CallMetrics) -> None:
+    def __init__(self, app: Any, state: StateBackend, metrics: CallMetrics,
+                 gauges: Callable[[], Mapping[str, Gauge]] = dict) -> None:
         self.app = app
         self.state = state
         self.metrics = metrics
+        self.gauges = gauges
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("path", "").rstrip("/") != METRICS:
@@ -127,5 +134,14 @@ class MetricsEndpoint:
         named = _naming(send, self.state.replica)
         if scope["method"] != "GET":
             await _json(named, 405, {"error": "method not allowed", "message": "GET /metrics reads the call figures"})
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
+        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+        if wants_prometheus(headers, query):
+            body = exposition(self.metrics, self.state.replica, self.gauges)
+            await named({"type": "http.response.start", "status": 200, "headers": [
+                (b"content-type", CONTENT_TYPE.encode()), (b"content-length", str(len(body)).encode()),
+                (b"cache-control", b"no-store")]})
+            await named({"type": "http.response.body", "body": body})
             return
         await _json(named, 200, await deployment_metrics(self.state, self.metrics))

@@ -7,7 +7,11 @@ entry id is the SSE event id; trimmed to the newest entries, expiring an hour af
 take the session up); ``call:<session>:<stream>`` the JSON-RPC request of a call in flight; ``lease:<session>:<stream>``
 the replica running it, expiring unless renewed; ``approval:<id>``, the set ``approvals`` and
 ``approval-answer:<id>`` pending approvals and their answers, announced on the pub/sub channel
-``approval-answers:<id>``; ``audit`` a stream of every replica's audit records; ``pins`` and
+``approval-answers:<id>``; ``replica:<replica>`` a replica's heartbeat (expiring a lease after its last
+renewal: the approvals of a replica without one for a further lease — ``suspect:<replica>`` says since
+when — are reaped, ``approval-gone:<id>`` keeping why for a day);
+``audit`` a stream of every replica's audit records (``audit-sent:<id>`` the ids it has, a day, so a
+record sent again after a timeout is not stored twice); ``pins`` and
 ``pins-version`` the gateway's tool pins (:mod:`codeward.serving.shared_state.redis_pins`); ``metrics`` a hash
 replica → its call figures (:mod:`codeward.serving.shared_state.metrics`), kept a day after the last write.
 Every Redis error becomes
@@ -52,6 +56,27 @@ end
 return redis.call('GET', KEYS[1])
 """
 """Record a call and its lease unless the same request is recorded already (then: that record)."""
+AUDIT_SENT_TTL_S = 86400
+AUDIT_ONCE = """
+if redis.call('SET', KEYS[2], '1', 'NX', 'EX', ARGV[3]) then
+  return redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', 'r', ARGV[1])
+end
+return false
+"""
+"""Add an audit record to the stream once per record id (``audit-sent:<id>`` remembers it a day)."""
+MISSING_FOR_A_LEASE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local first = redis.call('GET', KEYS[1])
+if not first then
+  redis.call('SET', KEYS[1], now, 'PX', 3 * tonumber(ARGV[1]))
+  return 0
+end
+if now - tonumber(first) >= tonumber(ARGV[1]) then return 1 end
+return 0
+"""
+"""1 once a replica's heartbeat has been seen missing for a whole lease (``suspect:<replica>`` holds, in
+Redis's own clock, when it was first seen missing); 0 the first time and until then."""
 
 
 class RedisState:
@@ -116,9 +141,8 @@ class RedisState:
             await redis.delete(self.key("call", session_id, stream_id), self.key("lease", session_id, stream_id))
 
     async def renew_leases(self) -> None:
-        if not self._mine:
-            return
         async with self._calling() as redis, redis.pipeline(transaction=False) as pipe:
+            pipe.set(self.key("replica", self.replica), "alive", px=self._lease_ms)
             for session_id, stream_id in self._mine:
                 pipe.set(self.key("lease", session_id, stream_id), self.replica, px=self._lease_ms)
             await pipe.execute()
@@ -144,6 +168,7 @@ class RedisState:
 
     async def open_approval(self, approval_id: str, data: dict[str, Any]) -> None:
         async with self._calling() as redis, redis.pipeline(transaction=True) as pipe:
+            pipe.set(self.key("replica", self.replica), "alive", px=self._lease_ms)
             pipe.set(self.key("approval", approval_id), json.dumps(data), ex=CALL_TTL_S)
             pipe.sadd(self.key("approvals"), approval_id)
             await pipe.execute()
@@ -155,7 +180,36 @@ class RedisState:
             gone = [i for i, text in zip(ids, raw, strict=True) if text is None]
             if gone:
                 await redis.srem(self.key("approvals"), *gone)  # type: ignore[misc]
-        return sorted((json.loads(text) for text in raw if text is not None), key=lambda d: d.get("opened", 0))
+            pending = [json.loads(text) for text in raw if text is not None]
+            holders = sorted({str(data.get("replica")) for data in pending})
+            alive = dict(zip(holders, await redis.mget([self.key("replica", r) for r in holders]), strict=True)) \
+                if holders else {}
+            dead = await self._dead_replicas(redis, [r for r in holders if alive[r] is None],
+                                             [r for r in holders if alive[r] is not None])
+        orphans = [data for data in pending if str(data.get("replica")) in dead]
+        for data in orphans:
+            await self._reap(data)
+        return sorted((data for data in pending if data not in orphans), key=lambda d: d.get("opened", 0))
+
+    async def _dead_replicas(self, redis: aioredis.Redis, missing: list[str], present: list[str]) -> set[str]:
+        """Of the replicas whose heartbeat is missing now, those seen missing for a whole lease: after Redis
+        itself was away (a restart, a Sentinel failover) every heartbeat is missing until its replica renews
+        it (within a second), and a live replica's held call must not be reaped for Redis's absence."""
+        if present:
+            await redis.delete(*(self.key("suspect", r) for r in present))
+        dead = set()
+        for replica in missing:
+            if await redis.eval(MISSING_FOR_A_LEASE, 1, self.key("suspect", replica),  # type: ignore[misc]
+                                str(self._lease_ms)):
+                dead.add(replica)
+        return dead
+
+    async def _reap(self, data: dict[str, Any]) -> None:
+        """Withdraw an approval whose replica has no heartbeat (killed, or cut off from Redis longer than a
+        lease): its call cannot run any more, so nobody may approve it."""
+        approval_id = str(data.get("id"))
+        log.warning("approval %s of replica %s reaped: the replica is gone", approval_id, data.get("replica"))
+        await self._withdraw(approval_id, {**data, "gone": "died"})
 
     async def answer_approval(self, approval_id: str, approved: bool, by: str) -> bool | None:
         answer = json.dumps({"approved": approved, "by": by})
@@ -189,9 +243,12 @@ class RedisState:
             try:
                 await pubsub.subscribe(channel)
                 while True:
-                    known = await redis.get(self.key("approval-answer", approval_id))
+                    known, gone = await redis.mget([self.key("approval-answer", approval_id),
+                                                     self.key("approval-gone", approval_id)])
                     if known is not None:
                         return dict(json.loads(known))
+                    if gone is not None:  # reaped while this replica did not renew (stopped, cut off)
+                        return {"approved": False, "by": "nobody", "gone": json.loads(gone).get("gone", "died")}
                     message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=self._timeout / 2)
                     if message is not None:
                         return dict(json.loads(message["data"]))
@@ -200,14 +257,30 @@ class RedisState:
                     await pubsub.aclose()  # type: ignore[no-untyped-call]
 
     async def withdraw_approval(self, approval_id: str) -> None:
+        async with self._calling() as redis:
+            raw = await redis.get(self.key("approval", approval_id))
+        await self._withdraw(approval_id, {**(json.loads(raw) if raw else {"id": approval_id}), "gone": "stopped"})
+
+    async def _withdraw(self, approval_id: str, tombstone: dict[str, Any]) -> None:
         async with self._calling() as redis, redis.pipeline(transaction=True) as pipe:
             pipe.delete(self.key("approval", approval_id))
             pipe.srem(self.key("approvals"), approval_id)
+            pipe.set(self.key("approval-gone", approval_id), json.dumps(tombstone), ex=CALL_TTL_S)
             await pipe.execute()
 
-    async def audit(self, record: Mapping[str, Any]) -> None:
+    async def approval_gone(self, approval_id: str) -> dict[str, Any] | None:
         async with self._calling() as redis:
-            await redis.xadd(self.key("audit"), {"r": json.dumps(dict(record))}, maxlen=MAX_AUDIT, approximate=True)
+            raw = await redis.get(self.key("approval-gone", approval_id))
+        return dict(json.loads(raw)) if raw else None
+
+    async def audit(self, record: Mapping[str, Any]) -> None:
+        """Add the record to the stream unless a record with its ``id`` was added in the last day (a resend
+        after a send that timed out once Redis had it): one script, so the check and the add are one step."""
+        record_id = str(record.get("id") or uuid.uuid4().hex)
+        async with self._calling() as redis:
+            await redis.eval(AUDIT_ONCE, 2, self.key("audit"),  # type: ignore[misc]
+                             self.key("audit-sent", record_id), json.dumps(dict(record)), str(MAX_AUDIT),
+                             str(AUDIT_SENT_TTL_S))
 
     async def recent_audit(self, count: int) -> list[dict[str, Any]]:
         async with self._calling() as redis:

@@ -274,7 +274,7 @@ class ApprovalsEndpoint:
                 await _json(send, 400, {"error": "bad answer",
                                         "message": 'send {"approved": true} or {"approved": false} as JSON'})
                 return
-            from codeward.serving.shared_state.approvals import OwnCall, answer_pending
+            from codeward.serving.shared_state.approvals import Gone, OwnCall, answer_pending
 
             by = str(scope.get(USER_KEY) or f"replica {self.state.replica}")  # the user whose token answered
             decided = await answer_pending(self.state, approval_id, answer["approved"], by, self.audit)
@@ -283,6 +283,9 @@ class ApprovalsEndpoint:
             return
         except OwnCall as error:
             await _json(send, 403, {"error": "own call", "message": str(error)})
+            return
+        except Gone as error:
+            await _json(send, 410, {"error": "gone", "message": str(error)})
             return
         if decided is None:
             await _json(send, 404, {"error": "unknown approval", "message": f"no pending approval {approval_id!r} "

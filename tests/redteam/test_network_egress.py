@@ -1,0 +1,72 @@
+"""With the operator allowing some domains (``[network]``), a run's only way out is the egress proxy —
+and no trick sends it into the host, as root and as the unprivileged user: names that resolve to the
+host's loopback (IPv4, IPv6, IPv4-mapped, ``0.0.0.0``), ``localhost``, metadata addresses, IP
+literals in every notation, userinfo in the target, a trailing dot or capitals, and every way around
+the proxy (a direct connection, DNS; no route at all). The harness's listener on the host's 127.0.0.1 must see
+no connection; no packet leaves for anything but loopback (refused names are never resolved by DNS)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.redteam.harness import PROJECT_CONFIG, Host
+
+pytestmark = pytest.mark.anyio
+
+NETWORK = """
+[network]
+allowed_domains = ["*.allowed.test", "localhost"]
+
+[network.hosts]
+"loop.allowed.test" = "127.0.0.1"
+"v6.allowed.test" = "::1"
+"mapped.allowed.test" = "::ffff:127.0.0.1"
+"zero.allowed.test" = "0.0.0.0"
+"meta.allowed.test" = "169.254.169.254"
+"""
+
+
+async def test_no_name_address_or_route_leads_into_the_host(host: Host) -> None:
+    host.place("codeward.toml", PROJECT_CONFIG + NETWORK)
+    host.rebaseline()
+    port = host.listener.port
+    targets = ["localhost", "loop.allowed.test", "LOOP.ALLOWED.TEST", "loop.allowed.test.", "v6.allowed.test",
+               "mapped.allowed.test", "zero.allowed.test", "meta.allowed.test", "127.0.0.1", "[::1]", "2130706433",
+               "0x7f000001", "127.1", "[::ffff:127.0.0.1]", "0.0.0.0"]
+    crafted = [f"GET http://x.allowed.test@127.0.0.1:{port}/ HTTP/1.1\r\nHost: x.allowed.test\r\n\r\n",
+               f"CONNECT 127.0.0.1:{port}@loop.allowed.test:{port} HTTP/1.1\r\n\r\n",
+               f"GET http://loop.allowed.test:{port}/ HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n",
+               f"GET /direct HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n"]
+    probe = (
+        "import socket\n"
+        "def attempt(what, fn):\n"
+        "    try:\n"
+        "        print(what, 'ANSWER', fn())\n"
+        "    except OSError as exc:\n"
+        "        print(what, 'blocked', type(exc).__name__)\n"
+        "def crafted(text):\n"
+        "    with socket.create_connection(('127.0.0.1', 3128), timeout=10) as s:\n"
+        "        s.sendall(text.encode()); return s.recv(200).split(b'\\r\\n')[0]\n"
+        f"for i, text in enumerate({crafted!r}):\n"
+        "    attempt(f'crafted-{i}', lambda: crafted(text))\n"
+        f"attempt('direct', lambda: socket.create_connection(('127.0.0.1', {port}), timeout=3).recv(100))\n"
+        "attempt('dns', lambda: socket.getaddrinfo('loop.allowed.test', 80))\n"
+        "v4, v6 = (open(f'/proc/net/{t}').read().splitlines() for t in ('route', 'ipv6_route'))\n"
+        "print('routes', len(v4) - 1, 'v6 via', sorted({line.split()[-1] for line in v6}))\n")
+    curls = "".join(f"echo {target} $(curl -sS --noproxy '' -o /dev/null -w '%{{http_code}}' "
+                    f"'http://{target}:{port}/') $(curl -sS --noproxy '' -p 'http://{target}:{port}/' 2>&1 | "
+                    "grep -c 'response 403');" for target in targets)
+    async with host.serve() as session:
+        answer = await session.call("run_shell", {"script": f"{curls}\npython3 - <<'EOF'\n{probe}EOF\n",
+                                                  "timeout_s": 120})
+    text = answer.text
+    for target in targets:
+        assert f"\n{target} 403 1\n" in f"\n{text}", text
+    for i in range(len(crafted)):
+        assert f"crafted-{i} ANSWER b'HTTP/1.1 403" in text or f"crafted-{i} ANSWER b'HTTP/1.1 400" in text, text
+    assert "routes 0 v6 via ['lo']" in text, text  # no route out: nothing but the proxy leads out
+    for what in ("direct", "dns"):
+        assert f"{what} blocked" in text, text
+    assert "host listener" not in text, text
+    assert "refused before connecting" in text and "is an IP address" in text, text
+    # and the harness checks that its listener on the host's 127.0.0.1 saw no connection
