@@ -139,6 +139,27 @@ def test_ask_says_what_it_waits_for_before_the_model_answers(root: Path, tmp_pat
     assert re.search(r"\[codeward\] answered in \d+\.\d s \(2 rounds, 1 tool call\)\n$", said), said
 
 
+def test_chat_says_what_it_waits_for_as_ask_does(root: Path, tmp_path: Path) -> None:
+    """A chat message gets ask's progress lines on stderr: the request before it reaches the model, and how
+    long the answer took (while its text streams on the screen, the text is the progress)."""
+    stderr = tmp_path / "stderr.txt"
+    when_asked: list[str] = []
+    first = Reply(tool_calls(("read_file", '{"path": "notes.txt"}')).chunks,
+                  before=lambda: when_asked.append(stderr.read_text(encoding="utf-8")))
+    (root / "notes.txt").write_text("kiwi\n", encoding="utf-8")
+    env = {**os.environ, "OPENAI_MODEL": "fake-model", "OPENAI_API_KEY": "sk-test",
+           "CODEWARD_HOME": str(tmp_path / "home"), "XDG_DATA_HOME": str(tmp_path / "data")}
+    with FakeOpenAI([first, text("It says kiwi.")]) as fake, stderr.open("w") as errors:
+        done = subprocess.run([sys.executable, "-m", "codeward", "chat"], cwd=root, input="what does notes.txt say?\n",
+                              env={**env, "OPENAI_BASE_URL": fake.base_url}, stdout=subprocess.PIPE, stderr=errors,
+                              text=True, timeout=120)
+    said = stderr.read_text(encoding="utf-8")
+    assert done.returncode == 0 and "It says kiwi." in done.stdout, said
+    assert when_asked[0].endswith("[codeward] round 1: asked fake-model; waiting for its answer\n"), when_asked
+    assert "[codeward] round 2: asked fake-model; waiting for its answer" in said
+    assert re.search(r"\[codeward\] answered in \d+\.\d s \(2 rounds, 1 tool call\)\n", said), said
+
+
 def test_ask_stops_a_model_that_repeats_a_failing_call(root: Path) -> None:
     with FakeOpenAI([tool_calls(("read_file", '{"path": "missing.txt"}'))], repeat_last=True) as fake:
         done = ask(root, fake.base_url, "read missing.txt")

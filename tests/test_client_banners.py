@@ -80,9 +80,12 @@ async def test_stdio_banner_prints_the_command_that_works(root: Path, tmp_path: 
 
 
 @contextmanager
-def _http_server(args: list[str], port: int, env: dict[str, str]) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """A ``codeward serve|gateway ... --http`` process and its banner (read until the connect line)."""
-    proc = subprocess.Popen([sys.executable, "-m", "codeward", *args, "--http", "--port", str(port)], env=env,
+def _http_server(args: list[str], port: int, env: dict[str, str],
+                 program: tuple[str, ...] = (sys.executable, "-m", "codeward"),
+                 ) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """A ``codeward serve|gateway ... --http`` process (``program``: this checkout's, or an installed one) and its
+    banner (read until the connect line)."""
+    proc = subprocess.Popen([*program, *args, "--http", "--port", str(port)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stderr is not None

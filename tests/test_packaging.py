@@ -1,5 +1,6 @@
 """codeward as users install it: the wheel and sdist hold every file of the package; `pipx install` of the
-wheel and `uvx --from` it work from a clean environment, and serve real MCP sessions (the official client).
+wheel into a fresh home, `install-client` for every client and each written entry connecting (over stdio, and
+over HTTP across a server restart), and `uvx --from` the wheel — real MCP sessions (the official client).
 
 The wheel is the one `scripts/test` built into dist/ when it is newer than the sources, else it is built
 here once (all tests of this file run on one worker). pip's and uv's caches are reused; pipx gets a
@@ -10,18 +11,24 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
 import tarfile
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
 
 from codeward import __version__
 from tests.conftest import REPO
+from tests.process_support import free_port
+from tests.test_client_banners import _http_server, _tools_with
+from tests.test_install_client import entry_in
 
 pytestmark = pytest.mark.xdist_group("packaging")
 VENV_BIN = Path(sys.executable).parent
@@ -113,11 +120,40 @@ async def _exercise(params: StdioServerParameters) -> None:
         assert not found.is_error and "hello.py" in json.dumps(found.structured_content)
 
 
+# Each client's file in a fresh home or project, and where its servers are (claude-code: this project's entry).
+CLIENT_FILES: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "claude-code": ("home", ".claude.json", ("projects", "<root>", "mcpServers")),
+    "claude-desktop": ("home", ".config/Claude/claude_desktop_config.json", ("mcpServers",)),
+    "cursor": ("root", ".cursor/mcp.json", ("mcpServers",)),
+    "vscode": ("root", ".vscode/mcp.json", ("servers",)),
+}
+
+
+def _written_entry(client: str, home: Path, root: Path) -> dict[str, Any]:
+    base, relative, servers_at = CLIENT_FILES[client]
+    return entry_in((home if base == "home" else root) / relative, servers_at, root)
+
+
+def _header_as_the_client_sends_it(entry: dict[str, Any], token: str) -> str:
+    """The entry's Authorization header as its client expands it: VS Code's ``${input:...}`` is what the person
+    pasted when asked (the token file's content), ``${env:VAR}`` and ``${VAR}`` the variable install-client told
+    them to export (the same token); a literal header is sent as written."""
+    header = str(entry["headers"]["Authorization"])
+    return re.sub(r"\$\{(?:input:|env:)?[A-Za-z0-9_-]+\}", token, header)
+
+
 @pytest.mark.anyio
-async def test_pipx_installs_the_wheel_and_its_client_entry_serves(dist: Path, tmp_path: Path) -> None:
+async def test_a_clean_machine_pipx_install_every_client_entry_connects_and_survives_a_restart(
+        dist: Path, tmp_path: Path) -> None:
+    """A new user's path, end to end: the wheel installed by pipx into a fresh PIPX_HOME and HOME;
+    `install-client` for each of the four clients; each written stdio entry started exactly as written by the
+    official client; then `--http` entries, the server they print started, every entry connecting — and again
+    after that server is restarted (the port's saved token is kept)."""
     pipx = _tool("pipx")
-    home, bin_dir = tmp_path / "pipx-home", tmp_path / "pipx-bin"
-    env = {**_clean_env(tmp_path), "PIPX_HOME": str(home), "PIPX_BIN_DIR": str(bin_dir),
+    home, pipx_home, bin_dir = tmp_path / "home", tmp_path / "pipx-home", tmp_path / "pipx-bin"
+    home.mkdir()
+    env = {**{k: v for k, v in _clean_env(tmp_path).items() if not k.startswith("XDG_")},
+           "HOME": str(home), "PIPX_HOME": str(pipx_home), "PIPX_BIN_DIR": str(bin_dir),
            "PIPX_MAN_DIR": str(tmp_path / "pipx-man")}
     done = subprocess.run([pipx, "install", str(_wheel(dist))], env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
@@ -126,7 +162,7 @@ async def test_pipx_installs_the_wheel_and_its_client_entry_serves(dist: Path, t
     assert version.stdout.strip() == f"codeward {__version__}"
 
     # The console's static files, read the way the control app serves them (importlib.resources).
-    python = home / "venvs" / "codeward" / "bin" / "python"
+    python = pipx_home / "venvs" / "codeward" / "bin" / "python"
     static = subprocess.run([str(python), "-c", "from importlib.resources import files\n"
                              "d = files('codeward.apps.control') / 'static'\n"
                              "print(sorted(p.name for p in d.iterdir()), len((d / 'index.html').read_text()))"],
@@ -134,15 +170,37 @@ async def test_pipx_installs_the_wheel_and_its_client_entry_serves(dist: Path, t
     assert static.returncode == 0 and "'console.js'" in static.stdout and "'index.html'" in static.stdout
 
     root = _project(tmp_path)
-    printed = subprocess.run([str(codeward), "install-client", "claude-desktop", "--print"], cwd=root,
-                             env={**env, "HOME": str(tmp_path)}, capture_output=True, text=True, timeout=120)
-    assert printed.returncode == 0, printed.stderr
-    entry = json.loads(printed.stdout)["mcpServers"]["codeward"]
-    assert entry == {"command": str(codeward), "args": ["serve", str(root)]}  # pipx's link, not its target
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    await _exercise(StdioServerParameters(command=entry["command"], args=entry["args"],
-                                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, cwd=elsewhere))
+    for client in CLIENT_FILES:
+        installed = subprocess.run([str(codeward), "install-client", client], cwd=root, env=env,
+                                   capture_output=True, text=True, timeout=120)
+        assert installed.returncode == 0, installed.stderr
+        entry = _written_entry(client, home, root)
+        assert entry["command"] == str(codeward) and entry["args"] == ["serve", str(root)]  # pipx's link
+        # Started exactly as written, with a client's PATH (no codeward on it) and its own working directory.
+        await _exercise(StdioServerParameters(command=entry["command"], args=entry["args"],
+                                              env={"PATH": "/usr/bin:/bin", "HOME": str(home),
+                                                   **entry.get("env", {})}, cwd=elsewhere))
+
+    port = free_port()
+    starts: set[str] = set()
+    for client in ("claude-code", "cursor", "vscode"):  # Claude Desktop's file starts local servers only
+        installed = subprocess.run([str(codeward), "install-client", client, "--http", "--port", str(port)],
+                                   cwd=root, env=env, capture_output=True, text=True, timeout=120)
+        assert installed.returncode == 0, installed.stderr
+        starts.add(installed.stdout.split("start the server it connects to: ", 1)[1].splitlines()[0])
+    assert len(starts) == 1  # one server for the three entries
+    start = shlex.split(starts.pop())
+    assert start == [str(codeward), "serve", str(root), "--http", "--port", str(port)]
+    token = (home / ".local" / "share" / "codeward" / "http" / f"{port}.token").read_text(encoding="utf-8").strip()
+    entries = {client: _written_entry(client, home, root) for client in ("claude-code", "cursor", "vscode")}
+    assert token not in json.dumps([entries["cursor"], entries["vscode"]])  # never in a project's file
+    for attempt in ("first start", "after a restart"):
+        with _http_server(start[1:-3], port, env, program=(start[0],)):
+            for client, entry in entries.items():
+                tools = await _tools_with(entry["url"], _header_as_the_client_sends_it(entry, token))
+                assert "read_file" in tools, (client, attempt)
 
 
 @pytest.mark.anyio

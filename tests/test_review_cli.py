@@ -68,7 +68,7 @@ def test_clean_code_passes_the_default_gates(tmp_path: Path) -> None:
         ("app", "md", ["max_complexity=-2"], None, "must not be negative"),
         ("../", "md", None, None, "outside the workspace"),
         ("missing", "md", None, None, "does not exist"),
-        ("app", "html", None, "../escape.html", "outside the workspace"),
+        ("app", "html", None, str(Path(__file__).parent), "is a directory"),
     ],
 )
 def test_usage_errors_exit_two_and_change_nothing(tmp_path: Path, path: str, fmt: str, gates: list[str] | None,
@@ -162,3 +162,22 @@ def test_several_paths_are_reviewed_as_one_project(tmp_path: Path) -> None:
     assert analysis["files_analyzed"] == 3 and analysis["path"] == "2 paths"
     assert {issue["file"] for issue in analysis["issues"]} <= {"app/pkg/core.py", "clean/tidy.py"}
     assert status in (EXIT_PASS, EXIT_VIOLATION)
+
+
+def test_a_person_may_write_the_report_outside_the_project(tmp_path: Path) -> None:
+    """`--output` is a person's path (relative to the current folder, as a shell reads it): outside the project
+    too, where the agent's tools may not write (coding_analyze_project's output_path stays refused: see
+    tests/test_review_analysis.py). A path under a file is still a usage error, and nothing is written."""
+    project = tmp_path / "project"
+    (project / "app").mkdir(parents=True)
+    (project / "app" / "fine.py").write_text('"""Fine."""\n', encoding="utf-8")
+    wrote = _codeward("review", "app", "--format", "json", "--output", "../reports/quality.json", cwd=project)
+    assert wrote.returncode == EXIT_PASS, wrote.stderr
+    report = tmp_path / "reports" / "quality.json"
+    assert json.loads(report.read_text(encoding="utf-8"))["analysis"]["files_analyzed"] == 1
+    assert f"codeward review: wrote {report}" in wrote.stderr
+    (tmp_path / "a-file").write_text("x", encoding="utf-8")
+    before = snapshot(tmp_path)
+    under_a_file = _codeward("review", "app", "--output", "../a-file/report.html", cwd=project)
+    assert under_a_file.returncode == EXIT_USAGE and "which is a file" in under_a_file.stderr
+    assert snapshot(tmp_path) == before

@@ -2,21 +2,25 @@
 
 A temporary repository declares codeward's ``.pre-commit-hooks.yaml`` the way users do
 (``repo:`` + ``rev:``); pre-commit builds the hook's own environment (``pip install`` of
-codeward) and runs it on the files of a commit: a file with a type error fails the commit with
-ruff-style lines and the gate that failed, a clean one passes.
+codeward, built with its ``review`` extra's dependencies only) and runs it on the files of a commit: a
+file with a type error fails the commit with ruff-style lines and the gate that failed, a clean one
+passes; the environment holds the review's packages and none of the toolkit's others.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
 
 from codeward.engines.review.analyzers import EXTENSIONS
 from tests.conftest import REPO
@@ -24,8 +28,11 @@ from tests.conftest import REPO
 PRE_COMMIT = Path(sys.executable).parent / "pre-commit"
 GIT = ["git", "-c", "user.name=codeward tests", "-c", "user.email=tests@codeward.invalid", "-c",
        "init.defaultBranch=main"]
-HOOK_REPO_FILES = ("src", "pyproject.toml", "README.md", ".pre-commit-hooks.yaml")
+HOOK_REPO_FILES = ("src", "build_support", "pyproject.toml", "README.md", "MANIFEST.in", ".pre-commit-hooks.yaml")
 """What `pip install .` of codeward needs, plus the hook manifest."""
+NOT_FOR_REVIEW = ("mcp", "openai", "lxml", "tree-sitter-language-pack", "uvicorn", "starlette", "docker", "redis",
+                  "cryptography", "jedi", "pygls", "prompt-toolkit")
+"""Dependencies of the toolkit a review does not import: the hook's environment has none of them."""
 
 
 def _manifest() -> list[dict[str, object]]:
@@ -92,3 +99,14 @@ def test_codeward_review_runs_as_a_pre_commit_hook(tmp_path: Path) -> None:
     passing = hook("good.py")
     assert passing.returncode == 0, passing.stdout + passing.stderr
     assert re.search(r"codeward review\.+Passed", passing.stdout)
+
+    [hook_python] = (tmp_path / "pre-commit-home").glob("repo*/py_env-*/bin/python")
+    listed = subprocess.run([str(hook_python), "-c", "import importlib.metadata as m, json\n"
+                             "print(json.dumps({'names': sorted(d.metadata['Name'].lower() for d in m.distributions()),"
+                             " 'requires': m.requires('codeward')}))"], capture_output=True, text=True, check=True)
+    environment = json.loads(listed.stdout)
+    review_extra = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["review"]
+    base = sorted(str(Requirement(r)) for r in environment["requires"] if "extra ==" not in r)
+    assert base == sorted(str(Requirement(r)) for r in review_extra)  # codeward's dependencies there: the extra's
+    assert {"ruff", "mypy", "bandit", "vulture"} <= set(environment["names"])
+    assert not set(NOT_FOR_REVIEW) & set(environment["names"]), set(NOT_FOR_REVIEW) & set(environment["names"])

@@ -94,3 +94,41 @@ def test_a_hidden_tool_may_not_take_a_listed_name() -> None:
 def test_a_disabled_toolset_takes_its_seed_names_with_it() -> None:
     catalog = default_catalog(["files"])
     assert all(name not in catalog for name in SEED_NAMES)
+
+
+@pytest.mark.anyio
+async def test_codomyrmex_failures_come_back_in_its_shapes(root: Path) -> None:
+    """An unusable language is the seed's ``status: setup_error`` record, a missing file its
+    ``{"success": false, "error": "Analysis failed: ..."}`` — as structured content beside codeward's error
+    text (the official client reads both; it validates a result against the output schema only on success)."""
+    params = StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve", str(root)],
+                                   env={**os.environ, "PYTHONUNBUFFERED": "1", "CODEWARD_HOME": str(root.parent / "h")})
+    async with Client(params) as client:
+        enabled = await client.call_tool("toolsets", {"action": "enable", "names": ["coding"]})
+        assert not enabled.is_error, _text(enabled)
+
+        empty = await client.call_tool("coding_execute_code", {"language": "python", "code": "   \n"})
+        assert empty.is_error and "code is empty" in _text(empty)
+        record = empty.structured_content or {}
+        assert record["status"] == "setup_error" and record["success"] is False
+        assert record["error"].startswith("Execution failed: ") and "code is empty" in record["error"]
+        assert record["error_message"] and {"stdout", "stderr", "exit_code", "execution_time"} <= set(record)
+
+        unknown = await client.call_tool("code_execute", {"language": "cobol", "code": "DISPLAY 'HI'."})
+        assert unknown.is_error
+        assert (unknown.structured_content or {}).get("status") == "setup_error", unknown.structured_content
+
+        for name, arguments, what in [
+            ("coding_analyze_file", {"file_path": "missing.py"}, "Analysis failed: "),
+            ("code_review_file", {"path": "missing.py"}, "Analysis failed: "),
+            ("coding_analyze_project", {"path": "no-such-folder"}, "Project analysis failed: "),
+            ("coding_check_quality_gates", {"path": "no-such-folder"}, "Quality gate check failed: "),
+        ]:
+            failed = await client.call_tool(name, arguments)
+            assert failed.is_error, (name, _text(failed))
+            shaped = failed.structured_content or {}
+            assert shaped.get("success") is False and str(shaped.get("error", "")).startswith(what), (name, shaped)
+            assert "missing.py" in shaped["error"] or "no-such-folder" in shaped["error"]
+
+        fine = await client.call_tool("coding_execute_code", {"language": "python", "code": "print(6 * 7)"})
+        assert not fine.is_error and "success" not in (fine.structured_content or {})  # successes are unchanged

@@ -123,7 +123,7 @@ DEFERRED: dict[str, tuple[str, str]] = {
     "codeward.apps.agent.shell": (HELP, "the terminal chat (prompt_toolkit, rich): only chat"),
     "codeward.apps.agent.tracked": (HELP, "the files a chat tracks: only chat and ask"),
     "codeward.apps.cli.quiet_view": (HELP, "ask's quiet output: only ask -q"),
-    "codeward.apps.cli.ask_progress": (HELP, "ask's progress lines: only ask"),
+    "codeward.apps.agent.progress_lines": (HELP, "the agent's progress lines: only ask and chat"),
     "codeward.apps.client_setup.jsonc": (HELP, "client configs as JSONC (json-five): only install-client runs"),
     "codeward.apps.client_setup.config_file": (HELP, "client configs: only install-client runs"),
     "codeward.engines.code_intel.symbol_index": (HELP, "the symbol index: only index"),

@@ -28,8 +28,26 @@ def main() -> int:
         return command_line()
     except KeyboardInterrupt:  # while the command line imported
         return 128 + signal.SIGINT
+    except ModuleNotFoundError as missing:
+        if not _built_for_review_only():
+            raise
+        print(f"codeward: this installation is the pre-commit hook's, built for `codeward review` only ({missing.name} "
+              "is not installed); install codeward itself for this command (pipx install <codeward's wheel or "
+              "git URL>)", file=sys.stderr)
+        return 2
     finally:
         _end_children(grace_s=0.0)  # whatever the command left running (none, unless it was stopped)
+
+
+def _built_for_review_only() -> bool:
+    """codeward was built with the ``review`` profile (its dependencies are the review extra's: no MCP SDK)."""
+    from importlib.metadata import PackageNotFoundError, requires
+
+    try:
+        needed = requires("codeward") or []
+    except PackageNotFoundError:
+        return False
+    return not any(line.split(">")[0].split("=")[0].strip() == "mcp" for line in needed if "extra ==" not in line)
 
 
 def stop_on_signals() -> None:

@@ -74,6 +74,13 @@ class ToolCode:
     preview: Callable[[Mapping[str, Any], Any], str | None] | None = None
     """The unified diff an approval prompt shows for a call (given its arguments and context) when the
     diff of its ``write_paths`` cannot say it (see :mod:`codeward.approval.previews`)."""
+    failure: FailureShape | None = None
+    """The structured content a failed call carries beside its error text (a seed's error shape, such as
+    Codomyrmex's ``{"success": false, "error": ...}``); ``None``: a failed call carries none."""
+
+
+FailureShape = Callable[["Result[Any]"], dict[str, Any]]
+"""A failed result as the structured content a tool's callers expect for a failure."""
 
 
 class ToolUnavailable(Exception):
@@ -197,6 +204,7 @@ def tool(
     hidden: bool = False,
     ask_always: bool = False,
     preview: Callable[[Mapping[str, Any], Any], str | None] | None = None,
+    failure: FailureShape | None = None,
 ) -> Callable[[Callable[..., Result[Any]]], Callable[..., Result[Any]]]:
     """Declare a function a tool. Its docstring is the description; its signature the schema.
 
@@ -221,7 +229,7 @@ def tool(
             description=inspect.cleandoc(func.__doc__ or tool_name),
             toolset=toolset,
             module=func.__module__,
-            code=ToolCode(func, model, output, preview),
+            code=ToolCode(func, model, output, preview, failure),
             annotations=Annotations(read_only, destructive, idempotent or read_only, open_world),
             title=title,
             write_paths=writes,
@@ -359,13 +367,14 @@ class Catalog:
                 "The other tools still work. Fix the server's Python environment (reinstall codeward with "
                 "its dependencies), then restart the server.")
             return self._finished(_render(name, unavailable), started)
+        failure = spec.loaded().failure
         parsed = validate_arguments(spec, arguments)
         if not parsed.ok:
-            return self._finished(_render(name, parsed), started)
+            return self._finished(_render(name, parsed, failure), started)
         values = parsed.data.model_dump() if parsed.data is not None else {}
         running = RunningCall(name=name, values=values, ctx=ctx, read_only=spec.annotations.read_only,
                               write_paths=spec.write_paths, write_targets=tuple(self._write_targets(spec, values, ctx)),
-                              func=spec.func, render=partial(_render, name))
+                              func=spec.func, render=partial(_render, name, failure=failure))
         return self._finished(self._run(running), started)
 
     @staticmethod
@@ -506,13 +515,16 @@ def signature_text(spec: ToolSpec) -> str:
 # -- internals -------------------------------------------------------------------------------
 
 
-def _render(name: str, result: Result[Any]) -> ToolOutcome:
+def _render(name: str, result: Result[Any], failure: FailureShape | None = None) -> ToolOutcome:
     """A tool's result as the outcome every surface shows: text (the error's, or the data's rendering with
-    the result's notes), structure for a model result, rich content as it is."""
+    the result's notes), structure for a model result (and for a failure, when the tool gives its shape),
+    rich content as it is."""
     structured: dict[str, Any] | None = None
     rich: RichContent | None = None
     if not result.ok:
         text = result.error_text()
+        if failure is not None:
+            structured = _displayable_json(failure(result))
     else:
         data = result.data
         if isinstance(data, RichContent):

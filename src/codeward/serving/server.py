@@ -730,7 +730,7 @@ def to_call_result(outcome: ToolOutcome) -> types.CallToolResult:
         content = [types.TextContent(type="text", text=outcome.text)]
     return types.CallToolResult(
         content=content,  # type: ignore[arg-type]
-        structured_content=outcome.structured if not outcome.is_error else None,
+        structured_content=outcome.structured,  # a failure's too, when its tool gives one a shape
         is_error=outcome.is_error,
     )
 

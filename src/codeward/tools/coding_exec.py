@@ -27,6 +27,7 @@ from codeward.engines.sandbox.choice import SandboxRefused
 from codeward.kernel.catalog import tool
 from codeward.kernel.context import ToolContext
 from codeward.kernel.result import ErrorKind, Result
+from codeward.tools.codomyrmex_shapes import failed
 
 LanguageName = Literal["python", "javascript", "java", "cpp", "c", "go", "rust", "bash"]
 LanguageArg = LanguageName
@@ -119,6 +120,7 @@ def _execution_result(execution: Execution) -> Result[ExecutionOutput]:
 
 
 @tool(toolset="coding", open_world=False, output=ExecutionOutput, title="Execute code in a sandbox",
+      failure=failed("Execution", status="setup_error"),
       examples=[
           {"language": "python", "code": "prices = [2.5, 4.0, 1.25]\nprint(f'total: {sum(prices):.2f}')"},
           {"language": "python", "code": "stock = {'apples': 12}", "session_id": "inventory"},
@@ -252,6 +254,7 @@ class MonitorOutput(BaseModel):
 
 
 @tool(toolset="coding", output=MonitorOutput, title="Run code and sample CPU, memory and I/O",
+      failure=failed("Monitoring"),
       examples=[
           {
               "language": "python",
@@ -317,6 +320,7 @@ class DockerOutput(BaseModel):
 
 
 @tool(toolset="coding", open_world=True, output=DockerOutput, title="Run code in a Docker container",
+      failure=failed("Docker execution", status="setup_error"),
       examples=[
           {"language": "python", "code": "import platform\nprint(platform.python_version())", "memory_limit": "256m"},
       ])
@@ -433,7 +437,7 @@ class DebugOutput(BaseModel):
         return "\n".join(lines)
 
 
-@tool(toolset="coding", output=DebugOutput, title="Diagnose and repair failing code",
+@tool(toolset="coding", output=DebugOutput, title="Diagnose and repair failing code", failure=failed("Debugging"),
       examples=[
           {
               "language": "python",

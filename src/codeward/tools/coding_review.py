@@ -23,13 +23,14 @@ from codeward.engines.review.report import ReportFormat
 from codeward.kernel.catalog import tool
 from codeward.kernel.context import ToolContext
 from codeward.kernel.result import Result
+from codeward.tools.codomyrmex_shapes import failed
 
 TypesArg = Annotated[list[AnalysisType] | None, Field(description="Default: all.")]
 ThresholdArg = Annotated[Severity, Field(description="The least severe issue reported.")]
 GlobsArg = Annotated[list[str] | None, Field(description="Gitignore-style, relative to path.")]
 
 
-@tool(toolset="coding", read_only=True, output=FileAnalysis, title="Analyze a source file",
+@tool(toolset="coding", read_only=True, output=FileAnalysis, title="Analyze a source file", failure=failed("Analysis"),
       examples=[{"file_path": "src/inventory/models.py", "analysis_types": ["lint", "complexity"]}])
 def coding_analyze_file(
     ctx: ToolContext,
@@ -43,7 +44,7 @@ def coding_analyze_file(
 
 
 @tool(toolset="coding", idempotent=True, write_paths=("output_path",), output=ProjectAnalysis,
-      title="Analyze a project",
+      title="Analyze a project", failure=failed("Project analysis"),
       examples=[{"path": "src", "analysis_types": ["lint", "complexity"], "severity_threshold": "warning"}])
 def coding_analyze_project(
     ctx: ToolContext,
@@ -65,6 +66,7 @@ def coding_analyze_project(
 
 
 @tool(toolset="coding", read_only=True, output=GateReport, title="Check quality gates",
+      failure=failed("Quality gate check"),
       examples=[{"path": "src", "gates": {"avg_complexity": 8, "max_complexity": 20, "max_errors": 0}}])
 def coding_check_quality_gates(
     ctx: ToolContext,
@@ -78,7 +80,7 @@ def coding_check_quality_gates(
 
 
 @tool(toolset="coding", idempotent=True, write_paths=("output_path",), output=ReportResult,
-      title="Generate a quality report",
+      title="Generate a quality report", failure=failed("Report generation"),
       examples=[
           {
               "analysis_results": {

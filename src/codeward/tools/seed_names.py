@@ -29,6 +29,7 @@ from codeward.tools.coding_exec import (
     coding_execute_code,
 )
 from codeward.tools.coding_review import coding_analyze_file, coding_analyze_project
+from codeward.tools.codomyrmex_shapes import failed
 
 NO_PWSH = "PowerShell (pwsh) is not installed"
 
@@ -49,7 +50,8 @@ def run_powershell(
     return ran
 
 
-@tool(toolset="coding", output=ExecutionOutput, hidden=True, title="Execute code in a sandbox")
+@tool(toolset="coding", output=ExecutionOutput, hidden=True, title="Execute code in a sandbox",
+      failure=failed("Execution", status="setup_error"))
 def code_execute(
     ctx: ToolContext,
     code: CodeArg,
@@ -61,7 +63,8 @@ def code_execute(
                                memory_mb=None, network=False)
 
 
-@tool(toolset="coding", read_only=True, output=FileAnalysis, hidden=True, title="Review a source file")
+@tool(toolset="coding", read_only=True, output=FileAnalysis, hidden=True, title="Review a source file",
+      failure=failed("Analysis"))
 def code_review_file(
     ctx: ToolContext,
     path: Annotated[str, Field(description="The file to review, relative to the workspace root.")],
@@ -70,7 +73,8 @@ def code_review_file(
     return coding_analyze_file(ctx, file_path=path, analysis_types=None, severity_threshold="info")
 
 
-@tool(toolset="coding", read_only=True, output=ProjectAnalysis, hidden=True, title="Review a project")
+@tool(toolset="coding", read_only=True, output=ProjectAnalysis, hidden=True, title="Review a project",
+      failure=failed("Project analysis"))
 def code_review_project(
     ctx: ToolContext,
     path: Annotated[str, Field(description="Directory to review ('.' is the workspace root).")] = ".",
@@ -80,7 +84,8 @@ def code_review_project(
                                   report_format="json", analysis_types=None, severity_threshold="info")
 
 
-@tool(toolset="coding", output=DebugOutput, hidden=True, title="Diagnose failing code")
+@tool(toolset="coding", output=DebugOutput, hidden=True, title="Diagnose failing code",
+      failure=failed("Debugging"))
 def code_debug(
     ctx: ToolContext,
     code: Annotated[str, Field(description="The source code that failed.")],

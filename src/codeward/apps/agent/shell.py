@@ -29,6 +29,7 @@ from codeward.approval.policy import ApprovalRequest
 from codeward.apps.agent.conversation import Conversation, Turn
 from codeward.apps.agent.history import SessionLog, list_sessions, sessions_dir
 from codeward.apps.agent.loop import ToolLoop
+from codeward.apps.agent.progress_lines import ProgressLines
 from codeward.apps.agent.render import RichView
 from codeward.apps.agent.session import AgentSession
 from codeward.apps.agent.tracked import TrackedFiles, estimate_tokens
@@ -131,6 +132,10 @@ class ChatShell:
     _wake: asyncio.Event = field(default_factory=asyncio.Event, init=False)
     turn: asyncio.Future[Any] | None = field(default=None, init=False)
     """The running reply, which :meth:`cancel_turn` (Ctrl-C, the console) stops."""
+    progress: Callable[[], ProgressLines] | None = None
+    """Makes each message's progress lines (stderr: the request, the wait while no text has come, the
+    time the answer took); ``None``: none (``-q``)."""
+    _progress: ProgressLines | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.view = RichView(self.console)
@@ -152,9 +157,10 @@ class ChatShell:
         if shown != self._offered and (plan.form != "full" or self._offered is not None):
             self.view.notice(plan.summary())
         self._offered = shown
+        self._progress = self.progress() if self.progress is not None else None
         return ToolLoop(self.session.client, surface, self.conversation, self.view,
                         self.session.context, self.session.settings, before_request=self._rebuild_allowlist,
-                        after_tools=self.tracked.refresh)
+                        after_tools=self.tracked.refresh, progress=self._progress)
 
     def _run_in_sandbox(self, command: str, cwd: Path) -> str:
         """``CMD:`` lines run through the run_shell tool: sandboxed, no network, the roots writable."""
@@ -288,6 +294,9 @@ class ChatShell:
             self.turn = None
             if installed:
                 loop.remove_signal_handler(signal.SIGINT)
+        if self._progress is not None and result.ok:
+            self.view.flush()
+            self._progress.finished(result.rounds, result.tool_calls)
         self._status()
         for command in extract_commands(result.text):
             answer = await self.ask(f"  run `{command}`? [y/N] ")

@@ -38,10 +38,10 @@ def run_ask(args: argparse.Namespace, config: Config) -> int:
 async def _ask(args: argparse.Namespace, config: Config) -> int:
     from codeward.apps.agent.conversation import Conversation
     from codeward.apps.agent.loop import ToolLoop
+    from codeward.apps.agent.progress_lines import ProgressLines
     from codeward.apps.agent.render import PlainView
     from codeward.apps.agent.session import open_session
     from codeward.apps.agent.tracked import estimate_tokens
-    from codeward.apps.cli.ask_progress import ProgressLines
     from codeward.apps.cli.quiet_view import QuietView
     from codeward.apps.control.plane import control_plane
 

@@ -18,6 +18,7 @@ from codeward.apps.cli.args import UsageError, parse_assignments
 from codeward.apps.cli.common import configs_of, load_configs, with_urls
 from codeward.apps.cli.completion import tool_names
 from codeward.apps.cli.output import add_json_argument, command_name, print_json, result_object
+from codeward.apps.cli.tool_hints import for_the_terminal
 from codeward.config import ConfigError
 from codeward.gateway.names import split_name
 from codeward.kernel.chain import tool_info
@@ -118,7 +119,11 @@ async def _call(stack: Stack, name: str, assignments: list[str], as_json: bool, 
         print_json(result_object(command, text=outcome.text, is_error=outcome.is_error, tool=name,
                                  structured=outcome.structured, errors=outcome.errors), out)
     else:
-        print(outcome.text, file=err if outcome.is_error else out)
+        # A failure's hints name commands; a result is the tool's output, printed as it is.
+        if outcome.is_error:
+            print(for_the_terminal(outcome.text), file=err)
+        else:
+            print(outcome.text, file=out)
     return 1 if outcome.is_error else 0
 
 

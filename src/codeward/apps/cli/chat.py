@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from codeward.apps.cli.args import add_agent_arguments, catalog_choice, config_of, control_options
+from codeward.apps.cli.parser import quiet
 from codeward.kernel.user_dirs import data_home
 
 if TYPE_CHECKING:
@@ -40,6 +42,7 @@ async def _chat(args: argparse.Namespace, config: Config) -> int:
 
     from codeward.apps.agent.conversation import Conversation
     from codeward.apps.agent.history import SessionLog, find_session, load_session, sessions_dir
+    from codeward.apps.agent.progress_lines import ProgressLines
     from codeward.apps.agent.session import open_session
     from codeward.apps.agent.shell import ChatShell
     from codeward.apps.control.plane import control_plane
@@ -70,6 +73,8 @@ async def _chat(args: argparse.Namespace, config: Config) -> int:
             log = SessionLog.create(sessions_dir(), model=session.profile.model, system=conversation.system)
         conversation.listeners.append(log.record)
         shell = ChatShell(session, conversation, log, Console(highlight=False), ask)
+        if not quiet(args):
+            shell.progress = partial(ProgressLines, session.profile.model, until_text=True)
         holder["shell"] = shell
         plane.watch_agent(session, conversation, chat_session=log.session_id)
         shell.command_runner = plane.command_runner(shell.command_runner)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from codeward.apps.cli.common import configs_of
 from codeward.apps.cli.output import add_json_argument, print_json, result_object
 from codeward.apps.cli.parser import quiet as is_quiet
+from codeward.apps.cli.tool_hints import for_the_terminal
 from codeward.config import load_config
 from codeward.serving.stack import build_stack
 
@@ -67,7 +68,7 @@ def run_index_cli(path: str, *, rebuild: bool, references: bool = True, config: 
     ctags = stack.config.index.ctags
     opened = SymbolIndex.open(workspace)
     if not opened.ok:
-        return failed(opened.error_text(), 1)
+        return failed(for_the_terminal(opened.error_text()), 1)
     for note in opened.notes:
         notes.print(note)
     passes: list[dict[str, object]] = []

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from codeward.apps.cli.parser import verbosity
+from codeward.apps.cli.tool_hints import for_the_terminal
 
 if TYPE_CHECKING:
     from codeward.kernel.outcome import ToolOutcome
@@ -53,14 +54,14 @@ def print_json(value: Any, out: IO[str] | None = None) -> None:
 
 def print_outcome(args: argparse.Namespace, outcome: ToolOutcome, *, tool: str | None = None,
                   out: IO[str] | None = None, err: IO[str] | None = None) -> int:
-    """A tool's outcome as the command's result: JSON with ``--json``, else its text (errors on
-    stderr). The exit status: 1 when the tool failed."""
+    """A tool's outcome as the command's result: JSON with ``--json`` (the tool's own words), else its text
+    with its hints naming commands (errors on stderr). The exit status: 1 when the tool failed."""
     if getattr(args, "json", False):
         print_json(result_object(command_name(args), text=outcome.text, is_error=outcome.is_error,
                                  tool=tool or outcome.name, structured=outcome.structured, errors=outcome.errors),
                    out)
-    else:
-        print(outcome.text, file=(err or sys.stderr) if outcome.is_error else (out or sys.stdout))
+    else:  # the words of a command's own tool (registry, undo): its hints name commands
+        print(for_the_terminal(outcome.text), file=(err or sys.stderr) if outcome.is_error else (out or sys.stdout))
     return 1 if outcome.is_error else 0
 
 

@@ -19,6 +19,7 @@ from codeward.apps.cli.args import parse_assignments
 from codeward.apps.cli.common import configs_of
 from codeward.apps.cli.output import add_json_argument, command_name, print_json, print_outcome, result_object
 from codeward.apps.cli.parser import quiet
+from codeward.apps.cli.tool_hints import for_the_terminal
 from codeward.config.registry import RegistrySettings
 from codeward.serving.stack import build_stack
 
@@ -303,7 +304,7 @@ def _new(args: argparse.Namespace) -> int:
         if args.json:
             print_json(result_object(command_name(args), text=created.error_text(), is_error=True,
                                      errors=created.errors))
-        print(created.error_text(), file=sys.stderr)
+        print(for_the_terminal(created.error_text()), file=sys.stderr)
         return 1
     shown = registry.spaces.display(created.data, space)
     after = f"then sign it: codeward sign {args.name}" + (f" --root {args.root[0]}" if args.root else "")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import threading
 from collections.abc import Sequence
@@ -16,9 +17,10 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from codeward.apps.cli.common import configs_of
 from codeward.apps.cli.parser import quiet
+from codeward.apps.cli.tool_hints import for_the_terminal
 from codeward.config import ReviewSettings, load_config
 from codeward.engines.review.gates import evaluate, gates_help, parse_cli_gates
-from codeward.engines.review.report import check_output_path, from_review, write_report
+from codeward.engines.review.report import check_output_path, from_review, person_output_path, write_report
 from codeward.engines.review.report.formats import FORMAT_NAMES, render_format
 from codeward.kernel.result import ErrorKind, Result
 from codeward.serving.stack import build_stack
@@ -127,7 +129,7 @@ def run_review_cli(paths: str | Sequence[str], fmt: str, gates: list[str] | None
     err = stderr or sys.stderr
 
     def fail(result: Result[Any]) -> int:
-        print(f"codeward review: {result.error_text()}", file=err)
+        print(f"codeward review: {for_the_terminal(result.error_text())}", file=err)
         return EXIT_USAGE
 
     if fmt.lower() not in FORMAT_NAMES:
@@ -152,9 +154,16 @@ def run_review_cli(paths: str | Sequence[str], fmt: str, gates: list[str] | None
     ctx = stack.context(reporter=StderrProgress(err) if progress else None)
     ctx = ctx.child(services=ctx.services.with_values(review))
     workspace = stack.workspace
-    destination = None
+    destination: Path | None = None
     if output is not None:
-        checked = check_output_path(workspace, output, "--output")
+        # A person names the file as a shell would (relative to the current folder) and may write it
+        # anywhere they can; inside the project it passes the workspace's gate as a tool's would. The
+        # MCP tools' output_path stays inside the project (check_output_path alone).
+        wanted = Path(os.path.abspath(Path(output).expanduser()))
+        if workspace.contains(Path(os.path.realpath(wanted))):
+            checked = check_output_path(workspace, str(wanted), "--output")
+        else:
+            checked = person_output_path(wanted, "--output")
         if not checked.ok:
             return fail(checked)
         destination = checked.data
@@ -170,9 +179,11 @@ def run_review_cli(paths: str | Sequence[str], fmt: str, gates: list[str] | None
     if destination is None:
         out.write(text)
     else:
-        written = write_report(workspace, destination, text)
+        inside = workspace.contains(destination)
+        written = write_report(workspace if inside else None, destination, text)
         if not written.ok:
             return fail(written)
-        print(f"codeward review: wrote {workspace.display(destination)} ({written.data:,} bytes)", file=err)
+        shown = workspace.display(destination) if inside else str(destination)
+        print(f"codeward review: wrote {shown} ({written.data:,} bytes)", file=err)
     print(verdict.render(), file=err)
     return EXIT_PASS if verdict.success else EXIT_VIOLATION

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from codeward.engines.registry.meta_names import META_TOOL_NAMES
 from codeward.kernel.context import ToolContext
 from codeward.kernel.outcome import ToolOutcome
 from codeward.kernel.surface import CatalogSurface, CompositeSurface, ToolInfo, ToolSurface
@@ -21,7 +22,6 @@ from codeward.kernel.surface import CatalogSurface, CompositeSurface, ToolInfo, 
 if TYPE_CHECKING:
     import sqlite3
 
-META_TOOL_NAMES = frozenset({"registry_search", "registry_load", "registry_execute", "registry_help"})
 
 
 class ServedTools:

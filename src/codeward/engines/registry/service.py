@@ -316,7 +316,7 @@ class Registry:
         problems = check_name(name, name, RESERVED_NAMES if kind is Kind.TOOL else frozenset())
         if problems:
             return Result.fail(ErrorKind.INVALID_INPUT, f"cannot create {name!r}: {problems[0].message}",
-                               "Use letters, digits, '_' and '-' (and not a built-in name).",
+                               problems[0].fix.replace("rename the file", "Choose another name") + ".",
                                data=self.spaces.root(space))
         folder = self.spaces.folder(space, kind)
         if category:

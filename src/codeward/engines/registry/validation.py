@@ -11,6 +11,7 @@ from typing import Any
 
 from codeward.engines.registry.deps import check_dependencies
 from codeward.engines.registry.items import NAME_PATTERN, Problem, ToolType
+from codeward.engines.registry.meta_names import META_TOOL_NAMES, META_TOOLS
 from codeward.engines.registry.metadata import ToolSource
 
 SEMVER = re.compile(r"^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$")
@@ -24,9 +25,16 @@ TEMPLATE = '__version__ = "1.0.0"'
 
 
 def check_name(name: str, file: str, reserved: frozenset[str] = frozenset()) -> list[Problem]:
+    """``reserved``: the names a tool may not have (the built-in executors); a tool may not take the name of the
+    registry's own tools either, by which it would be hidden or hide one of them."""
     if name in reserved:
         return [Problem(file, "name", f"{name!r} is the name of a built-in executor",
                         "rename the file; built-in primitives and runtimes cannot be replaced")]
+    if reserved and name in META_TOOL_NAMES:
+        own = next(tool for tool, alias in META_TOOLS.items() if name in (tool, alias))
+        return [Problem(file, "name", f"{name!r} is the registry's own {own} (also called {META_TOOLS[own]!r}, "
+                        "the seed's name), which a tool of that name would clash with",
+                        f"rename the file (e.g. my_{name}.py); the registry's tools keep their names")]
     if NAME_PATTERN.match(name):
         return []
     return [Problem(file, "name", f"the file name gives the item name {name!r}, which is not allowed",

@@ -59,9 +59,25 @@ def check_output_path(workspace: Workspace, raw: str, param: str = "output_path"
     return resolved
 
 
-def write_report(workspace: Workspace, real: Path, text: str) -> Result[int]:
-    """Write (or overwrite) the report atomically; the size in bytes on success."""
-    display = workspace.display(real)
+def person_output_path(real: Path, param: str = "--output") -> Result[Path]:
+    """Where a person at the terminal asked for a report outside the project: any path they can write,
+    but not a directory nor under a file. Touches nothing. (A tool's output stays in the workspace.)"""
+    if real.is_dir():
+        return Result.fail(ErrorKind.INVALID_INPUT, f"{param} {real} is a directory",
+                           "Give a file name, e.g. ~/reports/quality.html.", data=real)
+    for parent in real.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                return Result.fail(ErrorKind.INVALID_INPUT, f"{param} {real} goes through {parent}, which is a file",
+                                   "Choose another folder.", data=real)
+            break
+    return Result.success(real)
+
+
+def write_report(workspace: Workspace | None, real: Path, text: str) -> Result[int]:
+    """Write (or overwrite) the report atomically; the size in bytes on success. ``workspace`` is the one
+    the path was resolved in (``None``: a person's path outside the project)."""
+    display = workspace.display(real) if workspace is not None else str(real)
     try:
         real.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -74,4 +90,4 @@ def write_report(workspace: Workspace, real: Path, text: str) -> Result[int]:
 
 
 __all__ = ["DEFAULT_TITLE", "ReportData", "ReportFormat", "check_output_path", "from_review", "parse_results",
-           "render", "write_report"]
+           "person_output_path", "render", "write_report"]
