@@ -45,6 +45,7 @@ class Served:
     port: int
     pid: int
     banner: str
+    root: Path
 
     @property
     def fast(self) -> bool:
@@ -70,7 +71,7 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
            "--token-env", "STACK_TEST_TOKEN"]
     env = {"STACK_TEST_TOKEN": TOKEN, "CODEWARD_FAST_HTTP": "0" if stack == "plain" else ""}
     with background(cmd, port, env, timeout=60, capture_stderr=True) as proc:
-        yield Served(stack, f"http://127.0.0.1:{port}/mcp", port, proc.pid, server_stderr(proc))
+        yield Served(stack, f"http://127.0.0.1:{port}/mcp", port, proc.pid, server_stderr(proc), root)
 
 
 def _mapped(pid: int) -> str:
@@ -160,6 +161,17 @@ def test_a_request_head_over_h11s_bound_is_refused_on_every_stack(served: Served
     status, answer = _status_of(served.port, _head(served.port, b"X-Big: " + b"a" * 8000))
     assert status == 401, answer
     assert httpx.get(served.url.replace("/mcp", "/nope"), timeout=10).status_code in (401, 404)  # still serving
+
+
+@pytest.mark.anyio
+async def test_a_write_larger_than_the_sdks_default_body_bound_lands_whole(served: Served) -> None:
+    """The SDK refuses bodies over 4 MiB unless told otherwise (mcp 2.3); codeward's bound is its own guard's."""
+    content = "0123456789abcdef" * (6 * 1024 * 1024 // 16)  # 6 MiB, no JSON escapes
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60) as http, \
+            Client(streamable_http_client(served.url, http_client=http), mode="legacy") as client:
+        result = await client.call_tool("write_file", {"path": "large.txt", "content": content})
+    assert not result.is_error, result.content
+    assert (served.root / "large.txt").read_text() == content
 
 
 def test_a_body_over_the_message_bound_is_refused(served: Served) -> None:

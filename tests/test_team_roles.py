@@ -213,6 +213,21 @@ async def _stream(port: int) -> list[dict[str, Any]]:
 
 
 @pytest.mark.anyio
+async def test_a_ten_megabyte_write_passes_the_balancer_byte_for_byte(team: dict[str, Any]) -> None:
+    """A large write (a generated file, a vendored bundle) is one POST of more than 10 MB through nginx
+    (``deploy/nginx.conf`` buffers bodies up to the 48 MiB a replica accepts; nginx's own default is 1 MB)."""
+    target = team["tmp"] / "large.txt"
+    line = "0123456789abcdef" * 7 + "\n"  # 113 characters a line, none JSON escapes
+    text = line * (10 * 1024 * 1024 // len(line) + 1)
+    async with httpx.AsyncClient(headers=_as(BOB), timeout=120) as http, \
+            Client(streamable_http_client(team["url"], http_client=http), mode="legacy") as bob:
+        result = await bob.call_tool("peer__write_file", {"path": str(target), "text": text})
+    assert not result.is_error, result.content
+    assert len(text) > 10 * 1024 * 1024
+    assert hashlib.sha256(target.read_bytes()).hexdigest() == hashlib.sha256(text.encode()).hexdigest()
+
+
+@pytest.mark.anyio
 async def test_a_killed_replicas_approval_and_calls_and_the_audit_through_a_redis_restart(
         team: dict[str, Any]) -> None:
     """kill -9 of the replica holding an approval and running writes: its approval disappears from every

@@ -26,6 +26,7 @@ from codeward.audit.metrics import CallMetrics
 from codeward.audit.setup import HttpAudit, http_audit
 from codeward.audit.users import Directory, Role, UsersFileError, UsersMiddleware
 from codeward.config import Config
+from codeward.engines.jsonrpc.guard import MAX_MESSAGE_BYTES
 from codeward.kernel.context import Services
 from codeward.kernel.surface import ToolSurface
 from codeward.serving.drain import Drain, say
@@ -80,6 +81,9 @@ def http_app(server: ServedApp, *, host: str = "127.0.0.1", path: str = "/mcp", 
     drain = drain or Drain(deadline=0.0)
     options.setdefault("event_store", state.events(""))
     options.setdefault("retry_interval", 1000)
+    # The SDK refuses bodies over 4 MiB by default (since mcp 2.3); codeward's own guard
+    # (JsonRpcGuardMiddleware, outermost) bounds them at MAX_MESSAGE_BYTES with a JSON-RPC answer.
+    options.setdefault("max_request_body_size", MAX_MESSAGE_BYTES)
     security = None
     if allowed_hosts:
         security = TransportSecuritySettings(
