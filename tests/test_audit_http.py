@@ -116,6 +116,9 @@ async def test_serve_control_audits_calls_and_console_decisions_with_the_user(tm
             async def write() -> None:
                 results.append(await client.call_tool("write_file", {"path": "out.txt", "content": "yes"}))
 
+            async def write_again() -> None:
+                results.append(await client.call_tool("write_file", {"path": "again.txt", "content": "yes"}))
+
             group.start_soon(write)
             with anyio.fail_after(60):
                 while not (asks := (await hooks.get("/api/asks")).json()["asks"]):
@@ -136,13 +139,25 @@ async def test_serve_control_audits_calls_and_console_decisions_with_the_user(tm
             answered = await carol.post("/api/ask/respond", json={"request_id": asks[0]["request_id"],
                                                                   "response": {"approved": True}})
             assert answered.status_code == 200, answered.text
+            with anyio.fail_after(60):
+                while not results:
+                    await anyio.sleep(0.1)
+            # the seed's GUI surface: carol's click on the Approve button is hers in the audit too
+            group.start_soon(write_again)
+            with anyio.fail_after(60):
+                while not (asks := (await carol.get("/api/asks")).json()["asks"]):
+                    await anyio.sleep(0.1)
+            clicked = await carol.post("/api/gui", json={"action": "click", "item": "btn_approve_tool",
+                                                         "user_data": asks[0]["request_id"]})
+            assert clicked.status_code == 200, clicked.text
     assert not results[0].is_error and (project / "out.txt").read_text() == "yes"
+    assert not results[1].is_error and (project / "again.txt").read_text() == "yes"
     (log,) = (tmp_path / "audit").glob("audit-127.0.0.1-*.jsonl")
     records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
     written = [r for r in records if r["tool"] == "write_file"]
     assert [(r["event"], r["user"], r["outcome"]) for r in written] == [
-        ("started", "bob", "running"), ("approval", "bob", "approved"), ("call", "bob", "ok")], records
-    assert written[1]["by"] == "carol", written[1]
+        ("started", "bob", "running"), ("approval", "bob", "approved"), ("call", "bob", "ok")] * 2, records
+    assert written[1]["by"] == "carol" and written[4]["by"] == "carol", written
     assert written[0]["call_id"] == written[2]["call_id"] and written[0]["request_id"] == written[2]["request_id"]
 
 

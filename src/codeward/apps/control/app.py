@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from codeward.approval.asks import AskTimeout
@@ -150,7 +151,7 @@ class _Api:
         body = await _body(request)
         gui = self.state.gui
         try:
-            task = parse_task(body)
+            task = replace(parse_task(body), by=request.scope.get(USER_KEY))
             if gui is None:
                 raise GuiError("this run has nothing to drive yet", "Wait until the session has started "
                                "(GET /status), then send the task again.", status=409)

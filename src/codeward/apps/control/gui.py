@@ -49,6 +49,9 @@ class GuiTask:
     value: Any = None
     user_data: Any = None
     raw: Mapping[str, Any] = field(default_factory=dict)
+    by: str | None = None
+    """The signed-in person who sent it (a team's console), ``None`` for the run's own token: an approval
+    clicked is audited under this name, and nobody clicks through their own call."""
 
 
 def parse_task(body: Mapping[str, Any]) -> GuiTask:
@@ -133,7 +136,7 @@ class StateDriver:
             self._unknown_field(task.item)
         elif task.action == "click":
             if task.item in (*CLICKS_APPROVE, *CLICKS_DENY):
-                self._ask_of(task.user_data)
+                self._not_their_own(self._ask_of(task.user_data), task.by)
             else:
                 raise GuiError(f"no button {task.item!r} in this run", self._buttons(), status=404)
         elif task.action == "select_list_item":
@@ -167,6 +170,14 @@ class StateDriver:
                                               "This run has no settable fields; ")
                        + f"readable: {', '.join(fields)}.", status=404)
 
+    def _not_their_own(self, request_id: str, person: str | None) -> str:
+        """``request_id``, unless the call it waits on is ``person``'s own (as ``POST /api/respond`` refuses)."""
+        ask = next((a for a in self.state.asks.pending() if a["request_id"] == request_id), None)
+        if person is not None and ask is not None and ask["data"].get("user") == person:
+            raise GuiError(f"ask {request_id!r} waits on a call {person!r} made; nobody answers their own call",
+                           "Another user with the approver role answers it.", status=403)
+        return request_id
+
     def _ask_of(self, request_id: Any) -> str:
         """The open tool approval named (or, with none named, the oldest one)."""
         approvals = [a for a in self.state.asks.pending() if a["data"].get("type") == "tool_approval"]
@@ -183,8 +194,8 @@ class StateDriver:
     async def apply(self, task: GuiTask) -> None:
         state = self.state
         if task.action == "click" and task.item in (*CLICKS_APPROVE, *CLICKS_DENY):
-            request_id = self._ask_of(task.user_data)
-            state.asks.respond(request_id, {"approved": task.item in CLICKS_APPROVE}, by="api")
+            request_id = self._not_their_own(self._ask_of(task.user_data), task.by)
+            state.asks.respond(request_id, {"approved": task.item in CLICKS_APPROVE}, by=task.by or "api")
         elif task.action == "select_tab":
             state.select_tab(str(task.value))
         elif task.action == "select_list_item" and task.item == "asks":
