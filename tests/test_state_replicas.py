@@ -189,6 +189,15 @@ async def test_redis_down_is_a_clear_error_and_recovery_is_automatic(deployment:
                 await client.call_tool("peer__echo", {"text": "during"})
         text = str(failure.value)
         assert "Redis" in text and f"127.0.0.1:{deployment['redis']}" in text and "redis-cli" in text, text
+    # A request that needs no shared state (the 2026-07-28 protocol: no session, no stream to resume; an
+    # auto-approved tool, pins off) is answered while Redis is down, where the session's call above was not.
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60) as http, \
+            Client(streamable_http_client(deployment["url"], http_client=http), mode="2026-07-28") as stateless:
+        with anyio.fail_after(30):
+            listed = await stateless.list_tools()
+            assert "peer__echo" in {tool.name for tool in listed.tools}
+            echoed = await stateless.call_tool("peer__echo", {"text": "during"})
+        assert not echoed.is_error and echoed.content[0].text == "during", echoed.content  # type: ignore[union-attr]
 
     with redis_server(deployment["tmp"], deployment["redis"]):
         async with httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60) as http, \

@@ -136,12 +136,17 @@ class SharedStateMiddleware:
 
     async def _record(self, message: dict[str, Any] | None, session: str | None) -> str | None:
         """Record a call in flight (or just check the backend answers). The replica already running the
-        same request of the same session, if any (it was sent twice); raises StateUnavailable."""
+        same request of the same session, if any (it was sent twice); raises StateUnavailable.
+
+        A request of no session that opens none (the 2026-07-28 protocol) has nothing to share: it is not
+        checked here, so a read answers while Redis is down; what it does need (an approval, the gateway's
+        pins) fails on its own with the error naming Redis."""
         if message is None or "id" not in message or "method" not in message:
             return None
         if session and message["method"] == "tools/call":
             return await self.state.begin_call(CallRecord(session, str(message["id"]), message, self.state.replica))
-        await self.state.check()
+        if session or message["method"] == "initialize":
+            await self.state.check()
         return None
 
     async def _answer_twice_sent(self, session: str, stream: str, running_on: str, receive: Receive,
