@@ -283,16 +283,18 @@ async def test_a_killed_replicas_approval_and_calls_and_the_audit_through_a_redi
     files = sorted(writes.iterdir())
     records = _audit_file(team, port_b)
     stream = await _stream(port_a)
+    written = {_hash({"path": str(f), "text": f.read_text(encoding="utf-8")}): f.name for f in files}
     for source, where in ((records, "the replica's audit file"), (stream, "the shared stream")):
         started = {r["arguments_sha256"]: r for r in source
                    if r["event"] == "started" and r["tool"] == "peer__write_file"}
-        unaudited = [f.name for f in files
-                     if _hash({"path": str(f), "text": f.read_text(encoding="utf-8")}) not in started]
+        unaudited = [name for digest, name in written.items() if digest not in started]
         assert not unaudited, f"files written without a started record in {where}: {unaudited}"
-        assert all(r["user"] == "alice" and r["replica"] == records[0]["replica"] and r["request_id"]
-                   and r["session"] for r in started.values()), list(started.values())[:3]
-    finished = {r["call_id"]: r for r in records if r["event"] == "call" and r["tool"] == "peer__write_file"}
-    starts = {r["call_id"]: r for r in records if r["event"] == "started" and r["tool"] == "peer__write_file"}
+        ours = [started[digest] for digest in written]  # (the module's other tests write files too)
+        assert all(r["user"] == "alice" and r["replica"] == ours[0]["replica"] and r["request_id"]
+                   and r["session"] for r in ours), ours[:3]
+    mine = [r for r in records if r["tool"] == "peer__write_file" and r["user"] == "alice"]
+    finished = {r["call_id"]: r for r in mine if r["event"] == "call"}
+    starts = {r["call_id"]: r for r in mine if r["event"] == "started"}
     assert set(finished) <= set(starts) and all(
         starts[i]["request_id"] == f["request_id"] and starts[i]["session"] == f["session"]
         for i, f in finished.items())
