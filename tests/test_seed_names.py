@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -96,11 +97,18 @@ def test_a_disabled_toolset_takes_its_seed_names_with_it() -> None:
     assert all(name not in catalog for name in SEED_NAMES)
 
 
+def _shape(result: Any) -> dict[str, Any]:
+    """A failure's Codomyrmex shape: the JSON of its last text block (the first is the error's text)."""
+    assert len(result.content) == 2, result.content
+    return dict(json.loads(result.content[-1].text))
+
+
 @pytest.mark.anyio
 async def test_codomyrmex_failures_come_back_in_its_shapes(root: Path) -> None:
     """An unusable language is the seed's ``status: setup_error`` record, a missing file its
-    ``{"success": false, "error": "Analysis failed: ..."}`` — as structured content beside codeward's error
-    text (the official client reads both; it validates a result against the output schema only on success)."""
+    ``{"success": false, "error": "Analysis failed: ..."}`` — as a second text block of JSON after codeward's
+    error text, never as structured content (the TypeScript SDK validates structured content against the
+    output schema even on an error result)."""
     params = StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve", str(root)],
                                    env={**os.environ, "PYTHONUNBUFFERED": "1", "CODEWARD_HOME": str(root.parent / "h")})
     async with Client(params) as client:
@@ -109,14 +117,15 @@ async def test_codomyrmex_failures_come_back_in_its_shapes(root: Path) -> None:
 
         empty = await client.call_tool("coding_execute_code", {"language": "python", "code": "   \n"})
         assert empty.is_error and "code is empty" in _text(empty)
-        record = empty.structured_content or {}
+        assert empty.structured_content is None
+        record = _shape(empty)
         assert record["status"] == "setup_error" and record["success"] is False
         assert record["error"].startswith("Execution failed: ") and "code is empty" in record["error"]
         assert record["error_message"] and {"stdout", "stderr", "exit_code", "execution_time"} <= set(record)
 
         unknown = await client.call_tool("code_execute", {"language": "cobol", "code": "DISPLAY 'HI'."})
         assert unknown.is_error
-        assert (unknown.structured_content or {}).get("status") == "setup_error", unknown.structured_content
+        assert _shape(unknown).get("status") == "setup_error", unknown.content
 
         for name, arguments, what in [
             ("coding_analyze_file", {"file_path": "missing.py"}, "Analysis failed: "),
@@ -126,7 +135,7 @@ async def test_codomyrmex_failures_come_back_in_its_shapes(root: Path) -> None:
         ]:
             failed = await client.call_tool(name, arguments)
             assert failed.is_error, (name, _text(failed))
-            shaped = failed.structured_content or {}
+            shaped = _shape(failed)
             assert shaped.get("success") is False and str(shaped.get("error", "")).startswith(what), (name, shaped)
             assert "missing.py" in shaped["error"] or "no-such-folder" in shaped["error"]
 

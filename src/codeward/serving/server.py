@@ -728,9 +728,14 @@ def to_call_result(outcome: ToolOutcome) -> types.CallToolResult:
         content = [to_content(block) for block in outcome.rich.blocks]
     else:
         content = [types.TextContent(type="text", text=outcome.text)]
+    if outcome.is_error and outcome.structured is not None:
+        # A failure's shape (Codomyrmex's ``{"success": false, ...}``) goes as a second text block of JSON,
+        # never as structured content: the TypeScript SDK validates structured content against the tool's
+        # output schema even on an error result, and a failure's shape is not the success's.
+        content.append(types.TextContent(type="text", text=json.dumps(outcome.structured, ensure_ascii=False)))
     return types.CallToolResult(
         content=content,  # type: ignore[arg-type]
-        structured_content=outcome.structured,  # a failure's too, when its tool gives one a shape
+        structured_content=None if outcome.is_error else outcome.structured,
         is_error=outcome.is_error,
     )
 
