@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from codeward.engines.contained.warm_box import BOX_RUN_EVENT
 from codeward.kernel.redaction import Redactor
 
 LOG_FILES = ("comms.log", "toolcalls.log", "apihooks.log", "clicalls.log")
@@ -165,7 +166,7 @@ class SubprocessWatch:
         sys.addaudithook(self._hook)
 
     def _hook(self, event: str, args: tuple[Any, ...]) -> None:
-        if (event != "subprocess.Popen" and event != "os.system") or self._stopped:
+        if event not in ("subprocess.Popen", "os.system", BOX_RUN_EVENT) or self._stopped:
             return
         logs = self._logs()
         if logs is None or logs.closed:
@@ -173,6 +174,9 @@ class SubprocessWatch:
         try:
             if event == "os.system":
                 logs.cli_call(os.fsdecode(args[0]), cwd=os.getcwd(), kind="spawn")
+                return
+            if event == BOX_RUN_EVENT:  # a program started in a box spawned ahead (its waiter was the spawn)
+                logs.cli_call([str(a) for a in args[0]], cwd=str(args[1] or os.getcwd()), kind="spawn")
                 return
             raw = args[1] if isinstance(args[1], (list, tuple)) else [args[1]]
             command = [os.fsdecode(a) if isinstance(a, (bytes, os.PathLike)) else str(a) for a in raw]

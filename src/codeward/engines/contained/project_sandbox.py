@@ -40,6 +40,7 @@ import functools
 import os
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -51,7 +52,7 @@ from typing import TYPE_CHECKING, Protocol
 from codeward.config.coding import CodingSettings
 from codeward.config.sandbox import SandboxSettings
 from codeward.engines.contained.confine import confine, hide_secret_history, under_a_root
-from codeward.engines.contained.warm_box import BoxShape, Prepared, WarmBoxes, waiter_argv
+from codeward.engines.contained.warm_box import BOX_RUN_EVENT, BoxShape, Prepared, WarmBoxes, waiter_argv
 from codeward.engines.contained.write_back import Marks, bring_back
 from codeward.engines.sandbox import Sandbox, SandboxRequest, SandboxResult, Status
 from codeward.engines.sandbox.choice import BackendChoice, Executor, SandboxRefused
@@ -376,6 +377,9 @@ class ProjectSandbox:
         assert isinstance(self.sandbox, StartableSandbox)
         overlays = prepared.overlays
         request = self._request(program, overlays, run_as=shape.owner)
+        # The box was spawned ahead with a waiter; the program starts now, in it. Said as an audit event
+        # (PEP 578) as a subprocess start would be, so the logs that watch spawns see the program run.
+        sys.audit(BOX_RUN_EVENT, list(program.argv), request.workdir)
         if not prepared.send(program.argv):
             boxes.dispose(prepared.discard)
             return None

@@ -47,6 +47,10 @@ WAITER = 'mapfile -t -d "" -u {fd} argv; exec {fd}<&-; exec -- "${{argv[@]}}"'
 """The program a prepared box runs until its script comes: read the NUL-separated command line
 from descriptor ``fd``, close it, become the command (bash adds nothing to the environment)."""
 
+BOX_RUN_EVENT = "codeward.box.run"
+"""The audit event (PEP 578) said when a program starts in a box prepared ahead: ``(argv, workdir)``, as
+``subprocess.Popen`` says a spawn (the box itself was spawned before the program was known)."""
+
 
 def waiter_argv(bash: str, fd: int) -> list[str]:
     return [bash, "--noprofile", "--norc", "-c", WAITER.format(fd=fd)]
