@@ -89,9 +89,6 @@ PROJECT_CONFIG = """\
 # The operator's policy for this project: a tool may never change it.
 [server]
 blacklist = ["notes/private.txt"]
-
-[shell]
-warm_box = true   # the attacks meet the box prepared ahead too (tests/redteam/test_warm_box.py)
 """
 
 

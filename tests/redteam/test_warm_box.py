@@ -6,6 +6,7 @@ no waiting box outlives the server."""
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 
@@ -23,6 +24,15 @@ PROBE = "ls /proc/self/fd | tr '\\n' ' '; echo; env | sort; cat /tmp/left 2>/dev
 
 def stdout(text: str) -> str:
     return text.split("STDOUT:\n", 1)[-1].split("\nSTDERR:", 1)[0]
+
+
+@pytest.fixture(autouse=True)
+def prepared_boxes(host: Host) -> None:
+    """The operator turns the box prepared ahead on (``[shell] warm_box``, off by default for now)."""
+    config = host.project / "codeward.toml"
+    config.write_text(config.read_text() + "\n[shell]\nwarm_box = true\n")
+    os.chown(config, host.principal.uid, host.principal.gid)
+    host.rebaseline()
 
 
 def waiting_boxes(host: Host, grace_s: float = 10.0) -> set[int]:
