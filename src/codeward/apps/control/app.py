@@ -18,7 +18,16 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from codeward.approval.asks import AskTimeout
-from codeward.apps.control.gui import PROTECTED_PROJECT_KEYS, GuiError, StateDriver, diagnostics, mma_status, parse_task
+from codeward.apps.control.gui import (
+    OWN_CALL_HINT,
+    PROTECTED_PROJECT_KEYS,
+    GuiError,
+    StateDriver,
+    diagnostics,
+    mma_status,
+    own_call_refusal,
+    parse_task,
+)
 from codeward.apps.control.security import ControlGuard
 from codeward.apps.control.state import ControlState
 from codeward.audit.users import USER_KEY
@@ -270,10 +279,9 @@ class _Api:
             raise BadRequest("the body needs a 'request_id' string",
                              'Send {"request_id": "<id from ask_received>", "response": ...}.')
         person = request.scope.get(USER_KEY)
-        ask = next((a for a in self.state.asks.pending() if a["request_id"] == request_id), None)
-        if person is not None and ask is not None and ask["data"].get("user") == person:
-            raise BadRequest(f"ask {request_id!r} waits on a call {person!r} made; nobody answers their own call",
-                             "Another user with the approver role answers it.", status=403)
+        refusal = own_call_refusal(self.state, request_id, person)
+        if refusal is not None:
+            raise BadRequest(refusal, OWN_CALL_HINT, status=403)
         if not self.state.asks.respond(request_id, body.get("response"), by=person or "api"):
             raise BadRequest(f"no open question has request_id {request_id!r}",
                              "It was already answered, it timed out, or the id is wrong; GET /api/asks lists "

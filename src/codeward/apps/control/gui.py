@@ -94,6 +94,17 @@ def _text(body: Mapping[str, Any], key: str) -> str:
     return value.strip()
 
 
+OWN_CALL_HINT = "Another user with the approver role answers it."
+
+
+def own_call_refusal(state: ControlState, request_id: str, person: str | None) -> str | None:
+    """Why ``person`` may not answer ``request_id`` (the call it waits on is theirs), or None."""
+    ask = next((a for a in state.asks.pending() if a["request_id"] == request_id), None)
+    if person is not None and ask is not None and ask["data"].get("user") == person:
+        return f"ask {request_id!r} waits on a call {person!r} made; nobody answers their own call"
+    return None
+
+
 class GuiDriver(Protocol):
     """What ``/api/gui`` drives. ``check`` runs on the API's thread and must not change anything;
     ``apply`` runs later on the session's loop, in the order tasks arrived."""
@@ -171,11 +182,10 @@ class StateDriver:
                        + f"readable: {', '.join(fields)}.", status=404)
 
     def _not_their_own(self, request_id: str, person: str | None) -> str:
-        """``request_id``, unless the call it waits on is ``person``'s own (as ``POST /api/respond`` refuses)."""
-        ask = next((a for a in self.state.asks.pending() if a["request_id"] == request_id), None)
-        if person is not None and ask is not None and ask["data"].get("user") == person:
-            raise GuiError(f"ask {request_id!r} waits on a call {person!r} made; nobody answers their own call",
-                           "Another user with the approver role answers it.", status=403)
+        """``request_id``, unless the call it waits on is ``person``'s own (as ``POST /api/ask/respond`` refuses)."""
+        refusal = own_call_refusal(self.state, request_id, person)
+        if refusal is not None:
+            raise GuiError(refusal, OWN_CALL_HINT, status=403)
         return request_id
 
     def _ask_of(self, request_id: Any) -> str:
