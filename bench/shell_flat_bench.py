@@ -105,10 +105,8 @@ async def measure(runs: int, files: int, gap: float) -> None:
         make_project(small, 1)
         make_project(cold, 1)
         (cold / "codeward.toml").write_text("[shell]\nwarm_box = false\n")
-        (small / "codeward.toml").write_text("[shell]\nwarm_box = true\n")  # off by default for now
         started = time.perf_counter()
         make_project(large, files)
-        (large / "codeward.toml").write_text("[shell]\nwarm_box = true\n")
         print(f"made a {files:,}-file repository in {time.perf_counter() - started:.1f} s")
         argv = bare_argv()
         async with AsyncExitStack() as stack:

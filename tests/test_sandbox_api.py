@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
+import sys
+import threading
+import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from codeward.engines.sandbox import Limit, Sandbox, SandboxRequest, SandboxUnavailable, Status, probe_sandbox
-from codeward.engines.sandbox.cgroups import detect_layout
+from codeward.engines.sandbox.cgroups import RunCgroup, detect_layout
 from tests.conftest import snapshot
 from tests.sandbox_support import bwrap_works, survivors
 
@@ -151,3 +157,53 @@ def test_bwrap_runs_without_capabilities_as_an_unprivileged_user() -> None:
     assert uid == "1000"
     assert caps.split()[1] == "0000000000000000"
     assert seccomp.split()[1] == "2"  # a seccomp filter is installed
+
+
+@pytest.mark.skipif(detect_layout() is None, reason="no writable cgroups here")
+def test_a_cgroup_kill_is_all_at_once() -> None:
+    """Thirty shells each wait on a ``sleep``; killing their group must not let one of them see its
+    child die and print. Signalled one by one (in the order a set of pids iterates) while other
+    threads took turns with the killer, some sleeps died before their shells, which then ran on:
+    the group is frozen (v1) or ``cgroup.kill``-ed (v2), so all die together."""
+    layout = detect_layout()
+    assert layout is not None
+    group = RunCgroup.create(layout, memory_mb=256, max_processes=200)
+    script = 'for i in $(seq 30); do (sleep 30; echo "never $i") & done; echo started; wait; echo never'
+    try:
+        proc = subprocess.Popen(["bash", "-c", script], stdout=subprocess.PIPE, start_new_session=True,
+                                preexec_fn=lambda: RunCgroup.enter(group.procs_files))
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == b"started\n"
+        deadline = time.monotonic() + 10
+        while len(group.pids()) < 61 and time.monotonic() < deadline:  # the shell, 30 subshells, 30 sleeps
+            time.sleep(0.01)
+        assert len(group.pids()) == 61
+        with _busy_threads():  # a server's other threads take turns with the killer, as on a loaded machine
+            assert group.kill() == 61
+        assert proc.wait(timeout=10) == -9
+        assert proc.stdout.read() == b""
+    finally:
+        group.remove()
+
+
+@contextlib.contextmanager
+def _busy_threads() -> Iterator[None]:
+    """Two threads computing while the block runs, the interpreter switching between threads often."""
+    stop = threading.Event()
+    before = sys.getswitchinterval()
+
+    def spin() -> None:
+        while not stop.is_set():
+            sum(range(1000))
+
+    threads = [threading.Thread(target=spin) for _ in range(2)]
+    sys.setswitchinterval(0.0002)
+    for thread in threads:
+        thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+        sys.setswitchinterval(before)

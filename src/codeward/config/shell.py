@@ -55,11 +55,10 @@ class ShellSettings(Table):
     ``process_stop``)."""
     process_idle_s: float = Field(default=900.0, strict=True, gt=0)
     """A long-running process nobody read, wrote to or heard from for this long is killed."""
-    warm_box: Bool = False
+    warm_box: Bool = True
     """Prepare the next script's sandbox ahead, after each run (one waiting box per server, the same
     binds, secrets, limits and disk cap; dropped after two idle minutes), so a script does not wait
-    for its box to be built. Off by default for now: a cancelled script in a prepared box was seen to
-    run on for a moment after its child was killed (``tests/test_shell_runner.py``, 2 runs in ~7)."""
+    for its box to be built."""
     log: Bool = True
     """Append every run to ``.codeward/logs/shell.jsonl`` in the primary root."""
     qa_on_failure: Bool = False

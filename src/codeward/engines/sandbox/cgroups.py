@@ -4,8 +4,8 @@ rlimits are per process; a cgroup bounds everything a run starts, catches a fork
 ``pids.max`` and an allocation at the memory limit (OOM kill) without the address-space
 limit that breaks JVMs, node and Go. Both layouts are handled:
 
-- **v1** (hybrid hosts): one directory per controller (``memory``, ``pids``, ``cpu``), under
-  the group this process is in, each with ``codeward/p<pid>/run-<id>`` children.
+- **v1** (hybrid hosts): one directory per controller (``memory``, ``pids``, ``cpu``, ``freezer``),
+  under the group this process is in, each with ``codeward/p<pid>/run-<id>`` children.
 - **v2** (unified): one directory with ``memory.max``, ``memory.swap.max``, ``pids.max``.
   Because a v2 group holding processes cannot delegate controllers, when this process
   sits in such a group it first moves itself into a ``codeward-server`` leaf beside the
@@ -24,10 +24,13 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-V1_CONTROLLERS = ("memory", "pids", "cpu")
+V1_CONTROLLERS = ("memory", "pids", "cpu", "freezer")
 REQUIRED = ("memory", "pids")
 GROUP_DIR = "codeward"
 CPU_PERIOD_US = 100_000
+FREEZE_WAIT_S = 0.5
+"""How long a kill waits for a v1 group to freeze (a task in uninterruptible sleep delays it) before
+signalling anyway."""
 DEFAULT_SHARES = 1024
 """A v1 cpu group's default weight: as much as one process beside it."""
 
@@ -262,20 +265,59 @@ class RunCgroup:
         return found
 
     def kill(self) -> int:
-        """SIGKILL every process in the group until it is empty; returns how many were seen."""
+        """SIGKILL every process in the group at once, then until it is empty; returns how many were seen.
+
+        At once matters: killed one by one, a script whose child died first runs on for a moment
+        (``sleep 30; echo never`` printed ``never`` when ``sleep`` happened to be signalled before its
+        shell). v2 has ``cgroup.kill``; on v1 the group is frozen first (nothing in it runs, forks
+        or sees a death), every process signalled, then thawed, so all die together."""
         if self.layout.version == 2:
             _write_optional(self.dirs["unified"] / "cgroup.kill", "1")
+        frozen = self._freeze()
         seen: set[int] = set()
-        for attempt in range(200):
-            remaining = self.pids()
-            if not remaining:
-                break
-            seen |= remaining
-            for pid in remaining:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-            time.sleep(0.001 if attempt < 20 else 0.01)  # dying processes leave within a few ms
+        try:
+            for attempt in range(200):
+                remaining = self.pids()
+                if not remaining:
+                    break
+                seen |= remaining
+                for pid in remaining:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, signal.SIGKILL)
+                if frozen:  # a frozen process dies once thawed
+                    frozen = not self._thaw()
+                time.sleep(0.001 if attempt < 20 else 0.01)  # dying processes leave within a few ms
+        finally:
+            if frozen:
+                self._thaw()
         return len(seen)
+
+    def _freeze(self) -> bool:
+        """Stop every process of a v1 group where it is (``freezer.state``); whether it was asked."""
+        freezer = self.dirs.get("freezer")
+        if freezer is None:
+            return False
+        try:
+            _write(freezer / "freezer.state", "FROZEN")
+        except OSError:
+            return False
+        deadline = time.monotonic() + FREEZE_WAIT_S
+        while time.monotonic() < deadline:  # FREEZING while a task finishes a system call
+            with contextlib.suppress(OSError):
+                if (freezer / "freezer.state").read_text().strip() == "FROZEN":
+                    break
+            time.sleep(0.0005)
+        return True
+
+    def _thaw(self) -> bool:
+        freezer = self.dirs.get("freezer")
+        if freezer is None:
+            return True
+        try:
+            _write(freezer / "freezer.state", "THAWED")
+        except OSError:
+            return False
+        return True
 
     def events(self) -> CgroupEvents:
         if self.layout.version == 2:
