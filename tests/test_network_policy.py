@@ -77,5 +77,8 @@ def test_doctor_says_what_the_network_allows(tmp_path: Path) -> None:
     egress = checks["egress proxy ([network] allowed_domains)"]
     assert egress["ok"] is bwrap_works(), egress  # it makes a namespace and listens in it, as a client's first run
     if egress["ok"]:
-        assert egress["detail"] == ("run_shell, run_tests and processes reach pypi.org, *.pythonhosted.org through "
-                                    "the proxy; nothing else")
+        assert egress["detail"] == (
+            "run_shell and run_tests reach pypi.org, *.pythonhosted.org through the proxy ([network]), nothing else; "
+            "long-running processes reach pypi.org, *.pythonhosted.org through the proxy ([network]), nothing else; "
+            "code execution: no network ([network.code] allows no domain); "
+            "registry tools: no network ([network.registry] allows no domain)")

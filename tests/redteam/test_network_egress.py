@@ -44,11 +44,18 @@ async def test_no_name_address_or_route_leads_into_the_host(host: Host) -> None:
         "        print(what, 'ANSWER', fn())\n"
         "    except OSError as exc:\n"
         "        print(what, 'blocked', type(exc).__name__)\n"
-        "def crafted(text):\n"
+        "import base64, os, urllib.parse\n"
+        "mine = urllib.parse.urlsplit(os.environ['HTTPS_PROXY'])\n"
+        "credential = base64.b64encode(f'{mine.username}:{mine.password}'.encode()).decode()\n"
+        "def crafted(text, auth=f'Proxy-Authorization: Basic {credential}\\r\\n'):\n"
         "    with socket.create_connection(('127.0.0.1', 3128), timeout=10) as s:\n"
-        "        s.sendall(text.encode()); return s.recv(200).split(b'\\r\\n')[0]\n"
+        "        s.sendall((text[:-2] + auth + '\\r\\n').encode()); return s.recv(200).split(b'\\r\\n')[0]\n"
         f"for i, text in enumerate({crafted!r}):\n"
         "    attempt(f'crafted-{i}', lambda: crafted(text))\n"
+        "allowed = 'GET http://loop.allowed.test/ HTTP/1.1\\r\\nHost: loop.allowed.test\\r\\n\\r\\n'\n"
+        "attempt('no-credential', lambda: crafted(allowed, ''))\n"
+        "forged = base64.b64encode(b'codeward:' + mine.password[::-1].encode()).decode()\n"
+        "attempt('forged-credential', lambda: crafted(allowed, f'Proxy-Authorization: Basic {forged}\\r\\n'))\n"
         f"attempt('direct', lambda: socket.create_connection(('127.0.0.1', {port}), timeout=3).recv(100))\n"
         "attempt('dns', lambda: socket.getaddrinfo('loop.allowed.test', 80))\n"
         "v4, v6 = (open(f'/proc/net/{t}').read().splitlines() for t in ('route', 'ipv6_route'))\n"
@@ -64,6 +71,8 @@ async def test_no_name_address_or_route_leads_into_the_host(host: Host) -> None:
         assert f"\n{target} 403 1\n" in f"\n{text}", text
     for i in range(len(crafted)):
         assert f"crafted-{i} ANSWER b'HTTP/1.1 403" in text or f"crafted-{i} ANSWER b'HTTP/1.1 400" in text, text
+    for what in ("no-credential", "forged-credential"):  # a connection that is no run's is no run's way out
+        assert f"{what} ANSWER b'HTTP/1.1 407 Proxy Authentication Required'" in text, text
     assert "routes 0 v6 via ['lo']" in text, text  # no route out: nothing but the proxy leads out
     for what in ("direct", "dns"):
         assert f"{what} blocked" in text, text

@@ -43,7 +43,7 @@ from codeward.kernel.result import ErrorKind, Result
 
 if TYPE_CHECKING:
     from codeward.engines.contained.project_sandbox import Running
-    from codeward.engines.sandbox.egress_proxy import EgressLog
+    from codeward.engines.sandbox.egress_proxy import EgressGrant
     from codeward.engines.sandbox.shared_net import SharedNetwork
     from codeward.kernel.context import Services, ToolContext
 
@@ -106,19 +106,12 @@ class BoxProcess:
     touched: float = field(default_factory=time.monotonic)
     ended_by: str = ""
     """Why codeward killed it (its lifetime, idling, its disk), empty when it did not."""
-    egress: EgressLog | None = None
-    """The decisions of the egress proxy in its namespace (``[network]``), read from ``egress_seen`` on."""
-    egress_seen: int = 0
+    egress: EgressGrant | None = None
+    """Its admission to the egress proxy (``[network]``): the decisions on its own connections."""
 
     def network_notes(self) -> list[str]:
-        """The egress proxy's refusals (and a count of what it allowed) in its namespace since the last call."""
-        if self.egress is None:
-            return []
-        from codeward.engines.sandbox.egress_proxy import egress_notes
-
-        events = self.egress.since(self.egress_seen)
-        self.egress_seen += len(events)
-        return egress_notes(events)
+        """The egress proxy's refusals (and a count of what it allowed) of its connections since the last call."""
+        return self.egress.notes() if self.egress is not None else []
     readers: list[threading.Thread] = field(default_factory=list)
 
     @property
@@ -217,6 +210,8 @@ class ProcessTable:
         """Kill it, apply its writes as part of this call, forget it."""
         process.settle()
         notes = process.started.stop(ctx)
+        if process.egress is not None:
+            process.egress.close()
         key = (_owner(ctx) or "", process.name)
         with self._lock:
             if self._processes.get(key) is process:
@@ -249,7 +244,7 @@ class ProcessTable:
 
             try:
                 made = SharedNetwork.create(project_owner(ctx.workspace.primary))
-                if ctx.services.get(NetworkSettings).active:
+                if ctx.services.get(NetworkSettings).active:  # some executor has domains allowed
                     _serve_egress(ctx, made, owner)
                 self._networks[owner] = made
             except OSError as exc:
