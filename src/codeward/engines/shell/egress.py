@@ -3,7 +3,8 @@
 Every executor that may reach the network by allowlist (``run_shell``/``run_tests``, processes, code
 execution, registry tools) asks here with its name; the answer follows that executor's lists
 (:meth:`~codeward.config.network.NetworkSettings.lists`). With domains allowed to it, the run joins
-the client's loopback-only namespace (made if needed), where the proxy listens, and gets a
+the client's loopback-only namespace (made if needed; code execution has one of its own, apart from
+the dev servers of the client's processes), where the proxy listens, and gets a
 :class:`~codeward.engines.sandbox.egress_proxy.EgressGrant`: the proxy variables with its own
 credential, and the decisions on its connections alone for its result. Without, nothing: the caller
 runs as it always did.
@@ -58,7 +59,7 @@ def client_egress(ctx: ToolContext, executor: NetworkExecutor, label: str, join:
     proxied = settings.lists(executor).active
     if not (proxied or join or make):
         return Result.success(ClientEgress())
-    found = process_table_of(ctx.services).network(ctx, make=make or proxied)
+    found = process_table_of(ctx.services).network(ctx, make=make or proxied, code=executor == "code")
     if not found.ok:
         return found.cast(None)
     shared = found.data

@@ -149,7 +149,8 @@ class ProcessTable:
         self._closed = threading.Event()
         self._reaper: threading.Thread | None = None
         self._networks: dict[str, SharedNetwork] = {}
-        """Each client's loopback-only namespace, made with its first process, kept until the server ends."""
+        """Each client's loopback-only namespace, made with its first process, kept until the server ends (and,
+        apart, the one its code runs share when code execution has domains allowed)."""
 
     # -- the operations the tools call -------------------------------------------------
 
@@ -232,21 +233,27 @@ class ProcessTable:
         for network in networks:
             network.close()
 
-    def network(self, ctx: ToolContext, make: bool) -> Result[SharedNetwork | None]:
-        """The client's shared loopback network (made when ``make`` and there is none yet)."""
+    def network(self, ctx: ToolContext, make: bool, code: bool = False) -> Result[SharedNetwork | None]:
+        """The client's shared loopback network (made when ``make`` and there is none yet); with ``code``, the
+        client's namespace for code execution instead: apart from the other one (code does not reach the
+        client's dev servers), for the unprivileged user codeward runs code as when it is root."""
         owner = _owner(ctx)
+        key = f"{owner}\0code" if code and owner is not None else owner
         with self._lock:
-            found = self._networks.get(owner) if owner is not None else None
-            if found is not None or not make or owner is None:
+            found = self._networks.get(key) if key is not None else None
+            if found is not None or not make or owner is None or key is None:
                 return Result.success(found)
             from codeward.engines.contained.project_sandbox import project_owner
+            from codeward.engines.sandbox.bwrap import NOBODY
+            from codeward.engines.sandbox.runner import can_switch_user
             from codeward.engines.sandbox.shared_net import SharedNetwork
 
             try:
-                made = SharedNetwork.create(project_owner(ctx.workspace.primary))
+                made = SharedNetwork.create((NOBODY if can_switch_user() else None) if code else
+                                            project_owner(ctx.workspace.primary))
                 if ctx.services.get(NetworkSettings).active:  # some executor has domains allowed
                     _serve_egress(ctx, made, owner)
-                self._networks[owner] = made
+                self._networks[key] = made
             except OSError as exc:
                 return Result.fail(ErrorKind.UNAVAILABLE, f"could not make the processes' shared network: {exc}",
                                    "`codeward doctor` checks the sandbox (user and network namespaces).", data=None)
