@@ -117,6 +117,9 @@ class EffectiveLists:
         return bool(self.allowed_domains)
 
 
+_SUB_TABLE: dict[str, Any] = {"type_text": "table"}
+
+
 class NetworkSettings(DomainLists):
     """Which domains ``run_shell``, ``run_tests`` and long-running processes (``process_start``) reach through
     codeward's egress proxy, their only way out (see docs/sandbox.md, "Network by allowlist"); and which
@@ -127,13 +130,13 @@ class NetworkSettings(DomainLists):
     hosts: dict[str, Str] = Field(default_factory=dict, json_schema_extra={"type_text": "table"})
     """Fixed addresses the proxy uses instead of DNS for some names, e.g. ``{ "pypi.internal" = "10.1.2.3" }``
     (the address checks still apply). For every executor."""
-    shell: ExecutorNetwork | None = None
+    shell: ExecutorNetwork | None = Field(default=None, json_schema_extra=_SUB_TABLE)
     """``[network.shell]``: run_shell's and run_tests' own lists."""
-    processes: ExecutorNetwork | None = None
+    processes: ExecutorNetwork | None = Field(default=None, json_schema_extra=_SUB_TABLE)
     """``[network.processes]``: long-running processes' own lists."""
-    code: ExecutorNetwork | None = None
+    code: ExecutorNetwork | None = Field(default=None, json_schema_extra=_SUB_TABLE)
     """``[network.code]``: code execution's lists (without this table it has no proxy)."""
-    registry: ExecutorNetwork | None = None
+    registry: ExecutorNetwork | None = Field(default=None, json_schema_extra=_SUB_TABLE)
     """``[network.registry]``: registry tools' lists (without this table they have no proxy)."""
 
     @model_validator(mode="before")
