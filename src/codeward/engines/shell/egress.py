@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from codeward.config.network import NetworkExecutor, NetworkSettings
+from codeward.engines.sandbox.egress_policy import EgressPolicy
 from codeward.kernel.result import Result
 
 if TYPE_CHECKING:
@@ -52,7 +53,6 @@ def client_egress(ctx: ToolContext, executor: NetworkExecutor, label: str, join:
     """``executor``'s way out for one run named ``label``: the client's namespace with a grant when the
     operator allows it some domain; else, when ``join`` (or ``make``), the namespace alone (a dev server
     started by a process is then reachable at 127.0.0.1, nothing outside is); else nothing."""
-    from codeward.engines.sandbox.egress_policy import EgressPolicy
     from codeward.engines.shell.processes import process_table_of
 
     settings = ctx.services.get(NetworkSettings)
