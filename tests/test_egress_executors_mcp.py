@@ -105,7 +105,7 @@ async def _code(client: Client, urls: list[str], **extra: Any) -> dict[str, Any]
     return result.structured_content or {}
 
 
-async def test_code_and_registry_tools_reach_only_their_own_tables(root: Path, tmp_path: Path) -> None:
+async def test_code_and_registry_tools_reach_their_own_tables_only(root: Path, tmp_path: Path) -> None:
     index = build_index(tmp_path / "index")
     home = tmp_path / "home"
     home.mkdir()
@@ -168,17 +168,13 @@ async def test_code_and_registry_tools_reach_only_their_own_tables(root: Path, t
             assert f"REFUSED GET noise.test:{port}" in process_notes and "mine.test" not in process_notes, read
 
     logged = [json.loads(line) for line in (root / ".codeward/logs/network.jsonl").read_text().splitlines()]
-    assert {(e["host"], e["allowed"]) for e in logged} >= {("code.test", True), ("tool.test", True),
-                                                             ("shell.test", False), ("code.test", False)}
+    assert {(e["host"], e["allowed"], e["run"]) for e in logged} >= {
+        ("code.test", True, "code python"), ("tool.test", True, "registry fetch"), ("shell.test", False, "code python"),
+        ("code.test", False, "run_shell"), ("noise.test", False, "process noise"), ("mine.test", False, "run_shell")}
 
-
-async def test_with_only_the_top_level_list_code_and_registry_tools_have_no_network(root: Path,
-                                                                                    tmp_path: Path) -> None:
-    index = build_index(tmp_path / "index")
-    home = tmp_path / "home"
-    home.mkdir()
-    _signed_fetch_tool(root, home)
-    (root / "codeward.toml").write_text(TOP_LEVEL_ONLY)  # as written before executors had tables of their own
+    # with only the top-level list (a configuration written before executors had tables of their own), code
+    # execution and registry tools have no network at all, whatever that list allows
+    (root / "codeward.toml").write_text(TOP_LEVEL_ONLY)
     with serve_directory(index) as upstream:
         code_url = f"http://code.test:{upstream.port}/hello.txt"
         async with Client(_server(root, home)) as client:

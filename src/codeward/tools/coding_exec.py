@@ -161,8 +161,8 @@ def execute_proxied(ctx: ToolContext, runtime: CodingRuntime, language: str, cod
     found = client_egress(ctx, "code", f"code {language}")
     egress = found.data
     if not found.ok or egress is None:
-        execution = Execution.setup_error(language, "; ".join(error.message for error in found.errors))
-        return execution
+        return Execution.setup_error(language, "; ".join(f"{error.message} ({error.hint})" if error.hint else
+                                                        error.message for error in found.errors))
     proxied = ProxiedNetwork(egress.network, egress.environment()) \
         if egress.network is not None and egress.grant is not None else None
     try:
