@@ -63,12 +63,13 @@ def measure(port: int, runs: int, mb: int) -> None:
         network.close()
     print(f"a client's namespace and the proxy's listener in it: {statistics.median(made) * 1000:.1f} ms (once)")
     network = SharedNetwork.create()
-    proxy = EgressProxy(EgressPolicy.of(NetworkSettings(
-        allowed_domains=("pkg.test",), hosts={"pkg.test": "127.0.0.1"}, allowed_addresses=("127.0.0.1",))))
+    proxy = EgressProxy()
     served = proxy.serve(network.listen(PROXY_PORT), "bench")
+    grant = served.admit(EgressPolicy.of(NetworkSettings(
+        allowed_domains=("pkg.test",), hosts={"pkg.test": "127.0.0.1"}, allowed_addresses=("127.0.0.1",))))
     inside = ["nsenter", f"--user=/proc/self/fd/{network.user_fd}", f"--net=/proc/self/fd/{network.net_fd}",
               "--preserve-credentials"]
-    through = ["-x", f"http://127.0.0.1:{PROXY_PORT}"]
+    through = ["-x", grant.environment()["HTTP_PROXY"]]
     rows = {
         "direct": ([], [], "127.0.0.1"),
         "proxied": (inside, through, "pkg.test"),

@@ -22,6 +22,7 @@ from codeward.config.base import ADDITIVE, CODE_ONLY, PROJECT_ONLY, marked
 from codeward.config.environment import OVERRIDES
 from codeward.config.mcp import ServerConfig
 from codeward.config.model import ModelProfile
+from codeward.config.network import ExecutorNetwork
 from codeward.config.root import Config
 from codeward.kernel.python_parse import parse_python
 from codeward.kernel.validation_messages import annotation_name
@@ -89,6 +90,9 @@ def reference_markdown() -> str:
         if table.__name__ == "ModelSettings":
             lines += _table_section("[model.profiles.NAME]", "model.profiles", ModelProfile,
                                     "One table per profile; `NAME` is the profile's name (`--model NAME`).")
+        if table.__name__ == "NetworkSettings":
+            lines += _table_section("[network.EXECUTOR]", "network.EXECUTOR", ExecutorNetwork,
+                                    "`EXECUTOR` is `shell`, `processes`, `code` or `registry`.")
         if table.__name__ == "GatewayConfig":
             lines += _table_section("[mcp.servers.ALIAS]", "mcp.servers", ServerConfig,
                                     "One table per upstream server; its tools are exposed as `ALIAS__tool`.")

@@ -17,13 +17,15 @@ from pydantic import BaseModel, Field
 
 from codeward.config.coding import IMAGE_REFERENCE, CodingSettings
 from codeward.engines.execution.debug import Attempt, detect_language, diagnose, repair
-from codeward.engines.execution.execute import Execution, Limits, execute
+from codeward.engines.execution.execute import Execution, Limits, ProxiedNetwork, execute
 from codeward.engines.execution.languages import docker_image
 from codeward.engines.execution.monitor import Sampler
-from codeward.engines.execution.runtime import NO_MODEL, runtime_of
+from codeward.engines.execution.runtime import NO_MODEL, CodingRuntime, runtime_of
 from codeward.engines.llm.client import ask_text_sync
 from codeward.engines.sandbox import SandboxUnavailable
 from codeward.engines.sandbox.choice import SandboxRefused
+from codeward.engines.sandbox.runner import RunObserver
+from codeward.engines.shell.egress import client_egress
 from codeward.kernel.catalog import tool
 from codeward.kernel.context import ToolContext
 from codeward.kernel.result import ErrorKind, Result
@@ -143,10 +145,32 @@ def coding_execute_code(
         return refused.cast(None)  # type: ignore[arg-type]
     ctx.progress(0, 1, f"running {language} code")
     runtime = runtime_of(ctx.services)
-    execution = execute(runtime, language, code, stdin, Limits(timeout, memory_mb, network), session_id,
-                        client=ctx.call.client)
+    execution = execute_proxied(ctx, runtime, language, code, stdin, Limits(timeout, memory_mb, network), session_id,
+                                client=ctx.call.client)
     ctx.progress(1, 1, execution.status.value)
     return _execution_result(execution)
+
+
+def execute_proxied(ctx: ToolContext, runtime: CodingRuntime, language: str, code: str, stdin: str, limits: Limits,
+                    session_id: str | None = None, observer: RunObserver | None = None,
+                    client: str | None = "") -> Execution:
+    """:func:`execute`, with the egress proxy when the operator allows code execution some domains
+    (``[network.code]``; never from a call's arguments): the run's own credential, its own refusals in its notes."""
+    if limits.network:  # the whole network ([coding] allow_network): no proxy
+        return execute(runtime, language, code, stdin, limits, session_id, observer, client)
+    found = client_egress(ctx, "code", f"code {language}")
+    egress = found.data
+    if not found.ok or egress is None:
+        return Execution.setup_error(language, "; ".join(f"{error.message} ({error.hint})" if error.hint else
+                                                        error.message for error in found.errors))
+    proxied = ProxiedNetwork(egress.network, egress.environment()) \
+        if egress.network is not None and egress.grant is not None else None
+    try:
+        execution = execute(runtime, language, code, stdin, limits, session_id, observer, client, proxied)
+    finally:
+        network_notes = egress.finish()
+    execution.notes += [*found.notes, *network_notes]
+    return execution
 
 
 class LanguageInfo(BaseModel):
@@ -274,7 +298,7 @@ def coding_monitor_execution(
     """Run a program in the sandbox, sampling its CPU, memory and I/O into a timeline."""
     runtime = runtime_of(ctx.services)
     sampler = Sampler(tick_s=sample_interval_ms / 1000, detailed=include_memory_profile)
-    execution = execute(runtime, language, code, stdin, Limits(timeout_s=timeout), observer=sampler)
+    execution = execute_proxied(ctx, runtime, language, code, stdin, Limits(timeout_s=timeout), observer=sampler)
     output = ExecutionOutput.of(execution)
     if execution.status.value == "setup_error":
         return Result.fail(ErrorKind.UNAVAILABLE, f"Monitoring failed (status: setup_error): {execution.error_message}",
@@ -477,7 +501,7 @@ def coding_debug_code(
     runtime = runtime_of(ctx.services)
 
     def verify(candidate: str) -> Attempt:
-        ran = execute(runtime, lang, candidate, stdin, Limits(timeout_s=timeout))
+        ran = execute_proxied(ctx, runtime, lang, candidate, stdin, Limits(timeout_s=timeout))
         return Attempt(candidate, "", ran.status.value, ran.stdout, ran.stderr, ran.exit_code)
 
     def report(number: int, attempt: Attempt) -> None:

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 from codeward.config.shell import ShellSettings
-from codeward.engines.sandbox.egress_proxy import EgressLog
+from codeward.engines.shell.egress import ClientEgress
 from codeward.engines.shell.envfile import load_env_file
 from codeward.engines.shell.processes import MAX_READ_WAIT_S, BoxProcess, process_table_of
 from codeward.engines.shell.runner import (
@@ -103,8 +103,7 @@ def process_start(
         return checked.cast(None)  # type: ignore[arg-type]
     shell_command = ShellCommand(command, shell, settings.process_lifetime_s)
     table = process_table_of(ctx.services)
-    egress: list[EgressLog] = []  # the namespace's egress decisions, when the operator allows some domains
-    marks: list[int] = []
+    egress: list[ClientEgress] = []  # its admission to the egress proxy, when the operator allows some domains
 
     def start() -> Result[object]:
         env_file = load_env_file(ctx.workspace)
@@ -114,20 +113,23 @@ def process_start(
         if not boxed.ok or boxed.data is None:
             return boxed.cast(None)
         box, program = boxed.data
-        joined = in_client_network(ctx, program, make=True)
+        joined = in_client_network(ctx, program, "processes", f"process {name}", make=True)
         if not joined.ok or joined.data is None:
             return joined.cast(None)
-        shared = joined.data.shared_network
-        egress[:] = [shared.egress.log] if shared is not None and shared.egress is not None else []
-        marks[:] = [egress[0].mark()] if egress else []
-        started = box.start_writing(joined.data)
+        joined_program, admitted = joined.data
+        egress[:] = [admitted]
+        started = box.start_writing(joined_program)
+        if started.data is None:
+            admitted.finish()
         return Result(data=started.data, notes=[*boxed.notes, *joined.notes, *started.notes], errors=started.errors)
 
     made = table.start(ctx, name, command, start)  # type: ignore[arg-type]
     if not made.ok or made.data is None:
+        if egress:
+            egress[0].finish()
         return made.cast(None)  # type: ignore[arg-type]
     if egress:
-        made.data.egress, made.data.egress_seen = egress[0], marks[0]
+        made.data.egress = egress[0].grant
     return Result.success(_output(made.data, 0, 0, [*made.notes, *made.data.started.notes]))
 
 

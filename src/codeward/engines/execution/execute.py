@@ -6,6 +6,10 @@ compiler, read-only for the program, which starts in an empty writable ``/work``
 the two steps the build directory is cleaned of anything the compiler should not leave
 (links, special files, set-uid bits). Python without a session uses the warm pool; with a
 ``session_id`` it runs in that session's persistent interpreter.
+
+With :class:`ProxiedNetwork` (the operator allows code some domains, ``[network.code]``) the
+program runs in the client's loopback-only namespace with the egress proxy's variables: fresh
+(compiled and run), never in the warm pool or a session, whose sandboxes were started without it.
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codeward.config.coding import LANGUAGE_NAMES
 from codeward.engines.execution.languages import BY_NAME, CODE_DIR, Language, Toolchain, docker_image, java_main_class
@@ -25,10 +30,15 @@ from codeward.engines.sandbox import Bind, Limit, SandboxRequest, SandboxResult,
 from codeward.engines.sandbox.choice import SandboxRefused
 from codeward.engines.sandbox.runner import RunObserver
 
+if TYPE_CHECKING:
+    from codeward.engines.sandbox.shared_net import SharedNetwork
+
 MAX_CODE_BYTES = 1_000_000
 MAX_STDIN_BYTES = 10_000_000
 COMPILE_TIMEOUT_S = 120.0
 MIN_TIMEOUT_S, MAX_TIMEOUT_S = 1, 300
+PROXY_ONLY_BWRAP = ("network: none for this run: the egress proxy ([network.code]) serves runs in bwrap only, and "
+                    "this backend is not bwrap")
 
 
 @dataclass
@@ -69,6 +79,15 @@ class Limits:
     network: bool = False
 
 
+@dataclass(frozen=True)
+class ProxiedNetwork:
+    """The way out a run gets by allowlist: the client's namespace (the proxy listens there) and the
+    variables carrying the run's proxy credential."""
+
+    network: SharedNetwork
+    env: Mapping[str, str]
+
+
 def execute(
     runtime: CodingRuntime,
     language: str,
@@ -78,10 +97,12 @@ def execute(
     session_id: str | None = None,
     observer: RunObserver | None = None,
     client: str | None = "",
+    proxied: ProxiedNetwork | None = None,
 ) -> Execution:
     """Run ``code``; never raises for anything the code does (see :class:`Execution`).
 
-    ``client`` says whose sessions ``session_id`` names (see :meth:`SessionStore.run`).
+    ``client`` says whose sessions ``session_id`` names (see :meth:`SessionStore.run`); ``proxied`` gives
+    the run the egress proxy (ignored with ``limits.network``, the whole network).
     """
     limits = limits or Limits()
     problem = _check_input(language, code, stdin, limits, session_id)
@@ -92,14 +113,29 @@ def execute(
         sandbox = runtime.sandbox()
     except SandboxRefused as refused:
         return Execution.setup_error(language, f"{refused} {refused.hint}")
+    if limits.network:
+        proxied = None
     if not hasattr(sandbox, "start"):  # Docker: the toolchain is the image's, not this machine's
-        return _execute_in_docker(runtime, sandbox, docker_image(runtime.settings, language), language, code, stdin,
-                                  limits)
+        execution = _execute_in_docker(runtime, sandbox, docker_image(runtime.settings, language), language, code,
+                                       stdin, limits)
+        if proxied is not None:
+            execution.notes.append(PROXY_ONLY_BWRAP)
+        return execution
     toolchain = runtime.toolchain(language)
     if not toolchain.available:
         return Execution.setup_error(language, f"{language} is not available on this machine: {toolchain.reason}")
     notes = runtime.sandbox_notes
     request = _run_request(spec, toolchain, stdin, limits, code)
+    if proxied is not None:
+        if sandbox.name != "bwrap":
+            notes.append(PROXY_ONLY_BWRAP)
+        else:
+            if session_id is not None:
+                notes.append("session_id is ignored: with [network.code] domains allowed a run goes through the "
+                             "egress proxy, which sessions (started before) do not have; this call ran fresh")
+            request = replace(request, env={**request.env, **proxied.env}, shared_network=proxied.network,
+                              run_as=proxied.network.run_as)
+            return _compile_and_run(runtime, spec, toolchain, code, request, observer, notes)
     if session_id is not None:
         sessions = runtime.sessions() if language == "python" else None
         if sessions is not None and not limits.network:

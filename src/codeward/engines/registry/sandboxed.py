@@ -12,7 +12,9 @@ What the tool sees, and nothing more:
   declares in ``__env__`` (and its chain's ``CONFIG["env"]``, ``${VAR}`` only for those) —
   none of the server's secrets;
 * **no network**, unless it declares the hosts it needs in ``__network__`` and the operator
-  allows them (``[registry] allow_hosts``); then only those hosts;
+  allows them (``[registry] allow_hosts``; then only those hosts), or the operator allows registry
+  tools some domains (``[network.registry]``; then the egress proxy in the client's namespace is
+  their one way out, each refusal in the call's notes);
 * the limits of ``[registry]`` (time, memory, processes), killed with everything it started
   at the deadline or when the call is cancelled.
 
@@ -40,6 +42,7 @@ from codeward.engines.registry.closure import LIB_FOLDER, ClosureFile
 from codeward.engines.registry.tool_env import SandboxPython, ToolEnvironment
 from codeward.engines.sandbox import Bind, Status
 from codeward.engines.sandbox.choice import Executor
+from codeward.engines.shell.runner import in_client_network
 from codeward.kernel.result import ErrorKind, Result
 
 if TYPE_CHECKING:
@@ -142,14 +145,21 @@ def run_sandboxed(name: str, files: Sequence[ClosureFile], params: dict[str, Any
             max_processes=settings.max_processes, network=bool(hosts), network_hosts=hosts or None,
             ro_binds=binds, max_output_bytes=MAX_RESULT_BYTES, file_size_mb=TOOL_FILE_SIZE_MB,
             open_files=TOOL_OPEN_FILES, scratch_mb=TOOL_SCRATCH_MB)
-        ran = box.run(program)
+        joined = in_client_network(ctx, program, "registry", f"registry {name}", make=False, join=False)
+        if not joined.ok or joined.data is None:
+            return joined.cast(None)
+        program, egress = joined.data
+        try:
+            ran = box.run(program)
+        finally:
+            network_notes = [*joined.notes, *egress.finish()]
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     if not ran.ok or ran.data is None:
         return ran.cast(None)
     outcome = ran.data
     result = outcome.result
-    notes += outcome.notes + result.notes
+    notes += outcome.notes + result.notes + network_notes
     stderr = _tail(result.stderr, settings.max_stderr_chars)
     if outcome.cancelled:
         return Result.fail(ErrorKind.TIMEOUT, f"{name} was cancelled and its processes killed", data=None)

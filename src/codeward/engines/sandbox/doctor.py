@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codeward.config.network import NetworkSettings
+from codeward.config.network import EXECUTORS, NetworkExecutor, NetworkSettings
 from codeward.engines.sandbox.cgroups import detect_layout
 from codeward.engines.sandbox.choice import INSTALL_BWRAP, BackendChoice, Executor, Plan
 from codeward.engines.sandbox.network import network_unavailable
@@ -157,9 +157,18 @@ def _egress_check(network: NetworkSettings) -> Check:
     except OSError as exc:
         return Check(name, False, f"cannot listen in a network namespace: {exc}", "allow unprivileged user and "
                      "network namespaces (see the checks above)", "run_shell, run_tests and processes with network")
-    domains = network.allowed_domains
+    return Check(name, True, "; ".join(_reach(network, executor) for executor in EXECUTORS))
+
+
+def _reach(network: NetworkSettings, executor: NetworkExecutor) -> str:
+    """What one executor reaches through the proxy, as the doctor says it."""
+    who = EXECUTORS[executor]
+    lists = network.lists(executor)
+    domains = lists.allowed_domains
+    if not domains:
+        return f"{who}: no network ([{lists.table}] allows no domain)"
     listed = ", ".join(domains[:5]) + (f" and {len(domains) - 5} more" if len(domains) > 5 else "")
-    return Check(name, True, f"run_shell, run_tests and processes reach {listed} through the proxy; nothing else")
+    return f"{who} reach {listed} through the proxy ([{lists.table}]), nothing else"
 
 
 def banner_line(choice: BackendChoice) -> str:

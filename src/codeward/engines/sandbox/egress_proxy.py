@@ -2,12 +2,18 @@
 
 An HTTP proxy on the host — ``CONNECT host:port`` tunnels (https, and anything else a client
 tunnels) and absolute-URI requests forwarded as plain http — that listens on a socket inside the
-run's network namespace (``127.0.0.1:3128`` there; the namespace has no other route). Each
-connection is decided by :class:`~.egress_policy.EgressPolicy`: the name first, then every address
-it resolves to; the connection is then made to the checked address, so the answer cannot change in
-between. A refusal answers ``403`` with a reason phrase and body naming the domain and the
-``[network]`` key that would allow it, and every decision is logged (``codeward.network``) and kept
-in the namespace's :class:`EgressLog` for the run's result.
+client's network namespace (``127.0.0.1:3128`` there; the namespace has no other route).
+
+Several runs share that namespace (a shell, processes, code, registry tools), each with its own
+lists. So each run is admitted with a credential of its own (:meth:`Served.admit`): its proxy
+variables carry it (``http://codeward:TOKEN@127.0.0.1:3128``), clients send it as
+``Proxy-Authorization``, and the proxy decides the connection by *that run's*
+:class:`~.egress_policy.EgressPolicy` and records the decision in *that run's* :class:`EgressLog` —
+attribution by the connection, not by time. A connection without a live credential is answered
+``407``. Each connection is decided by the name first, then every address it resolves to; the
+connection is then made to the checked address, so the answer cannot change in between. A refusal
+answers ``403`` with a reason phrase and body naming the domain and the ``[network]`` key that would
+allow it, and every decision is logged (``codeward.network``).
 
 One event loop in a thread of its own serves every namespace of the server; requests are parsed
 with h11.
@@ -16,20 +22,22 @@ with h11.
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
 import ipaddress
 import logging
+import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 import h11
 
-from codeward.config.network import NetworkSettings
 from codeward.engines.net.guard import IPAddress
 from codeward.engines.sandbox.egress_policy import EgressPolicy
 
@@ -37,7 +45,7 @@ if TYPE_CHECKING:
     from codeward.kernel.context import Services
 
 PROXY_PORT = 3128
-PROXY_URL = f"http://127.0.0.1:{PROXY_PORT}"
+PROXY_USER = "codeward"
 CONNECT_TIMEOUT_S = 10.0
 HEAD_TIMEOUT_S = 30.0
 MAX_HEAD_BYTES = 64 * 1024
@@ -52,16 +60,18 @@ T = TypeVar("T")
 Audit = Callable[["EgressEvent"], None]
 
 
-def proxy_environment() -> dict[str, str]:
-    """The variables that send a box's HTTP clients (curl, pip, uv, npm, cargo, go...) through the proxy."""
-    env = {name: PROXY_URL for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")}
+def proxy_environment(token: str) -> dict[str, str]:
+    """The variables that send a box's HTTP clients (curl, pip, uv, npm, cargo, go...) through the proxy,
+    with the run's credential (they all send a proxy URL's user and password as ``Proxy-Authorization``)."""
+    url = f"http://{PROXY_USER}:{token}@127.0.0.1:{PROXY_PORT}"
+    env = {name: url for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")}
     env["NO_PROXY"] = env["no_proxy"] = "localhost,127.0.0.1,::1"
     return env
 
 
 def egress_proxy_of(services: Services) -> EgressProxy:
-    """The server's proxy, made on first use with the ``[network]`` lists."""
-    return services.runtimes.get(EgressProxy, lambda: EgressProxy(EgressPolicy.of(services.get(NetworkSettings))))
+    """The server's proxy, made on first use."""
+    return services.runtimes.get(EgressProxy, EgressProxy)
 
 
 def egress_notes(events: list[EgressEvent]) -> list[str]:
@@ -85,6 +95,8 @@ class EgressEvent:
     port: int
     address: str
     reason: str
+    run: str = ""
+    """Which run made it (``run_shell``, ``process web``, ``code``...); empty when none did."""
 
     def line(self) -> str:
         verdict = "allowed" if self.allowed else "REFUSED"
@@ -93,7 +105,7 @@ class EgressEvent:
 
 
 class EgressLog:
-    """The decisions for one namespace, newest last (bounded), for the results of the runs in it."""
+    """The decisions for one run (or, for connections of no run, one namespace), newest last (bounded)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -109,23 +121,73 @@ class EgressLog:
                 del self._events[0]
                 self._dropped += 1
 
-    def mark(self) -> int:
-        """A position to read from later (:meth:`since`)."""
+    def since(self, mark: int) -> tuple[list[EgressEvent], int]:
+        """The events from position ``mark`` on (0: the first), and the position after them."""
         with self._lock:
-            return self._dropped + len(self._events)
+            return list(self._events[max(0, mark - self._dropped):]), self._dropped + len(self._events)
 
-    def since(self, mark: int) -> list[EgressEvent]:
+
+class EgressGrant:
+    """One run's admission to its namespace's proxy: its credential, its lists, its decisions.
+    :meth:`close` (the run ended) makes the credential worthless."""
+
+    def __init__(self, grants: Grants, token: str, policy: EgressPolicy, label: str) -> None:
+        self._grants = grants
+        self.token = token
+        self.policy = policy
+        self.label = label
+        self.log = EgressLog()
+        self._seen = 0
+
+    def environment(self) -> dict[str, str]:
+        """The proxy variables for the run, carrying its credential."""
+        return proxy_environment(self.token)
+
+    def notes(self) -> list[str]:
+        """What the run's result says of the connections it made since the last call (each refusal, a count of
+        the allowed ones)."""
+        events, self._seen = self.log.since(self._seen)
+        return egress_notes(events)
+
+    def close(self) -> None:
+        self._grants.revoke(self.token)
+
+
+class Grants:
+    """The live credentials of one namespace's runs (read on the proxy's loop, changed by the runs' threads)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._live: dict[str, EgressGrant] = {}
+
+    def admit(self, policy: EgressPolicy, label: str) -> EgressGrant:
+        grant = EgressGrant(self, secrets.token_urlsafe(24), policy, label)
         with self._lock:
-            return list(self._events[max(0, mark - self._dropped):])
+            self._live[grant.token] = grant
+        return grant
+
+    def revoke(self, token: str) -> None:
+        with self._lock:
+            self._live.pop(token, None)
+
+    def find(self, token: str) -> EgressGrant | None:
+        with self._lock:
+            return self._live.get(token)
 
 
 class Served:
-    """One namespace's listener being served; :meth:`close` stops it."""
+    """One namespace's listener being served; :meth:`admit` lets a run in, :meth:`close` stops it."""
 
-    def __init__(self, proxy: EgressProxy, server: asyncio.Server, log: EgressLog) -> None:
+    def __init__(self, proxy: EgressProxy, server: asyncio.Server, grants: Grants, log: EgressLog) -> None:
         self._proxy = proxy
         self._server = server
+        self._grants = grants
         self.log = log
+        """Connections that belonged to no run (no live credential): the server log's, no result's."""
+
+    def admit(self, policy: EgressPolicy, label: str = "") -> EgressGrant:
+        """A credential for one run deciding its connections by ``policy``; ``label`` names the run in the log."""
+        return self._grants.admit(policy, label)
 
     def close(self) -> None:
         """Stop accepting (the listener closes); connections already open end with their peers."""
@@ -140,8 +202,7 @@ class Served:
 class EgressProxy:
     """The server's proxy: one event loop thread, made on first use, serving any number of listeners."""
 
-    def __init__(self, policy: EgressPolicy) -> None:
-        self.policy = policy
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -150,12 +211,14 @@ class EgressProxy:
         """Serve connections accepted on ``listener`` (which the caller hands over) as ``label``'s; ``audit``
         is told every decision (an ``OSError`` it raises is logged, not fatal)."""
         log = EgressLog()
+        grants = Grants()
         listener.setblocking(False)
 
         async def start() -> asyncio.Server:
-            return await asyncio.start_server(lambda r, w: self._connection(r, w, log, label, audit), sock=listener)
+            return await asyncio.start_server(lambda r, w: self._connection(r, w, grants, log, label, audit),
+                                              sock=listener)
 
-        return Served(self, self.call(start()), log)
+        return Served(self, self.call(start()), grants, log)
 
     def call(self, coroutine: Coroutine[Any, Any, T], timeout: float = 10.0) -> T:
         return asyncio.run_coroutine_threadsafe(coroutine, self._running_loop()).result(timeout)
@@ -192,11 +255,11 @@ class EgressProxy:
 
     # -- one connection --------------------------------------------------------------------
 
-    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, log: EgressLog,
-                          label: str, audit: Audit | None) -> None:
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, grants: Grants,
+                          log: EgressLog, label: str, audit: Audit | None) -> None:
         log.open_connections += 1
         try:
-            await self._serve_one(reader, writer, log, label, audit)
+            await self._serve_one(reader, writer, grants, log, label, audit)
         except (TimeoutError, OSError, h11.ProtocolError, asyncio.IncompleteReadError):
             pass
         finally:
@@ -205,8 +268,8 @@ class EgressProxy:
             with contextlib.suppress(OSError):
                 await writer.wait_closed()
 
-    async def _serve_one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, log: EgressLog,
-                         label: str, audit: Audit | None) -> None:
+    async def _serve_one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, grants: Grants,
+                         log: EgressLog, label: str, audit: Audit | None) -> None:
         client = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD_BYTES)
         try:
             request = await asyncio.wait_for(_next_event(client, reader), HEAD_TIMEOUT_S)
@@ -228,17 +291,26 @@ class EgressProxy:
             await _answer(writer, client, 503, "Too Many Connections", f"codeward: this session already has "
                           f"{MAX_CONNECTIONS} connections open through the proxy; close some first.\n")
             return
-        decided = await self._decide(host, port)
-        address, refusal = decided
-        event = EgressEvent(time.time(), refusal is None, method, host, port, str(address or ""), refusal or "")
-        log.add(event)
-        logger.log(logging.INFO if event.allowed else logging.WARNING, "%s%s", event.line(),
-                   f" [client {label}]" if label else "")
+        grant = grants.find(_credential(request))
+        address: IPAddress | None = None
+        refusal: str | None = ("the connection carries no credential of a running run (each run's proxy variables "
+                               "carry its own; use them as given)")
+        if grant is not None:
+            address, refusal = await _decide(grant.policy, host, port)
+        event = EgressEvent(time.time(), refusal is None, method, host, port, str(address or ""), refusal or "",
+                            grant.label if grant is not None else "")
+        (grant.log if grant is not None else log).add(event)
+        logger.log(logging.INFO if event.allowed else logging.WARNING, "%s%s%s", event.line(),
+                   f" [client {label}]" if label else "", f" [{event.run}]" if event.run else "")
         if audit is not None:
             try:
                 audit(event)
             except OSError as exc:
                 logger.warning("could not record a network decision: %s", exc)
+        if grant is None:
+            await _answer(writer, client, 407, "Proxy Authentication Required", f"codeward: {refusal}\n",
+                          [(b"proxy-authenticate", b'Basic realm="codeward"')])
+            return
         if refusal is not None or address is None:
             await _answer(writer, client, 403, f"codeward refused {host}", f"codeward: {refusal}\n")
             return
@@ -264,25 +336,41 @@ class EgressProxy:
             with contextlib.suppress(OSError):
                 await upstream_writer.wait_closed()
 
-    async def _decide(self, host: str, port: int) -> tuple[IPAddress | None, str | None]:
-        """The address to connect to, or why not: the name, then what it resolves to (all of it)."""
-        refusal = self.policy.refuse_name(host)
+
+async def _decide(policy: EgressPolicy, host: str, port: int) -> tuple[IPAddress | None, str | None]:
+    """The address to connect to, or why not: the name, then what it resolves to (all of it)."""
+    refusal = policy.refuse_name(host)
+    if refusal is not None:
+        return None, refusal
+    fixed = policy.fixed_address(host)
+    if fixed is not None:
+        addresses = [fixed]
+    else:
+        try:
+            found = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            return None, f"{host} could not be resolved ({exc})"
+        addresses = list(dict.fromkeys(_parsed(str(info[4][0])) for info in found))
+    for address in addresses:
+        refusal = policy.refuse_address(host, address)
         if refusal is not None:
-            return None, refusal
-        fixed = self.policy.fixed_address(host)
-        if fixed is not None:
-            addresses = [fixed]
-        else:
+            return address, refusal  # any bad answer refuses the name: no retry on another address
+    return (addresses[0], None) if addresses else (None, f"{host} resolved to no address")
+
+
+def _credential(request: h11.Request) -> str:
+    """The password of the request's ``Proxy-Authorization: Basic`` (the run's token), or ``""``."""
+    for name, value in request.headers:
+        if name.lower() == b"proxy-authorization":
+            scheme, _, encoded = value.partition(b" ")
+            if scheme.lower() != b"basic":
+                return ""
             try:
-                found = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-            except OSError as exc:
-                return None, f"{host} could not be resolved ({exc})"
-            addresses = list(dict.fromkeys(_parsed(str(info[4][0])) for info in found))
-        for address in addresses:
-            refusal = self.policy.refuse_address(host, address)
-            if refusal is not None:
-                return address, refusal  # any bad answer refuses the name: no retry on another address
-        return (addresses[0], None) if addresses else (None, f"{host} resolved to no address")
+                decoded = base64.b64decode(encoded.strip(), validate=True).decode("utf-8")
+            except (binascii.Error, UnicodeDecodeError):
+                return ""
+            return decoded.partition(":")[2]
+    return ""
 
 
 async def _cancel_connections() -> None:
@@ -324,11 +412,11 @@ def _target(request: h11.Request) -> tuple[str, int] | None:
 
 
 async def _answer(writer: asyncio.StreamWriter, connection: h11.Connection, status: int, reason: str,
-                  body: str) -> None:
+                  body: str, extra: Sequence[tuple[bytes, bytes]] = ()) -> None:
     data = body.encode()
     phrase = reason.encode("ascii", "replace")[:200]
     headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(data)).encode()),
-               (b"connection", b"close"), (b"x-codeward-refused", b"1" if status == 403 else b"0")]
+               (b"connection", b"close"), (b"x-codeward-refused", b"1" if status in (403, 407) else b"0"), *extra]
     for event in (h11.Response(status_code=status, reason=phrase, headers=headers), h11.Data(data=data),
                   h11.EndOfMessage()):
         writer.write(connection.send(event) or b"")

@@ -38,6 +38,8 @@ class SharedNetwork:
 
     user_fd: int
     net_fd: int
+    run_as: tuple[int, int] | None = None
+    """The user runs that join it run as (``None``: as this process), the one its user namespace maps."""
     egress: Served | None = None
     """The egress proxy serving ``127.0.0.1:3128`` inside, when the operator allows some domains."""
 
@@ -95,7 +97,7 @@ class SharedNetwork:
                 os.close(user_fd)
                 raise
             os.write(to_child, b"x")
-            return cls(user_fd, net_fd)
+            return cls(user_fd, net_fd, run_as)
         finally:
             os.close(to_child)
             os.close(from_child)

@@ -51,7 +51,7 @@ def append_network_event(workspace: Workspace, client: str, event: EgressEvent) 
     """Append one egress decision to ``.codeward/logs/network.jsonl`` (raises ``OSError``)."""
     record = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(event.at)), "client": client,
               "allowed": event.allowed, "method": event.method, "host": event.host, "port": event.port,
-              "address": event.address, "reason": event.reason}
+              "address": event.address, "reason": event.reason, "run": event.run}
     line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
     StateDir(workspace.primary).append(state_dir.NETWORK_LOG, line, 0o600)
 

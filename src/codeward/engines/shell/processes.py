@@ -43,7 +43,7 @@ from codeward.kernel.result import ErrorKind, Result
 
 if TYPE_CHECKING:
     from codeward.engines.contained.project_sandbox import Running
-    from codeward.engines.sandbox.egress_proxy import EgressLog
+    from codeward.engines.sandbox.egress_proxy import EgressGrant
     from codeward.engines.sandbox.shared_net import SharedNetwork
     from codeward.kernel.context import Services, ToolContext
 
@@ -106,19 +106,12 @@ class BoxProcess:
     touched: float = field(default_factory=time.monotonic)
     ended_by: str = ""
     """Why codeward killed it (its lifetime, idling, its disk), empty when it did not."""
-    egress: EgressLog | None = None
-    """The decisions of the egress proxy in its namespace (``[network]``), read from ``egress_seen`` on."""
-    egress_seen: int = 0
+    egress: EgressGrant | None = None
+    """Its admission to the egress proxy (``[network]``): the decisions on its own connections."""
 
     def network_notes(self) -> list[str]:
-        """The egress proxy's refusals (and a count of what it allowed) in its namespace since the last call."""
-        if self.egress is None:
-            return []
-        from codeward.engines.sandbox.egress_proxy import egress_notes
-
-        events = self.egress.since(self.egress_seen)
-        self.egress_seen += len(events)
-        return egress_notes(events)
+        """The egress proxy's refusals (and a count of what it allowed) of its connections since the last call."""
+        return self.egress.notes() if self.egress is not None else []
     readers: list[threading.Thread] = field(default_factory=list)
 
     @property
@@ -156,7 +149,8 @@ class ProcessTable:
         self._closed = threading.Event()
         self._reaper: threading.Thread | None = None
         self._networks: dict[str, SharedNetwork] = {}
-        """Each client's loopback-only namespace, made with its first process, kept until the server ends."""
+        """Each client's loopback-only namespace, made with its first process, kept until the server ends (and,
+        apart, the one its code runs share when code execution has domains allowed)."""
 
     # -- the operations the tools call -------------------------------------------------
 
@@ -217,6 +211,8 @@ class ProcessTable:
         """Kill it, apply its writes as part of this call, forget it."""
         process.settle()
         notes = process.started.stop(ctx)
+        if process.egress is not None:
+            process.egress.close()
         key = (_owner(ctx) or "", process.name)
         with self._lock:
             if self._processes.get(key) is process:
@@ -237,21 +233,27 @@ class ProcessTable:
         for network in networks:
             network.close()
 
-    def network(self, ctx: ToolContext, make: bool) -> Result[SharedNetwork | None]:
-        """The client's shared loopback network (made when ``make`` and there is none yet)."""
+    def network(self, ctx: ToolContext, make: bool, code: bool = False) -> Result[SharedNetwork | None]:
+        """The client's shared loopback network (made when ``make`` and there is none yet); with ``code``, the
+        client's namespace for code execution instead: apart from the other one (code does not reach the
+        client's dev servers), for the unprivileged user codeward runs code as when it is root."""
         owner = _owner(ctx)
+        key = f"{owner}\0code" if code and owner is not None else owner
         with self._lock:
-            found = self._networks.get(owner) if owner is not None else None
-            if found is not None or not make or owner is None:
+            found = self._networks.get(key) if key is not None else None
+            if found is not None or not make or owner is None or key is None:
                 return Result.success(found)
             from codeward.engines.contained.project_sandbox import project_owner
+            from codeward.engines.sandbox.bwrap import NOBODY
+            from codeward.engines.sandbox.runner import can_switch_user
             from codeward.engines.sandbox.shared_net import SharedNetwork
 
             try:
-                made = SharedNetwork.create(project_owner(ctx.workspace.primary))
-                if ctx.services.get(NetworkSettings).active:
+                made = SharedNetwork.create((NOBODY if can_switch_user() else None) if code else
+                                            project_owner(ctx.workspace.primary))
+                if ctx.services.get(NetworkSettings).active:  # some executor has domains allowed
                     _serve_egress(ctx, made, owner)
-                self._networks[owner] = made
+                self._networks[key] = made
             except OSError as exc:
                 return Result.fail(ErrorKind.UNAVAILABLE, f"could not make the processes' shared network: {exc}",
                                    "`codeward doctor` checks the sandbox (user and network namespaces).", data=None)

@@ -17,15 +17,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codeward.config.network import NetworkSettings
+from codeward.config.network import NetworkExecutor
 from codeward.engines.contained.project_sandbox import Program, ProjectAccess, ProjectSandbox, RunWatch
 from codeward.engines.sandbox import SandboxRequest, SandboxResult, Status
 from codeward.engines.sandbox.cgroups import detect_layout
 from codeward.engines.sandbox.choice import Executor
-from codeward.engines.sandbox.egress_proxy import egress_notes, proxy_environment
 from codeward.engines.sandbox.model import DEFAULT_PATH
 from codeward.engines.sandbox.overlay import overlay_failure
 from codeward.engines.sandbox.runner import minimal_env
+from codeward.engines.shell.egress import ClientEgress, client_egress
 from codeward.engines.shell.envfile import ENV_FILE_NAME, EnvFile, build_environment, load_env_file, prepended_dirs
 from codeward.engines.shell.host import HOST_BACKEND, run_on_host
 from codeward.engines.shell.log import ShellLogEntry, append_entry
@@ -114,18 +114,18 @@ def execute(ctx: ToolContext, command: ShellCommand, settings: ShellSettings,
     if not boxed.ok or boxed.data is None:
         return boxed.cast(None)
     box, program = boxed.data
-    joined = in_client_network(ctx, program, make=False)
+    joined = in_client_network(ctx, program, "shell", executor.value, make=False)
     if not joined.ok or joined.data is None:
         return joined.cast(None)
-    egress = joined.data.shared_network.egress if joined.data.shared_network is not None else None
-    mark = egress.log.mark() if egress is not None else 0
-    ran = box.run(replace(joined.data, warm=settings.warm_box))
+    joined_program, egress = joined.data
+    try:
+        ran = box.run(replace(joined_program, warm=settings.warm_box))
+    finally:
+        network_notes = egress.finish()
     if not ran.ok or ran.data is None:
         return ran.cast(None)
     run = ran.data
-    notes = [*boxed.notes, *joined.notes, *run.notes]
-    if egress is not None:
-        notes += egress_notes(egress.log.since(mark))
+    notes = [*boxed.notes, *joined.notes, *run.notes, *network_notes]
     _record(ctx, command, settings, run.result)
     if run.result.status is Status.SETUP_ERROR:
         return report(command, settings, run.result, notes, run.cancelled).cast(None)
@@ -146,28 +146,22 @@ def boxed_command(ctx: ToolContext, command: ShellCommand, settings: ShellSettin
     return Result(data=(opened.data, program.data), notes=list(program.notes))
 
 
-def in_client_network(ctx: ToolContext, program: Program, make: bool) -> Result[Program | None]:
+def in_client_network(ctx: ToolContext, program: Program, executor: NetworkExecutor, label: str,
+                      make: bool, join: bool = True) -> Result[tuple[Program, ClientEgress] | None]:
     """The program in the client's shared loopback network: made when ``make`` (a long-running process) or
-    when the operator allows some domains (``[network]``: the egress proxy is its only way out, and the
-    proxy variables point there), else joined when the client's processes made one (a dev server it
-    started is then reachable at 127.0.0.1). A run given the whole network (``[shell] network``) stays apart."""
-    from codeward.engines.shell.processes import process_table_of
-
+    when the operator allows ``executor`` some domains (its ``[network]`` lists: the egress proxy is its only
+    way out, and the proxy variables carry the run's own credential), else joined when the client's processes
+    made one and ``join`` (a dev server it started is then reachable at 127.0.0.1). A run given the whole network
+    (``[shell] network``) stays apart. The caller calls :meth:`ClientEgress.finish` when the run ends."""
     if program.network:
-        return Result.success(program)
-    proxied = ctx.services.get(NetworkSettings).active
-    table = process_table_of(ctx.services)
-    found = table.network(ctx, make=make or proxied)
-    if not found.ok:
+        return Result.success((program, ClientEgress()))
+    found = client_egress(ctx, executor, label, join=join, make=make)
+    if not found.ok or found.data is None:
         return found.cast(None)
-    shared = found.data
-    if shared is None:
-        notes = ["network: none for this run: the egress proxy needs a client session (stdio, or an HTTP session "
-                 "with an id)"] if proxied else []
-        return Result(data=program, notes=notes)
-    if shared.egress is not None:
-        program = replace(program, env={**program.env, **proxy_environment()})
-    return Result.success(replace(program, shared_network=shared))
+    egress = found.data
+    if egress.network is not None:
+        program = replace(program, env={**program.env, **egress.environment()}, shared_network=egress.network)
+    return Result(data=(program, egress), notes=list(found.notes))
 
 
 def _execute_on_host(ctx: ToolContext, command: ShellCommand, settings: ShellSettings,
