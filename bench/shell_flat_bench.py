@@ -16,11 +16,15 @@ overlap the same next row):
   its box: the fork, namespaces, tmpfs and overlay mounts, bwrap's set-up) — what the box
   prepared ahead saves.
 
+``--against PYTHON`` adds the two ``run_shell`` rows served by the codeward another interpreter imports
+(another checkout's virtual environment, ``(against)``), so a change is measured before and after in
+one run, under the same load.
+
 Between timed calls the bench pauses ``--gap`` seconds (untimed), as a model's think time would,
 so work a server does in the background after a call is not counted in it (and the machine is not
 kept busy by the bench itself). Target (issue 35): each ``run_shell`` row ≤ 2× bare.
 
-    .venv/bin/python bench/shell_flat_bench.py [--runs 20] [--files 18000] [--gap 0.2]
+    .venv/bin/python bench/shell_flat_bench.py [--runs 20] [--files 18000] [--gap 0.2] [--against PYTHON]
 """
 
 from __future__ import annotations
@@ -81,10 +85,10 @@ def _text(result: Any) -> str:
     return "\n".join(getattr(block, "text", "") for block in result.content)
 
 
-async def open_client(stack: AsyncExitStack, root: Path) -> Client:
+async def open_client(stack: AsyncExitStack, root: Path, python: str = sys.executable) -> Client:
     from mcp.client.stdio import stdio_client
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve", str(root)],
+    params = StdioServerParameters(command=python, args=["-m", "codeward", "serve", str(root)],
                                    cwd=str(root), env={**os.environ, "CODEWARD_USER_AI_DIR": str(root.parent / "ai")})
     quiet = stack.enter_context(open(os.devnull, "w"))  # noqa: SIM115 - closed by the stack
     client: Client = await stack.enter_async_context(Client(stdio_client(params, errlog=quiet)))
@@ -99,7 +103,7 @@ def shell_call(client: Client) -> Callable[[], Awaitable[None]]:
     return call
 
 
-async def measure(runs: int, files: int, gap: float) -> None:
+async def measure(runs: int, files: int, gap: float, against: str | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="codeward-flat-bench-", ignore_cleanup_errors=True) as folder:
         small, large, cold = Path(folder) / "small", Path(folder) / "large", Path(folder) / "cold"
         make_project(small, 1)
@@ -113,6 +117,9 @@ async def measure(runs: int, files: int, gap: float) -> None:
             clients = {"run_shell 1 file": await open_client(stack, small),
                        f"run_shell {files:,} files": await open_client(stack, large),
                        "run_shell 1 file, no box ahead": await open_client(stack, cold)}
+            if against is not None:  # the same projects, served by the other checkout
+                clients["run_shell 1 file (against)"] = await open_client(stack, small, against)
+                clients[f"run_shell {files:,} files (against)"] = await open_client(stack, large, against)
             calls = {name: shell_call(client) for name, client in clients.items()}
             for call in calls.values():  # warm: first-call imports, the first secret scan
                 await call()
@@ -130,12 +137,12 @@ async def measure(runs: int, files: int, gap: float) -> None:
                     await call()
                     times[name].append((time.perf_counter() - started) * 1000)
     baseline = statistics.median(times["bare bwrap"])
-    print(f"{'row':<32} {'p50 ms':>8} {'ratio':>7}")
+    print(f"{'row':<42} {'p50 ms':>8} {'ratio':>7}")
     for name, values in times.items():
         p50 = statistics.median(values)
-        verdict = "" if name == "bare bwrap" or "no box" in name else (
+        verdict = "" if name == "bare bwrap" or "no box" in name or "against" in name else (
             "  ok" if p50 <= TARGET * baseline else f"  > {TARGET:g}x")
-        print(f"{name:<32} {p50:8.1f} {p50 / baseline:6.2f}x{verdict}")
+        print(f"{name:<42} {p50:8.1f} {p50 / baseline:6.2f}x{verdict}")
 
 
 def main() -> None:
@@ -143,8 +150,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--files", type=int, default=18_000)
     parser.add_argument("--gap", type=float, default=0.2)
+    parser.add_argument("--against", metavar="PYTHON", help="also serve both projects with this interpreter's codeward")
     args = parser.parse_args()
-    anyio.run(measure, args.runs, args.files, args.gap)
+    anyio.run(measure, args.runs, args.files, args.gap, args.against)
 
 
 if __name__ == "__main__":

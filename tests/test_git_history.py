@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from codeward.engines.git.history import HistoryVerdict, check_history
+from codeward.engines.git.history import HistoryVerdict, KnownVerdicts, check_history
 from codeward.kernel import state_dir
 from codeward.kernel.workspace import Workspace, secret_paths
 
@@ -35,10 +35,11 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
-def verdict(root: Path, *, remember: bool = True, workspace: Workspace | None = None) -> HistoryVerdict:
+def verdict(root: Path, *, remember: bool = True, workspace: Workspace | None = None,
+            known: KnownVerdicts | None = None) -> HistoryVerdict:
     workspace = workspace or Workspace.create([root])
     secrets, _ = secret_paths(workspace)
-    return check_history(workspace, root / ".git", secrets, state_dir.of(root) if remember else None)
+    return check_history(workspace, root / ".git", secrets, state_dir.of(root) if remember else None, known)
 
 
 def test_a_clean_history_is_clean_and_remembered(repo: Path) -> None:
@@ -139,3 +140,23 @@ def test_the_secret_walk_lists_every_git_directory_and_a_bare_one_is_judged(repo
     assert sorted(found) == [repo / ".git", repo / "fixtures" / "mirror.git"]
     bare = check_history(workspace, repo / "fixtures" / "mirror.git", secrets, None)
     assert bare.secrets == ("fixtures/.env",) and bare.exposes
+
+
+def test_the_servers_own_answers_follow_every_change_of_the_repository(repo: Path) -> None:
+    """The answers a server keeps in memory are keyed like the file's: a secret committed, stashed or
+    only written to the object store after a clean answer is found on the very next check."""
+    known = KnownVerdicts()
+    assert not verdict(repo, known=known).exposes
+    (repo / ".codeward" / "git-history.json").unlink()  # answered from memory now, not from the file
+    assert verdict(repo, known=known).cached and not (repo / ".codeward" / "git-history.json").exists()
+    secret = repo / ".env"
+    secret.write_text("TOKEN=secret\n")
+    git(repo, "hash-object", "-w", ".env")  # only in the object store: the secret file's state moved
+    assert verdict(repo, known=known).secrets == (".env",)
+    other = repo / "deploy.key"
+    other.write_text("KEY\n")
+    git(repo, "add", "-f", "deploy.key")
+    git(repo, "commit", "-q", "-m", "key")
+    assert set(verdict(repo, known=known).secrets) == {".env", "deploy.key"}
+    stricter = Workspace.create([repo], extra_blacklist=["README.md"])
+    assert "README.md" in verdict(repo, workspace=stricter, known=known).secrets  # the policy is in the key

@@ -24,7 +24,12 @@ async def test_run_shell_over_stdio_is_sandboxed_by_default(root: Path, tmp_path
     outside.write_text("original\n")
     params = StdioServerParameters(command=sys.executable, args=["-m", "codeward", "serve", str(root)],
                                    env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    async with Client(params) as client:
+    heard: list[str] = []
+
+    async def on_log(params: object) -> None:
+        heard.append(str(getattr(params, "data", "")))
+
+    async with Client(params, logging_callback=on_log, log_level="info") as client:
         listed = {tool.name: tool for tool in (await client.list_tools()).tools}
         tool = listed["run_shell"]
         assert tool.annotations is not None and tool.annotations.destructive_hint is True
@@ -35,9 +40,13 @@ async def test_run_shell_over_stdio_is_sandboxed_by_default(root: Path, tmp_path
         assert not made.is_error
         assert _text(made) == "STDOUT:\nmade\n\nSTDERR:\n\nEXIT CODE: 0"  # the write went to the sandbox's /tmp
         assert (root / "made.txt").read_text() == "made\n" and outside.read_text() == "original\n"
+        # the run's log message is handed over without the script's thread waiting, yet arrives before the answer
+        assert len(heard) == 1 and heard[0].startswith("run_shell [bwrap] bash exit=0 status=success")
+        assert heard[0].endswith(f"echo made > made.txt; cat made.txt; echo changed > {outside}")
 
         slow = await client.call_tool("run_shell", {"script": "echo started; sleep 20", "timeout_s": 1})
         assert slow.is_error and "timed out after 1 s" in _text(slow) and "STDOUT:\nstarted\n" in _text(slow)
+        assert len(heard) == 2 and heard[1].startswith("run_shell [bwrap] bash exit=-9 status=timeout")
 
         empty = await client.call_tool("run_shell", {"script": "  "})
         assert empty.is_error and "the script is empty" in _text(empty)

@@ -21,6 +21,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from codeward.kernel.afterwards import Afterwards, Later
 from codeward.kernel.path_locks import PathLocks, hold_roots, write_lock_keys
 from codeward.kernel.repository_guard import RepositoryCompleted, RepositoryGuard
 from codeward.kernel.workspace import GIT_MARKER_LOCK, Workspace
@@ -210,7 +211,17 @@ class CallInfo:
     toolsets: SessionToolsets | None = None
     """The toolsets the calling session enabled on a lean server (what ``toolsets`` changes); None for a
     call from no session (the command line)."""
+    afterwards: Afterwards | None = None
+    """What the call leaves for once its answer is out (:meth:`later`), started by the MCP server after the
+    response; None where nobody starts it (the command line, a direct call): such work runs at once."""
 
+    def later(self, work: Later) -> None:
+        """Hand ``work`` over once this call's answer is out (:mod:`codeward.kernel.afterwards`): a
+        background job that must not compete with the call's end. ``work`` must return at once."""
+        if self.afterwards is None:
+            work()
+        else:
+            self.afterwards.add(work)
 
     @contextmanager
     def hold_writes(self, paths: Iterable[Path], *, any_name: bool = False,

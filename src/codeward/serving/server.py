@@ -8,7 +8,9 @@ are resources; providers add more resources and prompts.
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import concurrent.futures
 import hashlib
 import json
 import logging
@@ -17,7 +19,7 @@ import threading
 import time
 import warnings
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +34,7 @@ from mcp.server.models import InitializationOptions
 from mcp_types.version import is_version_at_least
 
 from codeward import __version__
+from codeward.kernel.afterwards import Afterwards
 from codeward.kernel.client_link import InputRequired
 from codeward.kernel.content import BinaryBlock, Block, ResourceBlock, TextBlock
 from codeward.kernel.context import CallInfo, Services, Settings, ToolContext
@@ -112,12 +115,27 @@ class WorkspaceHolder:
         return self.stale or (modern and time.monotonic() - self.refreshed_at > ttl)
 
 
+MAX_PENDING_MESSAGES = 64
+"""Messages of one call handed to the loop and not yet written, beyond which the tool's thread waits."""
+
+
 class _RequestReporter:
-    """Progress and log messages from a tool thread, sent on the request's own channel."""
+    """Progress and log messages from a tool thread, sent on the request's own channel.
+
+    The thread does not wait for each message to be written (a round trip through the event loop,
+    two thread wake-ups): messages are handed to the loop and written there in the order they
+    were made, and the call's answer — and any question the call asks the client — waits until
+    they are out (:meth:`sent`), so the client sees the same messages in the same order as before.
+    """
 
     def __init__(self, ctx: ServerRequestContext[Any, Any], min_level: Callable[[], str]) -> None:
         self._ctx = ctx
         self._min_level = min_level
+        self._loop = _running_asyncio_loop()
+        self._lock = threading.Lock()
+        self._last: concurrent.futures.Future[None] | None = None
+        """The send of the latest message (each waits for the one before it)."""
+        self._pending = 0
 
     def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
         self._run(self._ctx.session.report_progress(done, total, message))
@@ -135,19 +153,65 @@ class _RequestReporter:
                                                       related_request_id=related)
         self._run(coro)
 
-    @staticmethod
-    def _run(coro: Awaitable[None]) -> None:
-        async def send() -> None:
+    def _run(self, coro: Coroutine[Any, Any, None]) -> None:
+        async def send(previous: concurrent.futures.Future[None] | None = None) -> None:
+            if previous is not None:
+                await _settled(previous)
             try:
                 await coro
             except Exception as exc:  # a closed stream must not kill the tool
                 logger.debug("dropped notification: %s", exc)
+            finally:
+                with self._lock:
+                    self._pending -= 1
 
-        try:
-            _from_thread(send)
-        except RuntimeError:  # called on the event loop itself (async tool): schedule nothing
-            if hasattr(coro, "close"):
+        loop = self._loop
+        if loop is None:  # not an asyncio loop: hand it over and wait, as any backend allows
+            try:
+                _from_thread(send)
+            except RuntimeError:  # called on the event loop itself (async tool): schedule nothing
                 coro.close()
+            return
+        if _on_a_loop():  # the event loop itself (an async tool): schedule nothing
+            coro.close()
+            return
+        with self._lock:
+            sending = send(self._last)
+            try:
+                self._last = last = asyncio.run_coroutine_threadsafe(sending, loop)
+            except RuntimeError:  # the loop is closed: the server is ending
+                sending.close()
+                coro.close()
+                return
+            self._pending += 1
+            behind = self._pending >= MAX_PENDING_MESSAGES
+        if behind:  # a tool making messages faster than the client takes them waits for them, as it used to
+            concurrent.futures.wait([last])
+
+    async def sent(self) -> None:
+        """Wait (on the event loop) until every message handed over so far is written or dropped."""
+        with self._lock:
+            last = self._last
+        if last is not None:
+            await _settled(last)
+
+
+def _running_asyncio_loop() -> asyncio.AbstractEventLoop | None:
+    """The asyncio loop running this code, or None (another backend, or no loop)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _on_a_loop() -> bool:
+    return _running_asyncio_loop() is not None
+
+
+async def _settled(future: concurrent.futures.Future[None]) -> None:
+    """Wait for a send handed to the loop, whatever became of it."""
+    if not future.done():
+        await asyncio.wait([asyncio.wrap_future(future)])
 
 
 class _SessionPeer:
@@ -160,10 +224,17 @@ class _SessionPeer:
     from ``answers``.
     """
 
-    def __init__(self, ctx: ServerRequestContext[Any, Any], answers: Mapping[str, Any]) -> None:
+    def __init__(self, ctx: ServerRequestContext[Any, Any], answers: Mapping[str, Any],
+                 reporter: _RequestReporter | None = None) -> None:
         self._ctx = ctx
         self._answers = answers
         self._modern = is_version_at_least(ctx.protocol_version, MODERN_ERA)
+        self._reporter = reporter
+        """The call's messages, written before a question is asked (the order the tool made them in)."""
+
+    async def _after_messages(self) -> None:
+        if self._reporter is not None:
+            await self._reporter.sent()
 
     @property
     def asks_during_call(self) -> bool:
@@ -195,6 +266,7 @@ class _SessionPeer:
             return content.text if isinstance(content, types.TextContent) else str(content)
 
         async def ask() -> str:
+            await self._after_messages()
             result = await self._ctx.session.create_message(messages=[message], max_tokens=max_tokens,
                                                             related_request_id=self._ctx.request_id)
             content = result.content
@@ -212,6 +284,7 @@ class _SessionPeer:
             return {"action": answer.action, "content": answer.content}
 
         async def ask() -> dict[str, Any]:
+            await self._after_messages()
             result = await self._ctx.session.elicit_form(message=message, requested_schema=schema,
                                                          related_request_id=self._ctx.request_id)
             return {"action": result.action, "content": result.content}
@@ -359,33 +432,42 @@ class CodewardServer:
             return input_round(workspace.input_requests or {}, state)
         toolsets = self._session_toolsets(ctx) if self.lean is not None else None
         version = toolsets.version if toolsets is not None else 0
-        tool_ctx = self._context(ctx, workspace, state, toolsets)
+        tool_ctx = self._context(ctx, workspace, state, toolsets, afterwards=Afterwards())
         try:
-            if params.name in CONTENT_CALLS:  # the chain's names for reads, never a tool's
-                outcome = unknown_tool(params.name, [info.name for info in self.surface.tool_infos()])
-            else:
-                outcome = await self.surface.call(params.name, params.arguments, tool_ctx)
+            try:
+                if params.name in CONTENT_CALLS:  # the chain's names for reads, never a tool's
+                    outcome = unknown_tool(params.name, [info.name for info in self.surface.tool_infos()])
+                else:
+                    outcome = await self.surface.call(params.name, params.arguments, tool_ctx)
+            finally:
+                await _messages_sent(tool_ctx)
         except InputRequired as needed:
             return input_round(needed.requests, RoundState(state.answers, needed.resume or state.resume))
+        finally:
+            _start_afterwards(tool_ctx)
         if toolsets is not None and toolsets.version != version:
             await self._tell_listing_changed(ctx)
         return call_result(outcome)
 
     def _context(self, ctx: ServerRequestContext[Any, Any], workspace: Workspace,
-                 state: RoundState | None = None, toolsets: SessionToolsets | None = None) -> ToolContext:
+                 state: RoundState | None = None, toolsets: SessionToolsets | None = None,
+                 afterwards: Afterwards | None = None) -> ToolContext:
         """What a call of this request carries: the workspace, settings, services, the client as peer
         and as the link a relaying surface answers through (with the answers of the call's earlier
-        2026-07-28 input rounds, ``state``), and on a lean server the session's enabled ``toolsets``."""
+        2026-07-28 input rounds, ``state``), on a lean server the session's enabled ``toolsets``, and
+        what the call leaves for after its answer (``afterwards``, started by the caller)."""
         state = state if state is not None else RoundState()
         client = client_of(ctx)
+        reporter = _RequestReporter(ctx, lambda: self._log_level)
         return ToolContext(
             workspace=workspace,
             settings=self.settings,
-            reporter=_RequestReporter(ctx, lambda: self._log_level),
-            peer=_SessionPeer(ctx, state.answers),
+            reporter=reporter,
+            peer=_SessionPeer(ctx, state.answers, reporter),
             services=self.services,
             call=CallInfo(close_sse_stream=ctx.close_sse_stream, client=client, user=user_of(ctx),
-                          toolsets=toolsets, request_id=_request_id(ctx), session=session_of(ctx)),
+                          toolsets=toolsets, request_id=_request_id(ctx), session=session_of(ctx),
+                          afterwards=afterwards),
             link=RequestLink(ctx, client=client, state=state),
         )
 
@@ -674,6 +756,26 @@ class _LowLevelServer(Server[Any]):
     ) -> InitializationOptions:
         return super().create_initialization_options(notification_options or self._announced,
                                                      experimental_capabilities, extensions)
+
+
+async def _messages_sent(tool_ctx: ToolContext) -> None:
+    """The call's progress and log messages are written (they come before its answer)."""
+    if isinstance(tool_ctx.reporter, _RequestReporter):
+        await tool_ctx.reporter.sent()
+
+
+def _start_afterwards(tool_ctx: ToolContext) -> None:
+    """Start what the call left for after its answer (:mod:`codeward.kernel.afterwards`) once the answer is
+    written: the SDK shapes and writes it right after this handler returns, before the loop runs the next
+    callback (at worst the hand-overs run beside the write: they only wake a background thread)."""
+    afterwards = tool_ctx.call.afterwards
+    if afterwards is None:
+        return
+    loop = _running_asyncio_loop()
+    if loop is None:
+        afterwards.start()
+    else:
+        loop.call_soon(afterwards.start)
 
 
 def client_of(ctx: ServerRequestContext[Any, Any]) -> str | None:

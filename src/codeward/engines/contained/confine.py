@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codeward.engines.contained.secret_index import SecretIndex, walk_secrets
-from codeward.engines.git.history import HistoryVerdict, check_history
+from codeward.engines.git.history import HistoryVerdict, KnownVerdicts, check_history
 from codeward.engines.git.repository import alternates
 from codeward.kernel import state_dir
 from codeward.kernel.workspace import SECRET_SCAN_LIMIT, Workspace
@@ -78,15 +78,17 @@ def under_a_root(workspace: Workspace, path: Path) -> bool:
     return any(path == root or path.is_relative_to(root) for root in workspace.roots)
 
 
-def hide_secret_history(workspace: Workspace, plan: Confinement) -> list[HistoryVerdict]:
+def hide_secret_history(workspace: Workspace, plan: Confinement, known: KnownVerdicts | None = None
+                        ) -> list[HistoryVerdict]:
     """Hide the object store of every repository whose history holds a secret (or could not be
-    checked), with a note saying which and why; the verdict of every repository checked."""
+    checked), with a note saying which and why; the verdict of every repository checked (``known``:
+    the server's answers so far, see :class:`~codeward.engines.git.history.KnownVerdicts`)."""
     verdicts: list[HistoryVerdict] = []
     for git_dir in plan.git_dirs:
         if _common_dir(git_dir) in plan.git_dirs:
             continue  # a linked worktree's: its history and store are its common directory's, checked there
         root = next((r for r in workspace.roots if git_dir.is_relative_to(r)), None)
-        verdict = check_history(workspace, git_dir, plan.secrets, state_dir.of(root) if root else None)
+        verdict = check_history(workspace, git_dir, plan.secrets, state_dir.of(root) if root else None, known)
         verdicts.append(verdict)
         if not verdict.exposes:
             continue

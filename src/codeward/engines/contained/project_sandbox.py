@@ -54,6 +54,7 @@ from codeward.config.sandbox import SandboxSettings
 from codeward.engines.contained.confine import confine, hide_secret_history, under_a_root
 from codeward.engines.contained.warm_box import BOX_RUN_EVENT, BoxShape, Prepared, WarmBoxes, waiter_argv
 from codeward.engines.contained.write_back import Marks, bring_back
+from codeward.engines.git.history import KnownVerdicts
 from codeward.engines.sandbox import Sandbox, SandboxRequest, SandboxResult, Status
 from codeward.engines.sandbox.choice import BackendChoice, Executor, SandboxRefused
 from codeward.engines.sandbox.installation import installation_of
@@ -209,7 +210,7 @@ class ProjectSandbox:
                                "Serve the project directory as a root to run programs in it.", data=None)
         plan = confine(ctx.workspace, hide_secrets and sandbox.isolated, secret_index_of(ctx.services, ctx.workspace))
         if hide_secrets and hide_history and sandbox.isolated:
-            hide_secret_history(ctx.workspace, plan)
+            hide_secret_history(ctx.workspace, plan, ctx.services.runtimes.get(KnownVerdicts, KnownVerdicts))
         return Result.success(cls(ctx, executor, access, sandbox, plan, ctx.services.get(SandboxSettings)))
 
     @property
@@ -292,13 +293,16 @@ class ProjectSandbox:
         if not program.warm:
             return self._run_fresh(program, cancelled)
         shape = self._shape(program)
+        disk_cap_problem = backends_of(self.ctx.services).disk_cap_problem
         try:
             warm = self._run_warm(program, shape, cancelled) if shape is not None else None
             return Result.success(warm) if warm is not None else self._run_fresh(program, cancelled)
-        finally:  # the next box, once this run is over (not competing with it for the machine)
-            after = self._shape(program)
+        finally:  # the next box, once the call's answer is out (not competing with its end for the machine)
+            after = shape if backends_of(self.ctx.services).disk_cap_problem == disk_cap_problem else \
+                self._shape(program)  # a fresh run found the disk cap cannot be mounted: boxes go without it
             if after is not None:
-                warm_boxes_of(self.ctx.services).prepare(after, lambda: self._prepare(program, after))
+                boxes = warm_boxes_of(self.ctx.services)
+                self.ctx.call.later(lambda: boxes.prepare(after, lambda: self._prepare(program, after)))
 
     def _run_fresh(self, program: Program, cancelled: threading.Event | None) -> Result[Contained | None]:
         """Run ``program`` in a box built for it now."""
@@ -385,10 +389,11 @@ class ProjectSandbox:
             return None
         watch = RunWatch(self.ctx, program, cancelled, overlays)
         try:
-            result = self.sandbox.finish(prepared.proc, prepared.launch, request, request.stdin_bytes(), None, watch)
+            result = self.sandbox.finish(prepared.proc, prepared.launch, request, request.stdin_bytes(), None, watch,
+                                         keep_launch=True)
             contained = self._settle(result, overlays, watch)
-        finally:
-            boxes.dispose(overlays.close)
+        finally:  # the run's cgroup and layers go on the pool's thread once the answer is out
+            self.ctx.call.later(lambda: boxes.dispose(lambda: _release_all(prepared.launch, overlays)))
         return contained
 
     def _bring_back(self, overlays: Overlays, ctx: ToolContext | None = None, marks: Marks | None = None
@@ -653,6 +658,14 @@ def project_owner(primary: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return (info.st_uid, info.st_gid) if info.st_uid != 0 else None
+
+
+def _release_all(launch: Launch, overlays: Overlays) -> None:
+    """A finished run's cgroup, temporary files and layers, removed."""
+    try:
+        launch.release()
+    finally:
+        overlays.close()
 
 
 def _disk_setup_failed(result: SandboxResult) -> bool:

@@ -20,7 +20,9 @@ prepared ahead.
 
 One box per server, unused for at most :data:`IDLE_S` seconds; one thread makes them (bwrap
 dies with the thread that started it, so that thread lives as long as the pool) and removes the
-layers of finished runs, off the caller's time. The server's end kills a waiting box.
+layers and cgroup of finished runs, off the caller's time. Both are handed to it once the call's answer
+is out (``ctx.call.later``: :mod:`codeward.kernel.afterwards`), so they never compete with the end of the
+call they follow. The server's end kills a waiting box.
 """
 
 from __future__ import annotations

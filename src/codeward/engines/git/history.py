@@ -33,8 +33,9 @@ import hashlib
 import json
 import os
 import re
+import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from codeward.engines.git.repository import alternates
@@ -79,13 +80,50 @@ class _Memo:
     entries: dict[str, dict[str, object]] = field(default_factory=dict)
 
 
-def check_history(workspace: Workspace, git_dir: Path, secret_files: Sequence[Path], state: StateDir | None
-                  ) -> HistoryVerdict:
+class KnownVerdicts:
+    """The answers this server already gave, by git directory and :func:`state_key`: an unchanged
+    repository is answered without reading ``.codeward/``'s file again (which also costs parsing the
+    whole memo). Only this process's own answers are kept here, so nothing a file could forge is
+    trusted; a key that differs (the repository, its secrets or the policy moved on) is checked as
+    before. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._known: dict[str, tuple[str, HistoryVerdict]] = {}
+
+    def get(self, git_dir: Path, key: str) -> HistoryVerdict | None:
+        with self._lock:
+            found = self._known.get(str(git_dir))
+        return found[1] if found is not None and found[0] == key else None
+
+    def put(self, git_dir: Path, key: str, verdict: HistoryVerdict) -> None:
+        if verdict.problem:  # a check that could not answer is tried again next time
+            return
+        with self._lock:
+            self._known.pop(str(git_dir), None)
+            self._known[str(git_dir)] = (key, replace(verdict, cached=True))
+            while len(self._known) > MAX_REMEMBERED_REPOSITORIES:
+                self._known.pop(next(iter(self._known)))
+
+
+def check_history(workspace: Workspace, git_dir: Path, secret_files: Sequence[Path], state: StateDir | None,
+                  known: KnownVerdicts | None = None) -> HistoryVerdict:
     """Whether the repository at ``git_dir`` (a git directory inside the roots) holds the content
-    of a file the workspace blacklists; remembered in ``state`` by the repository's state."""
+    of a file the workspace blacklists; remembered in ``state`` by the repository's state, and in
+    ``known`` (the server's memory of its own answers) when given."""
     work_tree = git_dir.parent
     secrets = [path for path in secret_files if path.is_relative_to(work_tree) and _is_file(path)]
     key = state_key(workspace, git_dir, secrets)
+    if known is not None and (remembered := known.get(git_dir, key)) is not None:
+        return remembered
+    verdict = _check(workspace, git_dir, secrets, state, key)
+    if known is not None:
+        known.put(git_dir, key, verdict)
+    return verdict
+
+
+def _check(workspace: Workspace, git_dir: Path, secrets: list[Path], state: StateDir | None, key: str
+           ) -> HistoryVerdict:
     memo = _load(state)
     entry = memo.entries.get(str(git_dir))
     if entry is not None and entry.get("key") == key:
@@ -121,8 +159,9 @@ def state_key(workspace: Workspace, git_dir: Path, secrets: Iterable[Path]) -> s
     with contextlib.suppress(OSError):
         info = os.stat(git_dir)
         add(info.st_dev, info.st_ino)
+    top = str(git_dir)  # plain strings and os calls: this runs before every shell run
     for name in _STATE_FILES:
-        path = git_dir / name
+        path = os.path.join(top, name)
         try:
             info = os.stat(path)
         except OSError:
@@ -131,21 +170,21 @@ def state_key(workspace: Workspace, git_dir: Path, secrets: Iterable[Path]) -> s
         add(name, info.st_size, info.st_mtime_ns, info.st_ino)
         if name != "index" and info.st_size <= 1 << 20:
             with contextlib.suppress(OSError):
-                add(path.read_bytes())
+                add(_read(path))
     for folder in _STATE_FOLDERS:
-        for directory, dirs, files in os.walk(git_dir / folder):
+        for directory, dirs, files in os.walk(os.path.join(top, folder)):
             dirs.sort()
             for name in sorted(files):
-                path = Path(directory) / name
+                path = os.path.join(directory, name)
                 with contextlib.suppress(OSError):
                     info = os.stat(path)
-                    add(str(path), info.st_size, info.st_mtime_ns)
+                    add(path, info.st_size, info.st_mtime_ns)
                     if folder == "refs" and info.st_size <= 4096:
-                        add(path.read_bytes())
-    for path in sorted(secrets):
+                        add(_read(path))
+    for secret in sorted(secrets):
         with contextlib.suppress(OSError):
-            info = os.stat(path)
-            add(str(path), info.st_size, info.st_mtime_ns, info.st_ino)
+            info = os.stat(secret)
+            add(str(secret), info.st_size, info.st_mtime_ns, info.st_ino)
     return digest.hexdigest()
 
 
@@ -253,6 +292,11 @@ def _failure(what: str, ran: Result[GitOutput]) -> str:
     if ran.ok:
         return f"git failed {what}: {ran.data.first_error_line()}"
     return f"git failed {what}: {ran.errors[0].message if ran.errors else 'unknown error'}"
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
 
 
 def _is_file(path: Path) -> bool:

@@ -192,9 +192,10 @@ class BwrapSandbox:
 
     def finish(
         self, proc: subprocess.Popen[bytes], launch: Launch, request: SandboxRequest, stdin: bytes,
-        started: float | None = None, observer: RunObserver | None = None,
+        started: float | None = None, observer: RunObserver | None = None, *, keep_launch: bool = False,
     ) -> SandboxResult:
-        """Feed, collect and interpret a started run, then release its resources."""
+        """Feed, collect and interpret a started run, then release its resources (``keep_launch``: the
+        caller releases the launch, see :class:`~codeward.engines.sandbox.runner.StartableSandbox`)."""
         try:
             collected, events = collect_observed(proc, launch, request, stdin, started, observer,
                                                  namespace_reaps=True)
@@ -204,7 +205,10 @@ class BwrapSandbox:
             raise
         if launch.network is not None:
             launch.network.close()  # now: slirp4netns and its files must not outlive a short-lived caller
-        launch.release_soon()
+        if keep_launch:
+            launch.close_parent_fds()
+        else:
+            launch.release_soon()
         if "child-pid" not in status and not collected.timed_out:
             message = collected.stderr.decode("utf-8", "replace").strip() or f"bwrap exited {collected.returncode}"
             return SandboxResult.setup_error(

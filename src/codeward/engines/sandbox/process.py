@@ -92,13 +92,16 @@ class ProcessSandbox:
 
     def finish(
         self, proc: subprocess.Popen[bytes], launch: Launch, request: SandboxRequest, stdin: bytes,
-        started: float | None = None, observer: RunObserver | None = None,
+        started: float | None = None, observer: RunObserver | None = None, *, keep_launch: bool = False,
     ) -> SandboxResult:
-        """Feed, collect and interpret a started run, then release its resources."""
+        """Feed, collect and interpret a started run, then release its resources (unless ``keep_launch``)."""
         try:
             collected, events = collect_observed(proc, launch, request, stdin, started, observer)
         finally:
-            launch.release()
+            if keep_launch:
+                launch.close_parent_fds()
+            else:
+                launch.release()
         result = to_result(collected, events, request, self.name, False, limits=launch.limits)
         result.notes.append(NOT_ISOLATED_NOTE)
         if request.network:

@@ -60,10 +60,7 @@ class Launch:
     """The run's own network, attached once the child exists."""
 
     def release(self) -> None:
-        for fd in self.parent_fds:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self.parent_fds.clear()
+        self.close_parent_fds()
         if self.status_fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self.status_fd)
@@ -75,13 +72,17 @@ class Launch:
                 cleanup()
         self.cleanups.clear()
 
-    def release_soon(self) -> None:
-        """:meth:`release` in a background thread: for runs whose processes are already ended
-        (a pid namespace), so removing the cgroup and temp dirs does not delay the result."""
+    def close_parent_fds(self) -> None:
+        """Close the parent's ends of the run's pipes (the rest waits for :meth:`release`)."""
         for fd in self.parent_fds:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self.parent_fds.clear()
+
+    def release_soon(self) -> None:
+        """:meth:`release` in a background thread: for runs whose processes are already ended
+        (a pid namespace), so removing the cgroup and temp dirs does not delay the result."""
+        self.close_parent_fds()
         threading.Thread(target=self.release, name="codeward-release", daemon=True).start()
 
 
@@ -106,8 +107,11 @@ class StartableSandbox(Protocol):
 
     def finish(
         self, proc: subprocess.Popen[bytes], launch: Launch, request: SandboxRequest, stdin: bytes,
-        started: float | None = None, observer: RunObserver | None = None,
-    ) -> SandboxResult: ...
+        started: float | None = None, observer: RunObserver | None = None, *, keep_launch: bool = False,
+    ) -> SandboxResult:
+        """Feed, collect and interpret a started run, then release ``launch`` — unless ``keep_launch``:
+        the caller then calls ``launch.release()`` itself (later, off the caller's time)."""
+        ...
 
 
 @dataclass
