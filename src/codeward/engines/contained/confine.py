@@ -43,6 +43,8 @@ class Confinement:
     """The secrets covered (files and folders the workspace blacklists, keys found by content)."""
     git_dirs: list[Path] = field(default_factory=list)
     """Git directories under the roots (found while looking for secrets)."""
+    watched: bool = False
+    """The secrets came from a list kept by file events (local filesystems): see ``SecretScan.watched``."""
     notes: list[str] = field(default_factory=list)
 
 
@@ -63,6 +65,7 @@ def confine(workspace: Workspace, hide_secrets: bool, secrets: SecretIndex | Non
         scan = secrets.scan() if secrets is not None else walk_secrets(workspace)
         hidden, complete = scan.secrets, scan.complete
         plan.git_dirs += scan.git_dirs
+        plan.watched = scan.watched
         plan.secrets = hidden
         plan.hidden += [str(p) for p in hidden if not any(p.is_relative_to(d) for d in private)]
         if hidden:
@@ -88,7 +91,8 @@ def hide_secret_history(workspace: Workspace, plan: Confinement, known: KnownVer
         if _common_dir(git_dir) in plan.git_dirs:
             continue  # a linked worktree's: its history and store are its common directory's, checked there
         root = next((r for r in workspace.roots if git_dir.is_relative_to(r)), None)
-        verdict = check_history(workspace, git_dir, plan.secrets, state_dir.of(root) if root else None, known)
+        verdict = check_history(workspace, git_dir, plan.secrets, state_dir.of(root) if root else None, known,
+                                events=plan.watched)
         verdicts.append(verdict)
         if not verdict.exposes:
             continue
