@@ -366,18 +366,28 @@ def _write_optional(path: Path, value: str) -> None:
 def _keyed(path: Path) -> dict[str, int]:
     values: dict[str, int] = {}
     with contextlib.suppress(OSError):
-        for line in path.read_text().splitlines():
-            key, _, number = line.partition(" ")
+        for line in _read(path).splitlines():
+            key, _, number = line.partition(b" ")
             with contextlib.suppress(ValueError):
-                values[key] = int(number)
+                values[key.decode("ascii", "replace")] = int(number)
     return values
 
 
 def _number(path: Path) -> int | None:
     try:
-        return int(path.read_text().strip())
+        return int(_read(path).strip())
     except (OSError, ValueError):
         return None
+
+
+def _read(path: Path) -> bytes:
+    """A control file's bytes, read with plain ``os`` calls (a run's counters are read after every run,
+    on the caller's time: no text layer)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return os.read(fd, 65536)
+    finally:
+        os.close(fd)
 
 
 def _mb(value: int | None) -> float | None:
