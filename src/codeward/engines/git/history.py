@@ -23,7 +23,9 @@ A full listing costs about a second per 10,000 commits, so the answer is remembe
 ``.codeward/`` (:data:`codeward.kernel.state_dir.GIT_HISTORY`), keyed by the state of the refs, the
 reflogs, the index, the secret files and the policy: an unchanged repository costs a few
 ``stat`` calls, and a repository that moved on lists only the objects the tips already
-checked do not reach (``--not`` them).
+checked do not reach (``--not`` them). A server keeps its own answers by that key
+(:class:`KnownVerdicts`), and, where file events are trusted, the key itself until an event
+says what it reads changed (:class:`WatchedKeys`).
 """
 
 from __future__ import annotations
