@@ -230,8 +230,10 @@ class WatchedKeys:
             names = folders.setdefault(os.path.dirname(secret), set())
             if names is not None:
                 names.add(os.path.basename(secret))
+        optional = {os.path.join(top, "objects"), os.path.join(top, "objects", "info")}  # their making is seen
         for folder, names in folders.items():  # before the walk below, which adds the folders it lists
-            self._add(folder, None if names is None else frozenset(names), watched)
+            if not self._add(folder, None if names is None else frozenset(names), watched) and folder not in optional:
+                return False  # the git directory or a secret's folder is not one to watch (a link, gone)
         files = [*(os.path.join(top, name) for name in _STATE_FILES), *map(str, secrets)]
         for folder in _STATE_FOLDERS:
             pending = [os.path.join(top, folder)]
