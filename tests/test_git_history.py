@@ -4,12 +4,16 @@ configures runs."""
 
 from __future__ import annotations
 
+import functools
 import json
+import shutil
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
+from codeward.engines.git import history
 from codeward.engines.git.history import HistoryVerdict, KnownVerdicts, check_history
 from codeward.kernel import state_dir
 from codeward.kernel.workspace import Workspace, secret_paths
@@ -36,10 +40,11 @@ def repo(tmp_path: Path) -> Path:
 
 
 def verdict(root: Path, *, remember: bool = True, workspace: Workspace | None = None,
-            known: KnownVerdicts | None = None) -> HistoryVerdict:
+            known: KnownVerdicts | None = None, events: bool = False) -> HistoryVerdict:
     workspace = workspace or Workspace.create([root])
     secrets, _ = secret_paths(workspace)
-    return check_history(workspace, root / ".git", secrets, state_dir.of(root) if remember else None, known)
+    return check_history(workspace, root / ".git", secrets, state_dir.of(root) if remember else None, known,
+                         events=events)
 
 
 def test_a_clean_history_is_clean_and_remembered(repo: Path) -> None:
@@ -160,3 +165,78 @@ def test_the_servers_own_answers_follow_every_change_of_the_repository(repo: Pat
     assert set(verdict(repo, known=known).secrets) == {".env", "deploy.key"}
     stricter = Workspace.create([repo], extra_blacklist=["README.md"])
     assert "README.md" in verdict(repo, workspace=stricter, known=known).secrets  # the policy is in the key
+
+
+def _commit_a_secret_on_a_new_branch(repo: Path) -> None:
+    """A commit holding ``.env`` on ``team/leak``, made with plumbing: the work tree and the index stay as they are."""
+    blob = git(repo, "hash-object", "-w", "--stdin", stdin="TOKEN=leaked\n").strip()
+    tree = git(repo, "mktree", stdin=f"100644 blob {blob}\t.env\n").strip()
+    commit = git(repo, "commit-tree", tree, "-m", "leak").strip()
+    git(repo, "update-ref", "refs/heads/team/leak", commit)
+
+
+def _replace_the_git_directory(repo: Path) -> None:
+    copy = repo.parent / "copy.git"
+    shutil.copytree(repo / ".git", copy)
+    _commit_a_secret_on_a_new_branch_in(copy)
+    (repo / ".git").rename(repo.parent / "old.git")
+    copy.rename(repo / ".git")
+
+
+def _commit_a_secret_on_a_new_branch_in(git_dir: Path) -> None:
+    env = {**ENV, "GIT_DIR": str(git_dir)}
+    run = functools.partial(subprocess.run, env=env, capture_output=True, text=True, check=True)
+    blob = run(["git", "hash-object", "-w", "--stdin"], input="TOKEN=leaked\n").stdout.strip()
+    tree = run(["git", "mktree"], input=f"100644 blob {blob}\t.env\n").stdout.strip()
+    commit = run(["git", "commit-tree", tree, "-m", "leak"]).stdout.strip()
+    run(["git", "update-ref", "refs/heads/team/leak", commit])
+
+
+CHANGES = {
+    "secret edited and stored": lambda repo: ((repo / ".env").write_text("TOKEN=new\n"),
+                                              git(repo, "hash-object", "-w", ".env")),
+    "secret staged": lambda repo: git(repo, "add", "-f", ".env"),
+    "ref in a new folder": _commit_a_secret_on_a_new_branch,
+    "git directory replaced": _replace_the_git_directory,
+}
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_a_kept_key_is_read_again_after_any_change_it_covers(repo: Path, change: str,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where file events are trusted, an unchanged repository's key is not read again; every change the key
+    covers — a secret's content, the index, a ref in a folder made after the key was read, the git directory
+    swapped — is seen on the very next check, the list of secrets being the same."""
+    (repo / ".env").write_text("TOKEN=x\n")  # on disk, never added: the secret list stays the same throughout
+    known = KnownVerdicts()
+    reads = _count_key_reads(monkeypatch)
+    assert not verdict(repo, known=known, events=True).exposes
+    assert not verdict(repo, known=known, events=True).exposes
+    assert len(reads) == 1  # the second answer took the kept key
+    CHANGES[change](repo)
+    assert verdict(repo, known=known, events=True).secrets == (".env",)
+    assert len(reads) == 2
+    known.close()
+
+
+def test_a_key_events_cannot_cover_is_read_every_time(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A link among the refs (its target's changes raise no event in the folders watched): no key is kept."""
+    (repo / ".git" / "refs" / "heads" / "alias").symlink_to(repo / ".git" / "refs" / "heads" / "main")
+    known = KnownVerdicts()
+    reads = _count_key_reads(monkeypatch)
+    for _ in range(3):
+        assert not verdict(repo, known=known, events=True).exposes
+    assert len(reads) == 3
+    known.close()
+
+
+def _count_key_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    reads: list[Path] = []
+    real = history.state_key
+
+    def counted(workspace: Workspace, git_dir: Path, secrets: Iterable[Path]) -> str:
+        reads.append(git_dir)
+        return real(workspace, git_dir, secrets)
+
+    monkeypatch.setattr(history, "state_key", counted)
+    return reads

@@ -186,6 +186,40 @@ def test_a_cgroup_kill_is_all_at_once() -> None:
         group.remove()
 
 
+FORK_THEN_EAT = """
+import os, time
+for _ in range(20):
+    try:
+        if os.fork() == 0:
+            time.sleep(5)
+            os._exit(0)
+    except OSError:
+        break
+x = bytearray(300 * 1024 * 1024)
+"""
+
+
+@pytest.mark.skipif(detect_layout() is None, reason="no writable cgroups here")
+def test_a_groups_counters_opened_ahead_tell_what_happened_after() -> None:
+    """A group's counter files are opened when it is made (a box prepared ahead makes its group before the
+    call) and read after the run: the pids limit hit, the OOM kill and the memory peak that came in
+    between are what :meth:`RunCgroup.events` reports, not what the files held when opened."""
+    layout = detect_layout()
+    assert layout is not None
+    group = RunCgroup.create(layout, memory_mb=64, max_processes=8)
+    try:
+        before = group.events()
+        assert not before.oom_killed and not before.pids_limited
+        subprocess.run([sys.executable, "-c", FORK_THEN_EAT], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       timeout=60, check=False,
+                       preexec_fn=lambda: RunCgroup.enter(group.procs_files))
+        after = group.events()
+        assert after.oom_killed and after.pids_limited
+        assert after.peak_memory_mb is not None and after.peak_memory_mb > 32
+    finally:
+        group.remove()
+
+
 @contextlib.contextmanager
 def _busy_threads() -> Iterator[None]:
     """Two threads computing while the block runs, the interpreter switching between threads often."""

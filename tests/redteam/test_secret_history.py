@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 
 import pytest
 
@@ -85,6 +86,23 @@ def deepen(host: Host) -> None:
     host.rebaseline()
 
 
+def fetch_a_secret_into_a_new_ref_folder(host: Host) -> None:
+    """A commit holding ``.env`` fetched into ``refs/heads/team/leak`` (a ref folder made after the server's
+    last check), the work tree untouched: only the refs, their logs and the store change."""
+    source = host.project.parent / "leak-source"
+    source.mkdir()
+    (source / ".env").write_text(f"API_TOKEN={SECRET_ENV}-fetched\n")
+    for args in (("init", "-q"), ("add", "-f", ".env"), ("-c", "user.name=t", "-c", "user.email=t@example.invalid",
+                                                         "commit", "-q", "-m", "leak")):
+        subprocess.run(["git", *args], cwd=source, check=True, capture_output=True)
+    for path in (source, *source.rglob("*")):
+        os.chown(path, host.principal.uid, host.principal.gid, follow_symlinks=False)
+    fetched = host.git("fetch", "-q", str(source), "HEAD:refs/heads/team/leak")
+    shutil.rmtree(source)
+    assert fetched.returncode == 0, fetched.stderr
+    host.rebaseline()
+
+
 async def test_a_script_cannot_read_secrets_out_of_the_history(host: Host) -> None:
     deepen(host)
     async with host.serve() as session:
@@ -112,6 +130,8 @@ async def test_a_clean_history_stays_readable_and_the_operator_can_allow_one(hos
     async with host.serve() as session:
         clean = await session.call("run_shell", {"script": script})
         again = await session.call("run_shell", {"script": script})  # the remembered answer
+        fetch_a_secret_into_a_new_ref_folder(host)  # the work tree and the list of secrets stay as they were
+        leaked = await session.call("run_shell", {"script": "git show team/leak:.env; git log -p team/leak"})
         (host.project / ".env").write_text(f"API_TOKEN={SECRET_ENV}\n")
         give(host)
         host.git("add", "-f", ".env")  # now staged: in the store, reachable from the index
@@ -120,6 +140,7 @@ async def test_a_clean_history_stays_readable_and_the_operator_can_allow_one(hos
     for answer in (clean, again):
         assert "# Demo project" in answer.text and "commit" in answer.text and UNAVAILABLE not in answer.text, \
             answer.text
+    assert UNAVAILABLE in leaked.text and ".env" in leaked.text, leaked.text
     assert UNAVAILABLE in staged.text and ".env" in staged.text, staged.text
     config = host.project / "codeward.toml"
     config.write_text(config.read_text() + "\n[shell]\nallow_secret_history = true\n")

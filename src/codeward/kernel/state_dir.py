@@ -133,8 +133,7 @@ class StateDir:
             for part in [NAME, *[p for p in rel.split("/") if p]]:
                 if part in (".", ".."):
                     raise StateDirError(f"{rel!r} is not a path inside {NAME}")
-                _mkdir_at(fd, part)
-                child = _open_dir_at(fd, part, self.path / rel)
+                child = _open_or_make_dir_at(fd, part, self.path / rel)
                 os.close(fd)
                 fd = child
                 if part == NAME:
@@ -264,12 +263,11 @@ def ignore_outputs(folder: Path) -> None:
 def _ensure_gitignore(state_fd: int) -> None:
     """Write ``.gitignore`` when missing; bring one an older codeward wrote up to date; leave a user's alone."""
     with contextlib.suppress(OSError):
-        try:
-            _write_new_at(state_fd, ".gitignore", GITIGNORE.encode(), 0o644, missing_ok=False)
+        try:  # read first: it is there on every call but the first
+            fd = os.open(".gitignore", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=state_fd)
+        except FileNotFoundError:
+            _write_new_at(state_fd, ".gitignore", GITIGNORE.encode(), 0o644, missing_ok=True)
             return
-        except FileExistsError:
-            pass
-        fd = os.open(".gitignore", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=state_fd)
         try:
             current = os.read(fd, 4096) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
         finally:
@@ -286,6 +284,16 @@ def _mkdir_at(dir_fd: int, name: str) -> bool:
     except FileExistsError:
         return False
     return True
+
+
+def _open_or_make_dir_at(dir_fd: int, name: str, shown: Path) -> int:
+    """Open the folder ``name`` (never through a link), made first when missing (opened first: it is there
+    on every call but the first, and a failed ``mkdir`` costs a system call and an exception)."""
+    try:
+        return _open_dir_at(dir_fd, name, shown)
+    except FileNotFoundError:
+        _mkdir_at(dir_fd, name)
+        return _open_dir_at(dir_fd, name, shown)
 
 
 def _open_dir_at(dir_fd: int, name: str, shown: Path) -> int:

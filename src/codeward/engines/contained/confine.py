@@ -13,6 +13,7 @@ secret (:mod:`codeward.engines.git.history`).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,6 +44,8 @@ class Confinement:
     """The secrets covered (files and folders the workspace blacklists, keys found by content)."""
     git_dirs: list[Path] = field(default_factory=list)
     """Git directories under the roots (found while looking for secrets)."""
+    watched: bool = False
+    """The secrets came from a list kept by file events (local filesystems): see ``SecretScan.watched``."""
     notes: list[str] = field(default_factory=list)
 
 
@@ -63,8 +66,9 @@ def confine(workspace: Workspace, hide_secrets: bool, secrets: SecretIndex | Non
         scan = secrets.scan() if secrets is not None else walk_secrets(workspace)
         hidden, complete = scan.secrets, scan.complete
         plan.git_dirs += scan.git_dirs
+        plan.watched = scan.watched
         plan.secrets = hidden
-        plan.hidden += [str(p) for p in hidden if not any(p.is_relative_to(d) for d in private)]
+        plan.hidden += [str(p) for p in hidden if not any(_inside(p, d) for d in private)]
         if hidden:
             shown = ", ".join(workspace.display(p) for p in hidden[:5]) + (" ..." if len(hidden) > 5 else "")
             plan.notes.append(f"hidden from the script (blacklisted secrets, read as empty): {shown}")
@@ -75,7 +79,14 @@ def confine(workspace: Workspace, hide_secrets: bool, secrets: SecretIndex | Non
 
 
 def under_a_root(workspace: Workspace, path: Path) -> bool:
-    return any(path == root or path.is_relative_to(root) for root in workspace.roots)
+    return any(_inside(path, root) for root in workspace.roots)
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """``path.is_relative_to(folder)`` for absolute, normal paths, compared as text (this runs before every
+    shell run; pathlib's comparison costs about 20 us)."""
+    text, base = str(path), str(folder)
+    return text == base or text.startswith(base.rstrip("/") + "/")
 
 
 def hide_secret_history(workspace: Workspace, plan: Confinement, known: KnownVerdicts | None = None
@@ -87,8 +98,9 @@ def hide_secret_history(workspace: Workspace, plan: Confinement, known: KnownVer
     for git_dir in plan.git_dirs:
         if _common_dir(git_dir) in plan.git_dirs:
             continue  # a linked worktree's: its history and store are its common directory's, checked there
-        root = next((r for r in workspace.roots if git_dir.is_relative_to(r)), None)
-        verdict = check_history(workspace, git_dir, plan.secrets, state_dir.of(root) if root else None, known)
+        root = next((r for r in workspace.roots if _inside(git_dir, r)), None)
+        verdict = check_history(workspace, git_dir, plan.secrets, state_dir.of(root) if root else None, known,
+                                events=plan.watched)
         verdicts.append(verdict)
         if not verdict.exposes:
             continue
@@ -109,8 +121,12 @@ def hide_secret_history(workspace: Workspace, plan: Confinement, known: KnownVer
 
 def _common_dir(git_dir: Path) -> Path | None:
     """The git directory a linked worktree's ``commondir`` names (None without one)."""
-    try:
-        text = (git_dir / "commondir").read_text(encoding="utf-8", errors="replace").strip()
+    try:  # plain os calls: this runs for every git directory before every shell run, and is mostly missing
+        fd = os.open(os.path.join(git_dir, "commondir"), os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+        try:
+            text = os.read(fd, 65536).decode("utf-8", "replace").strip()
+        finally:
+            os.close(fd)
     except OSError:
         return None
     return (git_dir / text).resolve() if text else None

@@ -47,7 +47,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
 from codeward.config.coding import CodingSettings
 from codeward.config.sandbox import SandboxSettings
@@ -167,6 +167,18 @@ def _waiter_bash() -> str | None:
     found = shutil.which("bash", path=DEFAULT_PATH)
     real = os.path.realpath(found) if found else None
     return real if real is not None and real.startswith("/usr/") else None
+
+
+def _startable(sandbox: Sandbox) -> StartableSandbox | None:
+    """The backend as one that starts runs and finishes them separately (prepared boxes), or ``None``.
+    Asked of its class once: a runtime protocol check costs about 30 us, and this is asked several times
+    per shell run."""
+    return cast("StartableSandbox", sandbox) if _starts_and_finishes(type(sandbox)) else None
+
+
+@functools.cache
+def _starts_and_finishes(kind: type[Sandbox]) -> bool:
+    return all(callable(getattr(kind, name, None)) for name in ("start", "finish"))
 
 
 def secret_index_of(services: Services, workspace: Workspace) -> SecretIndex:
@@ -343,7 +355,7 @@ class ProjectSandbox:
         """What a box prepared for ``program`` is made of, ``None`` when it cannot be prepared ahead:
         a backend that cannot start and finish separately, private copies of single files (taken
         when the box is made), a command line a pipe cannot carry, no bash to wait in."""
-        if (not isinstance(self.sandbox, StartableSandbox) or self.plan.files or _waiter_bash() is None
+        if (_startable(self.sandbox) is None or self.plan.files or _waiter_bash() is None
                 or any("\0" in arg for arg in program.argv)):
             return None
         choice = backends_of(self.ctx.services)
@@ -354,16 +366,16 @@ class ProjectSandbox:
 
     def _prepare(self, program: Program, shape: BoxShape) -> Prepared:
         """Start the box ``program`` would run in, a waiter in place of its command (raises ``OSError``)."""
-        assert isinstance(self.sandbox, StartableSandbox)
+        sandbox = _startable(self.sandbox)
         bash = _waiter_bash()
-        if bash is None:
+        if bash is None or sandbox is None:
             raise OSError("no bash to wait in")
         overlays = Overlays.create(self.plan.directories, (), shape.owner, disk_mb=shape.disk_mb)
         read, feed = os.pipe()
         try:
             waiter = replace(program, argv=waiter_argv(bash, read))
             request = replace(self._request(waiter, overlays, run_as=shape.owner), inherit_fds=(read,))
-            proc, launch = self.sandbox.start(request)
+            proc, launch = sandbox.start(request)
         except BaseException:
             os.close(feed)
             overlays.close()
@@ -375,10 +387,10 @@ class ProjectSandbox:
     def _run_warm(self, program: Program, shape: BoxShape, cancelled: threading.Event | None) -> Contained | None:
         """Run ``program`` in the box prepared for its shape; ``None`` (nothing ran) when there is none."""
         boxes = warm_boxes_of(self.ctx.services)
-        prepared = boxes.take(shape)
-        if prepared is None:
+        sandbox = _startable(self.sandbox)
+        prepared = boxes.take(shape) if sandbox is not None else None
+        if prepared is None or sandbox is None:
             return None
-        assert isinstance(self.sandbox, StartableSandbox)
         overlays = prepared.overlays
         request = self._request(program, overlays, run_as=shape.owner)
         # The box was spawned ahead with a waiter; the program starts now, in it. Said as an audit event
@@ -389,7 +401,7 @@ class ProjectSandbox:
             return None
         watch = RunWatch(self.ctx, program, cancelled, overlays)
         try:
-            result = self.sandbox.finish(prepared.proc, prepared.launch, request, request.stdin_bytes(), None, watch,
+            result = sandbox.finish(prepared.proc, prepared.launch, request, request.stdin_bytes(), None, watch,
                                          keep_launch=True)
             contained = self._settle(result, overlays, watch)
         finally:  # the run's cgroup and layers go on the pool's thread once the answer is out

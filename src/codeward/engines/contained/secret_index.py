@@ -53,6 +53,9 @@ class SecretScan:
     secrets: list[Path]
     complete: bool
     git_dirs: list[Path]
+    watched: bool = False
+    """Kept by file events (the roots are on local filesystems and every folder is watched): what is
+    derived from the same files may be kept by events too (the git-history keys)."""
 
 
 @dataclass
@@ -214,8 +217,8 @@ class SecretIndex:
         if self._answered is None:
             secrets = sorted(path for folder in self._folders.values() for path in folder.held.secrets)
             git_dirs = sorted(Path(path) for path, folder in self._folders.items() if folder.held.git_dir)
-            self._answered = SecretScan(secrets, True, git_dirs)
-        return SecretScan(list(self._answered.secrets), True, list(self._answered.git_dirs))
+            self._answered = SecretScan(secrets, True, git_dirs, watched=True)
+        return SecretScan(list(self._answered.secrets), True, list(self._answered.git_dirs), watched=True)
 
     def _entries(self) -> int:
         return self._entry_count

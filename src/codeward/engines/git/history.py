@@ -23,26 +23,34 @@ A full listing costs about a second per 10,000 commits, so the answer is remembe
 ``.codeward/`` (:data:`codeward.kernel.state_dir.GIT_HISTORY`), keyed by the state of the refs, the
 reflogs, the index, the secret files and the policy: an unchanged repository costs a few
 ``stat`` calls, and a repository that moved on lists only the objects the tips already
-checked do not reach (``--not`` them).
+checked do not reach (``--not`` them). A server keeps its own answers by that key
+(:class:`KnownVerdicts`), and, where file events are trusted, the key itself until an event
+says what it reads changed (:class:`WatchedKeys`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
 import re
+import stat
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from codeward.engines.git.repository import alternates
 from codeward.engines.git.runner import GitOutput, run_git
 from codeward.kernel.result import Result
 from codeward.kernel.state_dir import GIT_HISTORY, StateDir
 from codeward.kernel.workspace import Workspace
+
+if TYPE_CHECKING:
+    from inotify_simple import INotify  # type: ignore[import-untyped]
 
 SCAN_TIMEOUT_S = 300.0
 """The longest one listing of a repository's objects may take (a first check of a very long history)."""
@@ -85,11 +93,12 @@ class KnownVerdicts:
     repository is answered without reading ``.codeward/``'s file again (which also costs parsing the
     whole memo). Only this process's own answers are kept here, so nothing a file could forge is
     trusted; a key that differs (the repository, its secrets or the policy moved on) is checked as
-    before. Thread-safe."""
+    before. The keys themselves are kept by file events (:class:`WatchedKeys`). Thread-safe."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._known: dict[str, tuple[str, HistoryVerdict]] = {}
+        self.keys = WatchedKeys()
 
     def get(self, git_dir: Path, key: str) -> HistoryVerdict | None:
         with self._lock:
@@ -105,15 +114,196 @@ class KnownVerdicts:
             while len(self._known) > MAX_REMEMBERED_REPOSITORIES:
                 self._known.pop(next(iter(self._known)))
 
+    def close(self) -> None:
+        self.keys.close()
+
+
+@dataclass
+class _Keyed:
+    """One repository's key as last read, and what it was read for."""
+
+    inputs: tuple[object, ...]
+    identity: tuple[int, int]
+    key: str
+    watches: frozenset[int]
+    current: bool = True
+
+
+Names = frozenset[str] | None
+"""The entries of a watched folder whose events matter (``None``: all of them)."""
+_TOP_NAMES = frozenset({*(name.partition("/")[0] for name in _STATE_FILES), *_STATE_FOLDERS})
+
+
+class WatchedKeys:
+    """:func:`state_key` of each repository, read again only after a file event on what it reads.
+
+    Reading the key costs a walk of ``refs/`` and ``logs/`` and a read of each ref (≈ 0.4 ms in a small
+    repository, before every shell run). Here, before a key is read, an inotify watch is put on every
+    folder it reads from — the git directory (its ``HEAD``, ``packed-refs``, ``index``, ``shallow``,
+    ``refs``, ``logs``, ``objects`` entries), ``objects/info`` (``alternates``, ``packs``), each folder
+    under ``refs/`` and ``logs/``, the folders of the secret files (their entries) — so any change there
+    (a ref moved, the index or a reflog written, a secret edited, replaced or renamed, a folder made or
+    removed, the git directory itself moved) is queued by the kernel before the write returns and makes
+    the next answer read the key again. The git directory's identity (device, inode) is compared on
+    every answer. A lost or overflowing queue, a watch refused, a link or a file with other hard links
+    among what the key reads (whose changes through another name raise no event here): the key is read
+    every time, as before. Callers use it only where the secret index trusts events (local
+    filesystems). Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._inotify: INotify | None = None
+        self._keyed: dict[str, _Keyed] = {}
+        self._watchers: dict[int, dict[str, Names]] = {}
+        """Per watch: the repositories whose key depends on it, and the entries that matter to each."""
+        self._closed = False
+
+    def key(self, workspace: Workspace, git_dir: Path, secrets: Sequence[Path]) -> str:
+        """``state_key(workspace, git_dir, secrets)``, remembered while no event says it moved."""
+        inputs = (workspace.blacklist_globs, tuple(sorted(map(str, secrets))))
+        top = str(git_dir)
+        try:
+            info = os.stat(top)
+        except OSError:
+            return state_key(workspace, git_dir, secrets)
+        identity = (info.st_dev, info.st_ino)
+        with self._lock:
+            if self._closed or not self._drain():
+                self._forget_all()
+                return state_key(workspace, git_dir, secrets)
+            kept = self._keyed.get(top)
+            if kept is not None and kept.current and kept.inputs == inputs and kept.identity == identity:
+                return kept.key
+            self._forget(top)
+            watched: dict[int, Names] = {}
+            try:
+                covered = self._watch(top, secrets, watched)
+            except OSError:
+                covered = False
+            key = state_key(workspace, git_dir, secrets)  # read after the watches are in place
+            self._keyed[top] = _Keyed(inputs, identity, key, frozenset(watched), current=covered)
+            for wd, names in watched.items():
+                self._watchers.setdefault(wd, {})[top] = names
+            if not covered:
+                self._forget(top)  # read every time while events cannot cover it
+            while len(self._keyed) > MAX_REMEMBERED_REPOSITORIES:
+                self._forget(next(iter(self._keyed)))
+            return key
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._forget_all()
+            if self._inotify is not None:
+                with contextlib.suppress(OSError):
+                    self._inotify.close()
+                self._inotify = None
+
+    # -- the parts ---------------------------------------------------------------------
+
+    def _drain(self) -> bool:
+        """Mark the keys an event touched as stale; ``False`` when events were lost (all are stale)."""
+        if self._inotify is None:
+            return True
+        from inotify_simple import flags  # type: ignore[import-untyped]
+
+        while events := self._inotify.read(timeout=0):
+            for event in events:
+                if event.mask & flags.Q_OVERFLOW:
+                    return False
+                for top, names in self._watchers.get(event.wd, {}).items():
+                    kept = self._keyed.get(top)
+                    if kept is not None and (names is None or not event.name or event.name in names):
+                        kept.current = False
+        return True
+
+    def _watch(self, top: str, secrets: Sequence[Path], watched: dict[int, Names]) -> bool:
+        """Watch every folder the key of ``top`` reads from (into ``watched``, with the entries that matter);
+        ``False`` when events cannot cover it all. Raises ``OSError`` when a watch is refused (the limit)."""
+        if self._inotify is None:
+            from inotify_simple import INotify  # type: ignore[import-untyped]
+
+            self._inotify = INotify()
+        folders: dict[str, set[str] | None] = {top: set(_TOP_NAMES), os.path.join(top, "objects"): {"info"},
+                                                os.path.join(top, "objects", "info"): {"alternates", "packs"}}
+        for secret in map(str, secrets):
+            names = folders.setdefault(os.path.dirname(secret), set())
+            if names is not None:
+                names.add(os.path.basename(secret))
+        optional = {os.path.join(top, "objects"), os.path.join(top, "objects", "info")}  # their making is seen
+        for folder, names in folders.items():  # before the walk below, which adds the folders it lists
+            if not self._add(folder, None if names is None else frozenset(names), watched) and folder not in optional:
+                return False  # the git directory or a secret's folder is not one to watch (a link, gone)
+        files = [*(os.path.join(top, name) for name in _STATE_FILES), *map(str, secrets)]
+        for folder in _STATE_FOLDERS:
+            pending = [os.path.join(top, folder)]
+            while pending:  # each folder watched before it is listed: nothing made after the listing goes unseen
+                directory = pending.pop()
+                if not self._add(directory, None, watched):
+                    continue
+                try:
+                    entries = list(os.scandir(directory))
+                except OSError:
+                    continue
+                for entry in entries:
+                    if entry.is_symlink():
+                        return False
+                    (pending if entry.is_dir(follow_symlinks=False) else files).append(entry.path)
+        for path in files:
+            try:
+                info = os.lstat(path)
+            except OSError:
+                continue
+            if stat.S_ISLNK(info.st_mode) or (stat.S_ISREG(info.st_mode) and info.st_nlink > 1):
+                return False
+        return True
+
+    def _add(self, folder: str, names: Names, watched: dict[int, Names]) -> bool:
+        """Watch ``folder`` (``False`` when it is not there: its parent is watched, and its making is an event)."""
+        from inotify_simple import flags  # type: ignore[import-untyped]
+
+        assert self._inotify is not None
+        mask = (flags.CREATE | flags.DELETE | flags.MOVED_FROM | flags.MOVED_TO | flags.MODIFY | flags.CLOSE_WRITE
+                | flags.ATTRIB | flags.DELETE_SELF | flags.MOVE_SELF | flags.ONLYDIR | flags.DONT_FOLLOW)
+        try:
+            wd: int = self._inotify.add_watch(folder, mask)
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EACCES, errno.ELOOP):
+                return False
+            raise
+        before = watched.get(wd, frozenset())
+        watched[wd] = None if names is None or before is None else before | names
+        return True
+
+    def _forget(self, top: str) -> None:
+        kept = self._keyed.pop(top, None)
+        if kept is None:
+            return
+        for wd in kept.watches:
+            holders = self._watchers.get(wd)
+            if holders is not None:
+                holders.pop(top, None)
+                if not holders:
+                    del self._watchers[wd]
+                    if self._inotify is not None:
+                        with contextlib.suppress(OSError):
+                            self._inotify.rm_watch(wd)
+
+    def _forget_all(self) -> None:
+        for top in list(self._keyed):
+            self._forget(top)
+
 
 def check_history(workspace: Workspace, git_dir: Path, secret_files: Sequence[Path], state: StateDir | None,
-                  known: KnownVerdicts | None = None) -> HistoryVerdict:
+                  known: KnownVerdicts | None = None, *, events: bool = False) -> HistoryVerdict:
     """Whether the repository at ``git_dir`` (a git directory inside the roots) holds the content
     of a file the workspace blacklists; remembered in ``state`` by the repository's state, and in
-    ``known`` (the server's memory of its own answers) when given."""
+    ``known`` (the server's memory of its own answers) when given. ``events``: file events are
+    trusted where the repository lies (the secret index's verdict), so ``known`` keeps its key."""
     work_tree = git_dir.parent
     secrets = [path for path in secret_files if path.is_relative_to(work_tree) and _is_file(path)]
-    key = state_key(workspace, git_dir, secrets)
+    key = known.keys.key(workspace, git_dir, secrets) if known is not None and events else \
+        state_key(workspace, git_dir, secrets)
     if known is not None and (remembered := known.get(git_dir, key)) is not None:
         return remembered
     verdict = _check(workspace, git_dir, secrets, state, key)

@@ -19,8 +19,10 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -197,6 +199,11 @@ class RunCgroup:
     def __init__(self, layout: CgroupLayout, dirs: dict[str, Path]) -> None:
         self.layout = layout
         self.dirs = dirs
+        self._counters: dict[Path, int] = {}
+        """The counter files :meth:`events` reads, opened when the group is made (a box prepared ahead
+        makes its group before the call): after the run they are read again at offset 0, without the
+        opens (≈ 0.1 ms each on cgroup v1), on the caller's time. Closed by :meth:`remove`."""
+        self._counters_lock = threading.Lock()
 
     @classmethod
     def create(
@@ -215,7 +222,40 @@ class RunCgroup:
         except OSError:
             group.remove()
             raise
+        group._open_counters()
         return group
+
+    def _counter_files(self) -> list[Path]:
+        if self.layout.version == 2:
+            unified = self.dirs["unified"]
+            return [unified / "memory.events", unified / "pids.events", unified / "memory.peak"]
+        files = []
+        if (memory := self.dirs.get("memory")) is not None:
+            files += [memory / "memory.oom_control", memory / "memory.max_usage_in_bytes"]
+        if (pids := self.dirs.get("pids")) is not None:
+            files.append(pids / "pids.events")
+        return files
+
+    def _open_counters(self) -> None:
+        with self._counters_lock:
+            for path in self._counter_files():
+                with contextlib.suppress(OSError):
+                    self._counters[path] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+
+    def _close_counters(self) -> None:
+        with self._counters_lock:
+            counters, self._counters = self._counters, {}
+        for fd in counters.values():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def _read(self, path: Path) -> bytes:
+        """A counter file's current content (from its descriptor opened ahead, else opened now)."""
+        with self._counters_lock:
+            fd = self._counters.get(path)
+            if fd is not None:
+                return os.pread(fd, 65536, 0)
+        return _read(path)
 
     def set_limits(self, memory_mb: int | None, max_processes: int | None, cpus: float | None = 1.0) -> None:
         if self.layout.version == 2:
@@ -320,25 +360,27 @@ class RunCgroup:
         return True
 
     def events(self) -> CgroupEvents:
+        read = self._read
         if self.layout.version == 2:
             unified = self.dirs["unified"]
-            memory = _keyed(unified / "memory.events")
-            pids = _keyed(unified / "pids.events")
+            memory = _keyed(unified / "memory.events", read)
+            pids = _keyed(unified / "pids.events", read)
             return CgroupEvents(memory.get("oom_kill", 0) > 0, pids.get("max", 0) > 0,
-                                _mb(_number(unified / "memory.peak")))
+                                _mb(_number(unified / "memory.peak", read)))
         oom = False
         peak: int | None = None
         memory_dir = self.dirs.get("memory")
         if memory_dir is not None:
-            control = _keyed(memory_dir / "memory.oom_control")
+            control = _keyed(memory_dir / "memory.oom_control", read)
             oom = control.get("oom_kill", 0) > 0
-            peak = _number(memory_dir / "memory.max_usage_in_bytes")
+            peak = _number(memory_dir / "memory.max_usage_in_bytes", read)
         pids_dir = self.dirs.get("pids")
-        limited = pids_dir is not None and _keyed(pids_dir / "pids.events").get("max", 0) > 0
+        limited = pids_dir is not None and _keyed(pids_dir / "pids.events", read).get("max", 0) > 0
         return CgroupEvents(oom, limited, _mb(peak))
 
     def remove(self) -> None:
         """Delete the group's directories (after killing what is left in them)."""
+        self._close_counters()
         if self.pids():
             self.kill()
         for directory in list(self.dirs.values()):
@@ -363,21 +405,33 @@ def _write_optional(path: Path, value: str) -> None:
         _write(path, value)
 
 
-def _keyed(path: Path) -> dict[str, int]:
+def _read(path: Path) -> bytes:
+    """A control file's bytes, read with plain ``os`` calls (a run's counters are read after every run,
+    on the caller's time: no text layer)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return os.read(fd, 65536)
+    finally:
+        os.close(fd)
+
+
+def _keyed(path: Path, read: Callable[[Path], bytes] = _read) -> dict[str, int]:
     values: dict[str, int] = {}
     with contextlib.suppress(OSError):
-        for line in path.read_text().splitlines():
-            key, _, number = line.partition(" ")
+        for line in read(path).splitlines():
+            key, _, number = line.partition(b" ")
             with contextlib.suppress(ValueError):
-                values[key] = int(number)
+                values[key.decode("ascii", "replace")] = int(number)
     return values
 
 
-def _number(path: Path) -> int | None:
+def _number(path: Path, read: Callable[[Path], bytes] = _read) -> int | None:
     try:
-        return int(path.read_text().strip())
+        return int(read(path).strip())
     except (OSError, ValueError):
         return None
+
+
 
 
 def _mb(value: int | None) -> float | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -58,7 +58,7 @@ def append_network_event(workspace: Workspace, client: str, event: EgressEvent) 
 
 def append_entry(workspace: Workspace, entry: ShellLogEntry) -> str | None:
     """Append one line; returns why it could not be written, or ``None``."""
-    record = asdict(entry)
+    record = dict(vars(entry))  # its fields are plain values (asdict's deep copy costs more than the write)
     if len(entry.script) > MAX_LOGGED_SCRIPT_CHARS:
         record["script"] = entry.script[:MAX_LOGGED_SCRIPT_CHARS] + f"[... {len(entry.script)} characters in all]"
     record = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **record}
