@@ -325,36 +325,33 @@ class RunCgroup:
                     with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.kill(pid, signal.SIGKILL)
                 if frozen:  # a frozen process dies once thawed
-                    frozen = not self._thaw()
+                    frozen = not self._set_freezer("THAWED")
                 time.sleep(0.001 if attempt < 20 else 0.01)  # dying processes leave within a few ms
         finally:
             if frozen:
-                self._thaw()
+                self._set_freezer("THAWED")
         return len(seen)
 
     def _freeze(self) -> bool:
         """Stop every process of a v1 group where it is (``freezer.state``); whether it was asked."""
-        freezer = self.dirs.get("freezer")
-        if freezer is None:
+        if not self._set_freezer("FROZEN"):
             return False
-        try:
-            _write(freezer / "freezer.state", "FROZEN")
-        except OSError:
-            return False
+        state = self.dirs["freezer"] / "freezer.state"
         deadline = time.monotonic() + FREEZE_WAIT_S
         while time.monotonic() < deadline:  # FREEZING while a task finishes a system call
             with contextlib.suppress(OSError):
-                if (freezer / "freezer.state").read_text().strip() == "FROZEN":
+                if state.read_text().strip() == "FROZEN":
                     break
             time.sleep(0.0005)
         return True
 
-    def _thaw(self) -> bool:
+    def _set_freezer(self, state: str) -> bool:
+        """Write a v1 group's ``freezer.state``; whether it was written (no freezer group: ``False``)."""
         freezer = self.dirs.get("freezer")
         if freezer is None:
-            return True
+            return False
         try:
-            _write(freezer / "freezer.state", "THAWED")
+            _write(freezer / "freezer.state", state)
         except OSError:
             return False
         return True
