@@ -171,7 +171,8 @@ def test_the_planted_tsserver_does_run_in_an_editor_on_the_host(tmp_path: Path) 
         client.notify("textDocument/didOpen", {"textDocument": {"uri": source.as_uri(), "languageId": "typescript",
                                                                 "version": 1, "text": source.read_text()}})
         deadline = time.monotonic() + 120
-        while not control.exists() and time.monotonic() < deadline and client.alive():
+        # until the marker holds what the planted script writes: the file exists a moment before its text does
+        while not _holds(control, "ran") and time.monotonic() < deadline and client.alive():
             time.sleep(0.1)
     finally:
         client.close()
@@ -179,3 +180,10 @@ def test_the_planted_tsserver_does_run_in_an_editor_on_the_host(tmp_path: Path) 
         proc.wait()
     assert control.read_text() == "ran"
     assert shutil.which("node") is not None
+
+
+def _holds(path: Path, text: str) -> bool:
+    try:
+        return path.read_text() == text
+    except FileNotFoundError:
+        return False
