@@ -28,6 +28,8 @@ from pathlib import Path
 import anyio
 from mcp import Client, StdioServerParameters
 
+from latency_table import print_table
+
 HELLO = "print('hello')"
 TARGET = 1.10
 CONFIGS = {
@@ -66,12 +68,7 @@ async def measure(runs: int, gap: float) -> None:
     base = statistics.median(rows["no [network]"])
     print(f"{runs} calls per server, {gap:.2f} s untimed gap before each; load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
-    print(f"{'server':<16} {'p50 ms':>8} {'p90 ms':>8} {'ratio':>6} {'warm':>6}")
-    for name, times in rows.items():
-        ordered = sorted(times)
-        p50 = statistics.median(ordered)
-        p90 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.9))]
-        print(f"{name:<16} {p50:>8.2f} {p90:>8.2f} {p50 / base:>6.2f} {warm[name]:>3}/{len(times)}")
+    print_table(rows, base, "server", "ratio", {name: f"{warm[name]}/{len(times)}" for name, times in rows.items()})
     ratio = statistics.median(rows["[network] only"]) / base
     print(f"\n[network] only / no [network]: {ratio:.2f}x (target <= {TARGET}x: {'ok' if ratio <= TARGET else 'OVER'})")
 

@@ -36,6 +36,8 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 
+from latency_table import print_table
+
 PYTHON = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else shutil.which("python3") or sys.executable
 """The interpreter the sandbox runs for Python (the system's), so both rows start the same program."""
 HELLO = "print('hello')"
@@ -114,12 +116,7 @@ async def report(client: Client, runs: int, gap: float) -> None:
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"state kept between calls of one session (x = 42, then print(x)): {'yes' if kept_ok else 'NO'}; "
           f"warm pool answered {sum(warm_flags)}/{len(warm_flags)} untimed check calls\n")
-    print(f"{'path':<18} {'p50 ms':>8} {'p90 ms':>8} {'× bare':>7}")
-    for name, times in rows.items():
-        ordered = sorted(times)
-        p50 = statistics.median(ordered)
-        p90 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.9))]
-        print(f"{name:<18} {p50:>8.2f} {p90:>8.2f} {p50 / base:>7.2f}")
+    print_table(rows, base, "path", "× bare")
     ratio = statistics.median(rows["mcp execute"]) / base
     print(f"\nmcp execute / bare python3 -c: {ratio:.2f}x (target <= {TARGET}x: {'ok' if ratio <= TARGET else 'OVER'})")
 
