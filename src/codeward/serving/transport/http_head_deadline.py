@@ -24,6 +24,8 @@ from typing import Any, TypeVar
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from codeward.serving.transport.http_head_size import HeadSize, HeadSizeBound
+
 HEAD_TIMEOUT = 30.0
 """Seconds a connection has to send a complete request head (the default of ``http_head_timeout``)."""
 
@@ -70,15 +72,18 @@ class HeadDeadline:
         self.transport.close()
 
 
-class DeadlineH11Protocol(HeadDeadline, H11Protocol):
-    """uvicorn's h11 protocol with a deadline on each request's head."""
+class DeadlineH11Protocol(HeadSizeBound, HeadDeadline, H11Protocol):
+    """uvicorn's h11 protocol with a deadline on each request's head and a bound on its size."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self._head_size = HeadSize()
         self._arm_head_deadline()  # a fresh connection owes a head too
 
     def data_received(self, data: bytes) -> None:
-        super().data_received(data)
+        self._parse_bounded(data, self.conn.their_state is h11.IDLE, super().data_received)
+        if self.transport.is_closing():
+            return
         # h11 waits for a request's head in IDLE; anything buffered there is a head still incomplete.
         if self.conn.their_state is h11.IDLE and self.conn.trailing_data[0]:
             self._arm_head_deadline()

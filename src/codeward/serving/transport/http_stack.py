@@ -9,10 +9,10 @@ debugging. The loop has to be chosen before the command's event loop starts, so 
 runs its coroutine through :meth:`HttpStack.run`, and :meth:`HttpStack.uvicorn_options` gives
 uvicorn the matching parser.
 
-httptools does not bound a request's head the way h11 does; the fast stack therefore uses
-:class:`~codeward.serving.transport.http_head_bound.BoundedHttpToolsProtocol`, which does. Neither
-parser limits the time a head may take: both stacks' protocols add that deadline
-(:mod:`codeward.serving.transport.http_head_deadline`).
+Neither parser bounds a request's head reliably (httptools not at all, h11 only while it is
+incomplete) nor the time it may take: both stacks' protocols add the two
+(:mod:`codeward.serving.transport.http_head_size`, :mod:`codeward.serving.transport.http_head_deadline`;
+the fast stack's is :class:`~codeward.serving.transport.http_head_bound.BoundedHttpToolsProtocol`).
 Nothing here imports uvloop or httptools until an HTTP server asks (stdio start-up never does).
 """
 
