@@ -176,7 +176,10 @@ def plan(window: int, question: str, used: int = 300, reply: int = 1024, **choic
     (131_072, "anything", "full", None),
     (32_768, "anything", "full", None),
     (16_384, "search the web for the httpx docs", "trimmed", ("core", "web")),
-    (16_384, "find where parse_config is defined", "trimmed", ("core", "python")),
+    (16_384, "find every reference to parse_config", "trimmed", ("core", "python")),
+    (16_384, "find where parse_config is defined", "trimmed", ("core",)),  # find_symbol, a core tool
+    (16_384, "Read notes.txt and tell me the secret word.", "trimmed", ("core",)),  # not process_read
+    (16_384, "read the log of the dev server", "trimmed", ("core", "git", "shell")),
     (16_384, "list the open issues", "trimmed", ("core", "beads")),
     (16_384, "fix the crash in main.c", "trimmed", ("core", "cpp")),
     (6_144, "find where parse_config is defined", "trimmed", ("core",)),

@@ -87,10 +87,15 @@ def group_tools(infos: Iterable[ToolInfo], toolset_of: Callable[[str], str | Non
     return [ToolGroup(name, tuple(members), schema_tokens(members)) for name, members in grouped.items()]
 
 
-def relevance(text: str, groups: Sequence[ToolGroup]) -> dict[str, float]:
+def relevance(text: str, groups: Sequence[ToolGroup], core: str | None = None) -> dict[str, float]:
     """How strongly ``text`` points at each group: its words found in the group's tool names
     (2 points) or descriptions (half a point), each divided by how many groups use that word.
-    A group scoring :data:`RELEVANT` or more is worth offering."""
+    A group scoring :data:`RELEVANT` or more is worth offering.
+
+    A word that names one of the ``core`` group's tools is mostly the core's to answer: it gives the
+    other groups half its points, so it does not bring a group in on its own. "read notes.txt"
+    wants ``read_file``, not ``process_read`` and the other process tools (seven schemas, a quarter
+    more prompt for a small local model to read before it answers)."""
     found = _WORD.findall(text.lower())
     asked = {_EXTENSIONS.get(w, w) for w in found if w not in _STOP and (len(w) > 1 or w in _EXTENSIONS)}
     vocab: dict[str, dict[str, float]] = {}
@@ -102,8 +107,11 @@ def relevance(text: str, groups: Sequence[ToolGroup]) -> dict[str, float]:
             for word in _WORD.findall(info.name.lower()):
                 words[word] = NAME_WEIGHT
         vocab[group.name] = words
+    cores = vocab.get(core or "", {})
+    share = {w: 0.5 if _match(w, cores) >= NAME_WEIGHT else 1.0 for w in asked}
     spread = {w: sum(1 for words in vocab.values() if _match(w, words)) for w in asked}
-    return {name: sum(_match(w, words) / spread[w] for w in asked if spread[w]) for name, words in vocab.items()}
+    return {name: sum(_match(w, words) / spread[w] * (1.0 if name == core else share[w]) for w in asked if spread[w])
+            for name, words in vocab.items()}
 
 
 def _match(word: str, words: Mapping[str, float]) -> float:
@@ -162,8 +170,8 @@ def plan_catalog(groups: Sequence[ToolGroup], meta_tokens: int, window: ContextW
     room = window.tokens - reply_tokens - used_tokens - conversation_room(window.tokens)
     if total <= room:
         return CatalogPlan("full", names, count, total, window, f"fits the {context}")
-    scores = relevance(text, groups)
     core = LEAN_CORE if any(g.name == LEAN_CORE for g in groups) else CORE_TOOLSET
+    scores = relevance(text, groups, core)
     wanted = sorted((g for g in groups if g.name == core or scores.get(g.name, 0.0) >= RELEVANT),
                     key=lambda g: (g.name != core, -scores.get(g.name, 0.0), g.name))
     picked: list[ToolGroup] = []
