@@ -211,3 +211,34 @@ def test_the_shell_hides_every_name_the_file_tools_refuse(catalog: Catalog, root
         assert catalog.call("read_file", {"path": name}, ctx).is_error, name  # the file tools refuse each
     outcome = run_shell(catalog, [root], "cat server.KEY .git/.env deep/er/.ENV")
     assert not any(text in outcome.text for text in secrets.values()), outcome.text
+
+
+SAME_IN_A_PREPARED_BOX = [
+    "echo hi", "exit 3", "echo \"$0\" $#; echo $LINENO\necho $LINENO", "false", "set -e; false; echo no",
+    "trap 'echo bye' EXIT; echo hi", "f() { return 4; }; f", "kill -TERM $$; echo after", "echo $SHLVL",
+    "exec echo replaced", "cat; echo \"[$REPLY]\"", "read -r line; echo \"got $line\"", "echo ${argv[@]}x",
+    "/usr/bin/env | grep -c . >/dev/null; echo $?", "sleep 0.1 & wait; echo $?", "echo $BASHPID $$ | tr -d 0-9",
+    "echo a\nif",  # a syntax error after a command ran: same output and status; the message names eval, not -c
+]
+
+
+@needs_bwrap
+def test_a_script_in_a_prepared_box_behaves_as_in_a_fresh_one(catalog: Catalog, root: Path) -> None:
+    """A prepared box runs a bash script in its waiter, without starting a second bash; what the script
+    sees and does — output, status, ``$0``, ``$#``, line numbers, traps, signals, stdin at its end — is the same."""
+    import sys
+
+    ran_prepared: list[object] = []
+    sys.addaudithook(lambda event, args: ran_prepared.append(args) if event == "codeward.box.run" else None)
+    fresh_ctx = ToolContext(Workspace.create([root]), services=Services(ShellSettings(warm_box=False)))
+    warm_ctx = ToolContext(Workspace.create([root]), services=Services(ShellSettings(warm_box=True)))
+    catalog.call("run_shell", {"script": "true"}, warm_ctx)  # the first run builds its box and prepares the next
+    for script in SAME_IN_A_PREPARED_BOX:
+        arguments = {"script": script}
+        ran_prepared.clear()
+        fresh = catalog.call("run_shell", arguments, fresh_ctx)
+        assert not ran_prepared
+        warm = catalog.call("run_shell", arguments, warm_ctx)
+        assert ran_prepared, f"{script!r} did not run in a prepared box"
+        assert warm.text.replace("eval:", "-c:") == fresh.text, (script, fresh.text, warm.text)
+        assert warm.is_error == fresh.is_error, script
