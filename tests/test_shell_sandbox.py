@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from codeward.engines.contained.project_sandbox import warm_boxes_of
 from codeward.engines.sandbox import SandboxRequest, Status
 from codeward.engines.shell import ShellSettings
 from codeward.engines.shell.host import run_on_host
@@ -238,6 +239,9 @@ def test_a_script_in_a_prepared_box_behaves_as_in_a_fresh_one(catalog: Catalog, 
         ran_prepared.clear()
         fresh = catalog.call("run_shell", arguments, fresh_ctx)
         assert not ran_prepared
+        deadline = time.monotonic() + 30  # the next box is made in the background after each run
+        while not warm_boxes_of(warm_ctx.services).waiting() and time.monotonic() < deadline:
+            time.sleep(0.01)
         warm = catalog.call("run_shell", arguments, warm_ctx)
         assert ran_prepared, f"{script!r} did not run in a prepared box"
         assert warm.text.replace("eval:", "-c:") == fresh.text, (script, fresh.text, warm.text)

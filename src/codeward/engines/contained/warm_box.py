@@ -147,6 +147,11 @@ class WarmBoxes:
         self.dispose(ready.discard)
         return None
 
+    def waiting(self) -> bool:
+        """Whether a prepared box waits for a run (it is made in the background after a run)."""
+        with self._lock:
+            return self._ready is not None
+
     def prepare(self, shape: BoxShape, make: Callable[[], Prepared]) -> None:
         """Have a box of ``shape`` made in the background (``make`` raises ``OSError`` when it cannot)."""
         with self._lock:
